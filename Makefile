@@ -1,0 +1,44 @@
+# Two commands for a newcomer: `make run` and `make test`. Both are idempotent.
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.graphlife-installed
+
+.PHONY: run test venv test-python test-node test-e2e vsix node clean
+
+$(STAMP): server/pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e 'server[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+node_modules/.package-lock.json: package.json
+	npm install --no-audit --no-fund
+	touch $@
+
+node: node_modules/.package-lock.json
+
+run: venv
+	@echo "== graphlife check examples/ =="
+	-$(VENV)/bin/graphlife check examples/
+	@if [ -f package.json ]; then $(MAKE) --no-print-directory vsix; fi
+
+test: venv
+	$(MAKE) --no-print-directory test-python
+	@if [ -f package.json ]; then $(MAKE) --no-print-directory test-node test-e2e; fi
+
+test-python: venv
+	$(PY) -m pytest -q -n auto tests
+
+test-node: node
+	npm test
+
+test-e2e: node vsix
+	npm run test:e2e
+
+vsix: node
+	npm run package
+
+clean:
+	rm -rf $(VENV) node_modules dist client/out

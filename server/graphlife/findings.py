@@ -1,0 +1,113 @@
+"""The data every front end shares: a finding, where it points, and how to fix it.
+
+Positions are 1-based lines and 1-based *character* (code point) columns, with
+an exclusive end column. The engine converts from `ast`'s UTF-8 byte offsets once
+(:mod:`graphlife.analysis.positions`); the language server converts characters to
+UTF-16 code units once more at its edge. Nothing else converts positions.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Severity(str, enum.Enum):
+    """How sure and how bad: errors mean torch raises on every path to the line."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFORMATION = "information"
+    HINT = "hint"
+
+    @classmethod
+    def parse(cls, text: str) -> "Severity | None":
+        """Map a user's spelling to a severity; ``None`` means the rule is off."""
+        lowered = text.strip().lower()
+        aliases = {"info": "information", "warn": "warning", "off": None, "none": None}
+        lowered = aliases.get(lowered, lowered)
+        if lowered is None:
+            return None
+        return cls(lowered)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A source range: 1-based lines, 1-based character columns, end exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another place that explains a finding: where the graph was built, freed, mutated."""
+
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True)
+class FixRecipe:
+    """A fix decided by the rule, turned into edits only on demand by :mod:`graphlife.fixes`.
+
+    ``kind`` names the transformation (see ``graphlife.fixes`` for the list) and
+    ``params`` carries what the transformation needs (names, lines). ``title`` is
+    what an editor shows in the light-bulb menu.
+    """
+
+    kind: str
+    title: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosed bug: which rule, where, why, and the fixes best first."""
+
+    code: str
+    name: str
+    severity: Severity
+    span: Span
+    message: str
+    related: tuple[Related, ...] = ()
+    fixes: tuple[FixRecipe, ...] = ()
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def column(self) -> int:
+        return self.span.column
+
+    def to_json(self, path: str | None = None) -> dict[str, Any]:
+        """The JSON shape of `graphlife check --format json` (1-based positions)."""
+        data: dict[str, Any] = {}
+        if path is not None:
+            data["path"] = path
+        data.update(
+            line=self.span.line,
+            column=self.span.column,
+            end_line=self.span.end_line,
+            end_column=self.span.end_column,
+            code=self.code,
+            name=self.name,
+            severity=self.severity.value,
+            message=self.message,
+            related=[
+                {
+                    "line": r.span.line,
+                    "column": r.span.column,
+                    "end_line": r.span.end_line,
+                    "end_column": r.span.end_column,
+                    "message": r.message,
+                }
+                for r in self.related
+            ],
+            fixes=[{"kind": f.kind, "title": f.title} for f in self.fixes],
+        )
+        return data

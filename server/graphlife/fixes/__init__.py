@@ -1,0 +1,34 @@
+"""Fix recipes -> text edits, with libcst on the smallest enclosing statement.
+
+The language server's code actions and `graphlife fix` call the same two
+functions, so the editor applies exactly what the command line applies.
+
+Contract (see docs/CONVENTIONS.md):
+- ``compute_fixes(finding, source) -> list[ResolvedFix]``: every fix of a finding
+  that can be made on this source, the preferred (best) one first.
+- ``fix_source(source, path=None, config=None) -> str``: the source with the
+  preferred fix of every finding applied, re-checked until stable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphlife.findings import Span
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """Replace ``span`` (1-based lines, 1-based character columns, end exclusive) by ``new_text``."""
+
+    span: Span
+    new_text: str
+
+
+@dataclass(frozen=True)
+class ResolvedFix:
+    """A fix ready to apply: its title, whether it is the preferred one, and its edits."""
+
+    title: str
+    preferred: bool
+    edits: tuple[TextEdit, ...]

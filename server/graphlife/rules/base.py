@@ -1,0 +1,107 @@
+"""What a rule is: metadata, its own documentation, and hooks on engine events.
+
+Rules do not walk the syntax tree themselves. The engine
+(:mod:`graphlife.analysis.interpreter`) interprets a function or module body and
+calls each rule's ``on_<event>`` hook with the event and the abstract state at
+that point (see :mod:`graphlife.analysis.events`). A rule decides from the
+state whether the event is a bug and reports it through :class:`Reporter`.
+
+The module docstring of each rule is its documentation, in the sections ruff
+uses: ``What it does``, ``Why is this bad?``, ``What torch says``, ``Example``,
+``Use instead``. The hover, ``graphlife rules`` and the docs all show that text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
+
+from graphlife.findings import Finding, FixRecipe, Related, Severity, Span
+
+if TYPE_CHECKING:  # pragma: no cover
+    pass
+
+DOCS_URL = "https://github.com/graphlife/graphlife/blob/main/docs/rules.md#{anchor}"
+
+
+@dataclass(frozen=True)
+class RuleDoc:
+    """A rule's documentation split into its sections."""
+
+    text: str
+
+    def section(self, title: str) -> str:
+        """The body of one ``## Title`` section (empty when missing)."""
+        pattern = re.compile(rf"^## {re.escape(title)}\s*$(.*?)(?=^## |\Z)", re.M | re.S)
+        match = pattern.search(self.text)
+        return match.group(1).strip() if match else ""
+
+    @property
+    def summary(self) -> str:
+        return self.text.strip().splitlines()[0].strip() if self.text.strip() else ""
+
+
+@dataclass
+class Rule:
+    """A rule: code, name, default severity, documentation, and event hooks."""
+
+    code: str
+    name: str
+    severity: Severity
+    doc: RuleDoc
+    torch_message: str = ""  # what torch raises or warns, verbatim where it raises
+
+    @property
+    def docs_url(self) -> str:
+        return DOCS_URL.format(anchor=f"{self.code.lower()}-{self.name}")
+
+    def markdown(self) -> str:
+        """The explanation shown on hover and in the docs."""
+        return f"**{self.code} {self.name}** ({self.severity.value})\n\n{self.doc.text.strip()}"
+
+
+@dataclass
+class Reporter:
+    """Collects findings for one file; drops exact duplicates (loops are unrolled twice)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    _seen: set[tuple[str, Span]] = field(default_factory=set)
+
+    def report(
+        self,
+        rule: Rule,
+        span: Span,
+        message: str,
+        *,
+        severity: Severity | None = None,
+        related: Iterable[Related] = (),
+        fixes: Iterable[FixRecipe] = (),
+    ) -> None:
+        key = (rule.code, span)
+        if key in self._seen:
+            # A stronger severity seen later (e.g. on the second unrolled
+            # iteration) replaces the weaker one.
+            new_severity = severity or rule.severity
+            for index, old in enumerate(self.findings):
+                if (old.code, old.span) == key and _rank(new_severity) < _rank(old.severity):
+                    self.findings[index] = Finding(
+                        rule.code, rule.name, new_severity, span, message, tuple(related), tuple(fixes)
+                    )
+            return
+        self._seen.add(key)
+        self.findings.append(
+            Finding(
+                code=rule.code,
+                name=rule.name,
+                severity=severity or rule.severity,
+                span=span,
+                message=message,
+                related=tuple(related),
+                fixes=tuple(fixes),
+            )
+        )
+
+
+def _rank(severity: Severity) -> int:
+    return [Severity.ERROR, Severity.WARNING, Severity.INFORMATION, Severity.HINT].index(severity)
