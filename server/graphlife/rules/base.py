@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from graphlife.findings import Finding, FixRecipe, Related, Severity, Span
 
@@ -51,6 +51,10 @@ class Rule:
     severity: Severity
     doc: RuleDoc
     torch_message: str = ""  # what torch raises or warns, verbatim where it raises
+    #: Syntactic rules: called once per file with a :class:`ModuleContext`.
+    check_module: "Callable[[ModuleContext], None] | None" = None
+    #: Engine rules: event name -> hook(event, reporter); see graphlife.analysis.events.
+    hooks: "dict[str, Callable[..., None]]" = field(default_factory=dict)
 
     @property
     def docs_url(self) -> str:
@@ -105,3 +109,25 @@ class Reporter:
 
 def _rank(severity: Severity) -> int:
     return [Severity.ERROR, Severity.WARNING, Severity.INFORMATION, Severity.HINT].index(severity)
+
+
+@dataclass
+class ModuleContext:
+    """What a rule's ``check_module(ctx)`` hook gets: the parsed file and a reporter.
+
+    Rules that are about the *shape* of a definition (custom
+    ``autograd.Function`` classes, ``checkpoint`` calls) read the tree here.
+    Rules about values and graphs use the engine's event hooks instead
+    (``graphlife.analysis.events``), never the spelling of names.
+    """
+
+    tree: "object"  # ast.Module
+    source: str
+    lines: list[str]
+    reporter: Reporter
+
+    def span(self, node: "object") -> Span:
+        """The 1-based character span of an ``ast`` node."""
+        from graphlife.analysis.positions import node_span  # noqa: PLC0415
+
+        return node_span(node, self.lines)
