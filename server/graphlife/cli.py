@@ -1,0 +1,281 @@
+"""`graphlife check|fix|lsp|explain|rules`: thin shells over the shared engine.
+
+Exit status of ``check``: 0 with no findings, 1 with findings (or syntax
+errors), 2 on a usage error or a file that cannot be read (the other files are
+still checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graphlife import __version__
+from graphlife.config import Config, config_for_path
+
+#: Folders a folder walk never enters (virtualenvs, build output, caches, VCS).
+SKIPPED_DIRS = {
+    ".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "__pycache__", "build", "dist",
+    "node_modules", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
+    ".eggs", ".ipynb_checkpoints",
+}
+
+
+@dataclass
+class FileReport:
+    """What checking one file produced, in a picklable form for worker processes."""
+
+    path: str
+    findings: list[dict] = field(default_factory=list)
+    syntax_errors: list[tuple[int, int, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    read_error: str | None = None
+    lines: list[str] = field(default_factory=list)
+    fixed_source: str | None = None
+    original_source: str | None = None
+
+
+def iter_python_files(paths: list[str]) -> tuple[list[str], list[str]]:
+    """The ``.py`` files under ``paths`` (sorted) and the paths that do not exist."""
+    files: list[str] = []
+    missing: list[str] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            files.append(str(path))
+        elif path.is_dir():
+            for root, dirs, names in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info"))
+                files.extend(os.path.join(root, n) for n in sorted(names) if n.endswith(".py"))
+        else:
+            missing.append(raw)
+    return files, missing
+
+
+def read_source(path: str) -> str:
+    """Decode a file as Python does (PEP 263 cookie, else UTF-8); raise ValueError with a reason."""
+    import tokenize  # noqa: PLC0415
+
+    with open(path, "rb") as handle:
+        data = handle.read()
+    if b"\x00" in data[:8192]:
+        raise ValueError("binary file (NUL bytes)")
+    try:
+        encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
+        return data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        raise ValueError(f"not valid text in its declared encoding: {exc}") from exc
+
+
+def _check_one(args: tuple[str, Config, str]) -> FileReport:
+    path, base_config, mode = args
+    from graphlife.checker import check_source  # noqa: PLC0415
+
+    report = FileReport(path=path)
+    try:
+        source = read_source(path)
+    except (OSError, ValueError) as exc:
+        report.read_error = str(exc)
+        return report
+    config = config_for_path(base_config, path)
+    report.notes.extend(config.problems)
+    result = check_source(source, path, config)
+    report.lines = source.splitlines()
+    report.findings = [f.to_json(path) for f in result.findings]
+    report.syntax_errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
+    report.notes.extend(result.notes)
+    if mode in ("fix", "diff") and result.findings and not result.syntax_errors:
+        from graphlife.fixes import fix_source  # noqa: PLC0415
+
+        report.original_source = source
+        report.fixed_source = fix_source(source, path, config)
+    elif mode in ("fix", "diff") and result.syntax_errors:
+        report.notes.append("not fixed: the file has a syntax error")
+    return report
+
+
+class Painter:
+    """ANSI colours, only when writing to a terminal (and NO_COLOR is unset)."""
+
+    def __init__(self, stream) -> None:
+        self.enabled = hasattr(stream, "isatty") and stream.isatty() and not os.environ.get("NO_COLOR")
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+
+SEVERITY_COLOURS = {"error": "1;31", "warning": "1;33", "information": "1;34", "hint": "2"}
+
+
+def render_text(reports: list[FileReport], out) -> None:
+    """`path:line:col: CODE severity: message`, the source line with the span marked, a summary."""
+    paint = Painter(out)
+    counts: dict[str, int] = {}
+    for report in reports:
+        for line, column, message in report.syntax_errors:
+            out.write(f"{paint(report.path, '1')}:{line}:{column}: {paint('syntax error', '1;31')}: {message}\n")
+        for finding in report.findings:
+            severity = finding["severity"]
+            counts[severity] = counts.get(severity, 0) + 1
+            head = f"{paint(report.path, '1')}:{finding['line']}:{finding['column']}: "
+            out.write(f"{head}{paint(finding['code'], '1')} {paint(severity, SEVERITY_COLOURS.get(severity, '0'))}: {finding['message']}\n")
+            if 0 < finding["line"] <= len(report.lines):
+                text = report.lines[finding["line"] - 1]
+                start = finding["column"] - 1
+                end = finding["end_column"] - 1 if finding["end_line"] == finding["line"] else len(text)
+                end = max(end, start + 1)
+                out.write(f"  {finding['line']:>5} | {text}\n")
+                out.write(f"        | {' ' * start}{paint('^' * (end - start), SEVERITY_COLOURS.get(severity, '0'))}\n")
+            for related in finding["related"]:
+                out.write(f"        = note: line {related['line']}: {related['message']}\n")
+    total = sum(counts.values())
+    files = len(reports)
+    if total:
+        detail = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'information' else ''}" for s, n in sorted(counts.items()))
+        out.write(f"\nFound {total} problem{'s' if total != 1 else ''} ({detail}) in {files} file{'s' if files != 1 else ''}.\n")
+    else:
+        out.write(f"All checks passed ({files} file{'s' if files != 1 else ''}).\n")
+
+
+def _run_check(args: argparse.Namespace, mode: str) -> int:
+    files, missing = iter_python_files(args.paths)
+    status = 0
+    for raw in missing:
+        print(f"graphlife: {raw}: no such file or directory", file=sys.stderr)
+        status = 2
+    base = Config()
+    overrides = {}
+    if args.select:
+        overrides["select"] = args.select.split(",")
+    if args.ignore:
+        overrides["ignore"] = args.ignore.split(",")
+    if overrides:
+        base = base.merged(overrides, "command line")
+        for problem in base.problems:
+            print(f"graphlife: {problem}", file=sys.stderr)
+        base = Config(select=base.select, ignore=base.ignore)
+    jobs = [(path, base, mode) for path in files]
+    if len(jobs) > 3 and (os.cpu_count() or 1) > 1:
+        with ProcessPoolExecutor() as pool:
+            reports = list(pool.map(_check_one, jobs, chunksize=4))
+    else:
+        reports = [_check_one(job) for job in jobs]
+    for report in reports:
+        if report.read_error:
+            print(f"graphlife: {report.path}: cannot read: {report.read_error}", file=sys.stderr)
+            status = 2
+        for note in report.notes:
+            print(f"graphlife: {report.path}: {note}", file=sys.stderr)
+    readable = [r for r in reports if not r.read_error]
+    if mode in ("fix", "diff"):
+        _apply_fixes(readable, mode)
+    if args.format == "json":
+        payload = {"version": __version__, "findings": [f for r in readable for f in r.findings]}
+        json.dump(payload, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif mode != "diff":
+        render_text(readable, sys.stdout)
+    found = any(r.findings or r.syntax_errors for r in readable)
+    if status == 0 and found:
+        status = 1
+    return status
+
+
+def _apply_fixes(reports: list[FileReport], mode: str) -> None:
+    import difflib  # noqa: PLC0415
+
+    for report in reports:
+        if report.fixed_source is None or report.fixed_source == report.original_source:
+            continue
+        if mode == "diff":
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    report.original_source.splitlines(keepends=True),
+                    report.fixed_source.splitlines(keepends=True),
+                    fromfile=report.path,
+                    tofile=report.path,
+                )
+            )
+        else:
+            with open(report.path, "w", encoding="utf-8") as handle:
+                handle.write(report.fixed_source)
+            print(f"graphlife: fixed {report.path}", file=sys.stderr)
+    # Re-check after writing so the printed findings are what remains.
+    if mode == "fix":
+        for index, report in enumerate(reports):
+            if report.fixed_source is not None:
+                reports[index] = _check_one((report.path, Config(), "check"))
+
+
+def _run_rules(args: argparse.Namespace) -> int:
+    from graphlife.rules import all_rules, rule_by_code  # noqa: PLC0415
+
+    if args.code:
+        rule = rule_by_code(args.code.upper())
+        if rule is None:
+            print(f"graphlife: unknown rule {args.code}", file=sys.stderr)
+            return 2
+        print(rule.markdown())
+        return 0
+    for rule in all_rules():
+        print(f"{rule.code}  {rule.name:<40} {rule.severity.value:<12} {rule.doc.summary}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="graphlife", description="PyTorch autograd graph-lifetime checker.")
+    parser.add_argument("--version", action="version", version=f"graphlife {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add_check_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("paths", nargs="+", help="files and folders to check")
+        p.add_argument("--format", choices=["text", "json"], default="text")
+        p.add_argument("--select", help="comma-separated codes or prefixes to run (e.g. GL1,GL201)")
+        p.add_argument("--ignore", help="comma-separated codes or prefixes to skip")
+
+    check_p = sub.add_parser("check", help="report graph-lifetime bugs")
+    add_check_options(check_p)
+    check_p.add_argument("--fix", action="store_true", help="apply the preferred fix of each finding in place")
+    check_p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead")
+    fix_p = sub.add_parser("fix", help="same as `check --fix`")
+    add_check_options(fix_p)
+    fix_p.add_argument("--diff", action="store_true", help="print a unified diff instead of writing")
+    lsp_p = sub.add_parser("lsp", help="start the language server (stdio)")
+    lsp_p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (for debugging)")
+    explain_p = sub.add_parser("explain", help="explain an autograd error traceback (stdin or a file)")
+    explain_p.add_argument("file", nargs="?", help="a file with the traceback; stdin when omitted")
+    rules_p = sub.add_parser("rules", help="list the rules, or explain one")
+    rules_p.add_argument("code", nargs="?")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    if args.command == "check":
+        mode = "diff" if args.diff else "fix" if args.fix else "check"
+        return _run_check(args, mode)
+    if args.command == "fix":
+        return _run_check(args, "diff" if args.diff else "fix")
+    if args.command == "lsp":
+        from graphlife.lsp.server import start  # noqa: PLC0415
+
+        start(tcp=args.tcp)
+        return 0
+    if args.command == "explain":
+        from graphlife.debug.traceback_explain import main as explain_main  # noqa: PLC0415
+
+        return explain_main([args.file] if args.file else [])
+    if args.command == "rules":
+        return _run_rules(args)
+    parser.error(f"unknown command {args.command}")
+    return 2
