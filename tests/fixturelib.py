@@ -1,0 +1,156 @@
+"""Fixture discovery and ``# expect:`` markers, shared by the oracle and the analyzer tests.
+
+A fixture is ``tests/fixtures/<CODE>/bad_*.py`` or ``good_*.py``. A bad fixture
+marks the first line of each statement the analyzer must flag with a trailing
+comment ``# expect: GL101`` (several codes: ``# expect: GL102, GL203``). Good
+fixtures carry no markers. A fixture that must run in its own process (it
+changes global state the runner cannot reset, or depends on a warning torch
+emits only once per process) says so with a comment line ``# oracle: subprocess``.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TESTS_DIR = Path(__file__).resolve().parent
+FIXTURES_DIR = TESTS_DIR / "fixtures"
+
+CODE_RE = re.compile(r"GL\d{3}")
+_MARKER_RE = re.compile(r"#\s*expect\s*:(?P<codes>.*)$", re.I)
+_ORACLE_RE = re.compile(r"#\s*oracle\s*:\s*(?P<options>[\w\s,-]+?)\s*$", re.I)
+_ORACLE_OPTIONS = {"subprocess"}
+
+
+class MarkerError(ValueError):
+    """A malformed ``# expect:`` or ``# oracle:`` comment (a fixture bug, reported loudly)."""
+
+
+def _comments(source: str) -> list[tuple[int, str, bool]]:
+    """``(line, comment text, trailing)`` for every real comment (not ``#`` inside strings)."""
+    result: list[tuple[int, str, bool]] = []
+    code_lines: set[int] = set()
+    ignorable = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+                 tokenize.ENDMARKER, tokenize.ENCODING}
+    comments: list[tuple[int, str]] = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            comments.append((tok.start[0], tok.string))
+        elif tok.type not in ignorable:
+            for line in range(tok.start[0], tok.end[0] + 1):
+                code_lines.add(line)
+    for line, text in comments:
+        result.append((line, text, line in code_lines))
+    return result
+
+
+def parse_expect_markers(source: str) -> dict[int, tuple[str, ...]]:
+    """``{line: (codes...)}`` from trailing ``# expect: GL101, GL203`` comments.
+
+    Raises :class:`MarkerError` for a marker that names no code, names something
+    that is not ``GLnnn``, or stands on a line without code (it would point at nothing).
+    """
+    markers: dict[int, tuple[str, ...]] = {}
+    for line, text, trailing in _comments(source):
+        match = _MARKER_RE.search(text)
+        if not match:
+            continue
+        parts = [part.strip() for part in match.group("codes").split(",")]
+        if not parts or parts == [""]:
+            raise MarkerError(f"line {line}: `# expect:` names no code")
+        bad = [part for part in parts if not CODE_RE.fullmatch(part)]
+        if bad:
+            raise MarkerError(f"line {line}: `# expect:` wants codes like GL101, got {bad!r}")
+        if not trailing:
+            raise MarkerError(f"line {line}: `# expect:` must trail the statement it marks, not stand alone")
+        if len(set(parts)) != len(parts):
+            raise MarkerError(f"line {line}: `# expect:` repeats a code: {parts!r}")
+        markers[line] = tuple(parts)
+    return markers
+
+
+def parse_oracle_options(source: str) -> frozenset[str]:
+    """Options from ``# oracle: subprocess`` comment lines."""
+    options: set[str] = set()
+    for line, text, _trailing in _comments(source):
+        match = _ORACLE_RE.search(text)
+        if not match:
+            continue
+        for option in (part.strip().lower() for part in match.group("options").split(",")):
+            if option not in _ORACLE_OPTIONS:
+                raise MarkerError(f"line {line}: unknown `# oracle:` option {option!r} (known: {sorted(_ORACLE_OPTIONS)})")
+            options.add(option)
+    return frozenset(options)
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """One fixture file and what its comments say."""
+
+    path: Path
+    code: str  # the directory's code, e.g. "GL103"
+    kind: str  # "bad" or "good"
+    source: str = field(repr=False, compare=False)
+    markers: dict[int, tuple[str, ...]] = field(repr=False, compare=False, hash=False)
+    options: frozenset[str] = field(default=frozenset(), compare=False)
+
+    @property
+    def id(self) -> str:
+        return f"{self.code}/{self.path.name}"
+
+    @property
+    def is_bad(self) -> bool:
+        return self.kind == "bad"
+
+    @property
+    def subprocess(self) -> bool:
+        return "subprocess" in self.options
+
+    def lines_marked(self, code: str) -> list[int]:
+        """Lines whose marker names ``code``, in order."""
+        return sorted(line for line, codes in self.markers.items() if code in codes)
+
+    def line_text(self, line: int) -> str:
+        lines = self.source.splitlines()
+        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def load_fixture(path: Path) -> Fixture:
+    path = Path(path)
+    kind = path.name.split("_", 1)[0]
+    if kind not in ("bad", "good"):
+        raise ValueError(f"{path}: a fixture is named bad_*.py or good_*.py")
+    source = path.read_text(encoding="utf-8")
+    return Fixture(
+        path=path,
+        code=path.parent.name,
+        kind=kind,
+        source=source,
+        markers=parse_expect_markers(source),
+        options=parse_oracle_options(source),
+    )
+
+
+def fixture_dirs(root: Path = FIXTURES_DIR) -> list[Path]:
+    """``tests/fixtures/GLnnn`` directories, sorted."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and CODE_RE.fullmatch(p.name))
+
+
+def fixture_paths(root: Path = FIXTURES_DIR, codes: set[str] | None = None) -> list[Path]:
+    paths: list[Path] = []
+    for directory in fixture_dirs(root):
+        if codes is not None and directory.name not in codes:
+            continue
+        paths.extend(sorted(directory.glob("bad_*.py")))
+        paths.extend(sorted(directory.glob("good_*.py")))
+    return paths
+
+
+def discover_fixtures(root: Path = FIXTURES_DIR, codes: set[str] | None = None) -> list[Fixture]:
+    """Every fixture under ``root`` (optionally only some codes), bad before good per code."""
+    return [load_fixture(path) for path in fixture_paths(root, codes)]
