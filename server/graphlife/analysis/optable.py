@@ -1,0 +1,205 @@
+"""What torch ops save for backward, read from the generated saved-tensor table.
+
+Why: whether an in-place change, a second backward or a kept reference is a
+bug depends on what each op saved (``sigmoid`` saves its result, ``x * 2``
+saves nothing, ``addmm`` does not save its output).  The engine must know
+that without importing torch, so ``tools/gen_saved_tensors.py`` measures it
+under the installed torch and ships ``graphlife/data/saved_tensors.json``;
+this module only reads that file (once) and answers questions about it.
+
+Keys: ``torch.sigmoid``, ``Tensor.relu_``, ``Tensor.__mul__``, ``F.relu``,
+``nn.Linear``, ``torch.linalg.norm``...  ``lookup`` also accepts the long
+spellings ``torch.nn.functional.relu``, ``torch.nn.Linear``,
+``torch.Tensor.add``.
+
+Patterns: one character per entry of ``OpInfo.inputs``: ``1`` a tensor that
+requires grad, ``0`` one that does not, ``s`` a Python number.  A pattern the
+table does not hold gives ``None``: the engine treats the op as opaque then,
+never as the basis of an error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from itertools import product
+from typing import Any, Mapping
+
+__all__ = ["OpInfo", "SavedCase", "lookup", "keys", "torch_version", "normalize_key"]
+
+_ALIASES = (
+    ("torch.nn.functional.", "F."),
+    ("nn.functional.", "F."),
+    ("torch.nn.", "nn."),
+    ("torch.Tensor.", "Tensor."),
+)
+
+
+@dataclass(frozen=True)
+class SavedCase:
+    """What one call saves for backward, for one requires-grad pattern."""
+
+    pattern: str
+    saved: tuple[int, ...]  # indices into OpInfo.inputs
+    result: bool  # the op's own output is saved (in-place: the mutated input, new version)
+    requires_grad: bool  # the result requires grad
+    internal: int = 0  # other saved tensors (scalars wrapped as tensors, workspaces...)
+    saved_outputs: tuple[int, ...] = ()  # which of several flattened outputs are saved
+    params: bool | None = None  # modules: a parameter is saved (optimizer.step() mutates it)
+    buffers: bool | None = None  # modules: a buffer (running stats) is saved
+    # Kept alive but NOT version-checked by backward (torch.kron's inputs): an in-place
+    # change there gives silently wrong gradients, never the version error.
+    saved_unchecked: tuple[int, ...] = ()
+    result_unchecked: bool = False
+    params_unchecked: bool = False
+
+    @property
+    def saves_anything(self) -> bool:
+        return bool(self.saved or self.result or self.internal or self.params or self.buffers
+                    or self.saved_unchecked or self.result_unchecked or self.params_unchecked)
+
+
+def _case(pattern: str, raw: Mapping[str, Any]) -> SavedCase:
+    return SavedCase(
+        pattern=pattern,
+        saved=tuple(raw.get("saved", ())),
+        result=bool(raw.get("result", False)),
+        requires_grad=bool(raw.get("requires_grad", False)),
+        internal=int(raw.get("internal", 0)),
+        saved_outputs=tuple(raw.get("saved_outputs", ())),
+        params=raw.get("params"),
+        buffers=raw.get("buffers"),
+        saved_unchecked=tuple(raw.get("saved_unchecked", ())),
+        result_unchecked=bool(raw.get("result_unchecked", False)),
+        params_unchecked=bool(raw.get("params_unchecked", False)),
+    )
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """One table entry: how an op treats autograd (see tools/gen_saved_tensors.py)."""
+
+    key: str
+    kind: str  # function | method | property | functional | module | factory
+    inputs: tuple[str, ...]
+    call: str
+    differentiable: bool
+    view: bool  # the result shares storage with input 0 (a different tensor object)
+    inplace: bool  # bumps the version of input 0
+    identity: bool = False  # may return input 0 itself (x.contiguous(), x.float())
+    shares_version: bool | None = None  # views: in-place on the base shows on the view
+    nondiff_inputs: tuple[int, ...] = ()  # integer/bool tensor inputs: always '0'
+    inplace_keyword: str | None = None  # F.relu(x, inplace=True), nn.ReLU(inplace=True)
+    inplace_position: int | None = None  # modules: position of `inplace` in the constructor
+    converts: Mapping[str, Any] | None = None
+    requires_grad_kwarg: bool | None = None  # factories: accepts requires_grad=True
+    outputs: int = 1
+    returns_tensor: bool = True
+    proxy: str | None = None  # measured through a stand-in (see the generator)
+    _cases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
+    _inplace_cases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
+    _variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
+
+    def _normalize(self, pattern: str) -> str | None:
+        if len(pattern) != len(self.inputs):
+            return None
+        chars = list(pattern)
+        for i in self.nondiff_inputs:
+            if chars[i] in "1?":
+                chars[i] = "0"  # an integer tensor never requires grad
+        return "".join(chars)
+
+    def patterns(self) -> tuple[str, ...]:
+        return tuple(sorted(self._cases))
+
+    def saved_for(self, pattern: str) -> SavedCase | None:
+        """The measured case for ``pattern``, or None when the table lacks it."""
+        norm = self._normalize(pattern)
+        raw = self._cases.get(norm) if norm is not None else None
+        return _case(norm, raw) if raw is not None else None
+
+    def inplace_saved_for(self, pattern: str) -> SavedCase | None:
+        """Like ``saved_for`` for the ``inplace=True`` form of a functional or module."""
+        norm = self._normalize(pattern)
+        raw = self._inplace_cases.get(norm) if norm is not None else None
+        return _case(norm, raw) if raw is not None else None
+
+    def saved_for_all(self, pattern: str) -> tuple[SavedCase, ...] | None:
+        """Every case a pattern with ``?`` (requires grad: maybe) may be; None if any is missing."""
+        norm = self._normalize(pattern)
+        if norm is None:
+            return None
+        options = [("1", "0") if c == "?" else (c,) for c in norm]
+        found = []
+        for combo in product(*options):
+            case = self.saved_for("".join(combo))
+            if case is None:
+                return None
+            found.append(case)
+        return tuple(found)
+
+    def variant(self, name: str) -> OpInfo | None:
+        """Another measured call form, e.g. ``lookup("torch.max").variant("dim")``."""
+        raw = self._variants.get(name)
+        return _info(self.key, raw) if raw is not None else None
+
+    def variant_names(self) -> tuple[str, ...]:
+        return tuple(sorted(self._variants))
+
+
+def _info(key: str, raw: Mapping[str, Any]) -> OpInfo:
+    inplace_arg = raw.get("inplace_arg") or {}
+    return OpInfo(
+        key=key,
+        kind=raw["kind"],
+        inputs=tuple(raw.get("inputs", ())),
+        call=raw.get("call", ""),
+        differentiable=bool(raw.get("differentiable", False)),
+        view=bool(raw.get("view", False)),
+        inplace=bool(raw.get("inplace", False)),
+        identity=bool(raw.get("identity", False)),
+        shares_version=raw.get("shares_version"),
+        nondiff_inputs=tuple(raw.get("nondiff_inputs", ())),
+        inplace_keyword=raw.get("inplace_kwarg") or inplace_arg.get("keyword"),
+        inplace_position=inplace_arg.get("position"),
+        converts=raw.get("converts"),
+        requires_grad_kwarg=raw.get("requires_grad_kwarg"),
+        outputs=int(raw.get("outputs", 1)),
+        returns_tensor=bool(raw.get("returns_tensor", True)),
+        proxy=raw.get("proxy"),
+        _cases=raw.get("cases", {}),
+        _inplace_cases=raw.get("inplace_cases", {}),
+        _variants=raw.get("variants", {}),
+    )
+
+
+@lru_cache(maxsize=1)
+def _table() -> Mapping[str, Any]:
+    text = resources.files("graphlife").joinpath("data/saved_tensors.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def normalize_key(name: str) -> str:
+    """``torch.nn.functional.relu`` -> ``F.relu``; ``torch.nn.Linear`` -> ``nn.Linear``."""
+    for long, short in _ALIASES:
+        if name.startswith(long):
+            return short + name[len(long):]
+    return name
+
+
+@lru_cache(maxsize=None)
+def lookup(key: str) -> OpInfo | None:
+    """The entry for an op, or None when the table does not know it (treat as opaque)."""
+    raw = _table()["ops"].get(normalize_key(key))
+    return _info(normalize_key(key), raw) if raw is not None else None
+
+
+def keys() -> tuple[str, ...]:
+    return tuple(sorted(_table()["ops"]))
+
+
+def torch_version() -> str:
+    """The torch version the table was measured with."""
+    return str(_table()["torch_version"])
