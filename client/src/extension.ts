@@ -1,0 +1,60 @@
+// graphlife's VS Code client: starts the language server and wires commands,
+// settings, the status bar and the debug inspector. All checking happens in Python.
+
+import * as vscode from "vscode";
+
+import { registerAutogradInspector } from "./debug";
+import { pythonApi } from "./pythonExtension";
+import { selectInterpreter, ServerManager } from "./server";
+import { changeKind } from "./settings";
+import { StatusBar } from "./statusBar";
+
+let manager: ServerManager | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const log = vscode.window.createOutputChannel("graphlife", { log: true });
+  const status = new StatusBar();
+  manager = new ServerManager(context, log, status);
+  const server = manager;
+  context.subscriptions.push(log, status, server);
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand("graphlife.restart", () => server.restart("asked by the user", true)),
+    vscode.commands.registerCommand("graphlife.showLogs", () => log.show()),
+    vscode.commands.registerCommand("graphlife.selectInterpreter", selectInterpreter),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      const kind = changeKind((section) => event.affectsConfiguration(section));
+      if (kind === "restart") void server.restart("graphlife.interpreter changed");
+      else if (kind === "push") void server.pushSettings();
+    }),
+    // Trust lifts the restriction on a workspace-level graphlife.interpreter.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => server.restart("the workspace is now trusted")),
+  );
+
+  // Follow the Python extension: a new active environment means a new server,
+  // unless graphlife.interpreter pins one.
+  const api = await pythonApi(log);
+  if (api) {
+    context.subscriptions.push(
+      api.environments.onDidChangeActiveEnvironmentPath(() => {
+        const pinned = vscode.workspace.getConfiguration("graphlife").get<unknown[]>("interpreter", []);
+        if (!Array.isArray(pinned) || pinned.length === 0) void server.restart("the Python extension's active environment changed");
+      }),
+    );
+  }
+
+  // The inspector is another module's job; its failure must not take the diagnostics down.
+  try {
+    registerAutogradInspector(context, log);
+  } catch (error) {
+    log.error(`The Autograd debug view could not start: ${String(error)}`);
+  }
+
+  // Not awaited: activation must not wait for a Python process to come up.
+  void server.start();
+}
+
+export async function deactivate(): Promise<void> {
+  await manager?.stop();
+  manager = undefined;
+}

@@ -1,0 +1,260 @@
+// Starts, stops and restarts the graphlife language server (`python -m graphlife lsp`).
+//
+// Starts and stops are chained on one promise so that a restart triggered by a
+// settings change while the server is still starting cannot leave two servers up.
+
+import * as fs from "node:fs";
+import * as os from "node:os";
+
+import * as vscode from "vscode";
+import {
+  CloseAction,
+  DidChangeConfigurationNotification,
+  ErrorAction,
+  LanguageClient,
+  type LanguageClientOptions,
+  RevealOutputChannelOn,
+  type ServerOptions,
+  State,
+  TransportKind,
+} from "vscode-languageclient/node";
+
+import { chooseInterpreter, describeSource } from "./interpreter";
+import { activeInterpreter, isPythonExtensionInstalled, pythonApi } from "./pythonExtension";
+import { findWorkingInterpreter, formatVersion, MINIMUM_PYTHON } from "./pythonVersion";
+import { serverLaunch } from "./serverCommand";
+import { configurationAnswer, initializationOptions, type ServerSettings, serverSettings } from "./settings";
+import type { StatusBar } from "./statusBar";
+
+export const DOCUMENT_SELECTOR = [
+  { scheme: "file", language: "python" },
+  { scheme: "untitled", language: "python" },
+  { notebook: "jupyter-notebook", language: "python" },
+];
+
+export class ServerManager implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private queue: Promise<void> = Promise.resolve();
+  private readonly reportedProblems = new Set<string>();
+  private lastNotified: string | undefined;
+  private crashes: number[] = [];
+  /** What the server runs on, for the status bar and the log. */
+  interpreterDescription = "";
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly status: StatusBar,
+  ) {}
+
+  start(): Promise<void> {
+    return this.enqueue(() => this.doStart());
+  }
+
+  /** `userAsked`: an explicit restart shows the interpreter notification again even if it was shown before. */
+  restart(reason: string, userAsked = false): Promise<void> {
+    if (userAsked) this.lastNotified = undefined;
+    return this.enqueue(async () => {
+      this.log.info(`Restarting the server: ${reason}`);
+      await this.doStop();
+      await this.doStart();
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.enqueue(() => this.doStop());
+  }
+
+  /** Tells a running server that `graphlife.*` settings changed (the server pulls per-folder settings too). */
+  async pushSettings(): Promise<void> {
+    const client = this.client;
+    if (!client || !client.isRunning()) return;
+    const settings = this.settingsFor(this.defaultResource());
+    await client.sendNotification(DidChangeConfigurationNotification.type, { settings });
+  }
+
+  dispose(): void {
+    void this.stop();
+  }
+
+  private enqueue(step: () => Promise<void>): Promise<void> {
+    this.queue = this.queue.then(step, step).catch((error) => {
+      this.log.error(`graphlife server: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      this.status.set("failed", String(error));
+    });
+    return this.queue;
+  }
+
+  private defaultResource(): vscode.Uri | undefined {
+    return vscode.window.activeTextEditor?.document.uri ?? vscode.workspace.workspaceFolders?.[0]?.uri;
+  }
+
+  settingsFor(resource: vscode.Uri | undefined): ServerSettings {
+    const config = vscode.workspace.getConfiguration("graphlife", resource);
+    const { settings, problems } = serverSettings((key) => config.get(key));
+    for (const problem of problems) {
+      if (this.reportedProblems.has(problem)) continue;
+      this.reportedProblems.add(problem);
+      this.log.warn(problem);
+    }
+    return settings;
+  }
+
+  private async resolveInterpreter(resource: vscode.Uri | undefined) {
+    const config = vscode.workspace.getConfiguration("graphlife", resource);
+    const setting = config.get<unknown>("interpreter");
+    const api = await pythonApi(this.log);
+    const fromPython = await activeInterpreter(api, resource, this.log);
+    const folder = (resource && vscode.workspace.getWorkspaceFolder(resource)) ?? vscode.workspace.workspaceFolders?.[0];
+    const choice = chooseInterpreter({
+      setting,
+      pythonExtensionExecutable: fromPython,
+      workspaceFolder: folder?.uri.fsPath,
+      home: os.homedir(),
+      env: process.env,
+      platform: process.platform,
+    });
+    for (const problem of choice.problems) this.log.warn(problem);
+    const probe = await findWorkingInterpreter(choice.candidates);
+    for (const failure of probe.failures) this.log.warn(`Interpreter from ${describeSource(failure.candidate.source)}: ${failure.message}`);
+    return { choice, probe };
+  }
+
+  private async doStart(): Promise<void> {
+    this.status.set("starting");
+    const resource = this.defaultResource();
+    const { choice, probe } = await this.resolveInterpreter(resource);
+    if (!probe.found) {
+      const source = choice.candidates[0]?.source ?? "path";
+      const detail = probe.failures.map((f) => f.message).join(" ");
+      const tooOld = probe.failures.some((f) => f.reason === "too-old");
+      const headline = tooOld
+        ? `graphlife needs Python ${formatVersion(MINIMUM_PYTHON)}+ to run its language server.`
+        : `graphlife could not find Python ${formatVersion(MINIMUM_PYTHON)}+ to run its language server.`;
+      const message = `${headline} ${detail} (from ${describeSource(source)})`;
+      this.log.error(message);
+      this.status.set("no-interpreter", message);
+      void this.notifyInterpreterProblem(message);
+      return;
+    }
+    const { candidate, info } = probe.found;
+    const launch = serverLaunch(this.context.extensionPath, candidate.command, info, process.env, (p) => fs.existsSync(p));
+    if (launch.warning) this.log.warn(launch.warning);
+    this.interpreterDescription = `Python ${formatVersion(info.version)} at ${info.executable} (from ${describeSource(candidate.source)})`;
+    this.log.info(`Starting the server with ${this.interpreterDescription}; ${launch.layout} server; ${launch.command} ${launch.args.join(" ")}`);
+    this.log.debug(`PYTHONPATH=${launch.env.PYTHONPATH}`);
+
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    const serverOptions: ServerOptions = {
+      command: launch.command,
+      args: launch.args,
+      transport: TransportKind.stdio,
+      options: { env: launch.env, cwd: folder?.uri.fsPath },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: DOCUMENT_SELECTOR,
+      outputChannel: this.log,
+      traceOutputChannel: this.log,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: initializationOptions(this.settingsFor(resource)),
+      middleware: {
+        workspace: {
+          // The server asks for section `graphlife`; it gets the same mapped shape as initializationOptions.settings.
+          configuration: async (params, token, next) => {
+            const ours = params.items.map((item) => item.section === "graphlife" || item.section?.startsWith("graphlife."));
+            const theirs = ours.every(Boolean) ? [] : await next(params, token);
+            if (theirs instanceof Error) return theirs;
+            return params.items.map((item, i) => {
+              if (!ours[i]) return (theirs as unknown[])[i];
+              const scope = item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined;
+              return configurationAnswer(item.section, this.settingsFor(scope)) ?? null;
+            });
+          },
+        },
+      },
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Continue }),
+        closed: () => {
+          // Like the default handler: restart a crashed server up to 3 times in 3 minutes,
+          // then stop and say so once instead of looping.
+          const now = Date.now();
+          this.crashes = this.crashes.filter((t) => now - t < 180_000);
+          this.crashes.push(now);
+          if (this.crashes.length <= 3) {
+            this.log.warn(`The graphlife server stopped unexpectedly; restarting it (${this.crashes.length}/3).`);
+            return { action: CloseAction.Restart };
+          }
+          this.status.set("failed", "The server stopped. See the logs.");
+          this.log.error("The graphlife server stopped unexpectedly; see the lines above. Run 'graphlife: Restart Server' to try again.");
+          void vscode.window
+            .showErrorMessage("The graphlife language server stopped. The log says why.", "Show Logs", "Restart Server")
+            .then((choice) => {
+              if (choice === "Show Logs") this.log.show();
+              if (choice === "Restart Server") void this.restart("asked after a crash", true);
+            });
+          return { action: CloseAction.DoNotRestart };
+        },
+      },
+    };
+    const client = new LanguageClient("graphlife", "graphlife", serverOptions, clientOptions);
+    client.onDidChangeState((event) => {
+      if (event.newState === State.Running) this.status.set("running", this.interpreterDescription);
+      else if (event.newState === State.Starting) this.status.set("starting", this.interpreterDescription);
+      else if (this.status.state !== "failed") this.status.set("stopped", this.interpreterDescription);
+    });
+    this.client = client;
+    try {
+      await client.start();
+    } catch (error) {
+      this.client = undefined;
+      this.status.set("failed", String(error));
+      this.log.error(`The server did not start: ${String(error)}`);
+      return;
+    }
+    this.lastNotified = undefined;
+  }
+
+  private async doStop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (!client) return;
+    try {
+      if (client.needsStop()) await client.stop(5000);
+    } catch (error) {
+      this.log.warn(`Stopping the server: ${String(error)}`);
+    }
+    await client.dispose().catch(() => undefined);
+    this.status.set("stopped");
+  }
+
+  private async notifyInterpreterProblem(message: string): Promise<void> {
+    // One notification per distinct problem: automatic restarts must not repeat it.
+    if (this.lastNotified === message) return;
+    this.lastNotified = message;
+    const choice = await vscode.window.showErrorMessage(message, "Select Interpreter", "Show Logs");
+    if (choice === "Select Interpreter") await vscode.commands.executeCommand("graphlife.selectInterpreter");
+    if (choice === "Show Logs") this.log.show();
+  }
+}
+
+/** `graphlife.selectInterpreter`: the Python extension's picker when it is there, else a file dialog. */
+export async function selectInterpreter(): Promise<void> {
+  if (isPythonExtensionInstalled()) {
+    const config = vscode.workspace.getConfiguration("graphlife");
+    const inspected = config.inspect("interpreter");
+    const set = [inspected?.globalValue, inspected?.workspaceValue, inspected?.workspaceFolderValue].some((v) => Array.isArray(v) && v.length > 0);
+    if (!set) {
+      await vscode.commands.executeCommand("python.setInterpreter");
+      return;
+    }
+  }
+  const picked = await vscode.window.showOpenDialog({
+    title: "Python 3.10+ for the graphlife language server",
+    openLabel: "Use this Python",
+    canSelectFiles: true,
+    canSelectFolders: false,
+    canSelectMany: false,
+  });
+  if (!picked || picked.length === 0) return;
+  await vscode.workspace.getConfiguration("graphlife").update("interpreter", [picked[0].fsPath], vscode.ConfigurationTarget.Global);
+}

@@ -1,0 +1,121 @@
+// Editor settings -> what the language server is told. No `vscode` import (node tests).
+//
+// The server reads `enable`, `select`, `ignore`, `severity`, `lintOnChange`
+// (graphlife/config.py). They go out as `initializationOptions: {settings}` on start
+// and as the answer to `workspace/configuration` for section `graphlife`. Values of
+// the wrong shape are dropped here with a message, so the log says which setting the
+// user has to fix instead of the server guessing.
+
+export const SEVERITY_LEVELS = ["error", "warning", "information", "hint", "off"] as const;
+export type SeverityLevel = (typeof SEVERITY_LEVELS)[number];
+
+export interface ServerSettings {
+  enable: boolean;
+  select: string[];
+  ignore: string[];
+  severity: Record<string, SeverityLevel>;
+  lintOnChange: boolean;
+}
+
+export const DEFAULT_SETTINGS: ServerSettings = {
+  enable: true,
+  select: [],
+  ignore: [],
+  severity: {},
+  lintOnChange: true,
+};
+
+/** The keys of `graphlife.*` that the server uses; the rest (interpreter, trace) stay in the client. */
+export const SERVER_KEYS = ["enable", "select", "ignore", "severity", "lintOnChange"] as const;
+
+export type SettingReader = (key: string) => unknown;
+
+const CODE = /^GL\d{0,3}$/;
+
+function codes(key: string, value: unknown, problems: string[]): string[] {
+  if (value === undefined || value === null) return [];
+  const list = typeof value === "string" ? [value] : value;
+  if (!Array.isArray(list) || !list.every((v) => typeof v === "string")) {
+    problems.push(`graphlife.${key} must be a list of rule codes or prefixes such as ["GL1", "GL203"]; ignoring ${JSON.stringify(value)}.`);
+    return [];
+  }
+  const out: string[] = [];
+  for (const raw of list as string[]) {
+    const code = raw.trim().toUpperCase();
+    if (code === "") continue;
+    if (!CODE.test(code)) {
+      problems.push(`graphlife.${key}: "${raw}" is not a graphlife rule code or prefix (GL, GL1, GL101, ...); ignoring it.`);
+      continue;
+    }
+    out.push(code);
+  }
+  return out;
+}
+
+function bool(key: string, value: unknown, fallback: boolean, problems: string[]): boolean {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value === "boolean") return value;
+  problems.push(`graphlife.${key} must be true or false; using ${fallback}.`);
+  return fallback;
+}
+
+function severity(value: unknown, problems: string[]): Record<string, SeverityLevel> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    problems.push(`graphlife.severity must map rule codes or prefixes to ${SEVERITY_LEVELS.join("/")}, e.g. {"GL2": "information"}; ignoring it.`);
+    return {};
+  }
+  const out: Record<string, SeverityLevel> = {};
+  for (const [rawCode, rawLevel] of Object.entries(value as Record<string, unknown>)) {
+    const code = rawCode.trim().toUpperCase();
+    const level = typeof rawLevel === "string" ? rawLevel.trim().toLowerCase() : rawLevel;
+    if (!CODE.test(code)) {
+      problems.push(`graphlife.severity: "${rawCode}" is not a graphlife rule code or prefix; ignoring it.`);
+      continue;
+    }
+    if (typeof level !== "string" || !(SEVERITY_LEVELS as readonly string[]).includes(level)) {
+      problems.push(`graphlife.severity: ${JSON.stringify(rawLevel)} for ${code} is not one of ${SEVERITY_LEVELS.join(", ")}; ignoring it.`);
+      continue;
+    }
+    out[code] = level as SeverityLevel;
+  }
+  return out;
+}
+
+/** Reads the server's settings through `read` (e.g. `workspace.getConfiguration("graphlife", uri).get`). */
+export function serverSettings(read: SettingReader): { settings: ServerSettings; problems: string[] } {
+  const problems: string[] = [];
+  const settings: ServerSettings = {
+    enable: bool("enable", read("enable"), DEFAULT_SETTINGS.enable, problems),
+    select: codes("select", read("select"), problems),
+    ignore: codes("ignore", read("ignore"), problems),
+    severity: severity(read("severity"), problems),
+    lintOnChange: bool("lintOnChange", read("lintOnChange"), DEFAULT_SETTINGS.lintOnChange, problems),
+  };
+  return { settings, problems };
+}
+
+export function initializationOptions(settings: ServerSettings): { settings: ServerSettings } {
+  return { settings };
+}
+
+/**
+ * The answer to one `workspace/configuration` item. `section` is `graphlife`
+ * (the whole object) or `graphlife.<key>` (one value); anything else is not ours
+ * and returns `undefined` so the caller can defer to the default handler.
+ */
+export function configurationAnswer(section: string | undefined, settings: ServerSettings): unknown {
+  if (section === "graphlife") return settings;
+  if (section?.startsWith("graphlife.")) {
+    const key = section.slice("graphlife.".length);
+    if ((SERVER_KEYS as readonly string[]).includes(key)) return settings[key as keyof ServerSettings];
+  }
+  return undefined;
+}
+
+/** Does a change of these settings need a server restart (interpreter) or just a configuration push? */
+export function changeKind(affects: (section: string) => boolean): "restart" | "push" | "none" {
+  if (affects("graphlife.interpreter")) return "restart";
+  if (SERVER_KEYS.some((key) => affects(`graphlife.${key}`))) return "push";
+  return "none";
+}
