@@ -1,0 +1,933 @@
+"""The debug probe: what the autograd graph looks like *now*, in a stopped program.
+
+This file runs inside the user's program (evaluated by the debugger in the
+stopped frame, or called by :func:`graphlife.debug.explain`). It is loaded with
+``runpy.run_path`` so it must stay one self-contained file: it imports only the
+standard library and torch, and torch only when the program already imported it
+(the probe never makes a program import torch).
+
+It only *reads*. It never calls backward, never changes a tensor or a version
+counter, never calls a saved-tensor unpack hook (checkpointing would recompute),
+never reads ``.grad`` of a non-leaf (that warns), never calls ``getattr`` on
+user objects (properties and ``__getattr__`` could run code): objects are read
+through their ``__dict__``. Everything is bounded (depth, item counts, graph
+nodes, wall time) and every read of an odd object fails soft.
+
+How a saved tensor's state is measured (RULES.md, checked under torch 2.13):
+reading ``grad_fn._saved_<name>`` raises ``one of the variables needed for
+gradient computation has been modified by an inplace operation ... is at version
+N; expected version M`` when the tensor was changed in place after it was saved
+(state ``modified``, versions parsed from that message), raises ``Trying to
+backward through the graph a second time ...`` when an earlier backward freed it
+(state ``freed``), and returns the tensor otherwise (state ``ok``). Saved tensors
+behind ``saved_tensors_hooks`` (checkpointing, offloading) are ``hooked``: not
+unpacked, state unknown. ``backward_prediction`` is derived from those facts in
+the order torch's engine runs the nodes (highest sequence number first); the
+message it predicts is the one torch gave when the saved tensor was read.
+
+Snapshot JSON (``schema`` = ``"graphlife.probe/1"``; keys are stable, new keys
+may be added, none removed)::
+
+    {
+      "schema": "graphlife.probe/1",
+      "torch": "2.13.0" | null,          # null: the program has not imported torch
+      "elapsed_ms": 3.2,
+      "truncated": false,                 # a bound was hit (see "limits_hit")
+      "limits_hit": ["time" | "tensors" | "objects" | "nodes"],
+      "tensors": [Tensor],                # errors first, then warnings, then by name
+      "containers": [Container],          # graphs kept alive by lists/dicts/objects
+      "exception": Exception | null       # when called with exception=<message>
+    }
+    Tensor = {
+      "name": "hidden[0]",                # path in the frame: x, xs[3], d['k'], obj.attr
+      "aliases": ["h"],                   # other paths to the same tensor object
+      "shape": [1, 2, 4], "dtype": "float32", "device": "cpu",
+      "requires_grad": true, "is_leaf": false, "grad_fn": "StackBackward0" | null,
+      "version": 0 | null,                # _version (null for inference tensors)
+      "grad": null | {"shape": [...], "norm": 1.5 | null},
+      "retains_grad": false, "is_inference": false, "is_parameter": false,
+      "bytes": 32,                        # storage bytes of the tensor itself
+      "severity": "error" | "warning" | "information" | null,
+      "graph": null | Graph,
+      "backward_prediction": null | Prediction   # null: no graph and not a scalar
+    }
+    Graph = {
+      "nodes": 18, "nodes_truncated": false,
+      "saved_count": 12, "states": {"ok": 10, "modified": 1, "freed": 1, "hooked": 0},
+      "saved": [Saved],                   # problems first, at most MAX_SAVED_LISTED
+      "saved_bytes": 4096,                # distinct storages the saved tensors keep alive
+      "activation_bytes": 2048            # the same without leaves that require grad
+    }
+    Saved = {
+      "node": "SigmoidBackward0", "seq": 3, "attr": "result" | "tensors[1]",
+      "state": "ok" | "modified" | "freed" | "hooked",
+      "shape": [3] | null, "dtype": "float32" | null, "bytes": 12 | null,
+      "version": 1 | null,                # version of the tensor now
+      "saved_version": 0 | null,          # version it had when saved (modified only)
+      "owner": "y" | null,                # a tensor in the frame sharing its storage
+      "message": "<what torch said when reading it>" | null
+    }
+    Prediction = {
+      "ok": true | false,
+      "code": "GL101" | "GL102" | "GL104" | null,
+      "error": "RuntimeError" | null,
+      "message": "<the message torch will raise>" | null,
+      "reason": "ok" | "modified" | "freed" | "consumed" | "shared" | "carried"
+                | "no_grad" | "non_scalar" | "hooked",
+      "node": "SigmoidBackward0" | null,  # the node that will raise
+      "blame": "y" | null,                # the frame's tensor (or container) to blame
+      "blame_all": ["hidden[0]", "hidden[1]"],
+      "explanation": "one sentence in graph-lifetime terms"
+    }
+    Container = {
+      "name": "losses", "kind": "list" | "tuple" | "dict" | "module" | "object",
+      "items": 100, "tensors": 100,       # graph-carrying tensors inside (bounded walk)
+      "graphs": 100,                      # disjoint graphs among them (parameters ignored)
+      "nodes": 300, "saved_bytes": 0, "activation_bytes": 0,
+      "leak": true,                       # holds more than one graph
+      "severity": "warning" | "information" | null,
+      "explanation": "..."
+    }
+    Exception = {"message": "...", "code": "GL101" | null, "name": "...",
+                 "why": "...", "fix": "...", "blame": "loss" | null}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import types
+from collections import deque
+
+SCHEMA = "graphlife.probe/1"
+
+#: How deep the walk goes into containers and objects (the frame's names are depth 0).
+MAX_DEPTH = 4
+#: Items read per list/tuple/dict/object.
+MAX_ITEMS = 1000
+#: Objects visited in all (containers, objects, tensors).
+MAX_OBJECTS = 20000
+#: Tensors reported.
+MAX_TENSORS = 500
+#: Graph nodes read in all, and per tensor's graph.
+MAX_NODES = 100000
+MAX_NODES_PER_GRAPH = 20000
+#: Saved-tensor records listed per tensor (the counts cover all of them).
+MAX_SAVED_LISTED = 32
+#: Wall-time budget in seconds.
+TIME_BUDGET = 2.0
+#: Gradients larger than this get no norm (computing it would cost real time).
+MAX_NORM_NUMEL = 10_000_000
+
+_VERSION_RE = re.compile(r"is at version (\d+); expected version (\d+)")
+_SHAPE_RE = re.compile(r"\[\w+(?:\.\w+)* \[([\d, ]*)\]\]")
+_FREED_TEXT = "Trying to backward through the graph a second time"
+_MODIFIED_TEXT = "modified by an inplace operation"
+_NO_GRAD_MESSAGE = "element 0 of tensors does not require grad and does not have a grad_fn"
+_NON_SCALAR_MESSAGE = "grad can be implicitly created only for scalar outputs"
+_SEVERITY_RANK = {"error": 0, "warning": 1, "information": 2, None: 3}
+_SKIP_TYPES = (
+    types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+    types.CodeType, types.FrameType, types.TracebackType, type, property, staticmethod,
+    classmethod, str, bytes, bytearray, int, float, complex, bool, type(None), range,
+)
+
+
+class _Budget:
+    """Counts and the deadline shared by one probe run."""
+
+    def __init__(self, time_budget: float):
+        self.deadline = time.monotonic() + time_budget
+        self.objects = 0
+        self.nodes = 0
+        self.hit: set[str] = set()
+
+    def out_of_time(self) -> bool:
+        if time.monotonic() > self.deadline:
+            self.hit.add("time")
+            return True
+        return False
+
+
+def _torch():
+    """The program's torch, or ``None`` when it has not imported torch."""
+    return sys.modules.get("torch")
+
+
+def _safe(fn, default=None):
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001 - odd objects must never break the probe
+        return default
+
+
+def _type_name(obj) -> str:
+    return type(obj).__name__
+
+
+def _storage_key(t):
+    """Identity of the memory a tensor lives in: (device, storage pointer), or None."""
+    try:
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        if not ptr:
+            return None
+        return (str(t.device), ptr), int(storage.nbytes())
+    except Exception:  # noqa: BLE001 - sparse, meta, functorch wrappers ...
+        return None
+
+
+def _shape(t):
+    return _safe(lambda: [int(s) for s in t.shape])
+
+
+def _dtype(t):
+    return _safe(lambda: str(t.dtype).replace("torch.", ""))
+
+
+# --------------------------------------------------------------------------- walk
+
+
+class _Found:
+    """One tensor found in the frame, with the containers it sits in."""
+
+    __slots__ = ("tensor", "name", "aliases", "ancestors", "via_module")
+
+    def __init__(self, tensor, name, ancestors, via_module):
+        self.tensor = tensor
+        self.name = name
+        self.aliases: list[str] = []
+        self.ancestors = ancestors
+        self.via_module = via_module
+
+
+class _ContainerSeen:
+    __slots__ = ("name", "kind", "items")
+
+    def __init__(self, name, kind, items):
+        self.name = name
+        self.kind = kind
+        self.items = items
+
+
+def _key_text(key) -> str:
+    if isinstance(key, str):
+        return repr(key) if len(key) <= 60 else repr(key[:57] + "...")
+    if isinstance(key, (int, float, bool)) or key is None:
+        return repr(key)
+    return "<" + _type_name(key) + ">"
+
+
+def _instance_dict(obj):
+    """``obj.__dict__`` read without running user code, or None."""
+    try:
+        d = object.__getattribute__(obj, "__dict__")
+    except Exception:  # noqa: BLE001
+        return None
+    return d if type(d) is dict else None
+
+
+def _walk(namespace: dict, torch, budget: _Budget):
+    """Breadth-first over the frame's names; shallow names win as a tensor's name."""
+    tensor_cls = torch.Tensor
+    module_cls = _safe(lambda: torch.nn.Module)
+    optim_cls = _safe(lambda: torch.optim.Optimizer)
+    found: dict[int, _Found] = {}
+    containers: list[_ContainerSeen] = []
+    seen_objects: set[int] = set()
+    queue = deque()
+    for name, value in list(namespace.items()):
+        if isinstance(name, str) and not (name.startswith("__") and name.endswith("__")):
+            queue.append((name, value, 0, (), False))
+    while queue:
+        name, value, depth, ancestors, via_module = queue.popleft()
+        budget.objects += 1
+        if budget.objects > MAX_OBJECTS:
+            budget.hit.add("objects")
+            break
+        if (budget.objects & 255) == 0 and budget.out_of_time():
+            break
+        if isinstance(value, _SKIP_TYPES):
+            continue
+        if isinstance(value, tensor_cls):
+            entry = found.get(id(value))
+            if entry is not None:
+                if len(entry.aliases) < 8:
+                    entry.aliases.append(name)
+                entry.ancestors = tuple(sorted(set(entry.ancestors) | set(ancestors)))
+                continue
+            if len(found) >= MAX_TENSORS:
+                budget.hit.add("tensors")
+                continue
+            found[id(value)] = _Found(value, name, ancestors, via_module)
+            continue
+        if id(value) in seen_objects or depth >= MAX_DEPTH:
+            continue
+        seen_objects.add(id(value))
+        children = []
+        kind = None
+        try:
+            if isinstance(value, (list, tuple)):
+                kind = "tuple" if isinstance(value, tuple) else "list"
+                for index, item in enumerate(value[:MAX_ITEMS]):
+                    children.append((f"{name}[{index}]", item, via_module))
+            elif isinstance(value, dict):
+                kind = "dict"
+                for index, (key, item) in enumerate(list(value.items())):
+                    if index >= MAX_ITEMS:
+                        break
+                    children.append((f"{name}[{_key_text(key)}]", item, via_module))
+            elif optim_cls is not None and isinstance(value, optim_cls):
+                continue  # its params are the model's; its state is not a graph
+            elif module_cls is not None and isinstance(value, module_cls):
+                kind = "module"
+                attrs = _instance_dict(value) or {}
+                for group in ("_parameters", "_buffers", "_modules"):
+                    sub = attrs.get(group)
+                    if type(sub) is dict:
+                        for key, item in list(sub.items())[:MAX_ITEMS]:
+                            children.append((f"{name}.{key}", item, True))
+                for key, item in list(attrs.items())[:MAX_ITEMS]:
+                    if isinstance(key, str) and not key.startswith("_") and key != "training":
+                        children.append((f"{name}.{key}", item, via_module))
+            else:
+                attrs = _instance_dict(value)
+                if attrs is None or type(value).__module__ in ("builtins", "torch", "typing"):
+                    continue
+                kind = "object"
+                for key, item in list(attrs.items())[:MAX_ITEMS]:
+                    if isinstance(key, str) and not key.startswith("__"):
+                        children.append((f"{name}.{key}", item, via_module))
+        except Exception:  # noqa: BLE001 - a container that refuses to be read
+            continue
+        index = len(containers)
+        containers.append(_ContainerSeen(name, kind, len(children)))
+        for child_name, item, child_via_module in children:
+            queue.append((child_name, item, depth + 1, ancestors + (index,), child_via_module))
+    return list(found.values()), containers
+
+
+# ------------------------------------------------------------------- graph facts
+
+
+class _Node:
+    """What one autograd node holds, read once per probe run."""
+
+    __slots__ = ("fn", "name", "seq", "children", "saved", "problem")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = _type_name(fn)
+        self.seq = _safe(lambda: int(fn._sequence_nr()), -1)
+        self.children: list[int] = []
+        self.saved: list[dict] = []
+        self.problem: dict | None = None  # the first modified/freed record
+
+
+_ATTRS_BY_TYPE: dict[type, tuple] = {}
+
+
+def _saved_attrs(fn) -> tuple:
+    """The saved-tensor attribute names of a node type (``_raw_saved_<x>`` exists)."""
+    cls = type(fn)
+    attrs = _ATTRS_BY_TYPE.get(cls)
+    if attrs is None:
+        names = _safe(lambda: dir(cls), []) or []
+        attrs = tuple(n[len("_raw_saved_"):] for n in names if n.startswith("_raw_saved_"))
+        _ATTRS_BY_TYPE[cls] = attrs
+    return attrs
+
+
+def _read_saved(fn, attr: str, torch) -> list[dict]:
+    """Records for one saved attribute (one per tensor in it), each with its state."""
+    public = "saved_tensors" if attr == "tensors" and hasattr(type(fn), "saved_tensors") else f"_saved_{attr}"
+    try:
+        raw = getattr(fn, f"_raw_saved_{attr}")
+    except Exception as exc:  # noqa: BLE001 - python Function nodes raise here once freed
+        return [_failed_record(str(exc), attr)] if _FREED_TEXT in str(exc) else []
+    many = isinstance(raw, (tuple, list))
+    raws = list(raw) if many else [raw]
+    hooked = [_safe(lambda r=r: r.unpack_hook is not None, False) for r in raws]
+    if any(hooked):
+        return [
+            {"attr": f"{attr}[{i}]" if many else attr, "state": "hooked", "shape": None, "dtype": None,
+             "bytes": None, "version": None, "saved_version": None, "owner": None, "message": None,
+             "_key": None}
+            for i, _ in enumerate(raws)
+        ]
+    try:
+        value = getattr(fn, public)
+        error = None
+    except Exception as exc:  # noqa: BLE001 - this is how the state is measured
+        value, error = None, str(exc)
+    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    records = []
+    message_shape = None
+    if error and _MODIFIED_TEXT in error:
+        m = _SHAPE_RE.search(error)
+        message_shape = [int(s) for s in m.group(1).split(",") if s.strip()] if m else None
+    for i, r in enumerate(raws):
+        label = f"{attr}[{i}]" if many else attr
+        if error is None:
+            t = values[i] if i < len(values) else None
+            if not isinstance(t, torch.Tensor):
+                continue  # an optional tensor that was not given
+            records.append(_tensor_record(t, label, "ok", None))
+            continue
+        if _FREED_TEXT in error:
+            records.append(_failed_record(error, label))
+            continue
+        if _MODIFIED_TEXT in error:
+            data = _safe(lambda r=r: r.data)
+            if not isinstance(data, torch.Tensor):
+                continue
+            state = "modified"
+            if many and message_shape is not None and _shape(data) != message_shape:
+                state = "ok"  # another tensor of the same attribute is the modified one
+            rec = _tensor_record(data, label, state, error if state == "modified" else None)
+            if state == "modified":
+                m = _VERSION_RE.search(error)
+                if m:
+                    rec["version"], rec["saved_version"] = int(m.group(1)), int(m.group(2))
+            records.append(rec)
+    return records
+
+
+def _failed_record(message: str, label: str) -> dict:
+    return {"attr": label, "state": "freed", "shape": None, "dtype": None, "bytes": None, "version": None,
+            "saved_version": None, "owner": None, "message": message, "_key": None, "_leaf_rg": False}
+
+
+def _tensor_record(t, label: str, state: str, message) -> dict:
+    key = _storage_key(t)
+    return {
+        "attr": label, "state": state, "shape": _shape(t), "dtype": _dtype(t),
+        "bytes": key[1] if key else None,
+        "version": _safe(lambda: int(t._version)), "saved_version": None, "owner": None,
+        "message": message, "_key": key,
+        "_leaf_rg": bool(_safe(lambda: t.is_leaf and t.requires_grad, False)),
+    }
+
+
+class _Graphs:
+    """Every node reachable from the frame's tensors, read once, indexed by position."""
+
+    def __init__(self, torch, budget: _Budget):
+        self.torch = torch
+        self.budget = budget
+        self.nodes: list[_Node] = []
+        self.index: dict[int, int] = {}
+        self._keep: list = []  # holds node objects so ids stay unique during the run
+
+    def node_id(self, fn) -> int | None:
+        """Read ``fn`` and everything below it; return its index (None when out of budget)."""
+        if fn is None:
+            return None
+        known = self.index.get(id(fn))
+        if known is not None:
+            return known
+        root = self._add(fn)
+        if root is None:
+            return None
+        stack = [root]
+        while stack:
+            i = stack.pop()
+            node = self.nodes[i]
+            nexts = _safe(lambda n=node: n.fn.next_functions, ()) or ()
+            for pair in nexts:
+                child = pair[0] if isinstance(pair, tuple) and pair else None
+                if child is None:
+                    continue
+                j = self.index.get(id(child))
+                if j is None:
+                    j = self._add(child)
+                    if j is None:
+                        break
+                    stack.append(j)
+                node.children.append(j)
+        return root
+
+    def _add(self, fn) -> int | None:
+        if self.budget.nodes >= MAX_NODES:
+            self.budget.hit.add("nodes")
+            return None
+        if (self.budget.nodes & 127) == 0 and self.budget.out_of_time():
+            return None
+        self.budget.nodes += 1
+        node = _Node(fn)
+        for attr in _saved_attrs(fn):
+            for rec in _read_saved(fn, attr, self.torch):
+                rec["node"] = node.name
+                rec["seq"] = node.seq
+                node.saved.append(rec)
+                if node.problem is None and rec["state"] in ("modified", "freed"):
+                    node.problem = rec
+        index = len(self.nodes)
+        self.nodes.append(node)
+        self.index[id(fn)] = index
+        self._keep.append(fn)
+        return index
+
+    def reach(self, root: int) -> tuple[list[int], bool]:
+        """Indices reachable from ``root`` (bounded), and whether the bound cut it."""
+        seen = {root}
+        order = [root]
+        stack = [root]
+        while stack:
+            for j in self.nodes[stack.pop()].children:
+                if j not in seen:
+                    if len(seen) >= MAX_NODES_PER_GRAPH:
+                        return order, True
+                    seen.add(j)
+                    order.append(j)
+                    stack.append(j)
+        return order, False
+
+
+def _is_accumulate(node: _Node) -> bool:
+    return node.name == "AccumulateGrad"
+
+
+def _graph_summary(graphs: _Graphs, reach: list[int], truncated: bool, leaf_keys: set, owners: dict) -> dict:
+    states = {"ok": 0, "modified": 0, "freed": 0, "hooked": 0}
+    saved = []
+    storages: dict = {}
+    for i in reach:
+        for rec in graphs.nodes[i].saved:
+            states[rec["state"]] = states.get(rec["state"], 0) + 1
+            saved.append(rec)
+            key = rec.get("_key")
+            if key is not None and rec["state"] in ("ok", "modified"):
+                storages[key[0]] = (key[1], rec.get("_leaf_rg") or key[0] in leaf_keys)
+    order = {"modified": 0, "freed": 1, "hooked": 2, "ok": 3}
+    saved.sort(key=lambda r: (order.get(r["state"], 9), -(r.get("seq") or 0)))
+    listed = []
+    for rec in saved[:MAX_SAVED_LISTED]:
+        out = {k: v for k, v in rec.items() if not k.startswith("_")}
+        key = rec.get("_key")
+        if key is not None and key[0] in owners:
+            out["owner"] = owners[key[0]]
+        listed.append(out)
+    return {
+        "nodes": len(reach),
+        "nodes_truncated": truncated,
+        "saved_count": len(saved),
+        "states": states,
+        "saved": listed,
+        "saved_bytes": sum(n for n, _ in storages.values()),
+        "activation_bytes": sum(n for n, leaf in storages.values() if not leaf),
+    }
+
+
+# -------------------------------------------------------------------- prediction
+
+
+def _predict(entry: _Found, t, root: int | None, graphs: _Graphs, reach: list[int], frame: list) -> dict | None:
+    """What ``t.backward()`` would do now, from the states read (never by running it)."""
+    requires_grad = bool(_safe(lambda: t.requires_grad, False))
+    numel = _safe(lambda: int(t.numel()), 0)
+    if not requires_grad:
+        if numel != 1:
+            return None  # not something anyone would call backward on
+        return _prediction(False, "GL104", _NO_GRAD_MESSAGE, "no_grad", None, None, [],
+                           f"`{entry.name}` has no graph: it was computed without autograd "
+                           "(no_grad, detach, .item() round trip) or from tensors that do not require grad.")
+    scalar = numel == 1
+    if root is None:
+        if not scalar:
+            return _prediction(False, None, _NON_SCALAR_MESSAGE, "non_scalar", None, None, [],
+                               f"`{entry.name}` has {numel} elements; backward() needs a gradient argument.")
+        return _prediction(True, None, None, "ok", None, None, [], f"`{entry.name}` is a leaf; backward() sets its .grad.")
+    pred = _predict_graph(entry, root, graphs, reach, frame)
+    if not scalar and pred["ok"]:
+        return _prediction(False, None, _NON_SCALAR_MESSAGE, "non_scalar", None, None, [],
+                           f"`{entry.name}` has {numel} elements: backward() needs a gradient argument; "
+                           "with one, the backward through its graph would run.")
+    return pred
+
+
+def _predict_graph(entry: _Found, root: int, graphs: _Graphs, reach: list[int], frame: list) -> dict:
+    """The outcome of a backward through the graph of ``entry`` (a gradient given if needed)."""
+    problems = [graphs.nodes[i] for i in reach if graphs.nodes[i].problem is not None]
+    hooked = any(rec["state"] == "hooked" for i in reach for rec in graphs.nodes[i].saved)
+    if not problems:
+        if hooked:
+            return _prediction(True, None, None, "hooked", None, None, [],
+                               "Some saved tensors are behind saved_tensors_hooks (checkpointing, offloading); "
+                               "their state is not read.")
+        return _prediction(True, None, None, "ok", None, None, [],
+                           f"Every tensor saved by the graph of `{entry.name}` is intact.")
+    first = max(problems, key=lambda n: n.seq)  # the engine runs higher sequence numbers first
+    rec = first.problem
+    if rec["state"] == "modified":
+        owner = _owner_name(rec, frame)
+        blame_all = [owner] if owner else []
+        versions = (f" (saved at version {rec['saved_version']}, now at version {rec['version']})"
+                    if rec.get("saved_version") is not None else "")
+        what = f"`{owner}`" if owner else f"a tensor of shape {rec.get('shape')}"
+        return _prediction(False, "GL102", rec["message"], "modified", first.name, owner, blame_all,
+                           f"{what} was saved by {first.name} for the backward and changed in place "
+                           f"afterwards{versions}; use the out-of-place form.")
+    reason, blame, blame_all, why = _blame_freed(entry, root, graphs, reach, frame)
+    return _prediction(False, "GL101", rec["message"], reason, first.name, blame, blame_all, why)
+
+
+def _prediction(ok, code, message, reason, node, blame, blame_all, explanation) -> dict:
+    return {
+        "ok": ok, "code": code, "error": None if ok else "RuntimeError", "message": message,
+        "reason": reason, "node": node, "blame": blame, "blame_all": blame_all, "explanation": explanation,
+    }
+
+
+def _owner_name(rec: dict, frame: list):
+    """The frame's tensor that shares the saved tensor's storage (same shape preferred)."""
+    key = rec.get("_key")
+    if key is None:
+        return None
+    best = None
+    for entry, info in frame:
+        if info.get("key") == key[0]:
+            if _shape(entry.tensor) == rec.get("shape") and not entry.via_module:
+                return entry.name
+            best = best or entry.name
+    return best
+
+
+def _blame_freed(entry: _Found, root: int, graphs: _Graphs, reach: list[int], frame: list):
+    """Name what carried the freed graph into this backward: the tensor itself,
+    a shared sub-graph already backpropagated, or state carried across iterations."""
+    nodes = graphs.nodes
+    in_root = set(reach)
+    freed = {i for i in reach if nodes[i].problem is not None and nodes[i].problem["state"] == "freed"}
+    live_saved = any(rec["state"] == "ok" for i in reach for rec in nodes[i].saved)
+    name = entry.name
+    if not live_saved:
+        return ("consumed", name, [name],
+                f"The graph of `{name}` was already backpropagated without retain_graph=True, "
+                "which freed its saved tensors; recompute the forward pass or sum the losses into one backward.")
+    shared = []
+    carried = []
+    for other, info in frame:
+        if other is entry or info.get("root") is None:
+            continue
+        r = info["root"]
+        if r in freed and r in in_root:
+            shared.append((nodes[r].seq, other.name))
+        elif r not in in_root and info.get("reach_set") is not None and info["reach_set"] & freed:
+            carried.append(other.name)
+    if shared:
+        shared.sort(reverse=True)
+        names = [n for _, n in shared]
+        return ("shared", names[0], names,
+                f"`{names[0]}` is part of the graph of `{name}`, and an earlier backward through it freed "
+                f"its saved tensors; backward through `{names[0]}` only once (sum the losses), or detach it.")
+    if _safe(lambda: entry.tensor.numel() != 1, False):
+        carried.insert(0, name)  # a non-scalar reaching an old graph is itself carried state
+    if carried:
+        scalar = {other.name for other, _ in frame if _safe(lambda o=other: o.tensor.numel() == 1, False)}
+        carried.sort(key=lambda n: n in scalar)  # carried state is rarely a scalar; losses are
+        return ("carried", carried[0], carried,
+                f"`{name}` reaches a graph an earlier backward freed through state carried across "
+                f"iterations ({', '.join('`' + c + '`' for c in carried[:4])}); detach the carried state "
+                "at the loop boundary.")
+    return ("freed", name, [name],
+            f"The graph of `{name}` reaches nodes whose saved tensors an earlier backward freed; "
+            "detach what crosses from the earlier graph, or pass retain_graph=True to the earlier backward.")
+
+
+# ---------------------------------------------------------------------- records
+
+
+def _tensor_info(entry: _Found, torch) -> dict:
+    t = entry.tensor
+    is_leaf = bool(_safe(lambda: t.is_leaf, True))
+    retains = bool(_safe(lambda: t.retains_grad, False))
+    grad = None
+    if is_leaf or retains:  # .grad of a plain non-leaf is None and reading it warns
+        g = _safe(lambda: t.grad)
+        if isinstance(g, torch.Tensor):
+            norm = None
+            if _safe(lambda: g.numel(), MAX_NORM_NUMEL + 1) <= MAX_NORM_NUMEL:
+                with torch.no_grad():
+                    norm = _safe(lambda: float(torch.linalg.vector_norm(g.detach().double())))
+            grad = {"shape": _shape(g), "norm": norm}
+    fn = _safe(lambda: t.grad_fn)
+    key = _storage_key(t)
+    return {
+        "name": entry.name,
+        "aliases": list(entry.aliases),
+        "shape": _shape(t),
+        "dtype": _dtype(t),
+        "device": _safe(lambda: str(t.device)),
+        "requires_grad": bool(_safe(lambda: t.requires_grad, False)),
+        "is_leaf": is_leaf,
+        "grad_fn": _type_name(fn) if fn is not None else None,
+        "version": _safe(lambda: int(t._version)),
+        "grad": grad,
+        "retains_grad": retains,
+        "is_inference": bool(_safe(lambda: t.is_inference(), False)),
+        "is_parameter": isinstance(t, _safe(lambda: torch.nn.Parameter, ())),
+        "bytes": _safe(lambda: int(t.numel() * t.element_size())),
+        "severity": None,
+        "graph": None,
+        "backward_prediction": None,
+        "_fn": fn,
+        "_key": key[0] if key else None,
+    }
+
+
+def _components(graphs: _Graphs, roots: list[int]) -> int:
+    """Disjoint graphs among ``roots`` (AccumulateGrad nodes, i.e. parameters, do not join them)."""
+    owner: dict[int, int] = {}
+    parent = list(range(len(roots)))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for k, r in enumerate(roots):
+        reach, _ = graphs.reach(r)
+        for i in reach:
+            if _is_accumulate(graphs.nodes[i]):
+                continue
+            other = owner.setdefault(i, k)
+            if other != k:
+                parent[find(k)] = find(other)
+    return len({find(k) for k in range(len(roots))})
+
+
+def _containers(found_info: list, containers: list, graphs: _Graphs, leaf_keys: set) -> list[dict]:
+    members: dict[int, list] = {}
+    for entry, info in found_info:
+        if info.get("root") is None:
+            continue
+        for a in entry.ancestors:
+            members.setdefault(a, []).append((entry, info))
+    records = []
+    signature_seen: dict = {}
+    # Deeper containers first, so a parent holding exactly the same graphs is dropped.
+    for index in sorted(members, key=lambda i: -containers[i].name.count("[") - containers[i].name.count(".")):
+        items = members[index]
+        signature = frozenset(id(e) for e, _ in items)
+        if signature in signature_seen:
+            continue
+        signature_seen[signature] = index
+        roots = sorted({info["root"] for _, info in items})
+        union: set[int] = set()
+        for r in roots:
+            union.update(graphs.reach(r)[0])
+        storages: dict = {}
+        for i in union:
+            for rec in graphs.nodes[i].saved:
+                key = rec.get("_key")
+                if key is not None and rec["state"] in ("ok", "modified"):
+                    storages[key[0]] = (key[1], rec.get("_leaf_rg") or key[0] in leaf_keys)
+        n_graphs = _components(graphs, roots)
+        saved_bytes = sum(n for n, _ in storages.values())
+        act = sum(n for n, leaf in storages.values() if not leaf)
+        c = containers[index]
+        leak = n_graphs > 1
+        severity = ("warning" if act > 0 else "information") if leak else None
+        if leak and act > 0:
+            why = (f"`{c.name}` keeps {n_graphs} graphs alive with {act} bytes of saved activations; "
+                   "store `.item()` or `.detach()` instead.")
+        elif leak:
+            why = (f"`{c.name}` keeps {n_graphs} graphs alive ({len(union)} nodes; their saved tensors "
+                   "were freed by backward); store `.item()` or `.detach()` instead.")
+        else:
+            why = f"`{c.name}` holds tensors of one graph."
+        records.append({
+            "name": c.name, "kind": c.kind, "items": c.items, "tensors": len(items), "graphs": n_graphs,
+            "nodes": len(union), "saved_bytes": saved_bytes, "activation_bytes": act, "leak": leak,
+            "severity": severity, "explanation": why,
+        })
+    records.sort(key=lambda r: (_SEVERITY_RANK[r["severity"]], -r["activation_bytes"], r["name"]))
+    return records
+
+
+# ------------------------------------------------------------------------- API
+
+
+def _messages():
+    """The autograd error table (graphlife/debug/messages.py next to this file), or []."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "messages.py")
+    try:
+        import runpy  # noqa: PLC0415
+
+        return runpy.run_path(path)["MESSAGES"]
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def classify_message(message: str):
+    """The entry of the autograd error table whose pattern occurs in ``message``, or None."""
+    for item in _messages():
+        if any(p in message for p in item["patterns"]):
+            return item
+    return None
+
+
+def snapshot(namespace: dict, *, exception: str | None = None, time_budget: float = TIME_BUDGET) -> dict:
+    """The autograd facts of every tensor reachable from ``namespace`` (see the module doc)."""
+    start = time.monotonic()
+    budget = _Budget(time_budget)
+    torch = _torch()
+    result = {
+        "schema": SCHEMA, "torch": None, "elapsed_ms": 0.0, "truncated": False, "limits_hit": [],
+        "tensors": [], "containers": [], "exception": None,
+    }
+    if torch is not None:
+        result["torch"] = str(_safe(lambda: torch.__version__, "?"))
+        _fill(result, namespace, torch, budget)
+    if exception:
+        result["exception"] = _exception_record(exception, result["tensors"])
+    result["limits_hit"] = sorted(budget.hit)
+    result["truncated"] = bool(budget.hit)
+    result["elapsed_ms"] = round((time.monotonic() - start) * 1000.0, 2)
+    return result
+
+
+def _fill(result: dict, namespace: dict, torch, budget: _Budget) -> None:
+    found, containers = _walk(namespace, torch, budget)
+    graphs = _Graphs(torch, budget)
+    frame = []
+    for entry in found:
+        info = _tensor_info(entry, torch)
+        if info["_fn"] is not None and not budget.out_of_time():
+            info["root"] = graphs.node_id(info["_fn"])
+        else:
+            info["root"] = None
+        frame.append((entry, info))
+    leaf_keys = {info["_key"] for e, info in frame if info["_key"] and info["is_leaf"] and info["requires_grad"]}
+    owners = {}
+    for entry, info in frame:
+        if info["_key"] is not None and info["_key"] not in owners and not entry.via_module:
+            owners[info["_key"]] = entry.name
+    for entry, info in frame:
+        if info["_key"] is not None and info["_key"] not in owners:
+            owners[info["_key"]] = entry.name
+        info["key"] = info["_key"]
+        if info["root"] is not None:
+            reach, cut = graphs.reach(info["root"])
+            info["reach"], info["cut"] = reach, cut
+            info["reach_set"] = set(reach)
+        else:
+            info["reach"], info["cut"], info["reach_set"] = [], False, None
+    out = []
+    for entry, info in frame:
+        t = entry.tensor
+        if info["root"] is not None:
+            info["graph"] = _graph_summary(graphs, info["reach"], info["cut"], leaf_keys, owners)
+        info["backward_prediction"] = _predict(entry, t, info["root"], graphs, info["reach"], frame)
+        pred = info["backward_prediction"]
+        if pred is not None and not pred["ok"] and pred["reason"] in ("modified", "freed", "consumed", "shared", "carried"):
+            info["severity"] = "error"
+        out.append(info)
+    blamed = set()
+    for p in out:
+        pred = p["backward_prediction"]
+        if pred and not pred["ok"] and pred["code"] in ("GL101", "GL102"):
+            blamed.update(pred["blame_all"])
+    for p in out:
+        if p["name"] in blamed and p["severity"] is None:
+            p["severity"] = "error"  # the tensor a failing backward will trip over
+    tensors = []
+    for (entry, _), info in zip(frame, out):
+        # Parameters reached through a module are many and rarely news: list them only when blamed.
+        if entry.via_module and info["root"] is None and entry.name not in blamed:
+            continue
+        tensors.append({k: v for k, v in info.items() if k not in ("_fn", "_key", "root", "key", "reach", "cut", "reach_set")})
+    result["containers"] = _containers(frame, containers, graphs, leaf_keys)
+    leaking = {c["name"]: c["severity"] for c in result["containers"] if c["leak"]}
+    for rec in tensors:
+        if rec["severity"] is None:
+            for cname, sev in leaking.items():
+                if rec["name"].startswith(cname + "[") or rec["name"].startswith(cname + "."):
+                    rec["severity"] = sev
+                    break
+    tensors.sort(key=lambda r: (_SEVERITY_RANK[r["severity"]], r["grad_fn"] is None, r["name"]))
+    result["tensors"] = tensors
+
+
+def _exception_record(message: str, tensors: list) -> dict:
+    item = classify_message(message) or {}
+    code = item.get("code")
+    blame = None
+    for rec in tensors:
+        pred = rec.get("backward_prediction") or {}
+        if code and pred.get("code") == code and pred.get("blame"):
+            blame = pred["blame"]
+            break
+    return {"message": message, "code": code, "name": item.get("name"), "why": item.get("why"),
+            "fix": item.get("fix"), "blame": blame}
+
+
+def snapshot_json(namespace: dict, *, exception: str | None = None, time_budget: float = TIME_BUDGET) -> str:
+    """:func:`snapshot` as JSON text (what the debugger client evaluates)."""
+    try:
+        return json.dumps(snapshot(namespace, exception=exception, time_budget=time_budget), default=str)
+    except Exception as exc:  # noqa: BLE001 - the client must always get JSON
+        return json.dumps({"schema": SCHEMA, "error": f"{type(exc).__name__}: {exc}", "tensors": [], "containers": []})
+
+
+def graph(namespace: dict, name: str, *, max_nodes: int = 300) -> dict:
+    """Nodes and edges of the graph behind the tensor called ``name`` (for drawing).
+
+    ``{"name", "root": 0, "nodes": [{"id", "name", "seq", "saved": [{"attr", "state", "shape", "owner"}],
+    "state": "ok"|"modified"|"freed"|"hooked"|"leaf"}], "edges": [[from, to]], "truncated": bool}``
+    """
+    torch = _torch()
+    empty = {"name": name, "root": None, "nodes": [], "edges": [], "truncated": False}
+    if torch is None:
+        return empty
+    budget = _Budget(TIME_BUDGET)
+    found, _ = _walk(namespace, torch, budget)
+    entry = next((e for e in found if e.name == name or name in e.aliases), None)
+    if entry is None:
+        return empty
+    owners = {}
+    for e in found:
+        key = _storage_key(e.tensor)
+        if key is not None:
+            owners.setdefault(key[0], e.name)
+    graphs = _Graphs(torch, budget)
+    root = graphs.node_id(_safe(lambda: entry.tensor.grad_fn))
+    if root is None:
+        return empty
+    reach, cut = graphs.reach(root)
+    keep = reach[:max_nodes]
+    position = {i: k for k, i in enumerate(keep)}
+    nodes, edges = [], []
+    for k, i in enumerate(keep):
+        node = graphs.nodes[i]
+        states = {rec["state"] for rec in node.saved}
+        state = next((s for s in ("modified", "freed", "hooked", "ok") if s in states), "leaf" if _is_accumulate(node) else "none")
+        saved = []
+        for rec in node.saved[:8]:
+            key = rec.get("_key")
+            saved.append({"attr": rec["attr"], "state": rec["state"], "shape": rec["shape"],
+                          "owner": owners.get(key[0]) if key else None})
+        label = node.name
+        if _is_accumulate(node):
+            var = _safe(lambda n=node: n.fn.variable)
+            vkey = _storage_key(var) if var is not None else None
+            if vkey is not None and vkey[0] in owners:
+                label = f"AccumulateGrad ({owners[vkey[0]]})"
+        nodes.append({"id": k, "name": label, "seq": node.seq, "state": state, "saved": saved})
+        for j in node.children:
+            if j in position:
+                edges.append([k, position[j]])
+    return {"name": entry.name, "root": 0, "nodes": nodes, "edges": edges, "truncated": cut or len(reach) > max_nodes}
+
+
+def graph_json(namespace: dict, name: str, *, max_nodes: int = 300) -> str:
+    """:func:`graph` as JSON text."""
+    try:
+        return json.dumps(graph(namespace, name, max_nodes=max_nodes), default=str)
+    except Exception as exc:  # noqa: BLE001
+        return json.dumps({"name": name, "error": f"{type(exc).__name__}: {exc}", "nodes": [], "edges": []})
