@@ -863,6 +863,16 @@ def _exception_record(message: str, tensors: list) -> dict:
         if code and pred.get("code") == code and pred.get("blame"):
             blame = pred["blame"]
             break
+    if blame is None and code == "GL102":
+        # A failed backward frees the nodes it ran before failing; the modified
+        # saved tensor is still there to be found.
+        for rec in tensors:
+            for saved in (rec.get("graph") or {}).get("saved", []):
+                if saved["state"] == "modified" and saved.get("owner"):
+                    blame = saved["owner"]
+                    break
+            if blame:
+                break
     return {"message": message, "code": code, "name": item.get("name"), "why": item.get("why"),
             "fix": item.get("fix"), "blame": blame}
 
