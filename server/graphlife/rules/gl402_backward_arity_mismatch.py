@@ -1,0 +1,341 @@
+"""Backward of a custom autograd Function returns a different number of gradients than forward has inputs.
+
+## What it does
+Counts the inputs of a custom `torch.autograd.Function`'s `forward` (after
+`ctx`; every input passed to `apply`, keyword or not) and the values each
+`return` of `backward` gives back. Flags a `return` whose count is certainly
+wrong: fewer values than inputs, or more values where an extra one is not
+`None`. A list counts as one value (torch wraps a non-tuple into a 1-tuple).
+When forward has default arguments, the `apply` calls of the file decide how
+many inputs are passed. Unknown counts (a name bound to a tuple of unknown
+length, `*args` in forward, `apply(*args)`) are never flagged.
+
+## Why is this bad?
+Autograd needs exactly one gradient per forward input (`None` for inputs that
+are not tensors or need no gradient). The mistake only shows at the first
+`backward()` of a training step, often after the data loading finished.
+
+## What torch says
+`RuntimeError: function ScaleBackward returned an incorrect number of gradients (expected 2, got 1)`
+(torch 2.13 accepts extra trailing values only when they are all `None`).
+
+## Example
+```python
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, factor):
+        ctx.factor = factor
+        return x * factor
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.factor
+```
+
+## Use instead
+```python
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.factor, None
+```
+
+## Fixture line
+The `return` statement of backward (each wrong one) carries `# expect: GL402`.
+It is an error when every `return` of backward is wrong, a warning when only
+some are.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.rules.autograd_function import (
+    Aliases,
+    FunctionClass,
+    apply_calls,
+    call_params,
+    ctx_attribute,
+    def_line_span,
+    find_function_classes,
+    returns,
+    walk_body,
+)
+from graphlife.rules.base import ModuleContext, Rule, RuleDoc
+
+RULE = Rule(
+    code="GL402",
+    name="backward-arity-mismatch",
+    severity=Severity.ERROR,
+    doc=RuleDoc(__doc__),
+    torch_message="function ... returned an incorrect number of gradients",
+)
+
+TENSOR = "tensor"
+ONE = "one"  # a single value that is not a tuple (None, a number, a list)
+
+#: Tensor methods that return tuples (or non-tensors); everything else called on a tensor gives one tensor.
+_TUPLE_METHODS = frozenset(
+    "chunk split unbind tensor_split hsplit vsplit dsplit split_with_sizes sort topk max min median mode "
+    "kthvalue cummax cummin aminmax unique unique_consecutive nonzero svd qr lu slogdet frexp var_mean "
+    "std_mean tolist item size dim numel stride".split()
+)
+#: torch functions that return one tensor.
+_TORCH_TENSOR_FUNCTIONS = frozenset(
+    "mm matmul bmm mul add sub div zeros_like ones_like empty_like full_like clamp exp log sigmoid tanh sign "
+    "abs cat stack einsum outer neg sqrt relu masked_fill diag_embed zeros ones empty full randn rand tensor "
+    "as_tensor where mv addmm baddbmm transpose reshape".split()
+)
+
+
+class _Kinds:
+    """Kind of a backward expression: (TENSOR | ONE, 1), ("tuple", n) or None (unknown)."""
+
+    def __init__(self, backward: ast.FunctionDef, aliases: Aliases) -> None:
+        self.aliases = aliases
+        params = call_params(backward)
+        self.ctx = params[0].arg if params else None
+        self.env: dict[str, tuple[str, int] | None] = {p.arg: (TENSOR, 1) for p in params[1:]}
+        if backward.args.vararg:
+            self.env[backward.args.vararg.arg] = None
+        self._bind(backward)
+
+    def _bind(self, backward: ast.FunctionDef) -> None:
+        simple: dict[str, list[ast.expr]] = {}
+        other: set[str] = set()
+        augmented: dict[str, list[ast.expr]] = {}
+        from_saved: set[str] = set()
+        for node in walk_body(backward):
+            if isinstance(node, ast.Assign):
+                if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    simple.setdefault(node.targets[0].id, []).append(node.value)
+                    continue
+                saved = ctx_attribute(node.value, self.ctx) == "saved_tensors"
+                for target in node.targets:
+                    for name in _names(target):
+                        (from_saved if saved and isinstance(target, (ast.Tuple, ast.List)) else other).add(name)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                augmented.setdefault(node.target.id, []).append(node.value)
+            elif isinstance(node, (ast.AnnAssign, ast.For, ast.With, ast.NamedExpr, ast.comprehension, ast.ExceptHandler, ast.Import, ast.ImportFrom, ast.Delete)):
+                for child in ast.walk(node.target if isinstance(node, (ast.AnnAssign, ast.For, ast.NamedExpr, ast.comprehension)) else node):
+                    if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                        other.add(child.id)
+                if isinstance(node, ast.With):
+                    for item in node.items:
+                        if item.optional_vars is not None:
+                            other.update(_names(item.optional_vars))
+                if isinstance(node, ast.ExceptHandler) and node.name:
+                    other.add(node.name)
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    other.update((a.asname or a.name).split(".")[0] for a in node.names)
+        for name in from_saved:
+            if name not in other and name not in simple and name not in augmented:
+                self.env[name] = (TENSOR, 1)
+            else:
+                self.env[name] = None
+        for name in other:
+            self.env[name] = None
+        for _ in range(3):  # names defined from names: a few rounds reach a fixpoint in practice
+            for name, values in simple.items():
+                if name in other or name in from_saved:
+                    continue
+                kinds = [self.kind(v) for v in values]
+                if any(k is None for k in kinds) or len({k[1] for k in kinds if k}) != 1:  # type: ignore[index]
+                    self.env[name] = None
+                    continue
+                labels = {k[0] for k in kinds if k}
+                self.env[name] = kinds[0] if len(labels) == 1 else (ONE, kinds[0][1]) if kinds[0][1] == 1 else None  # type: ignore[index]
+                if name in augmented and self.env[name] != (TENSOR, 1):
+                    self.env[name] = None
+        for name in augmented:
+            if name not in simple and self.env.get(name) != (TENSOR, 1):
+                self.env[name] = None
+
+    def kind(self, node: ast.expr | None) -> tuple[str, int] | None:
+        if node is None:
+            return (ONE, 1)
+        if isinstance(node, ast.Constant):
+            return (ONE, 1)
+        if isinstance(node, ast.Tuple):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                return None
+            return ("tuple", len(node.elts))
+        if isinstance(node, (ast.List, ast.ListComp, ast.Dict, ast.Set, ast.DictComp, ast.SetComp)):
+            return (ONE, 1)
+        if isinstance(node, ast.Name):
+            return self.env.get(node.id)
+        if isinstance(node, ast.BinOp):
+            left, right = self.kind(node.left), self.kind(node.right)
+            if left and right and left[0] == "tuple" and right[0] == "tuple" and isinstance(node.op, ast.Add):
+                return ("tuple", left[1] + right[1])
+            for tup, other in ((left, node.right), (right, node.left)):
+                if tup and tup[0] == "tuple" and isinstance(node.op, ast.Mult):
+                    if isinstance(other, ast.Constant) and isinstance(other.value, int) and not isinstance(other.value, bool):
+                        return ("tuple", tup[1] * max(other.value, 0))
+                    return None
+            if (left and left[0] == TENSOR) or (right and right[0] == TENSOR):
+                if (left and left[0] == "tuple") or (right and right[0] == "tuple"):
+                    return None
+                return (TENSOR, 1)
+            return None
+        if isinstance(node, ast.UnaryOp) and self.kind(node.operand) == (TENSOR, 1):
+            return (TENSOR, 1)
+        if isinstance(node, ast.IfExp):
+            body, orelse = self.kind(node.body), self.kind(node.orelse)
+            if body and orelse and body[1] == orelse[1] and (body[0] == "tuple") == (orelse[0] == "tuple"):
+                return body if body == orelse else (ONE, 1) if body[1] == 1 and body[0] != "tuple" else body
+            return None
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and self.kind(func.value) == (TENSOR, 1):
+                return None if func.attr in _TUPLE_METHODS else (TENSOR, 1)
+            resolved = self.aliases.resolve(func)
+            if resolved and resolved.startswith("torch.") and resolved.rsplit(".", 1)[-1] in _TORCH_TENSOR_FUNCTIONS:
+                if resolved.endswith(".where") and len(node.args) + len(node.keywords) < 2:
+                    return None
+                return (TENSOR, 1)
+            return None
+        if isinstance(node, ast.Subscript) and self.kind(node.value) == (TENSOR, 1):
+            return (TENSOR, 1)
+        if isinstance(node, ast.Attribute) and node.attr in {"T", "mT", "H", "mH", "data"} and self.kind(node.value) == (TENSOR, 1):
+            return (TENSOR, 1)
+        return None
+
+
+def _names(target: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def expected_counts(fn: FunctionClass, tree: ast.Module, classes: list[FunctionClass]) -> tuple[list[str], set[int]] | None:
+    """Forward's input names and the input counts its ``apply`` calls can pass (``None``: unknown)."""
+    forward = fn.forward
+    if forward is None or forward.args.vararg or forward.args.kwarg:
+        return None
+    params = call_params(forward)
+    if fn.forward_takes_ctx():
+        params = params[1:]
+    kwonly = forward.args.kwonlyargs
+    n_defaults = len(forward.args.defaults)
+    required = len(params) - min(n_defaults, len(params)) + sum(1 for d in forward.args.kw_defaults if d is None)
+    total = len(params) + len(kwonly)
+    names = [p.arg for p in params] + [k.arg for k in kwonly]
+    if required == total:
+        return names, {total}
+    counts: set[int] = set()
+    calls = [c for c in apply_calls(tree, classes) if c.fn is fn]
+    for call in calls:
+        count = call.argument_count()
+        if count is None:
+            counts = set()
+            break
+        if required <= count <= total:
+            counts.add(count)
+    return names, counts or set(range(required, total + 1))
+
+
+def _wrong(kind: tuple[str, int], value: ast.expr | None, expected: int) -> bool:
+    count = kind[1]
+    if count < expected:
+        return True
+    if count > expected:
+        if isinstance(value, ast.Tuple):
+            extras = value.elts[expected:]
+            return not all(isinstance(e, ast.Constant) and e.value is None for e in extras)
+        return True
+    return False
+
+
+def _falls_through(body: list[ast.stmt]) -> bool:
+    """The block can end without ``return``/``raise`` (so backward may return ``None``)."""
+    if not body:
+        return True
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return False
+    if isinstance(last, ast.If):
+        return _falls_through(last.body) or _falls_through(last.orelse)
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return _falls_through(last.body)
+    if isinstance(last, ast.Try):
+        return (_falls_through(last.body) and _falls_through(last.orelse)) or any(_falls_through(h.body) for h in last.handlers)
+    if isinstance(last, ast.Match):
+        return True
+    return True
+
+
+def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target: int) -> FixRecipe | None:
+    value = ret.value
+    if value is None or kind[1] >= target:
+        return None
+    missing = target - kind[1]
+    pad = ", None" * missing
+    if isinstance(value, ast.Tuple):
+        if not value.elts:
+            return None
+        anchor = ctx.span(value.elts[-1])
+        span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
+        return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient", {"span": span, "text": pad})
+    if isinstance(value, ast.List):
+        if any(isinstance(e, ast.Starred) for e in value.elts) or len(value.elts) > target:
+            return None
+        span = ctx.span(value)
+        inner = ", ".join(ast.get_source_segment(ctx.source, e) or "" for e in value.elts)
+        extra = target - len(value.elts)
+        text = "(" + inner + ", None" * extra + ("," if target == 1 else "") + ")"
+        return FixRecipe("replace_text", "Return a tuple (a list counts as one gradient)", {"span": span, "text": text})
+    if kind[0] == "tuple":
+        return None
+    anchor = ctx.span(value)
+    span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
+    return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient", {"span": span, "text": pad})
+
+
+def check_module(ctx: ModuleContext) -> None:
+    tree = ctx.tree
+    assert isinstance(tree, ast.Module)
+    aliases = Aliases(tree)
+    classes = find_function_classes(tree, aliases)
+    for fn in classes:
+        backward, forward = fn.backward, fn.forward
+        if backward is None or forward is None:
+            continue
+        expected = expected_counts(fn, tree, classes)
+        if expected is None:
+            continue
+        names, counts = expected
+        kinds = _Kinds(backward, aliases)
+        rets = returns(backward)
+        if not rets:
+            continue
+        verdicts = []
+        for ret in rets:
+            kind = kinds.kind(ret.value)
+            wrong = kind is not None and all(_wrong(kind, ret.value, e) for e in counts)
+            verdicts.append((ret, kind, wrong))
+        every_path_wrong = all(w for _, _, w in verdicts)
+        if _falls_through(backward.body) and any(not _wrong((ONE, 1), None, e) for e in counts):
+            every_path_wrong = False
+        shown = " or ".join(str(c) for c in sorted(counts))
+        for ret, kind, wrong in verdicts:
+            if not wrong or kind is None:
+                continue
+            got = kind[1]
+            message = (
+                f"backward of `{fn.name}` returns {got} gradient{'s' if got != 1 else ''} here, but forward takes "
+                f"{shown} input{'s' if shown != '1' else ''} after ctx ({', '.join(f'`{n}`' for n in names)}): torch raises "
+                f"`RuntimeError: function {fn.name}Backward returned an incorrect number of gradients "
+                f"(expected {shown}, got {got})` at the first backward. Return one gradient per input, "
+                f"`None` for inputs that need none."
+            )
+            fix = _pad_fix(ctx, ret, kind, max(counts))
+            ctx.reporter.report(
+                RULE,
+                ctx.span(ret),
+                message,
+                severity=Severity.ERROR if every_path_wrong else Severity.WARNING,
+                related=(Related(def_line_span(ctx, forward), f"forward of `{fn.name}` takes {shown} input(s)"),),
+                fixes=(fix,) if fix else (),
+            )
+
+
+RULE.check_module = check_module

@@ -1,0 +1,258 @@
+"""`ctx.save_for_backward` is given something that is not a tensor.
+
+## What it does
+Looks at every `ctx.save_for_backward(...)` in the `forward` (or
+`setup_context`) of a custom `torch.autograd.Function` and flags arguments that
+are certainly not tensors nor `None`: numbers, strings, tuples and lists,
+shapes (`x.shape`, `x.size()`), `x.item()`, `len(...)`, or a name bound only to
+such values. An error when the value is certain from the forward itself; a
+warning when it comes from a forward input that every `apply` call of the file
+fills with a non-tensor literal (another caller could pass a tensor).
+
+## Why is this bad?
+`save_for_backward` only stores tensors (it tracks their version counters to
+detect in-place changes); it refuses anything else. The call fails at the
+`Fn.apply(...)` of every training step (when an input requires grad and grad
+mode is on; under `torch.no_grad()` torch 2.13 does not check).
+
+## What torch says
+`TypeError: save_for_backward can only save variables, but argument 1 is of type float`
+
+## Example
+```python
+@staticmethod
+def forward(ctx, x, alpha):
+    ctx.save_for_backward(x, alpha)
+    return x * alpha
+```
+
+## Use instead
+```python
+@staticmethod
+def forward(ctx, x, alpha):
+    ctx.save_for_backward(x)
+    ctx.alpha = alpha
+    return x * alpha
+```
+
+## Fixture line
+The `ctx.save_for_backward(...)` statement carries `# expect: GL406`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.rules.autograd_function import (
+    Aliases,
+    FunctionClass,
+    apply_calls,
+    ctx_attributes_used,
+    find_function_classes,
+    forward_inputs,
+    is_non_tensor_literal,
+    line_indent,
+    merge_edits,
+    method_ctx,
+    save_for_backward_calls,
+    saved_unpacking,
+    starts_its_line,
+    unpacking_text,
+    walk_body,
+)
+from graphlife.rules.base import ModuleContext, Rule, RuleDoc
+
+RULE = Rule(
+    code="GL406",
+    name="save-for-backward-non-tensor",
+    severity=Severity.ERROR,
+    doc=RuleDoc(__doc__),
+    torch_message="save_for_backward can only save variables, but argument 1 is of type float",
+)
+
+
+def _bound_only_to_non_tensors(method: ast.FunctionDef, name: str) -> bool:
+    """Every binding of ``name`` in the method is ``name = <non-tensor literal>`` (and it is no parameter)."""
+    params = {a.arg for a in [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]}
+    if name in params:
+        return False
+    simple_targets: dict[int, ast.expr] = {}
+    for node in walk_body(method):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            simple_targets[id(node.targets[0])] = node.value
+    stores = [n for n in walk_body(method) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)]
+    return bool(stores) and all(id(n) in simple_targets and is_non_tensor_literal(simple_targets[id(n)]) for n in stores)
+
+
+def _input_filled_with_literals(fn: FunctionClass, name: str, calls: list) -> bool:
+    """Every ``apply`` call of the file (at least one) passes a non-tensor literal for input ``name``."""
+    inputs = [a.arg for a in forward_inputs(fn)]
+    if name not in inputs:
+        return False
+    index = inputs.index(name)
+    mine = [c for c in calls if c.fn is fn]
+    if not mine:
+        return False
+    for call in mine:
+        value = call.positional(index)
+        if value is None:
+            value = next((k.value for k in call.call.keywords if k.arg == name), None)
+        if value is None or not is_non_tensor_literal(value):
+            return False
+    return True
+
+
+def _literal_for(fn: FunctionClass, method: ast.FunctionDef, arg: ast.expr, calls: list) -> ast.expr:
+    """The literal behind ``arg``: itself, the value a local name is bound to, or what an ``apply`` call passes."""
+    if not isinstance(arg, ast.Name):
+        return arg
+    for node in walk_body(method):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id == arg.id:
+                return node.value
+    inputs = [a.arg for a in forward_inputs(fn)]
+    if arg.id in inputs:
+        for call in calls:
+            if call.fn is fn:
+                value = call.positional(inputs.index(arg.id))
+                if value is not None:
+                    return value
+    return arg
+
+
+def _describe(node: ast.expr) -> str:
+    if isinstance(node, ast.Constant):
+        return type(node.value).__name__
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        return "torch.Size"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" and not node.args:
+        return "torch.Size"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return type(node.operand.value).__name__
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"float", "int", "bool", "str", "tuple", "list", "dict"}:
+        return node.func.id
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+        return "int"
+    if isinstance(node, ast.Tuple):
+        return "tuple"
+    if isinstance(node, (ast.List, ast.ListComp)):
+        return "list"
+    return "a non-tensor type"
+
+
+def _attr_name(node: ast.expr, index: int, used: set[str]) -> str:
+    if isinstance(node, ast.Name):
+        base = node.id
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        base = f"{node.value.id}_{node.attr}"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        base = f"{node.func.value.id}_{node.func.attr}"
+    else:
+        base = f"saved_{index}"
+    name = base
+    while name in used:
+        name += "_value"
+    used.add(name)
+    return name
+
+
+def _fix(ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, bad: list[int], ctx_var: str) -> FixRecipe | None:
+    """Move the non-tensor arguments to ctx attributes, in forward and in backward's unpacking."""
+    if not isinstance(stmt, ast.Expr) or stmt.value is not call or not starts_its_line(ctx, stmt):
+        return None
+    if not call.args or call.keywords:
+        return None
+    used = ctx_attributes_used(fn)
+    moved = {i: _attr_name(call.args[i], i, used) for i in bad}
+    kept = [ast.get_source_segment(ctx.source, a) or "" for i, a in enumerate(call.args) if i not in moved]
+    first, last = ctx.span(call.args[0]), ctx.span(call.args[-1])
+    indent = line_indent(ctx, stmt.lineno)
+    edits: list[tuple[Span, str]] = [(Span(first.line, first.column, last.end_line, last.end_column), ", ".join(kept))]
+    stmt_span = ctx.span(stmt)
+    assigns = "".join(
+        f"\n{indent}{ctx_var}.{attr} = {ast.get_source_segment(ctx.source, call.args[i])}" for i, attr in moved.items()
+    )
+    edits.append((Span(stmt_span.end_line, stmt_span.end_column, stmt_span.end_line, stmt_span.end_column), assigns))
+    if fn.backward is not None:
+        unpacking = saved_unpacking(fn.backward)
+        if unpacking is None:
+            return None
+        assign, names = unpacking
+        if assign is not None:
+            if len(names) != len(call.args):
+                return None
+            back_ctx = method_ctx(fn, fn.backward)
+            rest = [n for i, n in enumerate(names) if i not in moved]
+            back_indent = line_indent(ctx, assign.lineno)
+            lines = []
+            if rest:
+                lines.append(unpacking_text(rest, ast.get_source_segment(ctx.source, assign.value) or ""))
+            lines += [f"{names[i]} = {back_ctx}.{attr}" for i, attr in moved.items()]
+            edits.append((ctx.span(assign), f"\n{back_indent}".join(lines)))
+    merged = merge_edits(ctx, edits)
+    if merged is None:
+        return None
+    span, text = merged
+    return FixRecipe(
+        "replace_text",
+        "Store the non-tensor values as ctx attributes",
+        {"span": span, "text": text},
+    )
+
+
+def check_module(ctx: ModuleContext) -> None:
+    tree = ctx.tree
+    assert isinstance(tree, ast.Module)
+    aliases = Aliases(tree)
+    classes = find_function_classes(tree, aliases)
+    calls = apply_calls(tree, classes)
+    for fn in classes:
+        for method in (fn.forward, fn.setup_context):
+            ctx_var = method_ctx(fn, method)
+            if method is None or ctx_var is None:
+                continue
+            parents = {id(child): node for node in walk_body(method) for child in ast.iter_child_nodes(node)}
+            for call in save_for_backward_calls(method, ctx_var):
+                certain: list[int] = []
+                likely: list[int] = []
+                for index, arg in enumerate(call.args):
+                    if isinstance(arg, ast.Starred):
+                        break
+                    if is_non_tensor_literal(arg) or (
+                        isinstance(arg, ast.Name) and _bound_only_to_non_tensors(method, arg.id)
+                    ):
+                        certain.append(index)
+                    elif isinstance(arg, ast.Name) and method is fn.forward and _input_filled_with_literals(fn, arg.id, calls):
+                        likely.append(index)
+                bad = sorted(certain + likely)
+                if not bad:
+                    continue
+                stmt = parents.get(id(call))
+                while stmt is not None and not isinstance(stmt, ast.stmt):
+                    stmt = parents.get(id(stmt))
+                target = stmt if stmt is not None else call
+                first = bad[0]
+                arg = call.args[first]
+                text = ast.get_source_segment(ctx.source, arg) or "?"
+                kind = _describe(_literal_for(fn, method, arg, calls))
+                names = ", ".join(f"`{ast.get_source_segment(ctx.source, call.args[i])}`" for i in bad)
+                message = (
+                    f"`{ctx_var}.save_for_backward` in `{fn.name}.{method.name}` gets {names}, which "
+                    f"{'is not a tensor' if len(bad) == 1 else 'are not tensors'}: torch raises `TypeError: "
+                    f"save_for_backward can only save variables, but argument {first} is of type {kind}` at "
+                    f"`{fn.name}.apply(...)`. Save only tensors; store `{text}` as `{ctx_var}.<name> = {text}`."
+                )
+                fix = _fix(ctx, fn, target, call, sorted(bad), ctx_var) if isinstance(target, ast.stmt) else None
+                related = [Related(ctx.span(arg), f"`{text}` is {kind}")]
+                ctx.reporter.report(
+                    RULE,
+                    ctx.span(target),
+                    message,
+                    severity=Severity.ERROR if certain else Severity.WARNING,
+                    related=related,
+                    fixes=(fix,) if fix else (),
+                )
+
+
+RULE.check_module = check_module
