@@ -1,0 +1,21 @@
+"""The graphlife language server: pygls wiring only, over the same engine as the CLI.
+
+Modules, one job each:
+
+- :mod:`.server` — builds the pygls server, registers the LSP features, ``start()``.
+- :mod:`.positions` — the one place that turns graphlife's 1-based character
+  positions into LSP positions (UTF-16 or whatever encoding was negotiated) and back.
+- :mod:`.documents` — what gets analyzed: a text document or a notebook's cells
+  joined into one source, with the line map back to each document.
+- :mod:`.notebooks` — joining notebook cells (magics blanked) and the line map.
+- :mod:`.debounce` — per-document timers so typing does not start an analysis per key.
+- :mod:`.linting` — runs the checker off the event loop, drops stale results, caches.
+- :mod:`.diagnostics` — ``Finding`` -> ``Diagnostic``.
+- :mod:`.code_actions` — quick fixes (resolved lazily), fix-all, "ignore on this line".
+- :mod:`.hover` — the rule's explanation and the graph-lifetime story.
+- :mod:`.settings` — editor settings (initializationOptions, workspace/configuration)
+  and ``[tool.graphlife]`` from pyproject.toml.
+- :mod:`.log` — messages to the client's output channel.
+
+The server never imports torch and never runs the user's code: it only parses it.
+"""

@@ -1,0 +1,230 @@
+"""Code actions: quick fixes, fix-all, and "ignore on this line".
+
+The light bulb is asked for actions on every cursor move, so listing them must
+be cheap: a quick fix per fix recipe the finding carries (titles are known
+without touching libcst), the best one marked preferred, and the edits computed
+only when the user picks one (``codeAction/resolve``) by the same
+:func:`graphlife.fixes.compute_fixes` that ``graphlife fix`` uses — the editor
+applies exactly what the command line applies. ``source.fixAll.graphlife`` is
+:func:`graphlife.fixes.fix_source` on the whole document (so
+``editor.codeActionsOnSave`` works). The ignore action writes
+``# graphlife: ignore[GL101]`` on the finding's first line, or adds the code to
+an ignore comment already there.
+
+The fixes package is written in parallel with the server: while its functions
+are missing, the server offers only the ignore action and says so in the log.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from typing import Any
+
+from lsprotocol import types
+
+from graphlife.findings import Finding, Span
+from graphlife.lsp.diagnostics import locate, to_diagnostic
+from graphlife.lsp.linting import Analysis
+from graphlife.lsp.positions import document_end, span_to_range, split_lines
+
+FIX_ALL_KIND = "source.fixAll.graphlife"
+_EXISTING_IGNORE = re.compile(r"#\s*graphlife\s*:\s*ignore\[(?P<codes>[^\]]*)\]", re.I)
+
+
+def fixes_api() -> tuple[Any, Any]:
+    """``(compute_fixes, fix_source)``, each ``None`` while :mod:`graphlife.fixes` lacks it."""
+    try:
+        import graphlife.fixes as fixes  # noqa: PLC0415
+    except ImportError:
+        return None, None
+    return getattr(fixes, "compute_fixes", None), getattr(fixes, "fix_source", None)
+
+
+def kind_wanted(only: list[str] | None, kind: str) -> bool:
+    """LSP's ``only`` filter: a kind matches itself and its more specific kinds."""
+    if not only:
+        return True
+    return any(kind == o or kind.startswith(o + ".") or o == "" for o in only)
+
+
+def overlaps(span: Span, start: tuple[int, int], end: tuple[int, int]) -> bool:
+    return (span.line, span.column) <= end and start <= (span.end_line, span.end_column)
+
+
+def _span_data(span: Span) -> list[int]:
+    return [span.line, span.column, span.end_line, span.end_column]
+
+
+def list_actions(
+    analysis: Analysis,
+    uri: str,
+    start: tuple[int, int],
+    end: tuple[int, int],
+    only: list[str] | None,
+    codec,
+) -> list[types.CodeAction]:
+    """The actions for a range (1-based positions of the analyzed source), edits left to resolve."""
+    actions: list[types.CodeAction] = []
+    key = analysis.snapshot.key
+    compute_fixes, fix_source = fixes_api()
+    if kind_wanted(only, types.CodeActionKind.QuickFix):
+        for finding in analysis.findings:
+            if not overlaps(finding.span, start, end):
+                continue
+            converted = to_diagnostic(finding, analysis.snapshot, codec)
+            if converted is None or converted[0] != uri:
+                continue
+            diagnostic = converted[1]
+            base = {"key": key, "uri": uri, "code": finding.code, "span": _span_data(finding.span)}
+            if compute_fixes is not None:
+                for index, recipe in enumerate(finding.fixes):
+                    actions.append(
+                        types.CodeAction(
+                            title=recipe.title,
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[diagnostic],
+                            is_preferred=index == 0,
+                            data={**base, "action": "fix", "index": index, "title": recipe.title},
+                        )
+                    )
+            if not _ends_with_backslash(analysis, finding.span.line):
+                actions.append(
+                    types.CodeAction(
+                        title=f"Ignore {finding.code} on this line",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diagnostic],
+                        data={**base, "action": "ignore"},
+                    )
+                )
+    if (
+        fix_source is not None
+        and not analysis.snapshot.is_notebook
+        and only  # only when asked for source actions (fix-all is not a light-bulb item)
+        and kind_wanted(only, FIX_ALL_KIND)
+        and any(f.fixes for f in analysis.findings)
+    ):
+        actions.append(
+            types.CodeAction(
+                title="graphlife: fix all auto-fixable problems",
+                kind=FIX_ALL_KIND,
+                data={"key": key, "uri": uri, "action": "fixAll"},
+            )
+        )
+    return actions
+
+
+def _ends_with_backslash(analysis: Analysis, line: int) -> bool:
+    lines = split_lines(analysis.snapshot.source)
+    return 0 < line <= len(lines) and lines[line - 1].rstrip().endswith("\\")
+
+
+def find_finding(analysis: Analysis, data: dict) -> Finding | None:
+    """The finding an action was made for, in a (possibly newer) analysis."""
+    span = tuple(data.get("span") or ())
+    for finding in analysis.findings:
+        if finding.code == data.get("code") and tuple(_span_data(finding.span)) == span:
+            return finding
+    return None
+
+
+def edits_for(analysis: Analysis, text_edits, codec) -> dict[str, list[types.TextEdit]] | None:
+    """graphlife ``TextEdit`` s (analyzed-source spans) -> LSP edits per document; ``None`` if one spans cells."""
+    out: dict[str, list[types.TextEdit]] = {}
+    for edit in text_edits:
+        start_segment = analysis.snapshot.segment_for_line(edit.span.line)
+        end_segment = analysis.snapshot.segment_for_line(edit.span.end_line)
+        if start_segment is None or start_segment is not end_segment:
+            return None
+        where = locate(analysis.snapshot, edit.span, codec)
+        if where is None:
+            return None
+        out.setdefault(where[0], []).append(types.TextEdit(range=where[1], new_text=edit.new_text))
+    return out
+
+
+def workspace_edit(analysis: Analysis, per_uri: dict[str, list[types.TextEdit]], document_changes: bool) -> types.WorkspaceEdit:
+    """A workspace edit pinned to the versions that were analyzed (the client refuses it if they moved on)."""
+    if not document_changes:
+        return types.WorkspaceEdit(changes=per_uri)
+    versions = {segment.uri: segment.version for segment in analysis.snapshot.segments}
+    return types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=versions.get(uri)),
+                edits=edits,
+            )
+            for uri, edits in per_uri.items()
+        ]
+    )
+
+
+def ignore_edit(analysis: Analysis, finding: Finding):
+    """The single graphlife ``TextEdit`` that silences ``finding`` on its first line, or ``None``."""
+    from graphlife.fixes import TextEdit  # noqa: PLC0415 - the dataclass exists from the start
+
+    line_no = finding.span.line
+    lines = split_lines(analysis.snapshot.source)
+    if not 0 < line_no <= len(lines):
+        return None
+    text = lines[line_no - 1]
+    if text.rstrip().endswith("\\") or _line_end_in_string(analysis.snapshot.source, line_no):
+        return None  # a comment there would end the statement or land inside a string
+    match = _EXISTING_IGNORE.search(text)
+    if match:
+        codes = [c.strip() for c in match.group("codes").split(",") if c.strip()]
+        if finding.code in codes:
+            return None
+        start = match.start("codes") + 1
+        end = match.end("codes") + 1
+        return TextEdit(Span(line_no, start, line_no, end), ", ".join([*codes, finding.code]))
+    stripped = len(text.rstrip())
+    return TextEdit(
+        Span(line_no, stripped + 1, line_no, len(text) + 1), f"  # graphlife: ignore[{finding.code}]"
+    )
+
+
+def _line_end_in_string(source: str, line_no: int) -> bool:
+    """Whether line ``line_no`` ends inside a multi-line string (where a comment would be text)."""
+    fstring_start = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+ splits f-strings
+    fstring_end = getattr(tokenize, "FSTRING_END", None)
+    open_fstrings: list[int] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.STRING and token.start[0] <= line_no < token.end[0]:
+                return True
+            if fstring_start is not None and token.type == fstring_start:
+                open_fstrings.append(token.start[0])
+            elif fstring_end is not None and token.type == fstring_end and open_fstrings:
+                if open_fstrings.pop() <= line_no < token.end[0]:
+                    return True
+            if token.start[0] > line_no and not open_fstrings:
+                return False
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return False
+
+
+def whole_document_edit(analysis: Analysis, new_source: str, codec) -> dict[str, list[types.TextEdit]]:
+    """Replace the whole document (fix-all): simplest to apply and exactly what ``fix_source`` produced."""
+    segment = analysis.snapshot.segments[0]
+    end = document_end(segment.lines, codec)
+    return {
+        segment.uri: [
+            types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end), new_text=new_source)
+        ]
+    }
+
+
+__all__ = [
+    "FIX_ALL_KIND",
+    "edits_for",
+    "find_finding",
+    "fixes_api",
+    "ignore_edit",
+    "list_actions",
+    "span_to_range",
+    "whole_document_edit",
+    "workspace_edit",
+]

@@ -1,0 +1,95 @@
+"""``Finding`` -> LSP ``Diagnostic``, on the document (or notebook cell) it belongs to.
+
+Everything the editor shows about a finding is decided here: the code and its
+documentation link (``codeDescription``), ``source: "graphlife"``, the severity
+after the user's overrides (the checker already applied them), the related
+places (where the graph was built, where a backward freed it) and the tags
+that change how the editor draws the range.
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
+
+from graphlife.findings import Finding, Severity, Span
+from graphlife.lsp.documents import Snapshot
+from graphlife.lsp.positions import span_to_range
+
+SOURCE = "graphlife"
+
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFORMATION: types.DiagnosticSeverity.Information,
+    Severity.HINT: types.DiagnosticSeverity.Hint,
+}
+
+#: Rules whose range the editor should draw specially.
+#: GL202: the ``retain_graph=True`` argument does nothing useful -> faded out.
+#: GL405: an API use torch announces it will break -> struck through.
+_TAGS = {
+    "GL202": [types.DiagnosticTag.Unnecessary],
+    "GL405": [types.DiagnosticTag.Deprecated],
+}
+
+
+def _docs_url(code: str) -> str | None:
+    try:
+        from graphlife.rules import rule_by_code  # noqa: PLC0415
+
+        rule = rule_by_code(code)
+    except Exception:  # noqa: BLE001 - a broken rule module must not hide the finding
+        return None
+    return rule.docs_url if rule is not None else None
+
+
+def locate(snapshot: Snapshot, span: Span, codec: PositionCodec) -> tuple[str, types.Range] | None:
+    """The document URI and LSP range of a span of the analyzed source."""
+    segment = snapshot.segment_for_line(span.line)
+    if segment is None:
+        return None
+    if span.end_line - segment.line_offset > len(segment.lines):  # runs past a cell: stop at its end
+        last = len(segment.lines)
+        span = Span(span.line, span.column, segment.line_offset + last, len(segment.lines[-1]) + 1)
+    return segment.uri, span_to_range(span, segment.lines, codec, segment.line_offset)
+
+
+def to_diagnostic(finding: Finding, snapshot: Snapshot, codec: PositionCodec) -> tuple[str, types.Diagnostic] | None:
+    """The diagnostic of one finding and the URI to publish it on."""
+    where = locate(snapshot, finding.span, codec)
+    if where is None:
+        return None
+    uri, rng = where
+    related = []
+    for item in finding.related:
+        other = locate(snapshot, item.span, codec)
+        if other is not None:
+            related.append(
+                types.DiagnosticRelatedInformation(
+                    location=types.Location(uri=other[0], range=other[1]), message=item.message
+                )
+            )
+    url = _docs_url(finding.code)
+    diagnostic = types.Diagnostic(
+        range=rng,
+        message=finding.message,
+        severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
+        code=finding.code,
+        code_description=types.CodeDescription(href=url) if url else None,
+        source=SOURCE,
+        related_information=related or None,
+        tags=_TAGS.get(finding.code),
+        data={"name": finding.name},
+    )
+    return uri, diagnostic
+
+
+def diagnostics_by_uri(findings: list[Finding], snapshot: Snapshot, codec: PositionCodec) -> dict[str, list[types.Diagnostic]]:
+    """Diagnostics grouped by document; every document of the snapshot gets a (maybe empty) list."""
+    out: dict[str, list[types.Diagnostic]] = {segment.uri: [] for segment in snapshot.segments}
+    for finding in findings:
+        converted = to_diagnostic(finding, snapshot, codec)
+        if converted is not None:
+            out.setdefault(converted[0], []).append(converted[1])
+    return out

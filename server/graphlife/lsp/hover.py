@@ -1,0 +1,73 @@
+"""Hover: why a finding is a bug, and the graph-lifetime story of a tensor.
+
+On a diagnostic's range the hover shows the finding's own message (it names the
+variables and lines) and then the rule's documentation: what torch will raise,
+why in terms of the graph's lifetime, the fix and an example. On a tensor name
+or a ``.backward(`` call it shows the engine's story at that point
+(:func:`graphlife.analysis.stories.story_at`): whether it requires grad, where
+its graph was built, which backward consumes it, what keeps it alive.
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from graphlife.findings import Finding
+from graphlife.lsp.linting import Analysis
+
+try:  # the engine's stories are being written; hover still explains findings without them
+    from graphlife.analysis.stories import story_at as _story_at
+except ImportError:  # pragma: no cover - depends on the engine's progress
+    _story_at = None
+
+SEPARATOR = "\n\n---\n\n"
+
+
+def contains(finding: Finding, line: int, column: int) -> bool:
+    """Whether the 1-based (line, character column) lies in the finding's span (end inclusive for the cursor)."""
+    span = finding.span
+    if (line, column) < (span.line, span.column):
+        return False
+    return (line, column) <= (span.end_line, span.end_column)
+
+
+def finding_markdown(finding: Finding) -> str:
+    """The finding's message, then its rule's explanation."""
+    parts = [f"**graphlife {finding.code}** ({finding.name}): {finding.message}"]
+    if finding.related:
+        parts.append("\n".join(f"- line {r.span.line}: {r.message}" for r in finding.related))
+    try:
+        from graphlife.rules import rule_by_code  # noqa: PLC0415
+
+        rule = rule_by_code(finding.code)
+    except Exception:  # noqa: BLE001 - a broken rule module must not break hover
+        rule = None
+    if rule is not None:
+        parts.append(rule.markdown())
+        if rule.torch_message and rule.torch_message not in rule.markdown():
+            parts.append(f"torch says: `{rule.torch_message}`")
+        parts.append(f"[Documentation]({rule.docs_url})")
+    return "\n\n".join(parts)
+
+
+def story(source: str, line: int, column: int) -> str | None:
+    """The engine's graph-lifetime story at a position, or ``None`` (also while stories do not exist)."""
+    if _story_at is None:
+        return None
+    return _story_at(source, line, column)
+
+
+def hover_markdown(analysis: Analysis, line: int, column: int) -> str | None:
+    """Everything to show at a 1-based position of the analyzed source, or ``None``."""
+    parts = [finding_markdown(f) for f in analysis.findings if contains(f, line, column)]
+    told = story(analysis.snapshot.source, line, column)
+    if told:
+        parts.append(told)
+    return SEPARATOR.join(parts) if parts else None
+
+
+def as_hover(markdown: str, rng: types.Range | None) -> types.Hover:
+    return types.Hover(
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown),
+        range=rng,
+    )

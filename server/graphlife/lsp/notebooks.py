@@ -1,0 +1,71 @@
+"""A notebook's code cells, joined in cell order into one Python source.
+
+A training notebook builds the model in one cell, the loss in the next and calls
+``backward()`` in a third: graph-lifetime bugs span cells, so the cells are
+analyzed together, as the kernel would run them top to bottom. Each cell keeps
+its own line range in the joined source (the line map), so a finding goes back
+to its cell with cell-relative positions.
+
+IPython syntax (``%magic``, ``!shell``, ``%%cell_magic``) is not Python: those
+lines (or the whole cell, for a cell magic) are blanked, keeping the line count,
+so the rest of the notebook still parses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphlife.lsp.positions import split_lines
+
+
+@dataclass(frozen=True)
+class CellText:
+    """One code cell as the workspace holds it."""
+
+    uri: str
+    text: str
+    version: int | None
+
+
+@dataclass(frozen=True)
+class JoinedCell:
+    """Where a cell lives in the joined source."""
+
+    uri: str
+    version: int | None
+    line_offset: int  # lines of the joined source before this cell
+    lines: tuple[str, ...]  # the cell's own text, for position conversion
+
+
+def _blank_ipython(lines: list[str]) -> list[str]:
+    """Blank IPython-only lines; a ``%%`` cell magic blanks the whole cell."""
+    first_code = next((line for line in lines if line.strip()), "")
+    if first_code.startswith("%%"):
+        return ["" for _ in lines]
+    out = []
+    continued = False
+    for line in lines:
+        if not continued and line[:1] in ("%", "!"):
+            out.append("")
+        else:
+            out.append(line)
+        continued = line.endswith("\\")
+    return out
+
+
+def join_cells(cells: list[CellText]) -> tuple[str, tuple[JoinedCell, ...]]:
+    """The joined source and each cell's place in it."""
+    parts: list[str] = []
+    joined: list[JoinedCell] = []
+    offset = 0
+    for cell in cells:
+        lines = split_lines(cell.text)
+        if lines and lines[-1] == "" and len(lines) > 1:
+            body = lines[:-1]  # a trailing newline is not an extra line of code
+        else:
+            body = lines
+        joined.append(JoinedCell(cell.uri, cell.version, offset, tuple(lines)))
+        parts.extend(_blank_ipython(body))
+        offset += len(body)
+    source = "\n".join(parts) + ("\n" if parts else "")
+    return source, tuple(joined)

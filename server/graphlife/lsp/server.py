@@ -1,0 +1,366 @@
+"""The pygls server: registers the LSP features and hands each to its module.
+
+This file only wires: documents and notebooks in, :mod:`.linting` for
+diagnostics, :mod:`.hover`, :mod:`.code_actions`, :mod:`.settings`. Every
+handler is guarded: an exception is logged to the client's output channel with
+its traceback and the request gets an empty answer, so a bug in one feature
+never takes the server (or the user's other diagnostics) down.
+
+``start()`` is what ``graphlife lsp [--tcp HOST:PORT]`` calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import sys
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from graphlife import __version__
+from graphlife.lsp import code_actions as actions_mod
+from graphlife.lsp import hover as hover_mod
+from graphlife.lsp.documents import CELL_LANGUAGE, NOTEBOOK_TYPE, current_stamp, key_for, open_keys
+from graphlife.lsp.linting import Linter
+from graphlife.lsp.log import log, log_exception
+from graphlife.lsp.positions import client_to_char
+from graphlife.lsp.settings import Settings, configuration_params, from_initialization_options
+
+
+class GraphlifeServer(LanguageServer):
+    """The language server plus graphlife's state: settings and the linter."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "graphlife",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=types.NotebookDocumentSyncOptions(
+                notebook_selector=[
+                    types.NotebookDocumentFilterWithCells(
+                        notebook=NOTEBOOK_TYPE, cells=[types.NotebookCellLanguage(language=CELL_LANGUAGE)]
+                    )
+                ],
+                save=True,
+            ),
+        )
+        self.settings = Settings(lambda message: log(self, message, types.MessageType.Warning))
+        self.linter = Linter(self, self.settings)
+
+    def report_server_error(self, error, source) -> None:  # noqa: ANN001
+        """pygls' own errors (bad JSON, unknown documents) go to the log, not to a pop-up."""
+        log(self, f"protocol error ({source.__name__ if hasattr(source, '__name__') else source}): {error!r}",
+            types.MessageType.Error)
+
+
+def _guarded(server: GraphlifeServer, what: str, default=None):
+    """Catch and log any exception of a handler; answer ``default`` instead."""
+
+    def decorate(function):
+        if inspect.iscoroutinefunction(function):
+
+            @functools.wraps(function)
+            async def run_async(params):
+                try:
+                    return await function(params)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001
+                    log_exception(server, what, exc)
+                    return default
+
+            return run_async
+
+        @functools.wraps(function)
+        def run(params):
+            try:
+                return function(params)
+            except Exception as exc:  # noqa: BLE001
+                log_exception(server, what, exc)
+                return default
+
+        return run
+
+    return decorate
+
+
+def _supports(server: GraphlifeServer, *path: str) -> bool:
+    """Whether a client capability (given as an attribute path) is present and truthy."""
+    node = server.client_capabilities
+    for name in path:
+        node = getattr(node, name, None)
+        if node is None:
+            return False
+    return bool(node)
+
+
+def create_server() -> GraphlifeServer:
+    """A fresh server with every feature registered (tests and ``start`` both use it)."""
+    server = GraphlifeServer()
+    linter = server.linter
+    settings = server.settings
+
+    def relint_all() -> None:
+        for key in open_keys(server.workspace):
+            linter.request(key, delay=0)
+
+    async def pull_configuration() -> None:
+        if not _supports(server, "workspace", "configuration"):
+            return
+        try:
+            answer = await asyncio.wait_for(server.workspace_configuration_async(configuration_params()), 10)
+        except Exception as exc:  # noqa: BLE001 - a client that fails the request keeps its old settings
+            log(server, f"workspace/configuration failed ({exc!r}); keeping the previous settings",
+                types.MessageType.Warning)
+            return
+        section = answer[0] if answer else None
+        settings.update(section, "workspace/configuration (graphlife.*)")
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @server.feature(types.INITIALIZE)
+    @_guarded(server, "initialize")
+    def initialize(params: types.InitializeParams) -> None:
+        settings.update(from_initialization_options(params.initialization_options), "initializationOptions")
+
+    @server.feature(types.INITIALIZED)
+    @_guarded(server, "initialized")
+    async def initialized(params: types.InitializedParams) -> None:
+        warm = linter.run_in_worker(_warm_up)  # import the engine and rules before the first file
+        await pull_configuration()
+        if _supports(server, "workspace", "did_change_watched_files", "dynamic_registration"):
+            try:
+                await server.client_register_capability_async(
+                    types.RegistrationParams(
+                        registrations=[
+                            types.Registration(
+                                id="graphlife-pyproject",
+                                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                    watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                                ),
+                            )
+                        ]
+                    )
+                )
+            except Exception as exc:  # noqa: BLE001
+                log(server, f"could not watch pyproject.toml files ({exc!r})", types.MessageType.Log)
+        await warm
+        relint_all()
+        log(server, f"graphlife {__version__} language server ready", types.MessageType.Info)
+
+    # -- text documents ----------------------------------------------------------------------------
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    @_guarded(server, "didOpen")
+    def did_open(params: types.DidOpenTextDocumentParams) -> None:
+        linter.request(key_for(server.workspace, params.text_document.uri), delay=0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    @_guarded(server, "didChange")
+    def did_change(params: types.DidChangeTextDocumentParams) -> None:
+        key = key_for(server.workspace, params.text_document.uri)
+        snapshot_path = _path_of(server, key)
+        if settings.config_for(snapshot_path).lint_on_change:
+            linter.request(key)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    @_guarded(server, "didSave")
+    def did_save(params: types.DidSaveTextDocumentParams) -> None:
+        linter.request(key_for(server.workspace, params.text_document.uri), delay=0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    @_guarded(server, "didClose")
+    def did_close(params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if key_for(server.workspace, uri) == uri:
+            linter.forget(uri, [uri])
+
+    # -- notebooks -------------------------------------------------------------------------------------
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    @_guarded(server, "notebookDocument/didOpen")
+    def notebook_open(params: types.DidOpenNotebookDocumentParams) -> None:
+        linter.request(params.notebook_document.uri, delay=0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    @_guarded(server, "notebookDocument/didChange")
+    def notebook_change(params: types.DidChangeNotebookDocumentParams) -> None:
+        key = params.notebook_document.uri
+        structural = params.change.cells is not None and params.change.cells.structure is not None
+        if structural or settings.config_for(_path_of(server, key)).lint_on_change:
+            linter.request(key)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    @_guarded(server, "notebookDocument/didSave")
+    def notebook_save(params: types.DidSaveNotebookDocumentParams) -> None:
+        linter.request(params.notebook_document.uri, delay=0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    @_guarded(server, "notebookDocument/didClose")
+    def notebook_close(params: types.DidCloseNotebookDocumentParams) -> None:
+        linter.forget(params.notebook_document.uri, [cell.uri for cell in params.cell_text_documents])
+
+    # -- settings ---------------------------------------------------------------------------------------
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    @_guarded(server, "didChangeConfiguration")
+    async def did_change_configuration(params: types.DidChangeConfigurationParams) -> None:
+        if _supports(server, "workspace", "configuration"):
+            await pull_configuration()
+        elif isinstance(params.settings, dict) and "graphlife" in params.settings:
+            settings.update(params.settings["graphlife"], "didChangeConfiguration (graphlife.*)")
+        relint_all()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    @_guarded(server, "didChangeWatchedFiles")
+    def watched_files(params: types.DidChangeWatchedFilesParams) -> None:
+        if any(change.uri.endswith("pyproject.toml") for change in params.changes):
+            relint_all()
+
+    # -- hover --------------------------------------------------------------------------------------------
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    @_guarded(server, "hover")
+    async def hover(params: types.HoverParams) -> types.Hover | None:
+        located = await _locate(server, params.text_document.uri, params.position)
+        if located is None:
+            return None
+        analysis, segment, line, column = located
+        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column)
+        if not markdown:
+            return None
+        rng = None
+        codec = server.workspace.position_codec
+        for finding in analysis.findings:
+            if hover_mod.contains(finding, line, column):
+                from graphlife.lsp.diagnostics import locate  # noqa: PLC0415
+
+                where = locate(analysis.snapshot, finding.span, codec)
+                if where is not None and where[0] == segment.uri:
+                    rng = where[1]
+                break
+        return hover_mod.as_hover(markdown, rng)
+
+    # -- code actions ---------------------------------------------------------------------------------------
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, actions_mod.FIX_ALL_KIND],
+            resolve_provider=True,
+        ),
+    )
+    @_guarded(server, "codeAction", default=[])
+    async def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
+        start = await _locate(server, params.text_document.uri, params.range.start)
+        if start is None:
+            return []
+        analysis, segment, line, column = start
+        end_line, end_column = client_to_char(segment.lines, params.range.end, server.workspace.position_codec)
+        listed = actions_mod.list_actions(
+            analysis,
+            segment.uri,
+            (line, column),
+            (end_line + segment.line_offset, end_column),
+            params.context.only,
+            server.workspace.position_codec,
+        )
+        if _supports(server, "text_document", "code_action", "resolve_support"):
+            return listed
+        return [await resolve_action(action) for action in listed]  # no lazy resolve: edits now
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    @_guarded(server, "codeAction/resolve")
+    async def resolve_action(action: types.CodeAction) -> types.CodeAction:
+        data = action.data if isinstance(action.data, dict) else {}
+        key = data.get("key")
+        if not key:
+            return action
+        analysis = await linter.fresh(key)
+        if analysis is None:
+            log(server, f"{data.get('uri')}: the document is closed; nothing to fix", types.MessageType.Warning)
+            return action
+        codec = server.workspace.position_codec
+        document_changes = _supports(server, "workspace", "workspace_edit", "document_changes")
+        kind = data.get("action")
+        if kind == "fixAll":
+            _, fix_source = actions_mod.fixes_api()
+            if fix_source is None:
+                return action
+            fixed = await linter.run_in_worker(
+                fix_source, analysis.snapshot.source, analysis.snapshot.path, analysis.config
+            )
+            if fixed != analysis.snapshot.source:
+                per_uri = actions_mod.whole_document_edit(analysis, fixed, codec)
+                action.edit = actions_mod.workspace_edit(analysis, per_uri, document_changes)
+            return action
+        finding = actions_mod.find_finding(analysis, data)
+        if finding is None:
+            log(server, f"{data.get('uri')}: {data.get('code')} is no longer reported there; nothing to do",
+                types.MessageType.Info)
+            return action
+        if kind == "ignore":
+            edit = actions_mod.ignore_edit(analysis, finding)
+            edits = [edit] if edit is not None else []
+        else:
+            compute_fixes, _ = actions_mod.fixes_api()
+            if compute_fixes is None:
+                return action
+            fixes = await linter.run_in_worker(compute_fixes, finding, analysis.snapshot.source)
+            chosen = next((fix for fix in fixes if fix.title == data.get("title")), None)
+            if chosen is None and fixes and len(fixes) == len(finding.fixes):
+                index = data.get("index", 0)
+                chosen = fixes[index] if isinstance(index, int) and 0 <= index < len(fixes) else None
+            edits = list(chosen.edits) if chosen is not None else []
+            if chosen is None:
+                log(server, f"{finding.code}: the fix `{data.get('title')}` cannot be applied to this code",
+                    types.MessageType.Info)
+        per_uri = actions_mod.edits_for(analysis, edits, codec) if edits else None
+        if per_uri:
+            action.edit = actions_mod.workspace_edit(analysis, per_uri, document_changes)
+        return action
+
+    return server
+
+
+def _warm_up() -> None:
+    """Import the checker and every rule on the worker thread, so the first file is not slow."""
+    from graphlife.checker import check_source  # noqa: PLC0415
+
+    check_source("x = 1\n", None)
+
+
+def _path_of(server: GraphlifeServer, key: str):
+    from graphlife.lsp.documents import fs_path  # noqa: PLC0415
+
+    return fs_path(key)
+
+
+async def _locate(server: GraphlifeServer, uri: str, position: types.Position):
+    """(analysis, document segment, 1-based line in the analyzed source, 1-based column) or ``None``."""
+    key = key_for(server.workspace, uri)
+    if current_stamp(server.workspace, key) is None:
+        return None
+    analysis = await server.linter.fresh(key)
+    if analysis is None:
+        return None
+    segment = analysis.snapshot.segment_for_uri(uri)
+    if segment is None:
+        return None
+    line, column = client_to_char(segment.lines, position, server.workspace.position_codec)
+    return analysis, segment, line + segment.line_offset, column
+
+
+def start(tcp: str | None = None) -> None:
+    """Serve on stdio, or on ``tcp`` ("HOST:PORT") for debugging the server by hand."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    server = create_server()
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()
