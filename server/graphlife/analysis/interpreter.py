@@ -1,11 +1,60 @@
-"""Entry point of the engine (being written): runs syntactic rules and the abstract interpreter."""
+"""The abstract interpreter: walks each unit (module body, function, method) in
+program order over abstract values, builds graph nodes, and emits events.
+
+Why an interpreter and not patterns: the bugs graphlife finds span loops and
+functions ("built in iteration k, freed by its backward, reached again in
+iteration k+1 through a carried variable"). Loops are unrolled twice (exactly,
+once per item, when iterating a known tuple of modules); branches are joined
+keeping must/may apart; functions and methods of the same file are inlined
+with the caller's values (bounded depth); unknown calls give unknown values,
+which are never the basis of an error.
+"""
 
 from __future__ import annotations
 
 import ast
+import time
+from dataclasses import dataclass, field, replace
+from typing import Iterable
 
-from graphlife.findings import Finding
+from graphlife.analysis import torch_api
+from graphlife.analysis.events import EventContext
+from graphlife.analysis.positions import node_span
+from graphlife.analysis.state import GraphStore, State
+from graphlife.analysis.values import (
+    NONE,
+    UNKNOWN,
+    BoundMethod,
+    ClassRef,
+    ContextVal,
+    FunctionRef,
+    HeapObject,
+    HeapRef,
+    Number,
+    QualName,
+    TensorVal,
+    TupleVal,
+    Value,
+)
+from graphlife.findings import Finding, Span
 from graphlife.rules.base import ModuleContext, Reporter, Rule
+
+MAX_INLINE_DEPTH = 6
+MAX_EXACT_UNROLL = 8
+
+
+class Timeout(Exception):
+    """The per-file time box ran out."""
+
+
+@dataclass
+class Flow:
+    """Where control goes after a block: on, or out through break/continue/return."""
+
+    normal: State
+    breaks: list[State] = field(default_factory=list)
+    continues: list[State] = field(default_factory=list)
+    returns: list[tuple[State, Value]] = field(default_factory=list)
 
 
 def analyze_module(tree: ast.Module, source: str, rules: list[Rule], *, deadline: float) -> tuple[list[Finding], list[str]]:
@@ -16,5 +65,874 @@ def analyze_module(tree: ast.Module, source: str, rules: list[Rule], *, deadline
     context = ModuleContext(tree=tree, source=source, lines=lines, reporter=reporter)
     for rule in rules:
         if rule.check_module is not None:
-            rule.check_module(context)
+            try:
+                rule.check_module(context)
+            except Exception as exc:  # a rule bug must not cost the other rules
+                notes.append(f"rule {rule.code} failed: {type(exc).__name__}: {exc}")
+    hooked = [rule for rule in rules if rule.hooks]
+    if hooked:
+        interpreter = Interpreter(tree, source, lines, hooked, reporter, deadline)
+        try:
+            notes.extend(interpreter.run())
+        except Exception as exc:  # noqa: BLE001 - an engine bug must never take the editor down
+            notes.append(f"internal error in the engine ({type(exc).__name__}: {exc}); some findings may be missing")
     return reporter.findings, notes
+
+
+class Interpreter:
+    """Interprets one file's units and dispatches events to rule hooks."""
+
+    def __init__(self, tree: ast.Module, source: str, lines: list[str], rules: list[Rule], reporter: Reporter, deadline: float):
+        self.tree = tree
+        self.source = source
+        self.lines = lines
+        self.reporter = reporter
+        self.deadline = deadline
+        self.hooks: dict[str, list] = {}
+        for rule in rules:
+            for name, hook in rule.hooks.items():
+                self.hooks.setdefault(name, []).append(hook)
+        self.ctx = EventContext(self)
+        self.graph = GraphStore()
+        self._next_id = 1
+        self.stmt_stack: list[ast.stmt] = []  # innermost statement last (across inlined calls)
+        self.unit_depth = 0  # len(stmt_stack) at the unit's own body
+        self.call_stack: list[int] = []  # keys of inlined functions (recursion guard)
+        self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
+        self.loop_entry_envs: list[tuple[ast.AST, State]] = []
+        self.parents: dict[int, ast.AST] = {}
+        for parent in ast.walk(tree):
+            for child in ast.iter_child_nodes(parent):
+                self.parents[id(child)] = parent
+        self.emitting = True
+
+    # -- small helpers --------------------------------------------------------------
+    def fresh(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def span(self, node: ast.AST) -> Span:
+        return node_span(node, self.lines)
+
+    def text(self, node: ast.AST | None) -> str:
+        if node is None:
+            return ""
+        segment = ast.get_source_segment(self.source, node)
+        if segment is None:
+            try:
+                return ast.unparse(node)
+            except Exception:  # noqa: BLE001
+                return ""
+        return segment if len(segment) <= 80 else segment[:77] + "..."
+
+    def current_stmt(self) -> ast.stmt:
+        return self.stmt_stack[-1]
+
+    def outer_statement(self) -> ast.stmt | None:
+        if len(self.stmt_stack) > self.unit_depth:
+            return self.stmt_stack[self.unit_depth]
+        return self.stmt_stack[-1] if self.stmt_stack else None
+
+    def current_loop(self) -> ast.AST | None:
+        return self.loop_stack[-1][0] if self.loop_stack else None
+
+    def iteration(self) -> tuple[int, ...]:
+        return tuple(i for _, i in self.loop_stack)
+
+    def emit(self, name: str, event) -> None:
+        if not self.emitting:
+            return
+        for hook in self.hooks.get(name, ()):
+            hook(event, self.ctx)
+
+    def check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise Timeout
+
+    # -- units ----------------------------------------------------------------------
+    def run(self) -> list[str]:
+        notes: list[str] = []
+        units: list[tuple[str, list[ast.stmt], State]] = []
+        module_state = self.initial_state()
+        units.append(("<module>", self.tree.body, module_state))
+        try:
+            self.run_unit(self.tree.body, module_state)
+        except Timeout:
+            return ["analysis stopped at the time box; later code was not analyzed"]
+        except RecursionError:
+            notes.append("module body too deeply nested; parts were not analyzed")
+        for func, owner in self.iter_functions():
+            try:
+                state = self.function_entry_state(func, owner)
+                self.run_unit(func.body, state)
+            except Timeout:
+                notes.append("analysis stopped at the time box; later functions were not analyzed")
+                break
+            except RecursionError:
+                notes.append(f"function {func.name} too deeply nested; not analyzed")
+        return notes
+
+    def run_unit(self, body: list[ast.stmt], state: State) -> None:
+        self.unit_depth = len(self.stmt_stack)
+        self.exec_block(body, state)
+
+    def initial_state(self) -> State:
+        return State()
+
+    def iter_functions(self) -> Iterable[tuple[ast.FunctionDef, ast.ClassDef | None]]:
+        """Every function and method of the file (nested ones included)."""
+        stack: list[tuple[ast.AST, ast.ClassDef | None]] = [(self.tree, None)]
+        while stack:
+            node, owner = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield child, owner
+                    stack.append((child, None))
+                elif isinstance(child, ast.ClassDef):
+                    stack.append((child, child))
+                elif isinstance(child, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
+                    stack.append((child, owner))
+
+    def function_entry_state(self, func: ast.FunctionDef, owner: ast.ClassDef | None) -> State:
+        """Module-level names known (imports, classes, functions, simple globals); params unknown."""
+        state = State()
+        self.emitting = False
+        try:
+            self.bind_module_definitions(state)
+        finally:
+            self.emitting = True
+        args = func.args.posonlyargs + func.args.args
+        is_static = any(self.text(d) == "staticmethod" for d in func.decorator_list)
+        for index, arg in enumerate(args):
+            state.env[arg.arg] = UNKNOWN
+            if index == 0 and owner is not None and not is_static and arg.arg in ("self",) or (
+                index == 0 and owner is not None and not is_static and not any(self.text(d) == "classmethod" for d in func.decorator_list)
+            ):
+                ref = self.lookup_class(owner, state)
+                if isinstance(ref, ClassRef) and func.name != "__init__":
+                    self.emitting = False
+                    try:
+                        state.env[arg.arg] = self.instantiate(ref, [], {}, state, func)
+                    except (Timeout, RecursionError):
+                        raise
+                    except Exception:  # noqa: BLE001
+                        state.env[arg.arg] = UNKNOWN
+                    finally:
+                        self.emitting = True
+        for arg in func.args.kwonlyargs:
+            state.env[arg.arg] = UNKNOWN
+        if func.args.vararg:
+            state.env[func.args.vararg.arg] = UNKNOWN
+        if func.args.kwarg:
+            state.env[func.args.kwarg.arg] = UNKNOWN
+        return state
+
+    def lookup_class(self, owner: ast.ClassDef, state: State) -> Value:
+        value = state.env.get(owner.name)
+        if isinstance(value, ClassRef) and value.node is owner:
+            return value
+        return self.class_ref(owner, state)
+
+    def bind_module_definitions(self, state: State) -> None:
+        """Imports, defs, classes and constant-ish module assignments, for a function analyzed alone."""
+        for stmt in self.tree.body:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.stmt_stack.append(stmt)
+                try:
+                    self.exec_stmt(stmt, state)
+                finally:
+                    self.stmt_stack.pop()
+            elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+                value = UNKNOWN
+                if isinstance(stmt.value, ast.Constant):
+                    value = Number(stmt.value.value)
+                elif isinstance(stmt.value, (ast.Attribute, ast.Name)):
+                    value = self.eval_quiet(stmt.value, state)
+                for target in stmt.targets:
+                    state.env[target.id] = value if not isinstance(value, TensorVal) else UNKNOWN
+
+    def eval_quiet(self, expr: ast.expr, state: State) -> Value:
+        try:
+            return self.eval(expr, state)
+        except (Timeout, RecursionError):
+            raise
+        except Exception:  # noqa: BLE001
+            return UNKNOWN
+
+    # -- statements -----------------------------------------------------------------
+    def exec_block(self, body: list[ast.stmt], state: State) -> Flow:
+        flow = Flow(normal=state)
+        for stmt in body:
+            if not flow.normal.reachable:
+                break
+            self.check_time()
+            self.stmt_stack.append(stmt)
+            try:
+                inner = self.exec_stmt(stmt, flow.normal)
+            except RecursionError:
+                inner = Flow(normal=flow.normal)
+                self.havoc_targets(stmt, flow.normal)
+            finally:
+                self.stmt_stack.pop()
+            flow.normal = inner.normal
+            flow.breaks.extend(inner.breaks)
+            flow.continues.extend(inner.continues)
+            flow.returns.extend(inner.returns)
+        return flow
+
+    def havoc_targets(self, stmt: ast.stmt, state: State) -> None:
+        """After a statement we could not interpret, forget what it may have assigned."""
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                state.env[node.id] = UNKNOWN
+
+    def exec_stmt(self, stmt: ast.stmt, state: State) -> Flow:  # noqa: C901 (one dispatch)
+        if isinstance(stmt, ast.Expr):
+            self.eval(stmt.value, state)
+        elif isinstance(stmt, ast.Assign):
+            value = self.eval(stmt.value, state)
+            for target in stmt.targets:
+                self.assign(target, value, state, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                self.assign(stmt.target, self.eval(stmt.value, state), state, stmt.value)
+        elif isinstance(stmt, ast.AugAssign):
+            self.exec_augassign(stmt, state)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            self.exec_import(stmt, state)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            state.env[stmt.name] = FunctionRef(node=stmt, key=id(stmt))
+        elif isinstance(stmt, ast.ClassDef):
+            state.env[stmt.name] = self.class_ref(stmt, state)
+        elif isinstance(stmt, ast.If):
+            return self.exec_if(stmt, state)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            return self.exec_for(stmt, state)
+        elif isinstance(stmt, ast.While):
+            return self.exec_while(stmt, state)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            return self.exec_with(stmt, state)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            return self.exec_try(stmt, state)
+        elif isinstance(stmt, ast.Return):
+            value = self.eval(stmt.value, state) if stmt.value is not None else NONE
+            dead = state.copy()
+            dead.reachable = False
+            return Flow(normal=dead, returns=[(state, value)])
+        elif isinstance(stmt, ast.Raise):
+            if stmt.exc is not None:
+                self.eval(stmt.exc, state)
+            dead = state.copy()
+            dead.reachable = False
+            return Flow(normal=dead)
+        elif isinstance(stmt, ast.Break):
+            dead = state.copy()
+            dead.reachable = False
+            return Flow(normal=dead, breaks=[state])
+        elif isinstance(stmt, ast.Continue):
+            dead = state.copy()
+            dead.reachable = False
+            return Flow(normal=dead, continues=[state])
+        elif isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    state.env.pop(target.id, None)
+        elif isinstance(stmt, ast.Assert):
+            self.eval(stmt.test, state)
+        elif isinstance(stmt, ast.Match):
+            return self.exec_match(stmt, state)
+        return Flow(normal=state)
+
+    def exec_import(self, stmt: ast.Import | ast.ImportFrom, state: State) -> None:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    state.env[alias.asname] = QualName(alias.name)
+                else:
+                    top = alias.name.split(".")[0]
+                    state.env[top] = QualName(top)
+        else:
+            module = stmt.module or ""
+            for alias in stmt.names:
+                if alias.name == "*":
+                    continue
+                state.env[alias.asname or alias.name] = QualName(f"{module}.{alias.name}" if module else alias.name)
+
+    def class_ref(self, node: ast.ClassDef, state: State) -> ClassRef:
+        is_module = False
+        is_function = False
+        for base in node.bases:
+            value = self.eval_quiet(base, state)
+            if isinstance(value, QualName):
+                canonical = torch_api.canonical(value.name)
+                if canonical in ("torch.nn.Module", "torch.nn.modules.module.Module") or canonical.startswith("torch.nn."):
+                    is_module = True
+                if canonical in ("torch.autograd.Function", "torch.autograd.function.Function"):
+                    is_function = True
+            elif isinstance(value, ClassRef):
+                is_module = is_module or value.is_module
+                is_function = is_function or value.is_autograd_function
+        return ClassRef(node=node, key=id(node), is_module=is_module, is_autograd_function=is_function)
+
+    def exec_augassign(self, stmt: ast.AugAssign, state: State) -> None:
+        target_value = self.eval(stmt.target, state) if not isinstance(stmt.target, ast.Subscript) else self.eval(stmt.target, state)
+        operand = self.eval(stmt.value, state)
+        if isinstance(target_value, TensorVal):
+            op = torch_api.AUG_OPS.get(type(stmt.op))
+            result = torch_api.apply_inplace(self, state, f"Tensor.{op}" if op else "Tensor.__iadd__",
+                                             target_value, stmt.target, [operand], stmt)
+            if isinstance(stmt.target, ast.Subscript):
+                base = self.eval(stmt.target.value, state)
+                if isinstance(base, TensorVal):
+                    return  # the view's storage was bumped; the base name keeps its value
+            self.assign(stmt.target, result, state, None)
+        else:
+            result = torch_api.binop(self, state, stmt.op, target_value, operand, stmt, stmt.target, stmt.value)
+            if isinstance(stmt.target, ast.Name) and isinstance(target_value, HeapRef) and isinstance(operand, Value):
+                obj = state.heap.get(target_value.oid)
+                if obj is not None and obj.kind == "list":
+                    self.list_extend(state, target_value, operand)
+                    return
+            self.assign(stmt.target, result, state, None)
+
+    def exec_if(self, stmt: ast.If, state: State) -> Flow:
+        test = self.eval(stmt.test, state)
+        truth = self.truth(test, stmt.test, state)
+        if truth is True:
+            return self.exec_block(stmt.body, state)
+        if truth is False:
+            return self.exec_block(stmt.orelse, state)
+        then_flow = self.exec_block(stmt.body, state.copy())
+        else_flow = self.exec_block(stmt.orelse, state.copy())
+        return self.merge_flows([then_flow, else_flow])
+
+    def truth(self, value: Value, expr: ast.expr, state: State) -> bool | None:
+        """Static truth of a condition where it is certain (``__name__ == "__main__"``, constants)."""
+        if isinstance(expr, ast.Compare) and isinstance(expr.left, ast.Name) and expr.left.id == "__name__":
+            return True
+        if isinstance(expr, ast.Constant):
+            return bool(expr.value)
+        if isinstance(value, Number) and value.const is not None and isinstance(value.const, (bool, int)):
+            return bool(value.const)
+        return None
+
+    def merge_flows(self, flows: list[Flow]) -> Flow:
+        merged = Flow(normal=State.join_all([f.normal for f in flows]))
+        for flow in flows:
+            merged.breaks.extend(flow.breaks)
+            merged.continues.extend(flow.continues)
+            merged.returns.extend(flow.returns)
+        return merged
+
+    def exec_match(self, stmt: ast.Match, state: State) -> Flow:
+        self.eval(stmt.subject, state)
+        flows = [self.exec_block(case.body, state.copy()) for case in stmt.cases]
+        flows.append(Flow(normal=state))
+        return self.merge_flows(flows)
+
+    def exec_try(self, stmt: ast.AST, state: State) -> Flow:
+        body_flow = self.exec_block(stmt.body, state.copy())
+        flows = [self.exec_block(stmt.orelse, body_flow.normal)] if stmt.orelse else [body_flow]
+        if stmt.orelse:
+            flows[0].breaks.extend(body_flow.breaks)
+            flows[0].continues.extend(body_flow.continues)
+            flows[0].returns.extend(body_flow.returns)
+        if stmt.handlers:
+            # A handler starts from a state where any prefix of the body ran: join entry and exit.
+            handler_entry = State.join_all([state, body_flow.normal]) if body_flow.normal.reachable else state.copy()
+            for handler in stmt.handlers:
+                entry = handler_entry.copy()
+                if handler.name:
+                    entry.env[handler.name] = UNKNOWN
+                flows.append(self.exec_block(handler.body, entry))
+        merged = self.merge_flows(flows)
+        if stmt.finalbody:
+            final = self.exec_block(stmt.finalbody, merged.normal)
+            final.breaks.extend(merged.breaks)
+            final.continues.extend(merged.continues)
+            final.returns.extend(merged.returns)
+            return final
+        return merged
+
+    def exec_with(self, stmt: ast.With, state: State) -> Flow:
+        saved_grad, saved_inference = state.grad_enabled, state.inference_mode
+        for item in stmt.items:
+            value = self.eval(item.context_expr, state)
+            if isinstance(value, ContextVal):
+                torch_api.enter_context(state, value)
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, UNKNOWN if isinstance(value, ContextVal) else value, state, None)
+        flow = self.exec_block(stmt.body, state)
+        for out in [flow.normal, *flow.breaks, *flow.continues, *(s for s, _ in flow.returns)]:
+            out.grad_enabled, out.inference_mode = saved_grad, saved_inference
+        return flow
+
+    # -- loops ----------------------------------------------------------------------
+    def exec_for(self, stmt: ast.For, state: State) -> Flow:
+        iterable = self.eval(stmt.iter, state)
+        items = self.exact_items(iterable, stmt.iter, state)
+        if items is not None:
+            return self.run_loop(stmt, state, [lambda s, v=v: self.assign(stmt.target, v, s, None) for v in items], may_skip=False)
+        element = self.iter_element(iterable, state)
+        count = self.constant_range_length(stmt.iter)
+        iterations = 2 if count is None or count >= 2 else max(count, 0)
+        binders = [lambda s: self.assign(stmt.target, element, s, None)] * iterations
+        return self.run_loop(stmt, state, binders, may_skip=count is None or count == 0)
+
+    def exec_while(self, stmt: ast.While, state: State) -> Flow:
+        infinite = isinstance(stmt.test, ast.Constant) and bool(stmt.test.value)
+        binders = [lambda s: self.eval(stmt.test, s)] * 2
+        return self.run_loop(stmt, state, binders, may_skip=not infinite, infinite=infinite)
+
+    def run_loop(self, stmt, state: State, binders, *, may_skip: bool, infinite: bool = False) -> Flow:
+        exits: list[State] = [state.copy()] if may_skip else []
+        returns: list[tuple[State, Value]] = []
+        current = state
+        self.loop_entry_envs.append((stmt, state))
+        try:
+            for index, bind in enumerate(binders):
+                self.loop_stack.append((stmt, index))
+                self.loop_entry_envs[-1] = (stmt, current)
+                try:
+                    entry = current.copy()
+                    bind(entry)
+                    flow = self.exec_block(stmt.body, entry)
+                finally:
+                    self.loop_stack.pop()
+                returns.extend(flow.returns)
+                exits.extend(flow.breaks)
+                current = State.join_all([flow.normal, *flow.continues])
+                if not current.reachable:
+                    break
+                if index < len(binders) - 1:
+                    # Between unrolled iterations the loop may also end here.
+                    if may_skip or not infinite:
+                        exits.append(current.copy())
+        finally:
+            self.loop_entry_envs.pop()
+        if not infinite or not exits:
+            exits.append(current)
+        after = State.join_all(exits) if exits else current
+        if not infinite and getattr(stmt, "orelse", None):
+            orelse = self.exec_block(stmt.orelse, after)
+            orelse.returns.extend(returns)
+            return orelse
+        return Flow(normal=after, returns=returns)
+
+    def constant_range_length(self, expr: ast.expr) -> int | None:
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "range":
+            args = expr.args
+            if all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in args) and 1 <= len(args) <= 3:
+                try:
+                    return len(range(*[a.value for a in args]))
+                except (TypeError, ValueError):
+                    return None
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return len(expr.elts)
+        return None
+
+    def exact_items(self, iterable: Value, expr: ast.expr, state: State) -> list[Value] | None:
+        """Items of a known, short sequence: a tuple literal, the children of a ModuleList."""
+        if isinstance(iterable, TupleVal) and 0 < len(iterable.items) <= MAX_EXACT_UNROLL:
+            return list(iterable.items)
+        if isinstance(iterable, HeapRef):
+            obj = state.heap.get(iterable.oid)
+            if obj is not None and obj.kind == "module" and isinstance(obj.attrs.get("__children__"), TupleVal):
+                children = obj.attrs["__children__"].items
+                if 0 < len(children) <= MAX_EXACT_UNROLL:
+                    return list(children)
+        return None
+
+    def iter_element(self, iterable: Value, state: State) -> Value:
+        if isinstance(iterable, TupleVal):
+            result = None
+            for item in iterable.items:
+                result = item if result is None else result.join(item)
+            return result or UNKNOWN
+        if isinstance(iterable, HeapRef):
+            obj = state.heap.get(iterable.oid)
+            if obj is None:
+                return UNKNOWN
+            if obj.kind in ("list", "params"):
+                return obj.elem if obj.elem is not None else UNKNOWN
+            if obj.kind == "module":
+                children = obj.attrs.get("__children__")
+                if isinstance(children, TupleVal):
+                    return self.iter_element(children, state)
+                if obj.elem is not None:
+                    return obj.elem
+            if obj.kind == "enumerate":
+                return TupleVal((Number(None), obj.elem if obj.elem is not None else UNKNOWN))
+            if obj.kind == "zip":
+                return obj.elem if obj.elem is not None else UNKNOWN
+        if isinstance(iterable, TensorVal):
+            return replace(iterable, leaf=False if iterable.requires_grad else iterable.leaf, certain=False)
+        return UNKNOWN
+
+    # -- assignment -----------------------------------------------------------------
+    def assign(self, target: ast.expr, value: Value, state: State, value_expr: ast.expr | None) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, TensorVal) and not value.desc:
+                value = replace(value, desc=target.id)
+            state.env[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elts = target.elts
+            if isinstance(value, TupleVal) and len(value.items) == len(elts) and not any(isinstance(e, ast.Starred) for e in elts):
+                for elt, item in zip(elts, value.items):
+                    self.assign(elt, item, state, None)
+            else:
+                element = self.iter_element(value, state) if isinstance(value, (HeapRef, TupleVal)) else UNKNOWN
+                if isinstance(value, TensorVal):
+                    element = replace(value, leaf=False if value.requires_grad else value.leaf, certain=False)
+                for elt in elts:
+                    self.assign(elt.value if isinstance(elt, ast.Starred) else elt, element if not isinstance(elt, ast.Starred) else UNKNOWN, state, None)
+        elif isinstance(target, ast.Attribute):
+            receiver = self.eval(target.value, state)
+            if target.attr == "requires_grad" and isinstance(receiver, TensorVal):
+                flag = value.const if isinstance(value, Number) and isinstance(value.const, bool) else None
+                torch_api.set_requires_grad(self, state, receiver, target.value, flag, "attribute", self.current_stmt())
+                return
+            if isinstance(receiver, TensorVal) and target.attr in ("data", "grad"):
+                if target.attr == "data":
+                    torch_api.data_assignment(self, state, receiver, target.value, value)
+                return
+            if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
+                obj = state.heap_write(receiver.oid)
+                obj.attrs[target.attr] = value
+                if isinstance(value, TensorVal) and value.is_param:
+                    obj.param_storages = obj.param_storages | ({value.storage} if value.storage else frozenset())
+        elif isinstance(target, ast.Subscript):
+            container = self.eval(target.value, state)
+            index_value = self.eval(target.slice, state)
+            if isinstance(container, TensorVal):
+                torch_api.apply_inplace(self, state, "Tensor.__setitem__", container, target.value, [value], self.current_stmt())
+            elif isinstance(container, HeapRef) and container.oid in state.heap:
+                obj = state.heap_write(container.oid)
+                obj.elem = value if obj.elem is None else obj.elem.join(value)
+                if isinstance(target.slice, ast.Constant):
+                    obj.attrs[f"[{target.slice.value!r}]"] = value
+            del index_value
+        elif isinstance(target, ast.Starred):
+            self.assign(target.value, UNKNOWN, state, None)
+
+    def list_extend(self, state: State, ref: HeapRef, values: Value) -> None:
+        obj = state.heap_write(ref.oid)
+        element = self.iter_element(values, state) if isinstance(values, (HeapRef, TupleVal)) else values
+        obj.elem = element if obj.elem is None else obj.elem.join(element)
+
+    # -- expressions ----------------------------------------------------------------
+    def eval(self, expr: ast.expr | None, state: State) -> Value:  # noqa: C901 (one dispatch)
+        if expr is None:
+            return NONE
+        if isinstance(expr, ast.Name):
+            if expr.id in state.env:
+                return state.env[expr.id]
+            return torch_api.builtin_name(expr.id)
+        if isinstance(expr, ast.Constant):
+            return NONE if expr.value is None else Number(expr.value)
+        if isinstance(expr, ast.Attribute):
+            return self.eval_attribute(expr, state)
+        if isinstance(expr, ast.Call):
+            return self.eval_call(expr, state)
+        if isinstance(expr, ast.BinOp):
+            return self.eval_binop_chain(expr, state)
+        if isinstance(expr, ast.UnaryOp):
+            operand = self.eval(expr.operand, state)
+            if isinstance(operand, TensorVal) and isinstance(expr.op, ast.USub):
+                return torch_api.apply_op(self, state, "Tensor.__neg__", [operand], [expr.operand], expr)
+            if isinstance(expr.op, ast.Not):
+                return Number(None)
+            return operand if isinstance(operand, TensorVal) else Number(None) if isinstance(operand, Number) else UNKNOWN
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            items = tuple(self.eval(e, state) for e in expr.elts)
+            if isinstance(expr, ast.List) or any(isinstance(e, ast.Starred) for e in expr.elts):
+                return self.new_list(state, items, expr, literal=isinstance(expr, ast.List))
+            return TupleVal(items)
+        if isinstance(expr, ast.Dict):
+            ref = self.new_object(state, "dict", expr)
+            obj = state.heap[ref.oid]
+            for key, val in zip(expr.keys, expr.values):
+                value = self.eval(val, state)
+                if key is not None and isinstance(key, ast.Constant):
+                    obj.attrs[f"[{key.value!r}]"] = value
+                obj.elem = value if obj.elem is None else obj.elem.join(value)
+            return ref
+        if isinstance(expr, ast.Set):
+            for e in expr.elts:
+                self.eval(e, state)
+            return UNKNOWN
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            return self.eval_comprehension(expr, state)
+        if isinstance(expr, ast.DictComp):
+            self.eval_comprehension(expr, state)
+            return self.new_object(state, "dict", expr)
+        if isinstance(expr, ast.Subscript):
+            return self.eval_subscript(expr, state)
+        if isinstance(expr, ast.Compare):
+            values = [self.eval(expr.left, state)] + [self.eval(c, state) for c in expr.comparators]
+            if any(isinstance(v, TensorVal) for v in values):
+                return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=expr)
+            return Number(None)
+        if isinstance(expr, ast.BoolOp):
+            values = [self.eval(v, state) for v in expr.values]
+            result = values[0]
+            for value in values[1:]:
+                result = result.join(value)
+            return result
+        if isinstance(expr, ast.IfExp):
+            self.eval(expr.test, state)
+            return self.eval(expr.body, state).join(self.eval(expr.orelse, state))
+        if isinstance(expr, ast.Lambda):
+            return UNKNOWN
+        if isinstance(expr, ast.NamedExpr):
+            value = self.eval(expr.value, state)
+            self.assign(expr.target, value, state, expr.value)
+            return value
+        if isinstance(expr, ast.Starred):
+            return self.eval(expr.value, state)
+        if isinstance(expr, (ast.JoinedStr, ast.FormattedValue)):
+            for child in ast.iter_child_nodes(expr):
+                if isinstance(child, ast.expr):
+                    self.eval(child, state)
+            return Number(None)
+        if isinstance(expr, (ast.Await, ast.Yield, ast.YieldFrom)):
+            if getattr(expr, "value", None) is not None:
+                self.eval(expr.value, state)
+            return UNKNOWN
+        return UNKNOWN
+
+    def eval_binop_chain(self, expr: ast.BinOp, state: State) -> Value:
+        """Left-deep chains (``a + b + c + ...``) iteratively, so a long sum cannot overflow the stack."""
+        chain: list[ast.BinOp] = []
+        node: ast.expr = expr
+        while isinstance(node, ast.BinOp):
+            chain.append(node)
+            node = node.left
+        value = self.eval(node, state)
+        left_expr: ast.expr = node
+        for binop in reversed(chain):
+            right = self.eval(binop.right, state)
+            value = torch_api.binop(self, state, binop.op, value, right, binop, left_expr, binop.right)
+            left_expr = binop
+        return value
+
+    def eval_comprehension(self, expr, state: State) -> Value:
+        inner = state.copy()
+        for generator in expr.generators:
+            iterable = self.eval(generator.iter, inner)
+            self.assign(generator.target, self.iter_element(iterable, inner), inner, None)
+            for condition in generator.ifs:
+                self.eval(condition, inner)
+        element = self.eval(expr.elt, inner) if not isinstance(expr, ast.DictComp) else self.eval(expr.value, inner)
+        # Keep effects (heap, versions, freed graphs) but not the comprehension's own names.
+        env = state.env
+        state.__dict__.update(inner.__dict__)
+        state.env = env
+        ref = self.new_list(state, (), expr, literal=False)
+        state.heap[ref.oid].elem = element
+        return ref
+
+    def eval_subscript(self, expr: ast.Subscript, state: State) -> Value:
+        container = self.eval(expr.value, state)
+        self.eval(expr.slice, state)
+        if isinstance(container, TensorVal):
+            return torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
+        if isinstance(container, TupleVal):
+            if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
+                try:
+                    return container.items[expr.slice.value]
+                except IndexError:
+                    return UNKNOWN
+            if isinstance(expr.slice, ast.Slice):
+                return UNKNOWN
+            return self.iter_element(container, state)
+        if isinstance(container, HeapRef):
+            obj = state.heap.get(container.oid)
+            if obj is None:
+                return UNKNOWN
+            if isinstance(expr.slice, ast.Constant) and f"[{expr.slice.value!r}]" in obj.attrs:
+                return obj.attrs[f"[{expr.slice.value!r}]"]
+            if obj.kind == "module":
+                children = obj.attrs.get("__children__")
+                if isinstance(children, TupleVal) and isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
+                    try:
+                        return children.items[expr.slice.value]
+                    except IndexError:
+                        return UNKNOWN
+            if isinstance(expr.slice, ast.Slice):
+                return container if obj.kind == "list" else UNKNOWN
+            return obj.elem if obj.elem is not None else UNKNOWN
+        return UNKNOWN
+
+    def eval_attribute(self, expr: ast.Attribute, state: State) -> Value:
+        receiver = self.eval(expr.value, state)
+        if isinstance(receiver, QualName):
+            return QualName(f"{receiver.name}.{expr.attr}")
+        if isinstance(receiver, TensorVal):
+            return torch_api.tensor_attribute(self, state, receiver, expr)
+        if isinstance(receiver, HeapRef):
+            obj = state.heap.get(receiver.oid)
+            if obj is not None and expr.attr in obj.attrs:
+                return obj.attrs[expr.attr]
+            if obj is not None and obj.class_ref is not None:
+                method = self.find_method(obj.class_ref, expr.attr, state)
+                if method is not None:
+                    return FunctionRef(node=method, key=id(method), bound_self=receiver)
+            return BoundMethod(receiver, expr.attr)
+        if isinstance(receiver, ClassRef):
+            method = self.find_method(receiver, expr.attr, state)
+            if method is not None:
+                return FunctionRef(node=method, key=id(method))
+            return BoundMethod(receiver, expr.attr)
+        if isinstance(receiver, (TupleVal, Number, NONE.__class__)):
+            return BoundMethod(receiver, expr.attr)
+        return BoundMethod(receiver, expr.attr) if receiver is not UNKNOWN else UNKNOWN
+
+    def find_method(self, ref: ClassRef, name: str, state: State, depth: int = 0) -> ast.FunctionDef | None:
+        for stmt in ref.node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+                return stmt
+        if depth > 5:
+            return None
+        for base in ref.node.bases:
+            value = self.eval_quiet(base, state)
+            if isinstance(value, ClassRef):
+                found = self.find_method(value, name, state, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    # -- objects --------------------------------------------------------------------
+    def new_object(self, state: State, kind: str, site: ast.AST | None, **attrs) -> HeapRef:
+        oid = self.fresh()
+        state.heap[oid] = HeapObject(kind=kind, site=site, **attrs)
+        return HeapRef(oid)
+
+    def new_list(self, state: State, items: tuple[Value, ...], site: ast.AST, literal: bool) -> HeapRef:
+        element = None
+        for item in items:
+            element = item if element is None else element.join(item)
+        ref = self.new_object(state, "list", site)
+        state.heap[ref.oid].elem = element
+        if literal and len(items) <= MAX_EXACT_UNROLL:
+            state.heap[ref.oid].attrs["__items__"] = TupleVal(items)
+        return ref
+
+    def instantiate(self, ref: ClassRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
+        kind = "module" if ref.is_module else "object"
+        instance = self.new_object(state, kind, site, cls=ref.node.name, class_ref=ref)
+        init = self.find_method(ref, "__init__", state)
+        if init is not None:
+            self.call_function(FunctionRef(node=init, key=id(init), bound_self=instance), args, kwargs, state, site)
+        return instance
+
+    # -- calls ----------------------------------------------------------------------
+    def eval_call(self, call: ast.Call, state: State) -> Value:
+        func = self.eval(call.func, state)
+        args: list[Value] = []
+        for arg in call.args:
+            value = self.eval(arg, state)
+            if isinstance(arg, ast.Starred):
+                args.append(UNKNOWN)
+            else:
+                args.append(value)
+        kwargs = {kw.arg: self.eval(kw.value, state) for kw in call.keywords if kw.arg is not None}
+        for kw in call.keywords:
+            if kw.arg is None:
+                self.eval(kw.value, state)
+        if isinstance(func, FunctionRef):
+            return self.call_function(func, args, kwargs, state, call)
+        if isinstance(func, ClassRef):
+            if func.is_autograd_function:
+                return UNKNOWN
+            return self.instantiate(func, args, kwargs, state, call)
+        if isinstance(func, HeapRef):
+            return torch_api.call_object(self, state, func, args, kwargs, call)
+        if isinstance(func, QualName):
+            return torch_api.call_qualname(self, state, func.name, args, kwargs, call)
+        if isinstance(func, BoundMethod):
+            return torch_api.call_method(self, state, func.receiver, func.name, args, kwargs, call)
+        return UNKNOWN
+
+    def call_function(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
+        """Inline a function of this file with the caller's values (bounded depth, no recursion)."""
+        node = func.node
+        if len(self.call_stack) >= MAX_INLINE_DEPTH or func.key in self.call_stack:
+            return UNKNOWN
+        if isinstance(node, ast.AsyncFunctionDef) or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node)):
+            return UNKNOWN
+        decorators = [self.text(d) for d in node.decorator_list]
+        callee_state = state.copy()
+        env = {k: v for k, v in state.env.items() if isinstance(v, (QualName, FunctionRef, ClassRef))}
+        # Module-level names visible to the callee (globals) stay visible.
+        env.update({k: v for k, v in state.env.items()})
+        params = node.args.posonlyargs + node.args.args
+        positional = list(args)
+        if func.bound_self is not None and "staticmethod" not in decorators:
+            positional = [func.bound_self, *positional]
+        for index, param in enumerate(params):
+            if index < len(positional):
+                env[param.arg] = positional[index]
+            elif param.arg in kwargs:
+                env[param.arg] = kwargs[param.arg]
+            else:
+                defaults = node.args.defaults
+                offset = index - (len(params) - len(defaults))
+                env[param.arg] = self.eval_quiet(defaults[offset], state) if 0 <= offset < len(defaults) else UNKNOWN
+        for index, param in enumerate(node.args.kwonlyargs):
+            default = node.args.kw_defaults[index]
+            env[param.arg] = kwargs.get(param.arg, self.eval_quiet(default, state) if default is not None else UNKNOWN)
+        if node.args.vararg:
+            extra = positional[len(params):]
+            env[node.args.vararg.arg] = TupleVal(tuple(extra))
+        if node.args.kwarg:
+            env[node.args.kwarg.arg] = UNKNOWN
+        callee_state.env = env
+        if "torch.no_grad()" in decorators or "torch.no_grad" in decorators or "torch.inference_mode()" in decorators:
+            callee_state.grad_enabled = False
+            if "inference_mode" in " ".join(decorators):
+                callee_state.inference_mode = True
+        self.call_stack.append(func.key)
+        saved_loops = self.loop_stack
+        try:
+            flow = self.exec_block(node.body, callee_state)
+        finally:
+            self.call_stack.pop()
+            self.loop_stack = saved_loops
+        outs = [s for s, _ in flow.returns] + ([flow.normal] if flow.normal.reachable else [])
+        if not outs:
+            return UNKNOWN
+        after = State.join_all(outs)
+        # Back in the caller: its own names, the callee's effects on heap, graph and versions.
+        caller_env = state.env
+        state.__dict__.update(after.__dict__)
+        state.env = caller_env
+        state.grad_enabled = state.grad_enabled if not decorators else state.grad_enabled
+        result: Value | None = None
+        for _, value in flow.returns:
+            result = value if result is None else result.join(value)
+        if flow.normal.reachable:
+            result = NONE if result is None else result.join(NONE)
+        return result if result is not None else UNKNOWN
+
+    # -- carried state --------------------------------------------------------------
+    def carried_names(self, node_ids: set[int], state: State) -> list[tuple[str, ast.AST]]:
+        """Names (or ``self.attr``) that, at the top of the current loop, held graphs reaching ``node_ids``."""
+        if not self.loop_entry_envs:
+            return []
+        found: list[tuple[str, ast.AST]] = []
+        loop, entry = self.loop_entry_envs[-1]
+        candidates: list[tuple[str, Value]] = []
+        for name, value in sorted(entry.env.items()):
+            candidates.append((name, value))
+            if isinstance(value, HeapRef) and value.oid in entry.heap:
+                obj = entry.heap[value.oid]
+                if obj.kind in ("module", "object"):
+                    candidates.extend((f"{name}.{attr}", v) for attr, v in sorted(obj.attrs.items()) if not attr.startswith("_"))
+        for name, value in candidates:
+            for tensor in torch_api.tensors_in(value, entry):
+                _, may = self.graph.reach(tensor.grad_fn, False)
+                if may & node_ids:
+                    found.append((name, loop))
+                    break
+        return found

@@ -1,0 +1,116 @@
+"""Events the engine emits in program order, and what rules may ask at each.
+
+A rule registers hooks by event name (``RULE.hooks = {"backward": fn}``); each
+hook is called as ``fn(event, ctx)`` where ``ctx`` is the :class:`EventContext`
+(spans, source text, the graph, the loop the event is in, carried variables).
+
+Event names and payloads:
+
+- ``backward`` (:class:`BackwardEvent`): ``.backward()``, ``torch.autograd.backward``,
+  ``torch.autograd.grad``; emitted *before* the graph is freed, with the nodes
+  the backward reaches on every path (``must``) and on some path (``may``).
+- ``inplace`` (:class:`InplaceEvent`): an in-place change of a tensor (``x += y``,
+  ``x.add_()``, ``x[i] = v``, ``out=``, an in-place module or functional flag).
+- ``optimizer_created`` (:class:`OptimizerEvent`): ``torch.optim.X(params, ...)``.
+- ``requires_grad_set`` (:class:`RequiresGradEvent`): ``t.requires_grad = flag`` or
+  ``t.requires_grad_(flag)``.
+- ``saved`` (:class:`SavedEvent`): an op saved an input tensor for backward.
+- ``step`` (:class:`StepEvent`): ``optimizer.step()`` updated parameters in place.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from graphlife.analysis.values import Tri, Value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from graphlife.analysis.state import GraphStore, State
+
+
+@dataclass
+class Event:
+    stmt: ast.stmt  # the statement (innermost, in user code) where it happens
+    state: "State"  # the state just before the event takes effect
+
+
+@dataclass
+class BackwardEvent(Event):
+    call: ast.Call
+    root: Value
+    root_expr: ast.expr | None
+    retain_graph: Tri
+    kind: str  # "backward" | "grad"
+    must: set[int] = field(default_factory=set)
+    may: set[int] = field(default_factory=set)
+
+
+@dataclass
+class InplaceEvent(Event):
+    site: ast.AST
+    target: Value
+    target_expr: ast.expr | None
+    op: str
+    construction: ast.AST | None = None  # the nn.X(inplace=True) that does it, if any
+    via_data: bool = False
+
+
+@dataclass
+class OptimizerEvent(Event):
+    call: ast.Call
+    params: list[tuple[Value, ast.expr | None]] = field(default_factory=list)
+
+
+@dataclass
+class RequiresGradEvent(Event):
+    target: Value
+    target_expr: ast.expr | None
+    flag: Tri
+    form: str  # "attribute" | "method"
+
+
+@dataclass
+class SavedEvent(Event):
+    site: ast.AST
+    tensor: Value
+    tensor_expr: ast.expr | None
+    op: str
+
+
+@dataclass
+class StepEvent(Event):
+    call: ast.Call
+    storages: frozenset[int] | None
+
+
+@dataclass
+class EventContext:
+    """What a hook can ask about: text and spans, the graph, loops and carried state."""
+
+    interpreter: Any  # graphlife.analysis.interpreter.Interpreter (kept loose to avoid a cycle)
+
+    @property
+    def graph(self) -> "GraphStore":
+        return self.interpreter.graph
+
+    def span(self, node: ast.AST):
+        return self.interpreter.span(node)
+
+    def text(self, node: ast.AST | None) -> str:
+        return self.interpreter.text(node)
+
+    def report_stmt(self, event: Event) -> ast.stmt:
+        """The statement to underline for an event (innermost user statement)."""
+        return event.stmt
+
+    def outer_stmt(self) -> ast.stmt | None:
+        """The statement of the analyzed unit's own body that led here (a call site when inlined)."""
+        return self.interpreter.outer_statement()
+
+    def carried_names(self, node_ids: set[int], state: "State") -> list[tuple[str, ast.AST]]:
+        return self.interpreter.carried_names(node_ids, state)
+
+    def current_loop(self) -> ast.AST | None:
+        return self.interpreter.current_loop()

@@ -1,0 +1,152 @@
+"""The abstract state at a program point, the graph nodes, and how paths join.
+
+Graph nodes are created once per op site *per evaluation*: a loop body that is
+interpreted twice creates two generations of nodes, so "built in iteration 1,
+freed by iteration 1's backward, reached again in iteration 2 through a
+carried variable" is an ordinary reachability question.
+
+Facts that must hold on every path (``freed``) are kept apart from facts that
+hold on some path (``may_freed``); versions are sets of possible values.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from graphlife.analysis.values import HeapObject, Tri, Value, join_tri, join_values
+
+
+@dataclass(frozen=True)
+class SavedRef:
+    """A tensor a node saved for backward: its storage and the version it had then."""
+
+    storage: int
+    version: int
+    what: str  # "input" | "result" | "parameter"
+    desc: str = ""
+
+
+@dataclass
+class Node:
+    """One graph node (an op evaluated once): its parents and what it saved."""
+
+    nid: int
+    op: str
+    site: ast.AST
+    parents: frozenset[int]
+    parents_certain: bool
+    saves: tuple[SavedRef, ...]
+    #: True when the table says (for every possible input pattern) that this op saves something.
+    saves_certain: bool
+    iteration: tuple[int, ...] = ()  # loop iteration indices at creation, innermost last
+    line_desc: str = ""
+
+
+@dataclass
+class GraphStore:
+    """Every node created while analyzing one unit (shared by all paths)."""
+
+    nodes: list[Node] = field(default_factory=list)
+
+    def add(self, **kwargs) -> Node:
+        node = Node(nid=len(self.nodes), **kwargs)
+        self.nodes.append(node)
+        return node
+
+    def reach(self, roots: frozenset[int], certain: bool) -> tuple[set[int], set[int]]:
+        """Nodes reachable from ``roots``: (on every path, on some path). Iterative, no recursion."""
+        must: set[int] = set()
+        may: set[int] = set()
+        stack = [(nid, certain) for nid in roots]
+        while stack:
+            nid, sure = stack.pop()
+            if nid in may and (not sure or nid in must):
+                continue
+            may.add(nid)
+            if sure:
+                must.add(nid)
+            node = self.nodes[nid]
+            for parent in node.parents:
+                stack.append((parent, sure and node.parents_certain))
+        return must, may
+
+
+@dataclass
+class State:
+    """What holds at one program point on the paths that reach it."""
+
+    env: dict[str, Value] = field(default_factory=dict)
+    heap: dict[int, HeapObject] = field(default_factory=dict)
+    versions: dict[int, frozenset[int]] = field(default_factory=dict)
+    #: storage -> list of (version reached, statement that bumped it)
+    bumps: dict[int, tuple[tuple[int, ast.AST], ...]] = field(default_factory=dict)
+    freed: dict[int, ast.AST] = field(default_factory=dict)  # node -> backward stmt (every path)
+    may_freed: dict[int, ast.AST] = field(default_factory=dict)  # node -> backward stmt (some path)
+    grad_enabled: Tri = True
+    inference_mode: Tri = False
+    reachable: bool = True
+
+    def copy(self) -> "State":
+        return State(
+            env=dict(self.env),
+            heap=dict(self.heap),  # objects are copied on write (see heap_write)
+            versions=dict(self.versions),
+            bumps=dict(self.bumps),
+            freed=dict(self.freed),
+            may_freed=dict(self.may_freed),
+            grad_enabled=self.grad_enabled,
+            inference_mode=self.inference_mode,
+            reachable=self.reachable,
+        )
+
+    # -- heap -------------------------------------------------------------------------
+    def heap_write(self, oid: int) -> HeapObject:
+        """The object ``oid`` ready to be changed on this path only."""
+        obj = self.heap[oid].copy()
+        self.heap[oid] = obj
+        return obj
+
+    # -- versions ---------------------------------------------------------------------
+    def version_of(self, storage: int) -> frozenset[int]:
+        return self.versions.get(storage, frozenset({0}))
+
+    def bump(self, storage: int, site: ast.AST) -> None:
+        current = self.version_of(storage)
+        self.versions[storage] = frozenset(v + 1 for v in current)
+        self.bumps[storage] = self.bumps.get(storage, ()) + ((max(current) + 1, site),)
+
+    # -- joins ------------------------------------------------------------------------
+    @staticmethod
+    def join_all(states: list["State"]) -> "State":
+        live = [s for s in states if s.reachable]
+        if not live:
+            dead = states[0].copy() if states else State()
+            dead.reachable = False
+            return dead
+        result = live[0].copy()
+        for other in live[1:]:
+            result = result._join(other)
+        return result
+
+    def _join(self, other: "State") -> "State":
+        out = State()
+        for name in set(self.env) | set(other.env):
+            a, b = self.env.get(name), other.env.get(name)
+            out.env[name] = a if a is b else join_values(a, b)
+        for oid in set(self.heap) | set(other.heap):
+            a, b = self.heap.get(oid), other.heap.get(oid)
+            out.heap[oid] = a if b is None or a is b else b if a is None else a.join(b)
+        for storage in set(self.versions) | set(other.versions):
+            out.versions[storage] = self.version_of(storage) | other.version_of(storage)
+        for storage in set(self.bumps) | set(other.bumps):
+            merged = self.bumps.get(storage, ()) + tuple(
+                b for b in other.bumps.get(storage, ()) if b not in self.bumps.get(storage, ())
+            )
+            out.bumps[storage] = merged
+        out.freed = {n: s for n, s in self.freed.items() if n in other.freed}
+        out.may_freed = {**other.may_freed, **self.may_freed}
+        out.grad_enabled = join_tri(self.grad_enabled, other.grad_enabled)
+        out.inference_mode = join_tri(self.inference_mode, other.inference_mode)
+        out.reachable = True
+        return out

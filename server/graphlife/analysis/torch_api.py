@@ -1,0 +1,1012 @@
+"""What torch calls do to abstract values: ops, modules, optimizers, grad modes.
+
+Which op saves what comes from the measured table (:mod:`optable`); this module
+adds the semantics the table cannot hold: factories and ``requires_grad=``,
+conversions (``.to``/``.double``), leaves and parameters, modules built in
+``__init__``, optimizers and their ``step()``, backward calls, grad-mode
+context managers. Anything not known gives :data:`UNKNOWN` or a tensor whose
+facts are "maybe": never the basis of an error.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterable
+
+from graphlife.analysis import optable
+from graphlife.analysis.events import (
+    BackwardEvent,
+    InplaceEvent,
+    OptimizerEvent,
+    RequiresGradEvent,
+    SavedEvent,
+    StepEvent,
+)
+from graphlife.analysis.state import SavedRef, State
+from graphlife.analysis.values import (
+    NONE,
+    UNKNOWN,
+    BoundMethod,
+    ContextVal,
+    HeapRef,
+    NoneValue,
+    Number,
+    QualName,
+    TensorVal,
+    TupleVal,
+    Unknown,
+    Value,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from graphlife.analysis.interpreter import Interpreter
+
+AUG_OPS = {
+    ast.Add: "__iadd__", ast.Sub: "__isub__", ast.Mult: "__imul__", ast.Div: "__itruediv__",
+    ast.Pow: "__ipow__", ast.MatMult: "__imatmul__", ast.FloorDiv: "__ifloordiv__", ast.Mod: "__imod__",
+    ast.BitAnd: "__iand__", ast.BitOr: "__ior__",
+}
+BIN_OPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.Pow: "pow",
+    ast.MatMult: "matmul", ast.FloorDiv: "floordiv", ast.Mod: "mod",
+}
+FACTORIES = {
+    "randn", "rand", "zeros", "ones", "empty", "full", "tensor", "arange", "linspace", "eye", "randint",
+    "randperm", "as_tensor", "from_numpy", "zeros_like", "ones_like", "randn_like", "rand_like", "empty_like",
+    "full_like", "normal", "logspace", "Tensor", "FloatTensor", "LongTensor",
+}
+CONVERSIONS = {"to", "cuda", "cpu", "double", "float", "half", "bfloat16", "type", "long", "int", "bool"}
+NUMBER_METHODS = {"item", "tolist", "numpy", "__float__", "__int__", "dim", "size", "numel", "nelement", "ndimension", "element_size", "is_contiguous", "data_ptr", "get_device", "stride"}
+GRAD_CONTEXTS = {
+    "torch.no_grad": ("no_grad", False),
+    "torch.enable_grad": ("enable_grad", True),
+    "torch.inference_mode": ("inference_mode", False),
+    "torch.set_grad_enabled": ("set_grad_enabled", None),
+    "torch.autograd.no_grad": ("no_grad", False),
+    "torch.autograd.grad_mode.no_grad": ("no_grad", False),
+}
+DTYPES = {
+    "torch.float64": "float64", "torch.double": "float64", "torch.float32": "float32", "torch.float": "float32",
+    "torch.float16": "float16", "torch.half": "float16", "torch.bfloat16": "bfloat16",
+}
+RNN_OUTPUTS = {"nn.LSTM": "lstm", "nn.GRU": "rnn", "nn.RNN": "rnn", "nn.LSTMCell": "lstmcell", "nn.GRUCell": "cell", "nn.RNNCell": "cell"}
+CONTAINERS = {"nn.Sequential", "nn.ModuleList", "nn.ModuleDict", "nn.ParameterList"}
+
+
+def canonical(name: str) -> str:
+    """Normalize import spellings: ``torch.nn.modules.linear.Linear`` stays; aliases folded."""
+    return name.replace("torch.nn.modules.module.", "torch.nn.")
+
+
+def table_key(name: str) -> str:
+    return optable.normalize_key(canonical(name))
+
+
+def builtin_name(name: str) -> Value:
+    return QualName(f"builtins.{name}")
+
+
+# -- tensors ----------------------------------------------------------------------------
+
+
+def new_tensor(interp: "Interpreter", site: ast.AST, *, requires_grad: bool | None = False, desc: str = "", **extra) -> TensorVal:
+    return TensorVal(
+        requires_grad=requires_grad, leaf=True, storage=interp.fresh(), origin=site, desc=desc,
+        created_with_grad=site if requires_grad else None, **extra,
+    )
+
+
+def pattern_char(value: Value) -> str:
+    if isinstance(value, TensorVal):
+        return {True: "1", False: "0", None: "?"}[value.requires_grad]
+    if isinstance(value, Number):
+        return "s"
+    return "?"
+
+
+def tensors_in(value: Value, state: State, depth: int = 0) -> Iterable[TensorVal]:
+    """Every tensor inside a value: tuples, lists, dicts, objects (bounded)."""
+    if depth > 3:
+        return
+    if isinstance(value, TensorVal):
+        yield value
+    elif isinstance(value, TupleVal):
+        for item in value.items:
+            yield from tensors_in(item, state, depth + 1)
+    elif isinstance(value, HeapRef):
+        obj = state.heap.get(value.oid)
+        if obj is None or obj.kind in ("module", "optimizer"):
+            return
+        if obj.elem is not None:
+            yield from tensors_in(obj.elem, state, depth + 1)
+        for attr in obj.attrs.values():
+            yield from tensors_in(attr, state, depth + 1)
+
+
+def apply_op(
+    interp: "Interpreter", state: State, key: str, inputs: list[Value], input_exprs: list[ast.expr | None], site: ast.AST,
+    *, info: optable.OpInfo | None = None, case_override=None,
+) -> Value:
+    """A differentiable op on abstract inputs: result facts, a graph node, what it saves."""
+    info = info if info is not None else optable.lookup(key)
+    tensors = [v for v in inputs if isinstance(v, TensorVal)]
+    any_unknown = any(isinstance(v, Unknown) for v in inputs)
+    if info is not None and not info.returns_tensor:
+        return Number(None)
+    if not tensors and not any_unknown:
+        return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=site) if info is not None else UNKNOWN
+    needs_grad: bool | None
+    if any(t.requires_grad for t in tensors):
+        needs_grad = True
+    elif all(t.requires_grad is False for t in tensors) and not any_unknown:
+        needs_grad = False
+    else:
+        needs_grad = None
+    if info is not None and not info.differentiable:
+        needs_grad = False
+    if state.grad_enabled is False:
+        needs_grad = False
+    elif state.grad_enabled is None and needs_grad:
+        needs_grad = None
+    first = tensors[0] if tensors else None
+    storage = first.storage if (info is not None and info.view and first is not None) else interp.fresh()
+    inference = True if state.inference_mode is True else (False if state.inference_mode is False else None)
+    why, why_site = "", None
+    if needs_grad is False:
+        if state.grad_enabled is False:
+            why = "computed while gradients were disabled (`torch.inference_mode()`)" if state.inference_mode else "computed while gradients were disabled (`torch.no_grad()`)"
+            why_site = interp.current_stmt()
+        elif info is not None and not info.differentiable:
+            why, why_site = f"the result of `{key.split('.')[-1]}`, which is not differentiable", site
+        else:
+            source = next((t for t in tensors if t.why), None)
+            why, why_site = (source.why, source.why_site) if source is not None else ("built only from tensors that do not require grad", site)
+    result = TensorVal(
+        requires_grad=needs_grad, leaf=not needs_grad if needs_grad is not None else None,
+        storage=storage, inference=inference, origin=site, desc=interp.text(site), why=why, why_site=why_site,
+    )
+    if not needs_grad and needs_grad is not None:
+        check_inference_inputs(interp, state, key, inputs, input_exprs, site, info)
+        return result
+    parents = frozenset().union(*(t.grad_fn for t in tensors)) if tensors else frozenset()
+    parents_certain = all(t.certain for t in tensors) and not any_unknown
+    saves: list[SavedRef] = []
+    saves_certain = False
+    if info is not None and len(info.inputs) == len(inputs) and needs_grad:
+        pattern = "".join(pattern_char(v) for v in inputs)
+        cases = case_override or info.saved_for_all(pattern)
+        if cases:
+            saves_certain = all(c.saves_anything for c in cases)
+            saved_inputs = set.intersection(*(set(c.saved) for c in cases))
+            for index in sorted(saved_inputs):
+                value = inputs[index]
+                if isinstance(value, TensorVal) and value.storage is not None:
+                    saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", interp.text(input_exprs[index]) if index < len(input_exprs) else ""))
+                    if value.inference:
+                        interp.emit("saved", SavedEvent(stmt=interp.current_stmt(), state=state, site=site, tensor=value,
+                                                        tensor_expr=input_exprs[index] if index < len(input_exprs) else None, op=key))
+            if all(c.result for c in cases) and storage is not None:
+                saves.append(SavedRef(storage, max(state.version_of(storage)), "result", interp.text(site)))
+    node = interp.graph.add(
+        op=key, site=site, parents=parents, parents_certain=parents_certain, saves=tuple(saves),
+        saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
+    )
+    return replace(result, grad_fn=frozenset({node.nid}), certain=parents_certain and needs_grad is True, leaf=False)
+
+
+def check_inference_inputs(interp, state, key, inputs, input_exprs, site, info) -> None:
+    """No graph is built, so nothing is saved: inference tensors are fine here."""
+    return None
+
+
+def apply_inplace(
+    interp: "Interpreter", state: State, key: str, target: TensorVal, target_expr: ast.expr | None,
+    args: list[Value], site: ast.AST, *, construction: ast.AST | None = None, info: optable.OpInfo | None = None,
+    inplace_cases: bool = False, report_at_construction: bool = False,
+) -> Value:
+    """An in-place change of ``target``: event, version bump, and the node of the in-place op."""
+    stmt = interp.current_stmt()
+    interp.emit("inplace", InplaceEvent(stmt=stmt, state=state, site=site, target=target, target_expr=target_expr,
+                                        op=key, construction=construction, via_data=target.via_data))
+    if target.storage is not None and not target.via_data:
+        state.bump(target.storage, construction if (report_at_construction and construction is not None) else stmt)
+    info = info if info is not None else optable.lookup(key)
+    inputs = [target, *args]
+    tensors = [v for v in inputs if isinstance(v, TensorVal)]
+    grads = [t.requires_grad for t in tensors]
+    if state.grad_enabled is False or (all(g is False for g in grads) and not any(isinstance(v, Unknown) for v in inputs)):
+        return target
+    needs = True if any(grads) else None
+    parents = frozenset().union(*(t.grad_fn for t in tensors))
+    saves: list[SavedRef] = []
+    saves_certain = False
+    if info is not None and needs and len(info.inputs) == len(inputs):
+        pattern = "".join(pattern_char(v) for v in inputs)
+        if inplace_cases:
+            case = info.inplace_saved_for(pattern)
+            cases = (case,) if case is not None else None
+        else:
+            cases = info.saved_for_all(pattern)
+        if cases:
+            saves_certain = all(c.saves_anything for c in cases)
+            if all(c.result for c in cases) and target.storage is not None:
+                saves.append(SavedRef(target.storage, max(state.version_of(target.storage)), "result", interp.text(target_expr)))
+            for index in sorted(set.intersection(*(set(c.saved) for c in cases))):
+                value = inputs[index]
+                if index > 0 and isinstance(value, TensorVal) and value.storage is not None:
+                    saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", ""))
+    node = interp.graph.add(
+        op=key, site=site, parents=parents, parents_certain=all(t.certain for t in tensors), saves=tuple(saves),
+        saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
+    )
+    return replace(target, requires_grad=needs, leaf=False if needs else None, grad_fn=frozenset({node.nid}),
+                   certain=target.certain and needs is True)
+
+
+def binop(interp: "Interpreter", state: State, op: ast.operator, left: Value, right: Value, site, left_expr, right_expr) -> Value:
+    name = BIN_OPS.get(type(op))
+    if isinstance(left, TensorVal) and name:
+        return apply_op(interp, state, f"Tensor.__{name}__", [left, right], [left_expr, right_expr], site)
+    if isinstance(right, TensorVal) and name:
+        return apply_op(interp, state, f"Tensor.__r{name}__", [right, left], [right_expr, left_expr], site)
+    if isinstance(left, Number) and isinstance(right, Number):
+        return Number(None)
+    if isinstance(left, HeapRef) and isinstance(right, HeapRef):
+        return left
+    return UNKNOWN
+
+
+# -- grad modes ----------------------------------------------------------------------------
+
+
+def enter_context(state: State, ctx: ContextVal) -> None:
+    if ctx.kind == "no_grad":
+        state.grad_enabled = False
+    elif ctx.kind == "enable_grad":
+        state.grad_enabled = True
+    elif ctx.kind == "inference_mode":
+        if ctx.enabled is not False:
+            state.grad_enabled = False
+            state.inference_mode = True
+    elif ctx.kind == "set_grad_enabled":
+        state.grad_enabled = ctx.enabled
+
+
+# -- attributes ----------------------------------------------------------------------------
+
+
+def tensor_attribute(interp: "Interpreter", state: State, tensor: TensorVal, expr: ast.Attribute) -> Value:
+    attr = expr.attr
+    if attr == "data":
+        return replace(tensor, requires_grad=False, leaf=True, grad_fn=frozenset(), via_data=True, desc=interp.text(expr))
+    if attr == "grad":
+        return TensorVal(requires_grad=False, leaf=True, storage=None, origin=expr, desc=interp.text(expr)).join(NONE)
+    if attr in ("T", "mT", "H", "mH"):
+        return apply_op(interp, state, f"Tensor.{attr}", [tensor], [expr.value], expr)
+    if attr in ("requires_grad", "is_leaf"):
+        value = tensor.requires_grad if attr == "requires_grad" else tensor.leaf
+        return Number(value)
+    if attr in ("shape", "device", "dtype", "ndim", "grad_fn", "is_cuda", "_version", "real", "imag"):
+        return Number(None) if attr != "grad_fn" else UNKNOWN
+    return BoundMethod(tensor, attr)
+
+
+def set_requires_grad(interp: "Interpreter", state: State, target: TensorVal, target_expr: ast.expr | None, flag, form: str, stmt) -> None:
+    interp.emit("requires_grad_set", RequiresGradEvent(stmt=stmt, state=state, target=target, target_expr=target_expr, flag=flag, form=form))
+    if target.leaf is not True:
+        return
+    updated = replace(target, requires_grad=flag, created_with_grad=stmt if flag else None)
+    rebind(interp, state, target_expr, updated)
+    if target.owner is not None and flag is False and target.owner in state.heap:
+        state.heap_write(target.owner).frozen = True if interp.loop_stack else None
+
+
+def data_assignment(interp, state, receiver: TensorVal, receiver_expr, value: Value) -> None:
+    """``t.data = other``: replaces the storage without a version bump."""
+    return None
+
+
+def rebind(interp: "Interpreter", state: State, expr: ast.expr | None, value: Value) -> None:
+    """Give a name (or ``obj.attr``) a new value after a method changed the tensor it names."""
+    if isinstance(expr, ast.Name):
+        state.env[expr.id] = value
+    elif isinstance(expr, ast.Attribute):
+        owner = interp.eval_quiet(expr.value, state)
+        if isinstance(owner, HeapRef) and owner.oid in state.heap:
+            state.heap_write(owner.oid).attrs[expr.attr] = value
+
+
+# -- calls on names ------------------------------------------------------------------------
+
+
+def const_bool(value: Value | None) -> bool | None:
+    if isinstance(value, Number) and isinstance(value.const, bool):
+        return value.const
+    if isinstance(value, Number) and isinstance(value.const, int):
+        return bool(value.const)
+    if value is None:
+        return False
+    return None
+
+
+def kwarg_expr(call: ast.Call, name: str) -> ast.expr | None:
+    return next((kw.value for kw in call.keywords if kw.arg == name), None)
+
+
+def call_qualname(interp: "Interpreter", state: State, name: str, args: list[Value], kwargs: dict[str, Value], call: ast.Call) -> Value:  # noqa: C901
+    name = canonical(name)
+    if name in GRAD_CONTEXTS:
+        kind, enabled = GRAD_CONTEXTS[name]
+        if kind == "set_grad_enabled":
+            enabled = const_bool(args[0]) if args else None
+        if kind == "inference_mode":
+            mode = const_bool(args[0]) if args else (const_bool(kwargs["mode"]) if "mode" in kwargs else True)
+            return ContextVal(kind, mode)
+        return ContextVal(kind, enabled)
+    short = name.rsplit(".", 1)[-1]
+    if name.startswith("builtins."):
+        return call_builtin(interp, state, short, args, kwargs, call)
+    if name in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+        base = args[0] if args else UNKNOWN
+        flag = const_bool(kwargs.get("requires_grad")) if "requires_grad" in kwargs else True
+        return TensorVal(requires_grad=flag, leaf=True, storage=interp.fresh(), origin=call, is_param=True,
+                         desc=interp.text(call), created_with_grad=call if flag else None,
+                         dtype=base.dtype if isinstance(base, TensorVal) else None,
+                         device=base.device if isinstance(base, TensorVal) else None)
+    if name.startswith("torch.optim.") and short[:1].isupper() and "lr_scheduler" not in name:
+        return make_optimizer(interp, state, args, kwargs, call)
+    if name in ("torch.autograd.backward",):
+        root = args[0] if args else UNKNOWN
+        return do_backward(interp, state, root, call.args[0] if call.args else None, kwargs, call, "backward")
+    if name in ("torch.autograd.grad",):
+        root = args[0] if args else kwargs.get("outputs", UNKNOWN)
+        do_backward(interp, state, root, call.args[0] if call.args else None, kwargs, call, "grad")
+        return UNKNOWN
+    if name in ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"):
+        return interp.new_object(state, "scaler", call)
+    if name.startswith("torch.utils.checkpoint.checkpoint"):
+        fn = args[0] if args else UNKNOWN
+        from graphlife.analysis.values import FunctionRef  # noqa: PLC0415
+
+        if isinstance(fn, FunctionRef):
+            return interp.call_function(fn, args[1:], {}, state, call)
+        if isinstance(fn, HeapRef):
+            return call_object(interp, state, fn, args[1:], {}, call)
+        return UNKNOWN
+    if name.startswith("torch.nn.") and short[:1].isupper() and not name.startswith("torch.nn.functional"):
+        return make_module(interp, state, f"nn.{short}", args, kwargs, call)
+    if name.startswith("torch.") and short in FACTORIES:
+        return make_factory(interp, state, short, args, kwargs, call)
+    if name in DTYPES:
+        return Number(None)
+    if name in ("torch.device",):
+        return Number(args[0].const if args and isinstance(args[0], Number) else None)
+    if name.startswith("torch.") or name.startswith("F."):
+        key = table_key(name)
+        info = optable.lookup(key)
+        if info is not None and info.kind == "factory":
+            return make_factory(interp, state, short, args, kwargs, call)
+        if info is not None and info.kind in ("function", "functional"):
+            return call_table_function(interp, state, key, info, args, kwargs, call)
+        tensor_args = [a for a in args if isinstance(a, TensorVal)]
+        if tensor_args or any(isinstance(a, (HeapRef, TupleVal)) for a in args):
+            flat = flatten_tensor_args(args, state)
+            if flat:
+                return apply_op(interp, state, key, flat, [None] * len(flat), call, info=None)
+        return UNKNOWN
+    return UNKNOWN
+
+
+def flatten_tensor_args(args: list[Value], state: State) -> list[Value]:
+    flat: list[Value] = []
+    for arg in args:
+        if isinstance(arg, (TupleVal, HeapRef)):
+            flat.extend(tensors_in(arg, state))
+        elif isinstance(arg, (TensorVal, Unknown)):
+            flat.append(arg)
+    return flat
+
+
+def call_table_function(interp, state, key: str, info: optable.OpInfo, args, kwargs, call: ast.Call) -> Value:
+    out_expr = kwarg_expr(call, "out")
+    inputs = list(args[: len(info.inputs)])
+    exprs: list[ast.expr | None] = list(call.args[: len(info.inputs)])
+    if len(inputs) == 1 and len(info.inputs) > 1 and isinstance(inputs[0], (TupleVal, HeapRef)):
+        inputs = flatten_tensor_args(inputs, state)  # torch.cat([a, b]) and friends
+        exprs = [None] * len(inputs)
+    for name in info.inputs[len(inputs):]:
+        if name in kwargs:
+            inputs.append(kwargs[name])
+            exprs.append(kwarg_expr(call, name))
+    if info.inplace_keyword and const_bool(kwargs.get(info.inplace_keyword)) and inputs and isinstance(inputs[0], TensorVal):
+        return apply_inplace(interp, state, key, inputs[0], exprs[0], inputs[1:], call, info=info, inplace_cases=True)
+    if info.inplace and inputs and isinstance(inputs[0], TensorVal):
+        return apply_inplace(interp, state, key, inputs[0], exprs[0], inputs[1:], call, info=info)
+    if len(inputs) != len(info.inputs):
+        inputs = flatten_tensor_args(args, state)
+        return apply_op(interp, state, key, inputs, [None] * len(inputs), call, info=None)
+    result = apply_op(interp, state, key, inputs, exprs, call, info=info)
+    if out_expr is not None:
+        target = interp.eval_quiet(out_expr, state)
+        if isinstance(target, TensorVal):
+            return apply_inplace(interp, state, key + "(out=)", target, out_expr, [], call, info=None)
+    return result
+
+
+def call_builtin(interp, state, name: str, args: list[Value], kwargs, call) -> Value:
+    if name in ("float", "int", "bool", "str", "len", "round", "abs", "repr", "format", "isinstance", "hasattr", "print", "min", "max") and not (
+        name in ("min", "max", "abs") and any(isinstance(a, TensorVal) for a in args)
+    ):
+        return Number(None) if name != "print" else NONE
+    if name == "sum" and args:
+        element = interp.iter_element(args[0], state)
+        if isinstance(element, TensorVal):
+            return apply_op(interp, state, "Tensor.__add__", [element, element], [None, None], call)
+        return Number(None) if isinstance(element, Number) else UNKNOWN
+    if name in ("tuple", "list") and args:
+        if isinstance(args[0], TupleVal):
+            return args[0] if name == "tuple" else interp.new_list(state, args[0].items, call, literal=True)
+        element = interp.iter_element(args[0], state)
+        if isinstance(args[0], HeapRef) and name == "tuple":
+            obj = state.heap.get(args[0].oid)
+            if obj is not None and isinstance(obj.attrs.get("__items__"), TupleVal):
+                return obj.attrs["__items__"]
+        ref = interp.new_list(state, (), call, literal=False)
+        state.heap[ref.oid].elem = element
+        return ref
+    if name in ("tuple", "list", "dict", "set") and not args:
+        return interp.new_object(state, "list" if name != "dict" else "dict", call)
+    if name in ("range",):
+        ref = interp.new_object(state, "list", call)
+        state.heap[ref.oid].elem = Number(None)
+        return ref
+    if name == "enumerate" and args:
+        ref = interp.new_object(state, "enumerate", call)
+        state.heap[ref.oid].elem = interp.iter_element(args[0], state)
+        return ref
+    if name == "zip" and args:
+        ref = interp.new_object(state, "zip", call)
+        state.heap[ref.oid].elem = TupleVal(tuple(interp.iter_element(a, state) for a in args))
+        return ref
+    if name in ("iter", "reversed", "sorted") and args:
+        return args[0]
+    if name == "next" and args:
+        return interp.iter_element(args[0], state)
+    if name == "super":
+        return UNKNOWN
+    return UNKNOWN
+
+
+# -- factories, modules, optimizers ---------------------------------------------------------
+
+
+def parse_dtype(value: Value | None, expr: ast.expr | None) -> str | None:
+    if isinstance(value, QualName):
+        return DTYPES.get(canonical(value.name))
+    return None
+
+
+def make_factory(interp, state, short: str, args, kwargs, call: ast.Call) -> Value:
+    flag = const_bool(kwargs.get("requires_grad")) if "requires_grad" in kwargs else False
+    dtype = parse_dtype(kwargs.get("dtype"), kwarg_expr(call, "dtype"))
+    device_value = kwargs.get("device")
+    device = "cpu" if device_value is None else (device_value.const if isinstance(device_value, Number) and isinstance(device_value.const, str) else None)
+    like = args[0] if short.endswith("_like") and args and isinstance(args[0], TensorVal) else None
+    if short in ("tensor", "as_tensor", "from_numpy") and dtype is None:
+        dtype = None
+    elif dtype is None:
+        dtype = like.dtype if like is not None else "float32"
+    inference = True if state.inference_mode is True else (False if state.inference_mode is False else None)
+    why = ""
+    if not flag:
+        if short in ("tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor"):
+            why = f"a new tensor made by `torch.{short}(...)`, which copies values and drops the graph"
+        else:
+            why = f"a new tensor from `torch.{short}(...)` without `requires_grad=True`"
+    return TensorVal(
+        requires_grad=flag, leaf=True, storage=interp.fresh(), origin=call, desc=interp.text(call),
+        created_with_grad=call if flag else None, dtype=dtype, device=device, inference=inference,
+        why=why, why_site=call,
+    )
+
+
+def make_module(interp, state, key: str, args, kwargs, call: ast.Call) -> Value:
+    info = optable.lookup(key)
+    ref = interp.new_object(state, "module", call, cls=key)
+    obj = state.heap[ref.oid]
+    if key in CONTAINERS:
+        children: list[Value] = []
+        for arg in args:
+            if isinstance(arg, HeapRef) and state.heap.get(arg.oid) is not None and state.heap[arg.oid].kind == "list":
+                items = state.heap[arg.oid].attrs.get("__items__")
+                if isinstance(items, TupleVal):
+                    children.extend(items.items)
+                else:
+                    obj.elem = state.heap[arg.oid].elem
+            elif isinstance(arg, TupleVal):
+                children.extend(arg.items)
+            elif isinstance(arg, HeapRef) and state.heap.get(arg.oid) is not None and state.heap[arg.oid].kind == "dict":
+                obj.elem = state.heap[arg.oid].elem
+            else:
+                children.append(arg)
+        if children and obj.elem is None:
+            obj.attrs["__children__"] = TupleVal(tuple(children))
+        return ref
+    # Parameters: one storage stands for the module's own parameters.
+    has_params = info is None or any(getattr(info.saved_for(p), "params", None) is not None for p in info.patterns())
+    if info is not None:
+        cases = [info.saved_for(p) for p in info.patterns()]
+        has_params = any(c is not None and c.params is not None for c in cases) and key not in ("nn.Dropout",)
+        if key in ("nn.Linear", "nn.Conv1d", "nn.Conv2d", "nn.Embedding", "nn.LSTM", "nn.GRU", "nn.RNN", "nn.LSTMCell",
+                   "nn.GRUCell", "nn.RNNCell", "nn.LayerNorm", "nn.BatchNorm1d", "nn.BatchNorm2d", "nn.Bilinear",
+                   "nn.ConvTranspose1d", "nn.ConvTranspose2d", "nn.GroupNorm", "nn.MultiheadAttention", "nn.PReLU",
+                   "nn.EmbeddingBag", "nn.RMSNorm", "nn.TransformerEncoderLayer"):
+            has_params = True
+    if has_params:
+        obj.param_storages = frozenset({interp.fresh()})
+        obj.extra["has_params"] = True if info is not None else None
+    if info is not None and info.inplace_keyword:
+        position = info.inplace_position
+        flag = kwargs.get(info.inplace_keyword)
+        if flag is None and position is not None and len(args) > position:
+            flag = args[position]
+        if const_bool(flag):
+            obj.inplace_site = call
+    return ref
+
+
+def module_params(state: State, ref: HeapRef, depth: int = 0) -> tuple[frozenset[int], bool | None]:
+    """Storages of every parameter a module owns (recursively), and whether all are frozen."""
+    obj = state.heap.get(ref.oid)
+    if obj is None or depth > 6:
+        return frozenset(), None
+    storages = set(obj.param_storages)
+    frozen = obj.frozen
+    children: list[Value] = list(obj.attrs.values())
+    if obj.elem is not None:
+        children.append(obj.elem)
+    for child in children:
+        if isinstance(child, TupleVal):
+            items = child.items
+        else:
+            items = (child,)
+        for item in items:
+            if isinstance(item, HeapRef) and item.oid in state.heap and state.heap[item.oid].kind == "module":
+                sub, sub_frozen = module_params(state, item, depth + 1)
+                storages |= sub
+                if frozen is True and sub_frozen is not True:
+                    pass
+            elif isinstance(item, TensorVal) and item.is_param and item.storage is not None:
+                storages.add(item.storage)
+    return frozenset(storages), frozen
+
+
+def make_optimizer(interp, state, args, kwargs, call: ast.Call) -> Value:
+    params_value = args[0] if args else kwargs.get("params", UNKNOWN)
+    params_expr = call.args[0] if call.args else kwarg_expr(call, "params")
+    entries: list[tuple[Value, ast.expr | None]] = []
+    storages: set[int] | None = set()
+    for value, expr in iter_param_values(interp, state, params_value, params_expr):
+        entries.append((value, expr))
+        if isinstance(value, TensorVal) and value.storage is not None:
+            storages.add(value.storage)
+        elif isinstance(value, HeapRef) and state.heap.get(value.oid) is not None:
+            obj = state.heap[value.oid]
+            if obj.kind == "params" and obj.extra.get("module") is not None:
+                storages |= module_params(state, obj.extra["module"])[0]
+            else:
+                storages = None if storages is None else storages
+        else:
+            storages = None
+    interp.emit("optimizer_created", OptimizerEvent(stmt=interp.current_stmt(), state=state, call=call, params=entries))
+    return interp.new_object(state, "optimizer", call, opt_storages=frozenset(storages) if storages is not None else None)
+
+
+def iter_param_values(interp, state, value: Value, expr: ast.expr | None, depth: int = 0):
+    """The tensors (or parameter iterators) passed to an optimizer, with their source expressions."""
+    if depth > 3:
+        return
+    if isinstance(value, HeapRef) and value.oid in state.heap:
+        obj = state.heap[value.oid]
+        if obj.kind == "list":
+            items = obj.attrs.get("__items__")
+            item_exprs = expr.elts if isinstance(expr, (ast.List, ast.Tuple)) else None
+            if isinstance(items, TupleVal):
+                for index, item in enumerate(items.items):
+                    sub_expr = item_exprs[index] if item_exprs and index < len(item_exprs) else None
+                    yield from iter_param_values(interp, state, item, sub_expr, depth + 1)
+                return
+            if obj.elem is not None:
+                yield from iter_param_values(interp, state, obj.elem, None, depth + 1)
+            return
+        if obj.kind == "dict":
+            params = obj.attrs.get("['params']")
+            params_expr = None
+            if isinstance(expr, ast.Dict):
+                for key, val in zip(expr.keys, expr.values):
+                    if isinstance(key, ast.Constant) and key.value == "params":
+                        params_expr = val
+            if params is not None:
+                yield from iter_param_values(interp, state, params, params_expr, depth + 1)
+            return
+        yield value, expr
+        return
+    if isinstance(value, TupleVal):
+        item_exprs = expr.elts if isinstance(expr, (ast.List, ast.Tuple)) else None
+        for index, item in enumerate(value.items):
+            yield from iter_param_values(interp, state, item, item_exprs[index] if item_exprs else None, depth + 1)
+        return
+    yield value, expr
+
+
+# -- calls on objects and methods ------------------------------------------------------------
+
+
+def call_object(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs, call: ast.Call) -> Value:
+    obj = state.heap.get(ref.oid)
+    if obj is None:
+        return UNKNOWN
+    if obj.kind == "module":
+        return call_module(interp, state, ref, args, kwargs, call)
+    return UNKNOWN
+
+
+def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs, call: ast.Call, *, via_container: bool = False) -> Value:  # noqa: C901
+    obj = state.heap[ref.oid]
+    if obj.class_ref is not None:
+        forward = interp.find_method(obj.class_ref, "forward", state)
+        if forward is None:
+            return UNKNOWN
+        from graphlife.analysis.values import FunctionRef  # noqa: PLC0415
+
+        return interp.call_function(FunctionRef(node=forward, key=id(forward), bound_self=ref), args, kwargs, state, call)
+    key = obj.cls
+    if key == "nn.Sequential":
+        children = obj.attrs.get("__children__")
+        if not isinstance(children, TupleVal):
+            return UNKNOWN
+        value = args[0] if args else UNKNOWN
+        for child in children.items:
+            if isinstance(child, HeapRef):
+                value = call_module_site(interp, state, child, [value], call)
+            else:
+                value = UNKNOWN
+        return value
+    info = optable.lookup(key)
+    storages, _ = module_params(state, ref)
+    frozen = obj.frozen
+    param_grad = (not frozen) if frozen is not None else None
+    if not storages:
+        param_grad = False
+    inputs = list(args)
+    if info is None:
+        tensors = flatten_tensor_args(inputs, state)
+        if param_grad:
+            tensors = tensors + [TensorVal(requires_grad=True, leaf=True, storage=None)]
+        result = apply_op(interp, state, key, tensors, [None] * len(tensors), call, info=None)
+        return result if obj.extra.get("has_params") is not None or tensors else UNKNOWN
+    flat: list[Value] = []
+    for value in inputs:
+        if isinstance(value, TupleVal) and key in RNN_OUTPUTS:
+            flat.extend(value.items)
+        else:
+            flat.append(value)
+    inputs = flat
+    exprs: list[ast.expr | None] = list(call.args) + [None] * max(0, len(inputs) - len(call.args))
+    if len(inputs) < len(info.inputs) and key in RNN_OUTPUTS:
+        variant = info.variant("no_state") or info
+        use_info = variant
+    else:
+        use_info = info
+    if len(inputs) != len(use_info.inputs):
+        inputs = (inputs + [UNKNOWN] * len(use_info.inputs))[: len(use_info.inputs)]
+    if obj.inplace_site is not None and inputs and isinstance(inputs[0], TensorVal):
+        return apply_inplace(interp, state, key, inputs[0], exprs[0] if exprs else None, inputs[1:], call,
+                             construction=obj.inplace_site, info=use_info, inplace_cases=True,
+                             report_at_construction=via_container)
+    # The parameters are one more input that requires grad (unless frozen).
+    pattern = "".join(pattern_char(v) for v in inputs)
+    cases = use_info.saved_for_all(pattern)
+    param_tensor = TensorVal(requires_grad=param_grad, leaf=True, storage=None)
+    result = apply_op(interp, state, key, inputs + ([param_tensor] if param_grad is not False else []),
+                      exprs + [None], call, info=use_info if param_grad is False else None,
+                      case_override=None)
+    if param_grad is not False and isinstance(result, TensorVal) and result.grad_fn:
+        # Attach what the table says this module saves (with its parameters requiring grad).
+        node = interp.graph.nodes[next(iter(result.grad_fn))]
+        saves = []
+        if cases:
+            saved_inputs = set.intersection(*(set(c.saved) for c in cases))
+            for index in sorted(saved_inputs):
+                value = inputs[index]
+                if isinstance(value, TensorVal) and value.storage is not None:
+                    saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", interp.text(exprs[index]) if index < len(exprs) else ""))
+                    if value.inference:
+                        interp.emit("saved", SavedEvent(stmt=interp.current_stmt(), state=state, site=call, tensor=value,
+                                                        tensor_expr=exprs[index] if index < len(exprs) else None, op=key))
+            if all(c.params for c in cases):
+                saves.extend(SavedRef(s, max(state.version_of(s)), "parameter", f"parameters of {interp.text(call.func)}") for s in sorted(storages))
+            if all(c.result for c in cases) and result.storage is not None:
+                saves.append(SavedRef(result.storage, max(state.version_of(result.storage)), "result", interp.text(call)))
+            node.saves = tuple(saves)
+            node.saves_certain = all(c.saves_anything or c.params for c in cases)
+            node.op = key
+        else:
+            node.saves_certain = False
+        if param_grad is True:
+            result = replace(result, requires_grad=True, leaf=False)
+    if isinstance(result, TensorVal) and result.requires_grad is False and frozen and state.grad_enabled is not False:
+        result = replace(result, why=f"computed by `{interp.text(call.func)}`, whose parameters are all frozen (`requires_grad=False`)", why_site=call)
+    return shape_module_output(key, result)
+
+
+def call_module_site(interp, state, child: HeapRef, args, call) -> Value:
+    obj = state.heap.get(child.oid)
+    if obj is None:
+        return UNKNOWN
+    return call_module(interp, state, child, args, {}, call, via_container=True)
+
+
+def shape_module_output(key: str, result: Value) -> Value:
+    """RNN modules return tuples: ``(out, (h, c))`` for LSTM, ``(out, h)`` for GRU/RNN."""
+    kind = RNN_OUTPUTS.get(key)
+    if not isinstance(result, TensorVal) or kind is None:
+        return result
+    if kind == "lstm":
+        return TupleVal((result, TupleVal((replace(result, desc="h"), replace(result, desc="c")))))
+    if kind == "rnn":
+        return TupleVal((result, replace(result, desc="h")))
+    if kind == "lstmcell":
+        return TupleVal((result, replace(result, desc="c")))
+    return result
+
+
+def call_method(interp: "Interpreter", state: State, receiver: Value, name: str, args, kwargs, call: ast.Call) -> Value:  # noqa: C901
+    receiver_expr = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if isinstance(receiver, TensorVal):
+        return call_tensor_method(interp, state, receiver, receiver_expr, name, args, kwargs, call)
+    if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
+        obj = state.heap[receiver.oid]
+        if obj.kind == "module":
+            return call_module_method(interp, state, receiver, name, args, kwargs, call)
+        if obj.kind == "optimizer":
+            return call_optimizer_method(interp, state, receiver, name, args, kwargs, call)
+        if obj.kind == "scaler":
+            if name == "scale" and args:
+                return args[0]
+            if name == "step" and args and isinstance(args[0], HeapRef):
+                return call_optimizer_method(interp, state, args[0], "step", [], {}, call)
+            return NONE
+        if obj.kind in ("list", "dict"):
+            return call_container_method(interp, state, receiver, obj, name, args, call)
+        if obj.kind == "params":
+            return UNKNOWN
+    if isinstance(receiver, TupleVal) and name in ("index", "count"):
+        return Number(None)
+    if isinstance(receiver, Number) and name in ("backward",):
+        return UNKNOWN
+    return UNKNOWN
+
+
+def call_container_method(interp, state, ref: HeapRef, obj, name: str, args, call) -> Value:
+    if name in ("append", "add", "insert") and args:
+        value = args[-1]
+        writable = state.heap_write(ref.oid)
+        writable.elem = value if writable.elem is None else writable.elem.join(value)
+        writable.attrs.pop("__items__", None)
+        return NONE
+    if name == "extend" and args:
+        interp.list_extend(state, ref, args[0])
+        state.heap[ref.oid].attrs.pop("__items__", None)
+        return NONE
+    if name in ("pop", "get", "setdefault"):
+        return obj.elem if obj.elem is not None else UNKNOWN
+    if name in ("values",):
+        out = interp.new_object(state, "list", call)
+        state.heap[out.oid].elem = obj.elem
+        return out
+    if name in ("items",):
+        out = interp.new_object(state, "list", call)
+        state.heap[out.oid].elem = TupleVal((Number(None), obj.elem if obj.elem is not None else UNKNOWN))
+        return out
+    if name == "update" and args:
+        interp.list_extend(state, ref, args[0])
+        return NONE
+    if name in ("clear",):
+        return NONE
+    return UNKNOWN
+
+
+def call_module_method(interp, state, ref: HeapRef, name: str, args, kwargs, call) -> Value:
+    obj = state.heap[ref.oid]
+    if name in ("parameters", "named_parameters"):
+        params = interp.new_object(state, "params", call)
+        _, frozen = module_params(state, ref)
+        element = TensorVal(requires_grad=(not frozen) if frozen is not None else None, leaf=True, storage=None,
+                            is_param=True, owner=ref.oid, desc="parameter", created_with_grad=call)
+        state.heap[params.oid].elem = element if name == "parameters" else TupleVal((Number(None), element))
+        state.heap[params.oid].extra["module"] = ref
+        return params
+    if name in ("train", "eval", "to", "cuda", "cpu", "double", "float", "half", "apply", "requires_grad_", "zero_grad", "share_memory"):
+        if name == "requires_grad_":
+            flag = const_bool(args[0]) if args else True
+            state.heap_write(ref.oid).frozen = (not flag) if flag is not None else None
+            mark_children_frozen(state, ref, (not flag) if flag is not None else None)
+        if name == "zero_grad":
+            return NONE
+        return ref
+    if name == "forward":
+        return call_module(interp, state, ref, args, kwargs, call)
+    if name in ("children", "modules"):
+        out = interp.new_object(state, "list", call)
+        return out
+    if name in ("state_dict", "load_state_dict", "register_buffer", "add_module", "register_forward_hook"):
+        return UNKNOWN
+    return UNKNOWN
+
+
+def mark_children_frozen(state: State, ref: HeapRef, frozen, depth: int = 0) -> None:
+    if depth > 6:
+        return
+    obj = state.heap.get(ref.oid)
+    if obj is None:
+        return
+    for value in list(obj.attrs.values()) + ([obj.elem] if obj.elem is not None else []):
+        items = value.items if isinstance(value, TupleVal) else (value,)
+        for item in items:
+            if isinstance(item, HeapRef) and item.oid in state.heap and state.heap[item.oid].kind == "module":
+                state.heap_write(item.oid).frozen = frozen
+                mark_children_frozen(state, item, frozen, depth + 1)
+
+
+def call_optimizer_method(interp, state, ref: HeapRef, name: str, args, kwargs, call) -> Value:
+    obj = state.heap[ref.oid]
+    if name == "step":
+        interp.emit("step", StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
+        for storage in sorted(obj.opt_storages or ()):
+            state.bump(storage, interp.current_stmt())
+        return NONE
+    if name == "zero_grad":
+        return NONE
+    return UNKNOWN
+
+
+def call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call: ast.Call) -> Value:  # noqa: C901
+    if name == "backward":
+        return do_backward(interp, state, tensor, receiver_expr, kwargs, call, "backward", args=args)
+    if name in NUMBER_METHODS:
+        return Number(None)
+    if name == "detach":
+        return TensorVal(requires_grad=False, leaf=True, storage=tensor.storage, inference=tensor.inference,
+                         origin=call, desc=interp.text(call), dtype=tensor.dtype, device=tensor.device,
+                         why="cut from its graph by `.detach()`", why_site=call)
+    if name == "detach_":
+        detached = TensorVal(requires_grad=False, leaf=True, storage=tensor.storage, origin=call, desc=tensor.desc)
+        rebind(interp, state, receiver_expr, detached)
+        return detached
+    if name == "requires_grad_":
+        flag = const_bool(args[0]) if args else (const_bool(kwargs["requires_grad"]) if "requires_grad" in kwargs else True)
+        set_requires_grad(interp, state, tensor, receiver_expr, flag, "method", interp.current_stmt())
+        if tensor.leaf is True:
+            return replace(tensor, requires_grad=flag, created_with_grad=call if flag else None)
+        return tensor
+    if name == "retain_grad":
+        rebind(interp, state, receiver_expr, replace(tensor, retains_grad=True))
+        return NONE
+    if name == "clone":
+        return apply_op(interp, state, "Tensor.clone", [tensor], [receiver_expr], call)
+    if name in CONVERSIONS:
+        return convert(interp, state, tensor, receiver_expr, name, args, kwargs, call)
+    if name in ("register_hook",):
+        return UNKNOWN
+    key = f"Tensor.{name}"
+    info = optable.lookup(key)
+    if info is None:
+        if name.endswith("_") and not name.endswith("__"):
+            return apply_inplace(interp, state, key, tensor, receiver_expr, list(args), call, info=None)
+        return apply_op(interp, state, key, [tensor, *[a for a in args if isinstance(a, (TensorVal, Unknown))]], [receiver_expr], call, info=None)
+    inputs = [tensor, *args[: len(info.inputs) - 1]]
+    exprs: list[ast.expr | None] = [receiver_expr, *call.args[: len(info.inputs) - 1]]
+    for param in info.inputs[len(inputs):]:
+        if param in kwargs:
+            inputs.append(kwargs[param])
+            exprs.append(kwarg_expr(call, param))
+    if info.inplace:
+        return apply_inplace(interp, state, key, tensor, receiver_expr, inputs[1:], call, info=info if len(inputs) == len(info.inputs) else None)
+    if len(inputs) != len(info.inputs):
+        return apply_op(interp, state, key, [v for v in inputs if isinstance(v, (TensorVal, Unknown))], [None] * len(inputs), call, info=None)
+    return apply_op(interp, state, key, inputs, exprs, call, info=info)
+
+
+def convert(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call) -> Value:
+    """``.to()``/``.double()``/``.cuda()``: a new non-leaf tensor when it really converts, else the tensor itself."""
+    target_dtype = None
+    target_device = None
+    unknown_target = False
+    if name in ("double",):
+        target_dtype = "float64"
+    elif name in ("float",):
+        target_dtype = "float32"
+    elif name in ("half",):
+        target_dtype = "float16"
+    elif name == "bfloat16":
+        target_dtype = "bfloat16"
+    elif name == "cuda":
+        target_device = "cuda"
+    elif name == "cpu":
+        target_device = "cpu"
+    elif name in ("to", "type"):
+        for value in list(args) + [kwargs.get("dtype"), kwargs.get("device")]:
+            if value is None:
+                continue
+            dtype = parse_dtype(value, None)
+            if dtype is not None:
+                target_dtype = dtype
+            elif isinstance(value, Number) and isinstance(value.const, str):
+                target_device = value.const.split(":")[0]
+            elif isinstance(value, TensorVal):
+                unknown_target = True
+            else:
+                unknown_target = True
+    else:
+        unknown_target = True
+    converts: bool | None
+    if unknown_target:
+        converts = None
+    else:
+        dtype_change = target_dtype is not None and (tensor.dtype is None or tensor.dtype != target_dtype)
+        device_change = target_device is not None and (tensor.device is None or tensor.device != target_device)
+        if target_dtype is not None and tensor.dtype is None:
+            dtype_change = None
+        if target_device is not None and tensor.device is None:
+            device_change = None
+        converts = True if (dtype_change or device_change) else (None if dtype_change is None or device_change is None else False)
+    if converts is False:
+        return tensor
+    result = apply_op(interp, state, "Tensor.to", [tensor], [receiver_expr], call)
+    if isinstance(result, TensorVal):
+        leaf = tensor.leaf if not tensor.requires_grad else (False if converts else None)
+        if converts is None and tensor.requires_grad and tensor.leaf:
+            result = replace(result, leaf=None)
+        elif tensor.requires_grad:
+            result = replace(result, leaf=leaf)
+        result = replace(result, dtype=target_dtype or tensor.dtype, device=target_device or tensor.device,
+                         created_with_grad=tensor.created_with_grad, converted_from=call)
+    return result
+
+
+# -- backward ---------------------------------------------------------------------------------
+
+
+def do_backward(interp: "Interpreter", state: State, root: Value, root_expr, kwargs, call: ast.Call, kind: str, args=()) -> Value:
+    retain = kwargs.get("retain_graph")
+    create = kwargs.get("create_graph")
+    if kind == "backward" and len(args) >= 2:
+        retain = args[1]
+    retain_flag = const_bool(retain) if retain is not None else False
+    if retain is None and create is not None:
+        retain_flag = const_bool(create)
+    if isinstance(retain, NoneValue):
+        retain_flag = const_bool(create) if create is not None else False
+    roots: list[TensorVal] = []
+    certain = True
+    for tensor in tensors_in(root, state):
+        roots.append(tensor)
+    if not isinstance(root, TensorVal):
+        certain = isinstance(root, TupleVal) and all(isinstance(i, TensorVal) for i in root.items)
+    grad_fns = frozenset().union(*(t.grad_fn for t in roots)) if roots else frozenset()
+    all_certain = certain and all(t.certain for t in roots)
+    must, may = interp.graph.reach(grad_fns, all_certain)
+    stmt = interp.current_stmt()
+    interp.emit("backward", BackwardEvent(stmt=stmt, state=state, call=call, root=root, root_expr=root_expr,
+                                          retain_graph=retain_flag, kind=kind, must=must, may=may))
+    if retain_flag is False:
+        for nid in must:
+            state.freed.setdefault(nid, stmt)
+        for nid in may:
+            state.may_freed.setdefault(nid, stmt)
+    elif retain_flag is None:
+        for nid in may:
+            state.may_freed.setdefault(nid, stmt)
+    return NONE

@@ -1,0 +1,237 @@
+"""Abstract values: what the engine knows about each name at a program point.
+
+Facts that can differ between paths are three-valued: ``True``, ``False`` or
+``None`` (maybe). A tensor's graph is the set of graph nodes that may be its
+``grad_fn``; ``certain`` says the set came from a single path, so that what is
+reachable from it is reachable on every path (the basis of errors).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+Tri = Optional[bool]
+
+
+def join_tri(a: Tri, b: Tri) -> Tri:
+    return a if a == b else None
+
+
+class Value:
+    """Base of every abstract value."""
+
+    def join(self, other: "Value") -> "Value":
+        if self == other:
+            return self
+        return UNKNOWN
+
+
+@dataclass(frozen=True)
+class Unknown(Value):
+    """Nothing known (an opaque call, a parameter of a function analyzed on its own)."""
+
+    def __repr__(self) -> str:
+        return "Unknown"
+
+
+UNKNOWN = Unknown()
+
+
+@dataclass(frozen=True)
+class NoneValue(Value):
+    pass
+
+
+NONE = NoneValue()
+
+
+@dataclass(frozen=True)
+class Number(Value):
+    """A Python number or string (not a tensor): `.item()`, `float(loss)`, literals."""
+
+    const: Any = None
+
+
+@dataclass(frozen=True)
+class TensorVal(Value):
+    """A tensor: does it require grad, is it a leaf, which graph nodes, which storage."""
+
+    requires_grad: Tri = False
+    leaf: Tri = True
+    grad_fn: frozenset[int] = frozenset()
+    certain: bool = True
+    storage: int | None = None
+    inference: Tri = False
+    is_param: bool = False
+    origin: ast.AST | None = field(default=None, compare=False, hash=False)
+    desc: str = field(default="", compare=False, hash=False)
+    #: The leaf was created with ``requires_grad=True`` / is a parameter (for GL105 messages).
+    created_with_grad: ast.AST | None = field(default=None, compare=False, hash=False)
+    retains_grad: bool = False
+    dtype: str | None = None
+    device: str | None = None
+    #: Parameters handed out by ``module.parameters()``: the module's heap id.
+    owner: int | None = None
+    #: Reached through ``.data``: in-place changes do not bump the version counter.
+    via_data: bool = False
+    #: The ``.to()``/``.double()`` call that made this non-leaf out of a leaf.
+    converted_from: ast.AST | None = field(default=None, compare=False, hash=False)
+    #: Why it has no graph (for GL104 messages): "computed under torch.no_grad()", ...
+    why: str = field(default="", compare=False, hash=False)
+    why_site: ast.AST | None = field(default=None, compare=False, hash=False)
+
+    def join(self, other: Value) -> Value:
+        if self == other:
+            return self
+        if isinstance(other, TensorVal):
+            return TensorVal(
+                requires_grad=join_tri(self.requires_grad, other.requires_grad),
+                leaf=join_tri(self.leaf, other.leaf),
+                grad_fn=self.grad_fn | other.grad_fn,
+                certain=False,
+                storage=self.storage if self.storage == other.storage else None,
+                inference=join_tri(self.inference, other.inference),
+                is_param=self.is_param and other.is_param,
+                origin=self.origin,
+                desc=self.desc or other.desc,
+                retains_grad=self.retains_grad and other.retains_grad,
+                dtype=self.dtype if self.dtype == other.dtype else None,
+                device=self.device if self.device == other.device else None,
+                owner=self.owner if self.owner == other.owner else None,
+                via_data=self.via_data and other.via_data,
+            )
+        if isinstance(other, (NoneValue, Unknown)):
+            return replace(self, certain=False, requires_grad=None if self.requires_grad else self.requires_grad)
+        return UNKNOWN
+
+
+@dataclass(frozen=True)
+class TupleVal(Value):
+    """A tuple or list literal whose items are known (``(h, c)``, an RNN's output)."""
+
+    items: tuple[Value, ...]
+
+    def join(self, other: Value) -> Value:
+        if self == other:
+            return self
+        if isinstance(other, TupleVal) and len(other.items) == len(self.items):
+            return TupleVal(tuple(a.join(b) for a, b in zip(self.items, other.items)))
+        if isinstance(other, (NoneValue, Unknown)):
+            return TupleVal(tuple(item.join(UNKNOWN) for item in self.items))
+        return UNKNOWN
+
+
+@dataclass(frozen=True)
+class HeapRef(Value):
+    """A reference to a mutable object kept in the state's heap (module, optimizer, list, dict, instance)."""
+
+    oid: int
+
+    def join(self, other: Value) -> Value:
+        return self if self == other else UNKNOWN
+
+
+@dataclass(frozen=True)
+class QualName(Value):
+    """A name resolved through imports: ``torch``, ``torch.nn.functional.relu``, ``torch.optim.SGD``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class FunctionRef(Value):
+    """A function or method defined in the analyzed file (called by inlining its body)."""
+
+    node: ast.AST = field(compare=False, hash=False)
+    key: int = 0  # id(node), for equality
+    bound_self: Value | None = None
+
+
+@dataclass(frozen=True)
+class ClassRef(Value):
+    """A class defined in the analyzed file."""
+
+    node: ast.ClassDef = field(compare=False, hash=False)
+    key: int = 0
+    is_module: bool = False  # subclasses torch.nn.Module
+    is_autograd_function: bool = False
+
+
+@dataclass(frozen=True)
+class ContextVal(Value):
+    """A grad-mode context manager: ``no_grad``, ``enable_grad``, ``inference_mode``, ``set_grad_enabled``."""
+
+    kind: str  # "no_grad" | "enable_grad" | "inference_mode" | "set_grad_enabled"
+    enabled: Tri = None
+
+
+@dataclass(frozen=True)
+class BoundMethod(Value):
+    """``obj.method`` not yet called: the receiver and the method name."""
+
+    receiver: Value
+    name: str
+
+
+def join_values(a: Value | None, b: Value | None) -> Value:
+    """Join two possibly-missing values (a name bound on one path only)."""
+    if a is None and b is None:
+        return UNKNOWN
+    if a is None:
+        return b.join(UNKNOWN) if isinstance(b, (TensorVal, TupleVal)) else b
+    if b is None:
+        return a.join(UNKNOWN) if isinstance(a, (TensorVal, TupleVal)) else a
+    return a.join(b)
+
+
+# -- heap objects --------------------------------------------------------------------
+
+
+@dataclass
+class HeapObject:
+    """A mutable object: its kind and attributes. Copied on write by the state."""
+
+    kind: str  # "module" | "optimizer" | "list" | "dict" | "object" | "params" | "scaler"
+    attrs: dict[str, Value] = field(default_factory=dict)
+    #: For modules: the torch class (``nn.Linear``) or the local class name.
+    cls: str = ""
+    class_ref: ClassRef | None = None
+    #: For modules: storage ids of the parameters they own directly.
+    param_storages: frozenset[int] = frozenset()
+    #: For optimizers: storage ids of the parameters they update; None when unknown.
+    opt_storages: frozenset[int] | None = None
+    #: For modules built with an in-place flag (nn.ReLU(inplace=True)): where.
+    inplace_site: ast.AST | None = None
+    #: For lists: the join of every element ever stored (a summary).
+    elem: Value | None = None
+    site: ast.AST | None = None
+    frozen: Tri = False  # requires_grad_(False) on every parameter
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def copy(self) -> "HeapObject":
+        return HeapObject(
+            kind=self.kind,
+            attrs=dict(self.attrs),
+            cls=self.cls,
+            class_ref=self.class_ref,
+            param_storages=self.param_storages,
+            opt_storages=self.opt_storages,
+            inplace_site=self.inplace_site,
+            elem=self.elem,
+            site=self.site,
+            frozen=self.frozen,
+            extra=dict(self.extra),
+        )
+
+    def join(self, other: "HeapObject") -> "HeapObject":
+        joined = self.copy()
+        for key in set(self.attrs) | set(other.attrs):
+            joined.attrs[key] = join_values(self.attrs.get(key), other.attrs.get(key))
+        if self.elem is not None or other.elem is not None:
+            joined.elem = join_values(self.elem, other.elem)
+        joined.frozen = join_tri(self.frozen, other.frozen)
+        if self.opt_storages != other.opt_storages:
+            joined.opt_storages = None if self.opt_storages is None or other.opt_storages is None else self.opt_storages | other.opt_storages
+        return joined

@@ -1,0 +1,243 @@
+"""A backward reaches graph nodes that an earlier backward already freed.
+
+## What it does
+Follows every backward (`loss.backward()`, `torch.autograd.backward`,
+`torch.autograd.grad`, `scaler.scale(loss).backward()`) through the graph it
+reaches and checks whether an earlier backward without `retain_graph=True`
+already consumed a node on the way that saves tensors. It sees the shapes that
+span loops and functions: the same loss twice, two losses sharing an encoder,
+the GAN discriminator step on an undetached `fake`, and state (an RNN hidden
+state, a running tensor, `self.h`) carried from one iteration into the next.
+
+## Why is this bad?
+A backward frees the tensors each node saved for it, unless asked to keep them.
+A second backward through the same nodes has nothing to compute with, so torch
+stops the program - often after minutes of data loading. With carried state it
+happens on the second batch, because the state still points into the graph of
+the first one.
+
+## What torch says
+`RuntimeError: Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.`
+
+## Example
+```python
+hidden = None
+for x, y in batches:
+    out, hidden = lstm(x, hidden)
+    loss = criterion(out, y)
+    loss.backward()          # second batch: reaches the first batch's graph
+```
+
+## Use instead
+```python
+hidden = None
+for x, y in batches:
+    if hidden is not None:
+        hidden = tuple(t.detach() for t in hidden)
+    out, hidden = lstm(x, hidden)
+    loss = criterion(out, y)
+    loss.backward()
+```
+In the GAN step, give the discriminator `fake.detach()`; when two losses share
+a graph, add them and call one backward. `retain_graph=True` on the earlier
+backward also works, but keeps every saved tensor alive until the last one.
+
+## Fixture line
+The backward call that raises (the second backward).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.analysis.events import BackwardEvent, EventContext
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL101",
+    name="backward-through-freed-graph",
+    severity=Severity.ERROR,
+    doc=RuleDoc(__doc__),
+    torch_message="Trying to backward through the graph a second time",
+)
+
+
+def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+    graph = ctx.graph
+    state = event.state
+    certain = [n for n in sorted(event.must) if n in state.freed and graph.nodes[n].saves_certain]
+    severity = Severity.ERROR
+    candidates = certain
+    if not candidates:
+        candidates = [
+            n for n in sorted(event.may)
+            if (n in state.freed or n in state.may_freed) and graph.nodes[n].saves_certain
+        ]
+        severity = Severity.WARNING
+    if not candidates:
+        return
+    node = graph.nodes[candidates[-1]]
+    freeing = state.freed.get(node.nid) or state.may_freed.get(node.nid)
+    root = ctx.text(event.root_expr) or "the tensor"
+    built_line = node.site.lineno
+    freed_line = freeing.lineno if freeing is not None else None
+    carried = ctx.carried_names(set(candidates), state) if node.iteration and ctx.current_loop() is not None else []
+    carried = [c for c in carried if c[0] != (root if isinstance(event.root_expr, ast.Name) else None)]
+    stmt = event.stmt
+    outer = ctx.outer_stmt()
+    if outer is not None and outer is not stmt and _root_from_caller(event, ctx):
+        stmt = outer
+    maybe = "" if severity is Severity.ERROR else " on some paths"
+    if carried:
+        name, loop = carried[0]
+        message = (
+            f"`{root}` reaches the graph built at line {built_line} (`{node.line_desc}`) in an earlier iteration, "
+            f"carried into this one by `{name}`; the backward at line {freed_line} already freed it{maybe}. "
+            f"Detach `{name}` at the top of the loop (line {loop.lineno})."
+        )
+    else:
+        message = (
+            f"`{root}` backpropagates through the graph built at line {built_line} (`{node.line_desc}`), "
+            f"which the backward at line {freed_line} already freed{maybe}."
+        )
+    related = [Related(ctx.span(node.site), f"graph built here (`{node.line_desc}`)")]
+    if freeing is not None:
+        related.append(Related(ctx.span(freeing), "this backward freed it"))
+    fixes = _fixes(event, ctx, node, freeing, carried, state, stmt)
+    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)
+
+
+def _root_from_caller(event: BackwardEvent, ctx: EventContext) -> bool:
+    """Inside an inlined helper whose backward root came in as an argument: blame the call site."""
+    return bool(ctx.interpreter.call_stack)
+
+
+def _fixes(event, ctx, node, freeing, carried, state, stmt) -> list[FixRecipe]:
+    fixes: list[FixRecipe] = []
+    interp = ctx.interpreter
+    if carried:
+        name, loop = carried[0]
+        value = _lookup(interp, name, state)
+        from graphlife.analysis.values import TupleVal  # noqa: PLC0415
+
+        is_tuple = isinstance(value, TupleVal)
+        entry_value = _entry_value(interp, name)
+        maybe_none = entry_value is None or type(entry_value).__name__ in ("NoneValue",) or _may_be_none(entry_value)
+        fixes.append(FixRecipe(
+            "detach_carried_state", f"Detach `{name}` at the top of each iteration",
+            {"target": name, "loop": ctx.span(loop), "is_tuple": is_tuple, "maybe_none": maybe_none},
+        ))
+    else:
+        detach = _gan_detach_site(event, ctx, node, freeing)
+        if detach is not None:
+            fixes.append(FixRecipe("detach_expression", f"Use `{ctx.text(detach)}.detach()` in the earlier step",
+                                   {"expr": ctx.span(detach)}))
+    if freeing is not None and isinstance(freeing, ast.stmt) and _adjacent(interp, freeing, event.stmt):
+        first_root = _backward_root_text(ctx, freeing)
+        second_root = ctx.text(event.root_expr)
+        if first_root and second_root:
+            fixes.append(FixRecipe(
+                "merge_backwards", f"Call one backward on `{first_root} + {second_root}`",
+                {"first": ctx.span(freeing), "second": ctx.span(event.stmt), "first_root": first_root, "second_root": second_root},
+            ))
+    if freeing is not None and isinstance(freeing, ast.stmt):
+        call = _backward_call(freeing)
+        if call is not None:
+            fixes.append(FixRecipe("retain_graph", "Keep the graph with `retain_graph=True` (keeps its memory alive)",
+                                   {"call": ctx.span(call)}))
+    return fixes
+
+
+def _lookup(interp, name: str, state):
+    parts = name.split(".")
+    value = state.env.get(parts[0])
+    for attr in parts[1:]:
+        from graphlife.analysis.values import HeapRef  # noqa: PLC0415
+
+        if isinstance(value, HeapRef) and value.oid in state.heap:
+            value = state.heap[value.oid].attrs.get(attr)
+        else:
+            return None
+    return value
+
+
+def _entry_value(interp, name: str):
+    """The value the carried name had before the loop started."""
+    for loop, _entry in interp.loop_entry_envs[-1:]:
+        parent_state = None
+        for stmt_loop, state in interp.loop_entry_envs:
+            if stmt_loop is loop:
+                parent_state = state
+        if parent_state is not None:
+            return _lookup(interp, name, parent_state)
+    return None
+
+
+def _may_be_none(value) -> bool:
+    from graphlife.analysis.values import TensorVal, TupleVal  # noqa: PLC0415
+
+    if isinstance(value, (TensorVal, TupleVal)):
+        return not (value.certain if isinstance(value, TensorVal) else True)
+    return True
+
+
+def _backward_call(stmt: ast.stmt) -> ast.Call | None:
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
+            return node
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("grad",) and ast.unparse(node.func).endswith("autograd.grad"):
+            return node
+    return None
+
+
+def _backward_root_text(ctx, stmt: ast.stmt) -> str:
+    call = _backward_call(stmt)
+    if call is not None and isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and not call.args:
+        return ctx.text(call.func.value)
+    return ""
+
+
+def _adjacent(interp, first: ast.stmt, second: ast.stmt) -> bool:
+    parent = interp.parents.get(id(first))
+    if parent is None or interp.parents.get(id(second)) is not parent:
+        return False
+    for field_name in ("body", "orelse", "finalbody"):
+        body = getattr(parent, field_name, None)
+        if isinstance(body, list) and first in body and second in body:
+            return body.index(second) == body.index(first) + 1 and isinstance(first, ast.Expr) and isinstance(second, ast.Expr)
+    return False
+
+
+def _gan_detach_site(event, ctx, node, freeing) -> ast.expr | None:
+    """The GAN shape: a name whose graph was freed, used in the statements before the freeing backward."""
+    if freeing is None:
+        return None
+    interp = ctx.interpreter
+    state = event.state
+    from graphlife.analysis.values import TensorVal  # noqa: PLC0415
+
+    for name, value in state.env.items():
+        if not isinstance(value, TensorVal) or node.nid not in _closure(ctx, value.grad_fn):
+            continue
+        if node.nid not in value.grad_fn and not any(n in state.freed for n in value.grad_fn):
+            continue
+        # the first load of `name` after its definition and up to the freeing backward, as a call argument
+        for candidate in ast.walk(interp.tree):
+            if (
+                isinstance(candidate, ast.Call)
+                and getattr(candidate, "lineno", 0) <= freeing.lineno
+                and getattr(candidate, "lineno", 0) > getattr(value.origin, "lineno", 0)
+            ):
+                for arg in candidate.args:
+                    if isinstance(arg, ast.Name) and arg.id == name:
+                        return arg
+    return None
+
+
+def _closure(ctx, roots) -> set[int]:
+    _, may = ctx.graph.reach(frozenset(roots), False)
+    return may
+
+
+RULE.hooks = {"backward": on_backward}

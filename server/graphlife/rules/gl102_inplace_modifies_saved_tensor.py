@@ -1,0 +1,115 @@
+"""An in-place change hits a tensor that a graph saved for a backward still to come.
+
+## What it does
+Every graph node remembers the tensors it saved for backward and the version
+each had then (from a table measured on the installed torch: `sigmoid` saves its
+result, `mul` saves the other operand, `Linear` saves its input but not its
+output). When a backward reaches a node whose saved tensor was changed in place
+since - `x += y`, `x.add_()`, `x[i] = v`, `out=`, `torch.relu_(x)`,
+`F.relu(x, inplace=True)`, an `nn.ReLU(inplace=True)` module, or an
+`optimizer.step()` that updates parameters a pending graph saved - the in-place
+statement is reported. Changes through a view count, because views share their
+base's version counter.
+
+## Why is this bad?
+The saved value is what backward needs to compute the gradient. After an
+in-place change it is gone, so torch refuses to compute a wrong gradient and
+raises in backward, far from the line that caused it.
+
+## What torch says
+`RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [8, 4]], which is output 0 of SigmoidBackward0, is at version 1; expected version 0 instead.`
+
+## Example
+```python
+h = torch.sigmoid(self.fc(x))
+h.relu_()                  # sigmoid saved h for its backward
+loss = h.sum()
+loss.backward()
+```
+
+## Use instead
+```python
+h = torch.sigmoid(self.fc(x))
+h = h.relu()
+```
+Not every in-place op is a bug: `y = x * 2; y += 1` runs (multiplying by a
+Python number saves nothing), and so does `Linear` followed by
+`ReLU(inplace=True)` (`addmm` does not save its output).
+
+## Fixture line
+The statement that performs the in-place change (for an in-place module inside
+`nn.Sequential`, its construction; for `optimizer.step()`, the step).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.analysis.events import BackwardEvent, EventContext
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL102",
+    name="inplace-modifies-saved-tensor",
+    severity=Severity.ERROR,
+    doc=RuleDoc(__doc__),
+    torch_message="one of the variables needed for gradient computation has been modified by an inplace operation",
+)
+
+
+def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+    state = event.state
+    graph = ctx.graph
+    for nid in sorted(event.must):
+        if nid in state.freed or nid in state.may_freed:
+            continue  # GL101's business: the saved tensors are gone anyway
+        node = graph.nodes[nid]
+        for saved in node.saves:
+            versions = state.version_of(saved.storage)
+            if saved.version in versions:
+                continue
+            bump_site = next((site for version, site in state.bumps.get(saved.storage, ()) if version > saved.version), None)
+            if bump_site is None:
+                continue
+            _report(ctx, event, node, saved, bump_site)
+            return
+
+
+def _report(ctx: EventContext, event: BackwardEvent, node, saved, bump_site: ast.AST) -> None:
+    what = {
+        "result": f"the output of `{node.line_desc}`",
+        "input": f"`{saved.desc}`" if saved.desc else "an input",
+        "parameter": saved.desc or "the parameters",
+    }[saved.what]
+    if saved.what == "input" and saved.desc:
+        what += f" (an input of `{node.line_desc}`)"
+    is_step = isinstance(bump_site, ast.stmt) and "step(" in ctx.text(bump_site)
+    change = "updates them in place" if is_step else "changes it in place"
+    message = (
+        f"`{ctx.text(bump_site)}` {change}, but {what} was saved at line {node.site.lineno} for the backward "
+        f"at line {event.stmt.lineno}, which will raise."
+    )
+    if is_step:
+        message += " The graph still to be backpropagated was built before this step (carried state?): detach it or finish its backward first."
+    related = [
+        Related(ctx.span(node.site), f"saved here by `{node.op}`"),
+        Related(ctx.span(event.stmt), "this backward needs the saved value"),
+    ]
+    fixes = []
+    if not is_step:
+        params = {"stmt": ctx.span(bump_site)}
+        construction = _construction_of(ctx, bump_site)
+        if construction is not None:
+            params["construction"] = ctx.span(construction)
+        fixes.append(FixRecipe("out_of_place", "Use the out-of-place form", params))
+    ctx.interpreter.reporter.report(RULE, ctx.span(bump_site), message, related=related, fixes=fixes)
+
+
+def _construction_of(ctx, site: ast.AST) -> ast.AST | None:
+    if isinstance(site, ast.Call) and any(kw.arg == "inplace" for kw in site.keywords):
+        return site
+    return None
+
+
+RULE.hooks = {"backward": on_backward}

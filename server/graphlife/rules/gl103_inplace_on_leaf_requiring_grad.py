@@ -1,0 +1,69 @@
+"""An in-place change of a leaf tensor that requires grad, with gradients enabled.
+
+## What it does
+Reports in-place operations (`w -= lr * w.grad`, `p.add_(...)`, `p.zero_()`,
+`p.clamp_()`, `w[0] = 0`) on a leaf that requires grad - a parameter or a tensor
+created with `requires_grad=True` - while gradient recording is on. Updates
+inside `with torch.no_grad():`, `torch.inference_mode()`, a
+`@torch.no_grad()` function, or through `.data` are fine.
+
+## Why is this bad?
+Autograd cannot record an in-place change of a leaf it accumulates gradients
+into, so torch raises at the update. Manual SGD loops hit this first.
+
+## What torch says
+`RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.`
+
+## Example
+```python
+for p in model.parameters():
+    p -= lr * p.grad
+```
+
+## Use instead
+```python
+with torch.no_grad():
+    for p in model.parameters():
+        p -= lr * p.grad
+```
+
+## Fixture line
+The in-place statement on the leaf.
+"""
+
+from __future__ import annotations
+
+from graphlife.analysis.events import EventContext, InplaceEvent
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL103",
+    name="inplace-on-leaf-requiring-grad",
+    severity=Severity.ERROR,
+    doc=RuleDoc(__doc__),
+    torch_message="a leaf Variable that requires grad is being used in an in-place operation.",
+)
+
+
+def on_inplace(event: InplaceEvent, ctx: EventContext) -> None:
+    target = event.target
+    if event.via_data or getattr(target, "leaf", None) is not True or getattr(target, "requires_grad", None) is not True:
+        return
+    if event.state.grad_enabled is not True:
+        return
+    name = ctx.text(event.target_expr) or "the tensor"
+    kind = "a parameter" if target.is_param else "a leaf created with `requires_grad=True`"
+    message = (
+        f"`{name}` is {kind}, and `{ctx.text(event.stmt)}` changes it in place while gradients are recorded; "
+        "torch raises here. Do the update under `with torch.no_grad():`."
+    )
+    related = []
+    if target.created_with_grad is not None:
+        related.append(Related(ctx.span(target.created_with_grad), f"`{name}` requires grad from here"))
+    stmt = event.stmt
+    fixes = [FixRecipe("wrap_no_grad", "Wrap the update in `with torch.no_grad():`", {"stmt": ctx.span(stmt)})]
+    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)
+
+
+RULE.hooks = {"inplace": on_inplace}

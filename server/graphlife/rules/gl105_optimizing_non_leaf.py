@@ -1,0 +1,101 @@
+"""A tensor that is not a leaf is handed to an optimizer.
+
+## What it does
+Reports optimizer constructions (`torch.optim.SGD([...])`, param-group dicts)
+that receive a tensor made *from* a leaf rather than the leaf itself:
+`torch.randn(..., requires_grad=True) * 0.01`, `.double()`, `.cuda()`, or a
+`.to(...)` that really converts (`.to("cpu")` of a CPU tensor returns the leaf
+itself, so it is fine). Error when the conversion is certain, warning when it
+depends on the device or dtype at run time.
+
+## Why is this bad?
+Only leaves accumulate `.grad`. The optimizer would update a tensor whose
+gradient is always `None`, so torch refuses at construction.
+
+## What torch says
+`ValueError: can't optimize a non-leaf Tensor`
+
+## Example
+```python
+w = torch.randn(10, 5, requires_grad=True) * 0.01
+opt = torch.optim.SGD([w], lr=0.1)
+```
+
+## Use instead
+```python
+w = (torch.randn(10, 5) * 0.01).requires_grad_()
+opt = torch.optim.SGD([w], lr=0.1)
+```
+or create it with `device=`/`dtype=` and `requires_grad=True` in one call, or
+wrap it in `nn.Parameter`.
+
+## Fixture line
+The optimizer construction.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.analysis.events import EventContext, OptimizerEvent
+from graphlife.analysis.values import TensorVal
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL105",
+    name="optimizing-non-leaf",
+    severity=Severity.ERROR,
+    doc=RuleDoc(__doc__),
+    torch_message="can't optimize a non-leaf Tensor",
+)
+
+
+def on_optimizer_created(event: OptimizerEvent, ctx: EventContext) -> None:
+    for value, expr in event.params:
+        if not isinstance(value, TensorVal) or value.requires_grad is not True:
+            continue
+        if value.leaf is False:
+            severity = Severity.ERROR
+        elif value.leaf is None and value.converted_from is not None:
+            severity = Severity.WARNING
+        else:
+            continue
+        name = ctx.text(expr) or ctx.text(value.origin) or "a tensor"
+        made_by = ctx.text(value.converted_from or value.origin)
+        line = getattr(value.converted_from or value.origin, "lineno", None)
+        message = (
+            f"`{name}` is not a leaf: `{made_by}` (line {line}) made a new tensor from the one that requires grad, "
+            "so it never gets a `.grad`; the optimizer raises here."
+        )
+        if severity is Severity.WARNING:
+            message = (
+                f"`{name}` may not be a leaf: `{made_by}` (line {line}) makes a new tensor when it really converts "
+                "(another device or dtype); the optimizer then raises `can't optimize a non-leaf Tensor`."
+            )
+        related = []
+        if value.created_with_grad is not None:
+            related.append(Related(ctx.span(value.created_with_grad), "the leaf that requires grad"))
+        fixes = []
+        origin = value.converted_from or value.origin
+        assign = _assignment_of(ctx, value.origin)
+        if assign is not None:
+            fixes.append(FixRecipe("leaf_after_conversion", "Apply `.requires_grad_()` after the conversion",
+                                   {"expr": ctx.span(assign.value), "assign": ctx.span(assign)}))
+        elif origin is not None and expr is not None and ctx.text(expr) == ctx.text(value.origin):
+            fixes.append(FixRecipe("leaf_after_conversion", "Apply `.requires_grad_()` after the conversion",
+                                   {"expr": ctx.span(expr)}))
+        ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, severity=severity, related=related, fixes=fixes)
+
+
+def _assignment_of(ctx, origin) -> ast.Assign | None:
+    """The `name = <origin>` statement whose whole value is the expression that made the non-leaf."""
+    if origin is None:
+        return None
+    parent = ctx.interpreter.parents.get(id(origin))
+    if isinstance(parent, ast.Assign) and parent.value is origin and len(parent.targets) == 1:
+        return parent
+    return None
+
+
+RULE.hooks = {"optimizer_created": on_optimizer_created}

@@ -1,0 +1,106 @@
+"""A tensor created under `torch.inference_mode()` is saved for backward, or changed in place outside it.
+
+## What it does
+Tracks tensors made inside `torch.inference_mode()` (caches, embedding tables,
+targets, normalization statistics). Reports the op that would save one for
+backward (into `Linear`, multiplied by a tensor that requires grad), and
+in-place updates of one outside inference mode.
+
+## Why is this bad?
+Inference tensors carry no version counter, so autograd cannot check them
+later; torch refuses to save them for backward and refuses in-place updates
+outside inference mode.
+
+## What torch says
+`RuntimeError: Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.`
+or `RuntimeError: Inplace update to inference tensor outside InferenceMode is not allowed.`
+
+## Example
+```python
+with torch.inference_mode():
+    stats = encoder(reference_batch)
+out = head(stats)          # Linear saves its input for the weight gradient
+```
+
+## Use instead
+```python
+with torch.no_grad():
+    stats = encoder(reference_batch)
+out = head(stats)
+```
+or `head(stats.clone())` outside inference mode.
+
+## Fixture line
+The statement whose op saves the inference tensor, or the in-place update.
+"""
+
+from __future__ import annotations
+
+from graphlife.analysis.events import EventContext, InplaceEvent, SavedEvent
+from graphlife.analysis.values import TensorVal
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL106",
+    name="inference-tensor-in-autograd",
+    severity=Severity.ERROR,
+    doc=RuleDoc(__doc__),
+    torch_message="Inference tensors cannot be saved for backward",
+)
+
+
+def on_saved(event: SavedEvent, ctx: EventContext) -> None:
+    tensor = event.tensor
+    if not isinstance(tensor, TensorVal) or tensor.inference is not True or event.state.inference_mode is not False:
+        return
+    name = ctx.text(event.tensor_expr) or tensor.desc or "a tensor"
+    message = (
+        f"`{name}` was created under `torch.inference_mode()`, and `{ctx.text(event.site)}` saves it for backward; "
+        "torch raises here. Create it under `torch.no_grad()` instead, or pass a `.clone()`."
+    )
+    _report(ctx, event, tensor, message)
+
+
+def on_inplace(event: InplaceEvent, ctx: EventContext) -> None:
+    tensor = event.target
+    if not isinstance(tensor, TensorVal) or tensor.inference is not True or event.state.inference_mode is not False:
+        return
+    name = ctx.text(event.target_expr) or "the tensor"
+    message = (
+        f"`{name}` was created under `torch.inference_mode()`; `{ctx.text(event.stmt)}` updates it in place outside "
+        "inference mode, which torch forbids. Create it under `torch.no_grad()` instead."
+    )
+    _report(ctx, event, tensor, message)
+
+
+def _report(ctx, event, tensor: TensorVal, message: str) -> None:
+    related = []
+    fixes = []
+    if tensor.origin is not None:
+        related.append(Related(ctx.span(tensor.origin), "created in inference mode here"))
+        with_item = _inference_mode_item(ctx, tensor.origin)
+        if with_item is not None:
+            fixes.append(FixRecipe("inference_mode_to_no_grad", "Use `torch.no_grad()` instead of `torch.inference_mode()`",
+                                   {"item": ctx.span(with_item)}))
+    expr = getattr(event, "tensor_expr", None)
+    if expr is not None:
+        fixes.append(FixRecipe("clone_tensor", f"Use `{ctx.text(expr)}.clone()` here", {"expr": ctx.span(expr)}))
+    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+
+
+def _inference_mode_item(ctx, node):
+    import ast  # noqa: PLC0415
+
+    parents = ctx.interpreter.parents
+    current = node
+    while id(current) in parents:
+        current = parents[id(current)]
+        if isinstance(current, ast.With):
+            for item in current.items:
+                if "inference_mode" in ctx.text(item.context_expr):
+                    return item.context_expr
+    return None
+
+
+RULE.hooks = {"saved": on_saved, "inplace": on_inplace}

@@ -1,0 +1,72 @@
+"""`requires_grad` is set on a tensor computed from one that requires grad.
+
+## What it does
+Reports `y.requires_grad = ...` (any value) and `y.requires_grad_(False)` when
+`y` is not a leaf: it was computed from a tensor that requires grad (the
+adversarial-example shape `x_adv = x + delta; x_adv.requires_grad = True`).
+`y.requires_grad_()` on such a tensor runs (it already requires grad), and so
+does setting the flag on leaves, parameters, or tensors computed under
+`no_grad`.
+
+## Why is this bad?
+A computed tensor's `requires_grad` follows from its graph; only leaves have a
+flag of their own. Torch raises at the assignment.
+
+## What torch says
+`RuntimeError: you can only change requires_grad flags of leaf variables.`
+
+## Example
+```python
+x_adv = x + delta
+x_adv.requires_grad = True
+```
+
+## Use instead
+```python
+x_adv = (x + delta).detach().requires_grad_()
+```
+(`y = y.detach()` when the intent was to stop gradients.)
+
+## Fixture line
+The `.requires_grad = ...` assignment or `.requires_grad_(False)` call.
+"""
+
+from __future__ import annotations
+
+from graphlife.analysis.events import EventContext, RequiresGradEvent
+from graphlife.analysis.values import TensorVal
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL107",
+    name="requires-grad-flag-on-non-leaf",
+    severity=Severity.ERROR,
+    doc=RuleDoc(__doc__),
+    torch_message="you can only change requires_grad flags of leaf variables.",
+)
+
+
+def on_requires_grad_set(event: RequiresGradEvent, ctx: EventContext) -> None:
+    target = event.target
+    if not isinstance(target, TensorVal) or target.leaf is not False or target.requires_grad is not True:
+        return
+    if event.form == "method" and event.flag is not False:
+        return  # requires_grad_() / (True) on a non-leaf that already requires grad runs
+    name = ctx.text(event.target_expr) or "the tensor"
+    message = (
+        f"`{name}` is not a leaf: it was computed by `{target.desc or ctx.text(target.origin)}`"
+        f"{f' (line {target.origin.lineno})' if target.origin is not None and hasattr(target.origin, 'lineno') else ''} "
+        "from a tensor that requires grad, so its `requires_grad` flag cannot be changed; torch raises here."
+    )
+    related = [Related(ctx.span(target.origin), "computed here")] if target.origin is not None else []
+    flag = True if event.flag is None else bool(event.flag)
+    fixes = [FixRecipe(
+        "detach_requires_grad",
+        f"`{name} = {name}.detach()" + (".requires_grad_()`" if flag else "`"),
+        {"stmt": ctx.span(event.stmt), "target": name, "flag": flag},
+    )]
+    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+
+
+RULE.hooks = {"requires_grad_set": on_requires_grad_set}
