@@ -439,3 +439,43 @@ def ctx_attributes_used(fn: FunctionClass) -> set[str]:
             if attr:
                 used.add(attr)
     return used
+
+
+def enclosing_statements(tree: ast.AST) -> dict[int, ast.stmt]:
+    """``id(node)`` -> the innermost statement that holds it, for every expression node."""
+    result: dict[int, ast.stmt] = {}
+    stack: list[tuple[ast.AST, ast.stmt | None]] = [(tree, None)]
+    while stack:
+        node, stmt = stack.pop()
+        current = node if isinstance(node, ast.stmt) else stmt
+        if current is not None and not isinstance(node, ast.stmt):
+            result[id(node)] = current
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, current))
+    return result
+
+
+def report_span(ctx: ModuleContext, node: ast.AST, stmt: ast.stmt | None) -> Span:
+    """The node's span when it starts its statement's first line, else the statement's (markers sit there)."""
+    if stmt is None or getattr(node, "lineno", None) == stmt.lineno:
+        return ctx.span(node)
+    return ctx.span(stmt)
+
+
+def scopes(tree: ast.Module) -> Iterator[tuple[ast.AST, list[ast.stmt]]]:
+    """The module and every function: ``(node, body)``."""
+    yield tree, tree.body
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node, node.body
+
+
+def scope_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of a scope's body, not descending into nested functions, lambdas or classes."""
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))

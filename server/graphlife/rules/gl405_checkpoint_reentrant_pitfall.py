@@ -1,0 +1,213 @@
+"""`torch.utils.checkpoint.checkpoint` without `use_reentrant=`, or reentrant with no input that requires grad.
+
+## What it does
+Flags calls of `torch.utils.checkpoint.checkpoint` and `checkpoint_sequential`
+(however imported) that do not pass `use_reentrant` (information), and calls
+that use the reentrant variant (explicitly or by default) when no input of the
+checkpointed block can require grad: every input is a fresh tensor made without
+`requires_grad=True`, a `.detach()`ed tensor, a non-tensor, or a local name bound
+only to those (warning).
+
+## Why is this bad?
+torch 2.13 still defaults to the reentrant variant, warns on every call without
+`use_reentrant`, and announces that omitting it will raise. The reentrant
+variant only records gradients when an input tensor requires grad: a block
+checkpointed on the raw input batch gets no gradients at all for its own
+parameters (silently, when a later layer still gives the loss a graph; with
+`element 0 of tensors does not require grad` when nothing else does).
+
+## What torch says
+`UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. ...`
+and, for the reentrant variant without inputs that require grad,
+`UserWarning: None of the inputs have requires_grad=True. Gradients will be None`
+
+## Example
+```python
+def forward(self, x):
+    h = checkpoint(self.block, x)
+    return self.head(h)
+```
+
+## Use instead
+```python
+def forward(self, x):
+    h = checkpoint(self.block, x, use_reentrant=False)
+    return self.head(h)
+```
+
+## Fixture line
+The statement with the `checkpoint(...)` call carries `# expect: GL405`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.findings import FixRecipe, Severity, Span
+from graphlife.rules.autograd_function import (
+    CHECKPOINT_FUNCTIONS,
+    CHECKPOINT_SEQUENTIAL,
+    Aliases,
+    enclosing_statements,
+    is_non_tensor_literal,
+    report_span,
+    scope_nodes,
+    scopes,
+)
+from graphlife.rules.base import ModuleContext, Rule, RuleDoc
+
+RULE = Rule(
+    code="GL405",
+    name="checkpoint-reentrant-pitfall",
+    severity=Severity.INFORMATION,
+    doc=RuleDoc(__doc__),
+    torch_message="torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly",
+)
+
+_FACTORIES = frozenset(
+    "randn rand zeros ones empty full arange linspace logspace tensor randint randperm randn_like rand_like "
+    "zeros_like ones_like empty_like full_like as_tensor from_numpy eye".split()
+)
+#: Methods that keep "does not require grad" (or make it so: detach).
+_KEEPS_NO_GRAD = frozenset(
+    "to float double half bfloat16 cpu cuda contiguous view reshape clone unsqueeze squeeze permute transpose "
+    "flatten expand repeat t long int bool".split()
+)
+
+
+class _NoGrad:
+    """Which expressions of one scope certainly do not require grad."""
+
+    def __init__(self, body: list[ast.stmt], aliases: Aliases, params: set[str]) -> None:
+        self.aliases = aliases
+        self.bindings: dict[str, list[ast.expr]] = {}
+        self.unknown: set[str] = set(params)
+        simple: set[int] = set()
+        for node in scope_nodes(body):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                self.bindings.setdefault(node.targets[0].id, []).append(node.value)
+                simple.add(id(node.targets[0]))
+        for node in scope_nodes(body):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in simple:
+                self.unknown.add(node.id)  # bound by a loop, unpacking, augmented assignment...
+        self._active: set[str] = set()
+
+    def certain(self, node: ast.expr) -> bool:
+        if is_non_tensor_literal(node) or (isinstance(node, ast.Constant) and node.value is None):
+            return True
+        if isinstance(node, ast.Name):
+            if node.id in self.unknown or node.id not in self.bindings or node.id in self._active:
+                return False
+            self._active.add(node.id)
+            try:
+                return all(self.certain(v) for v in self.bindings[node.id])
+            finally:
+                self._active.discard(node.id)
+        if isinstance(node, ast.Subscript):
+            return self.certain(node.value)
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "detach":
+                return True
+            if isinstance(func, ast.Attribute) and func.attr in _KEEPS_NO_GRAD and self.aliases.resolve(func) is None:
+                return self.certain(func.value)
+            resolved = self.aliases.resolve(func)
+            if resolved and resolved.startswith("torch.") and resolved.count(".") == 1 and resolved[6:] in _FACTORIES:
+                for keyword in node.keywords:
+                    if keyword.arg is None:
+                        return False
+                    if keyword.arg == "requires_grad" and not (
+                        isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+                    ):
+                        return False
+                return True  # *_like does not copy requires_grad either
+        return False
+
+
+def _inputs(call: ast.Call, sequential: bool) -> list[ast.expr] | None:
+    if sequential:
+        if len(call.args) >= 3:
+            return [call.args[2]]
+        return [k.value for k in call.keywords if k.arg == "input"] or None
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    return list(call.args[1:])
+
+
+def _insert_keyword(ctx: ModuleContext, call: ast.Call) -> FixRecipe | None:
+    """``, use_reentrant=False`` right before the closing parenthesis."""
+    span = ctx.span(call)
+    line = ctx.lines[span.end_line - 1]
+    if line[span.end_column - 2 : span.end_column - 1] != ")":
+        return None
+    before = line[: span.end_column - 2].rstrip()
+    text = " use_reentrant=False" if before.endswith(",") else ", use_reentrant=False"
+    at = Span(span.end_line, span.end_column - 1, span.end_line, span.end_column - 1)
+    return FixRecipe("replace_text", "Pass `use_reentrant=False`", {"span": at, "text": text})
+
+
+def check_module(ctx: ModuleContext) -> None:
+    tree = ctx.tree
+    assert isinstance(tree, ast.Module)
+    aliases = Aliases(tree)
+    statements = enclosing_statements(tree)
+    for scope, body in scopes(tree):
+        params: set[str] = set()
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
+        no_grad: _NoGrad | None = None
+        for node in scope_nodes(body):
+            if not isinstance(node, ast.Call):
+                continue
+            resolved = aliases.resolve(node.func)
+            sequential = resolved in CHECKPOINT_SEQUENTIAL
+            if resolved not in CHECKPOINT_FUNCTIONS and not sequential:
+                continue
+            if no_grad is None:
+                no_grad = _NoGrad(body, aliases, params)
+            keyword = next((k for k in node.keywords if k.arg == "use_reentrant"), None)
+            has_kwargs = any(k.arg is None for k in node.keywords)
+            if keyword is None and has_kwargs:
+                continue
+            explicit_true = keyword is not None and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+            if keyword is not None and not explicit_true:
+                continue
+            inputs = _inputs(node, sequential)
+            no_input_grad = inputs is not None and all(no_grad.certain(i) for i in inputs)
+            if explicit_true and not no_input_grad:
+                continue
+            name = resolved.rsplit(".", 1)[-1] if resolved else "checkpoint"
+            shown = ", ".join(f"`{ast.get_source_segment(ctx.source, i)}`" for i in inputs or [])
+            fixes: list[FixRecipe] = []
+            if no_input_grad:
+                variant = "`use_reentrant=True`" if explicit_true else "the default reentrant variant"
+                message = (
+                    f"`{name}` runs {variant} on inputs that cannot require grad ({shown or 'none'}): torch warns "
+                    f"`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
+                    f"the checkpointed block get no gradients. Pass `use_reentrant=False`."
+                )
+                severity = Severity.WARNING
+            else:
+                message = (
+                    f"`{name}` without `use_reentrant=`: torch 2.13 warns that it `should be passed explicitly` "
+                    f"(omitting it is announced to raise) and still runs the reentrant variant, which gives no "
+                    f"gradients when no input requires grad. Pass `use_reentrant=False`."
+                )
+                severity = Severity.INFORMATION
+            if explicit_true:
+                fixes.append(
+                    FixRecipe("replace_text", "Use `use_reentrant=False`", {"span": ctx.span(keyword.value), "text": "False"})  # type: ignore[union-attr]
+                )
+            else:
+                fixes.append(
+                    FixRecipe("add_keyword", "Pass `use_reentrant=False`", {"call": ctx.span(node), "keyword": "use_reentrant", "value": "False"})
+                )
+                insert = _insert_keyword(ctx, node)
+                if insert:
+                    fixes.append(insert)
+            ctx.reporter.report(
+                RULE, report_span(ctx, node, statements.get(id(node))), message, severity=severity, fixes=fixes
+            )
+
+
+RULE.check_module = check_module
