@@ -138,6 +138,30 @@ def ctx_name(method: ast.FunctionDef) -> str | None:
     return params[0].arg if params else None
 
 
+#: What a ctx offers; a parameter used this way is the method's ctx.
+_CTX_API = frozenset(
+    "save_for_backward saved_tensors needs_input_grad mark_dirty mark_non_differentiable set_materialize_grads "
+    "save_for_forward".split()
+)
+
+
+def used_as_ctx(method: ast.FunctionDef, name: str) -> bool:
+    """``name`` is used like a ctx in the method: ctx API or attribute assignment."""
+    for node in ast.walk(method):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+            if node.attr in _CTX_API or isinstance(node.ctx, ast.Store):
+                return True
+    return False
+
+
+def takes_self_before_ctx(method: ast.FunctionDef) -> bool:
+    """A non-static ``def forward(self, ctx, x)``: apply would bind the ctx to the first parameter."""
+    if is_static(method) or is_classmethod(method):
+        return False
+    params = [*method.args.posonlyargs, *method.args.args]
+    return len(params) >= 2 and used_as_ctx(method, params[1].arg) and not used_as_ctx(method, params[0].arg)
+
+
 def method_ctx(fn: "FunctionClass", method: ast.FunctionDef | None) -> str | None:
     """The ctx parameter name of forward (unless setup_context style), setup_context or backward."""
     if method is None or (method is fn.forward and not fn.forward_takes_ctx()):

@@ -59,6 +59,7 @@ from graphlife.rules.autograd_function import (
     def_line_span,
     find_function_classes,
     returns,
+    takes_self_before_ctx,
     walk_body,
 )
 from graphlife.rules.base import ModuleContext, Rule, RuleDoc
@@ -297,8 +298,8 @@ def check_module(ctx: ModuleContext) -> None:
     classes = find_function_classes(tree, aliases)
     for fn in classes:
         backward, forward = fn.backward, fn.forward
-        if backward is None or forward is None:
-            continue
+        if backward is None or forward is None or takes_self_before_ctx(forward) or takes_self_before_ctx(backward):
+            continue  # a misbound legacy method (GL404): its arity means nothing
         expected = expected_counts(fn, tree, classes)
         if expected is None:
             continue

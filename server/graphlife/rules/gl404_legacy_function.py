@@ -1,0 +1,191 @@
+"""A custom autograd Function used the legacy way: instantiated and called, or with non-static methods.
+
+## What it does
+For every subclass of `torch.autograd.Function` in the file:
+- flags an instance that is called: `Fn()(x)`, or `f = Fn()` / `self.f = Fn()`
+  when `f(...)` / `self.f(...)` is called in the file (error, at the
+  instantiation); an instance that is only created (e.g. `Fn().apply(x)`) is
+  information (torch deprecates it);
+- flags `forward` / `backward` defined without `@staticmethod` (information: torch
+  2.13 still runs them through `Fn.apply`, which passes `ctx` as the first
+  argument; a warning when the method takes `self` *and* uses its second
+  parameter as the ctx, which `apply` then misbinds).
+
+## Why is this bad?
+Since PyTorch 1.3 a Function is never instantiated: `Fn.apply(...)` creates the
+ctx and calls the static methods. Calling an instance raises on every call.
+
+## What torch says
+`RuntimeError: Legacy autograd function with non-static forward method is deprecated. Please use new-style autograd function with static forward method.`
+(and, at `Fn()`, `DeprecationWarning: ... should not be instantiated`)
+
+## Example
+```python
+class Clip(torch.autograd.Function):
+    def forward(self, x):
+        self.save_for_backward(x)
+        return x.clamp(-1, 1)
+    ...
+
+y = Clip()(x)
+```
+
+## Use instead
+```python
+class Clip(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clamp(-1, 1)
+    ...
+
+y = Clip.apply(x)
+```
+
+## Fixture line
+The instantiation `Fn()` / `Fn()(x)` statement, and the `def forward` / `def
+backward` line lacking `@staticmethod`, carry `# expect: GL404`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.rules.autograd_function import (
+    Aliases,
+    FunctionClass,
+    def_line_span,
+    enclosing_statements,
+    find_function_classes,
+    is_classmethod,
+    is_static,
+    takes_self_before_ctx,
+    line_indent,
+    merge_edits,
+    point,
+    report_span,
+)
+from graphlife.rules.base import ModuleContext, Rule, RuleDoc
+
+RULE = Rule(
+    code="GL404",
+    name="legacy-function",
+    severity=Severity.ERROR,
+    doc=RuleDoc(__doc__),
+    torch_message="Legacy autograd function with non-static forward method is deprecated",
+)
+
+def _static_fix(ctx: ModuleContext, method: ast.FunctionDef, drop_first: bool) -> FixRecipe | None:
+    first_line = min([method.lineno, *(d.lineno for d in method.decorator_list)])
+    indent = line_indent(ctx, first_line)
+    col = len(indent.encode("utf-8"))
+    edits: list[tuple[Span, str]] = [(point(ctx, first_line, col), f"@staticmethod\n{indent}")]
+    params = [*method.args.posonlyargs, *method.args.args]
+    if drop_first:
+        if len(params) < 2:
+            return None
+        a, b = ctx.span(params[0]), ctx.span(params[1])
+        edits.append((Span(a.line, a.column, b.line, b.column), ""))
+    elif params and params[0].arg != "ctx" and not any(
+        isinstance(n, (ast.Name, ast.arg)) and getattr(n, "id", getattr(n, "arg", None)) == "ctx" for n in ast.walk(method)
+    ):
+        old = params[0].arg
+        edits.append((ctx.span(params[0]), "ctx"))
+        for node in ast.walk(method):
+            if isinstance(node, ast.Name) and node.id == old:
+                edits.append((ctx.span(node), "ctx"))
+    merged = merge_edits(ctx, edits)
+    if merged is None:
+        return None
+    span, text = merged
+    return FixRecipe("replace_text", "Make it a @staticmethod taking ctx first", {"span": span, "text": text})
+
+
+def _check_methods(ctx: ModuleContext, fn: FunctionClass) -> None:
+    for name in ("forward", "backward"):
+        method = fn.methods.get(name)
+        if method is None or is_static(method) or is_classmethod(method):
+            continue
+        params = [*method.args.posonlyargs, *method.args.args]
+        misbound = takes_self_before_ctx(method)
+        if misbound:
+            message = (
+                f"`{fn.name}.{name}` is not a @staticmethod and takes `{params[0].arg}` before its ctx "
+                f"`{params[1].arg}`: `{fn.name}.apply(...)` passes the ctx as the first argument, so "
+                f"`{params[1].arg}` gets an input (TypeError or wrong results). Declare it `@staticmethod` and drop "
+                f"`{params[0].arg}`."
+            )
+            severity = Severity.WARNING
+        else:
+            message = (
+                f"`{fn.name}.{name}` is not a @staticmethod: the legacy Function interface. torch 2.13 still runs it "
+                f"through `{fn.name}.apply(...)` (the ctx arrives as `{params[0].arg if params else 'self'}`), but "
+                f"calling an instance raises `Legacy autograd function with non-static forward method is deprecated`. "
+                f"Declare it `@staticmethod` with `ctx` first."
+            )
+            severity = Severity.INFORMATION
+        fix = _static_fix(ctx, method, drop_first=misbound)
+        ctx.reporter.report(RULE, def_line_span(ctx, method), message, severity=severity, fixes=(fix,) if fix else ())
+
+
+def _key(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+def check_module(ctx: ModuleContext) -> None:
+    tree = ctx.tree
+    assert isinstance(tree, ast.Module)
+    aliases = Aliases(tree)
+    classes = find_function_classes(tree, aliases)
+    by_name = {fn.name: fn for fn in classes}
+    for fn in classes:
+        _check_methods(ctx, fn)
+    statements = enclosing_statements(tree)
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    called: dict[str, ast.Call] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (key := _key(node.func)):
+            called.setdefault(key, node)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in by_name):
+            continue
+        fn = by_name[node.func.id]
+        parent = parents.get(id(node))
+        related: list[Related] = []
+        severity = Severity.INFORMATION
+        if isinstance(parent, ast.Call) and parent.func is node:
+            severity = Severity.ERROR
+        elif isinstance(parent, ast.Assign) and parent.value is node:
+            for target in parent.targets:
+                key = _key(target)
+                if key and key in called:
+                    severity = Severity.ERROR
+                    related.append(Related(ctx.span(called[key]), f"the `{fn.name}` instance is called here"))
+        if severity is Severity.ERROR:
+            message = (
+                f"`{fn.name}()` instantiates the autograd Function and the instance is called: torch raises "
+                f"`RuntimeError: Legacy autograd function with non-static forward method is deprecated` on every "
+                f"call. Use `{fn.name}.apply(...)` instead."
+            )
+        else:
+            message = (
+                f"`{fn.name}()` instantiates the autograd Function: torch warns that it `should not be instantiated` "
+                f"and announces an error. Call `{fn.name}.apply(...)` on the class."
+            )
+        fixes: tuple[FixRecipe, ...] = ()
+        if not node.args and not node.keywords:
+            if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr == "apply":
+                fixes = (FixRecipe("replace_text", f"Use `{fn.name}.apply`", {"span": ctx.span(node), "text": fn.name}),)
+            else:
+                fixes = (FixRecipe("replace_text", f"Use `{fn.name}.apply`", {"span": ctx.span(node), "text": f"{fn.name}.apply"}),)
+        ctx.reporter.report(
+            RULE, report_span(ctx, node, statements.get(id(node))), message, severity=severity, related=related, fixes=fixes
+        )
+
+
+RULE.check_module = check_module
