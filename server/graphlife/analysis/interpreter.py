@@ -43,6 +43,16 @@ MAX_INLINE_DEPTH = 6
 MAX_EXACT_UNROLL = 8
 
 
+@dataclass
+class CallFrame:
+    """An inlined call: the call expression, the caller's statement, the callee's parameter names."""
+
+    call: ast.Call | None
+    stmt: ast.stmt
+    params: list[str]
+    bound: bool  # the first parameter is `self`, bound by the call
+
+
 class Timeout(Exception):
     """The per-file time box ran out."""
 
@@ -98,6 +108,7 @@ class Interpreter:
         self.stmt_stack: list[ast.stmt] = []  # innermost statement last (across inlined calls)
         self.unit_depth = 0  # len(stmt_stack) at the unit's own body
         self.call_stack: list[int] = []  # keys of inlined functions (recursion guard)
+        self.frames: list[CallFrame] = []  # the inlined calls, innermost last
         self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
         self.loop_entry_envs: list[tuple[ast.AST, State]] = []
         self.parents: dict[int, ast.AST] = {}
@@ -132,6 +143,22 @@ class Interpreter:
         if len(self.stmt_stack) > self.unit_depth:
             return self.stmt_stack[self.unit_depth]
         return self.stmt_stack[-1] if self.stmt_stack else None
+
+    def blame(self, stmt: ast.stmt, expr: ast.expr | None) -> ast.stmt:
+        """Where to report a fault of the value ``expr`` at ``stmt``: when the value came in as an
+        argument of an inlined helper, the caller's call statement (recursively) is where the
+        helper was misused, so that is the line to underline."""
+        for frame in reversed(self.frames):
+            if not isinstance(expr, ast.Name) or expr.id not in frame.params or frame.call is None:
+                break
+            index = frame.params.index(expr.id) - (1 if frame.bound else 0)
+            argument = None
+            if 0 <= index < len(frame.call.args):
+                argument = frame.call.args[index]
+            else:
+                argument = next((kw.value for kw in frame.call.keywords if kw.arg == expr.id), None)
+            stmt, expr = frame.stmt, argument
+        return stmt
 
     def current_loop(self) -> ast.AST | None:
         return self.loop_stack[-1][0] if self.loop_stack else None
@@ -267,6 +294,7 @@ class Interpreter:
                 break
             self.check_time()
             self.stmt_stack.append(stmt)
+            self.reporter.raised = False
             try:
                 inner = self.exec_stmt(stmt, flow.normal)
             except RecursionError:
@@ -274,6 +302,11 @@ class Interpreter:
                 self.havoc_targets(stmt, flow.normal)
             finally:
                 self.stmt_stack.pop()
+            if self.reporter.raised:
+                # torch raises at this statement on every path: nothing after it runs.
+                inner.normal = inner.normal.copy()
+                inner.normal.reachable = False
+                self.reporter.raised = False
             flow.normal = inner.normal
             flow.breaks.extend(inner.breaks)
             flow.continues.extend(inner.continues)
@@ -893,21 +926,23 @@ class Interpreter:
             if "inference_mode" in " ".join(decorators):
                 callee_state.inference_mode = True
         self.call_stack.append(func.key)
+        self.frames.append(CallFrame(call=site if isinstance(site, ast.Call) else None, stmt=self.current_stmt(),
+                                     params=[p.arg for p in params], bound=func.bound_self is not None and "staticmethod" not in decorators))
         saved_loops = self.loop_stack
         try:
             flow = self.exec_block(node.body, callee_state)
         finally:
             self.call_stack.pop()
+            self.frames.pop()
             self.loop_stack = saved_loops
         outs = [s for s, _ in flow.returns] + ([flow.normal] if flow.normal.reachable else [])
         if not outs:
             return UNKNOWN
         after = State.join_all(outs)
         # Back in the caller: its own names, the callee's effects on heap, graph and versions.
-        caller_env = state.env
+        caller_env, caller_grad, caller_inference = state.env, state.grad_enabled, state.inference_mode
         state.__dict__.update(after.__dict__)
-        state.env = caller_env
-        state.grad_enabled = state.grad_enabled if not decorators else state.grad_enabled
+        state.env, state.grad_enabled, state.inference_mode = caller_env, caller_grad, caller_inference
         result: Value | None = None
         for _, value in flow.returns:
             result = value if result is None else result.join(value)

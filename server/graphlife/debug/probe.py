@@ -72,7 +72,7 @@ may be added, none removed)::
       "code": "GL101" | "GL102" | "GL104" | null,
       "error": "RuntimeError" | null,
       "message": "<the message torch will raise>" | null,
-      "reason": "ok" | "modified" | "freed" | "consumed" | "shared" | "carried"
+      "reason": "ok" | "modified" | "freed" | "consumed" | "shared" | "carried" | "stored"
                 | "no_grad" | "non_scalar" | "hooked",
       "node": "SigmoidBackward0" | null,  # the node that will raise
       "blame": "y" | null,                # the frame's tensor (or container) to blame
@@ -596,6 +596,13 @@ def _owner_name(rec: dict, frame: list):
     return best
 
 
+def _container_of(name: str) -> str:
+    """``history['train'][3]`` -> ``history['train']``; ``self.h`` -> ``self``."""
+    if name.endswith("]") and "[" in name:
+        return name[: name.rindex("[")]
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
 def _blame_freed(entry: _Found, root: int, graphs: _Graphs, reach: list[int], frame: list):
     """Name what carried the freed graph into this backward: the tensor itself,
     a shared sub-graph already backpropagated, or state carried across iterations."""
@@ -605,6 +612,18 @@ def _blame_freed(entry: _Found, root: int, graphs: _Graphs, reach: list[int], fr
     live_saved = any(rec["state"] == "ok" for i in reach for rec in nodes[i].saved)
     name = entry.name
     if not live_saved:
+        stored = []
+        for other, info in frame:
+            r = info.get("root")
+            if other is entry or r is None or r not in in_root or not other.ancestors:
+                continue
+            if info.get("reach_set") is not None and info["reach_set"] & freed:
+                stored.append(_container_of(other.name))
+        if stored:
+            holder = max(set(stored), key=stored.count)
+            return ("stored", holder, sorted(set(stored)),
+                    f"`{name}` is built from tensors stored in `{holder}` whose graphs earlier backwards "
+                    "already consumed; store `.item()` / `.detach()` and backpropagate each loss once.")
         return ("consumed", name, [name],
                 f"The graph of `{name}` was already backpropagated without retain_graph=True, "
                 "which freed its saved tensors; recompute the forward pass or sum the losses into one backward.")
@@ -825,7 +844,7 @@ def _fill(result: dict, namespace: dict, torch, budget: _Budget) -> None:
             info["graph"] = _graph_summary(graphs, info["reach"], info["cut"], leaf_keys, owners)
         info["backward_prediction"] = _predict(entry, t, info["root"], graphs, info["reach"], frame)
         pred = info["backward_prediction"]
-        if pred is not None and not pred["ok"] and pred["reason"] in ("modified", "freed", "consumed", "shared", "carried"):
+        if pred is not None and not pred["ok"] and pred["reason"] in ("modified", "freed", "consumed", "shared", "carried", "stored"):
             info["severity"] = "error"
         out.append(info)
     blamed = set()

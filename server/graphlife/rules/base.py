@@ -71,6 +71,8 @@ class Reporter:
 
     findings: list[Finding] = field(default_factory=list)
     _seen: set[tuple[str, Span]] = field(default_factory=set)
+    #: Set when an error was reported: the engine ends the path (torch raised there).
+    raised: bool = False
 
     def report(
         self,
@@ -83,6 +85,8 @@ class Reporter:
         fixes: Iterable[FixRecipe] = (),
     ) -> None:
         key = (rule.code, span)
+        if (severity or rule.severity) is Severity.ERROR:
+            self.raised = True
         if key in self._seen:
             # A stronger severity seen later (e.g. on the second unrolled
             # iteration) replaces the weaker one.

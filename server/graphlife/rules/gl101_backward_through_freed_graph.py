@@ -84,10 +84,7 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     freed_line = freeing.lineno if freeing is not None else None
     carried = ctx.carried_names(set(candidates), state) if node.iteration and ctx.current_loop() is not None else []
     carried = [c for c in carried if c[0] != (root if isinstance(event.root_expr, ast.Name) else None)]
-    stmt = event.stmt
-    outer = ctx.outer_stmt()
-    if outer is not None and outer is not stmt and _root_from_caller(event, ctx):
-        stmt = outer
+    stmt = ctx.interpreter.blame(event.stmt, event.root_expr)
     maybe = "" if severity is Severity.ERROR else " on some paths"
     if carried:
         name, loop = carried[0]
@@ -106,11 +103,6 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
         related.append(Related(ctx.span(freeing), "this backward freed it"))
     fixes = _fixes(event, ctx, node, freeing, carried, state, stmt)
     ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)
-
-
-def _root_from_caller(event: BackwardEvent, ctx: EventContext) -> bool:
-    """Inside an inlined helper whose backward root came in as an argument: blame the call site."""
-    return bool(ctx.interpreter.call_stack)
 
 
 def _fixes(event, ctx, node, freeing, carried, state, stmt) -> list[FixRecipe]:

@@ -61,10 +61,7 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     related = []
     if first.why_site is not None:
         related.append(Related(ctx.span(first.why_site), "the graph is lost here"))
-    stmt = event.stmt
-    outer = ctx.outer_stmt()
-    if outer is not None and outer is not stmt and ctx.interpreter.call_stack:
-        stmt = outer
+    stmt = ctx.interpreter.blame(event.stmt, event.root_expr)
     ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, related=related)
 
 
