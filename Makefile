@@ -22,7 +22,8 @@ node: node_modules/.package-lock.json
 run: venv
 	@echo "== graphlife check examples/ =="
 	-$(VENV)/bin/graphlife check examples/
-	@if [ -f package.json ]; then $(MAKE) --no-print-directory vsix; fi
+	@if [ -f package.json ]; then $(MAKE) --no-print-directory vsix && \
+	  echo "== install the extension: code --install-extension dist/graphlife-$$(node -p 'require("./package.json").version').vsix =="; fi
 
 test: venv
 	$(MAKE) --no-print-directory test-python
@@ -37,8 +38,9 @@ test-node: node
 test-e2e: node vsix
 	npm run test:e2e
 
-vsix: node
-	npm run package
+# The venv's pip fetches the server's wheels for every supported Python (tools/bundle_python.py).
+vsix: node venv
+	PYTHON=$(abspath $(PY)) npm run package
 
 clean:
-	rm -rf $(VENV) node_modules dist client/out
+	rm -rf $(VENV) node_modules dist client/out bundled

@@ -5,7 +5,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const production = process.argv.includes("--production");
 
 /** Options shared with the node test build (client/test/run.mjs). */
 export const common = {
@@ -17,7 +16,7 @@ export const common = {
   logLevel: "warning",
 };
 
-export async function buildExtension() {
+export async function buildExtension({ production = false } = {}) {
   await esbuild.build({
     ...common,
     entryPoints: [path.join(root, "client/src/extension.ts")],
@@ -28,6 +27,7 @@ export async function buildExtension() {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  await buildExtension();
+  const production = process.argv.includes("--production");
+  await buildExtension({ production });
   console.log(`built client/out/extension.js${production ? " (production)" : ""}`);
 }
