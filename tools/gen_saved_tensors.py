@@ -23,25 +23,34 @@ Table format (see also ``server/graphlife/analysis/optable.py``)::
 
 An entry has ``kind`` (function | method | property | functional | module |
 factory), ``inputs`` (names of the tensor arguments, in order), ``call`` (how it
-was called), ``differentiable``, ``view``, ``inplace`` and ``cases``: one per
+was called), ``differentiable``, ``view`` (shares input 0's storage without
+being input 0), ``inplace`` (bumps input 0's version) and ``cases``: one per
 pattern, a string with one character per input: ``1`` a tensor that requires
-grad, ``0`` one that does not, ``s`` a Python number.  A case records
-``saved`` (indices of inputs saved for backward), ``result`` (an output is
-saved; for in-place ops the mutated first input at its new version),
-``requires_grad`` (the result requires grad), and where relevant ``internal``
-(count of other saved tensors), ``saved_outputs`` (indices into the flattened
-outputs), ``params``/``buffers`` (modules: a parameter/buffer is saved) and
-``view``.  Optional entry fields: ``nondiff_inputs``, ``shares_version``,
-``identity`` (the result is the first input itself), ``outputs`` (number of
-flattened tensor outputs when more than one), ``returns_tensor``,
-``inplace_kwarg`` / ``inplace_arg`` and ``inplace_cases`` (the cases of the
-in-place form), ``converts``, ``proxy``, ``requires_grad_kwarg``, ``variants``.
+grad, ``0`` one that does not, ``s`` a Python number.  A case records:
+
+- ``saved``: indices of inputs saved for backward *and version-checked* (an
+  in-place change to them makes backward raise);
+- ``result``: an output is saved (for in-place ops: the mutated input 0 at its
+  new version); ``saved_outputs`` says which, when there are several;
+- ``requires_grad``: the result requires grad;
+- ``internal``: count of other saved tensors (wrapped Python numbers, masks,
+  workspaces); modules: ``params`` / ``buffers`` (one of them is saved);
+- ``saved_unchecked`` / ``result_unchecked`` / ``params_unchecked``: the same
+  memory is kept alive but not version-checked, so an in-place change there
+  gives silently wrong gradients instead of the version error (``torch.kron``).
+
+Optional entry fields: ``nondiff_inputs`` (integer/bool tensors),
+``shares_version`` (views), ``identity`` (may return input 0 itself),
+``outputs`` (number of flattened tensor outputs when more than one),
+``returns_tensor``, ``inplace_kwarg`` / ``inplace_arg`` with ``inplace_cases``
+(the cases of the in-place form), ``converts``, ``proxy`` (measured through a
+stand-in), ``requires_grad_kwarg`` (factories), ``variants`` (other call forms,
+e.g. ``torch.max`` ``dim``; modules' ``eval``).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import inspect
 import itertools
 import json
@@ -113,6 +122,7 @@ class Spec:
     converts: tuple | None = None  # (converting call spec, no-op call spec)
     module_cls: type | None = None
     call_text: str | None = None  # how the call is shown when it is not the key itself
+    eval_mode: bool = False  # modules: call after .eval() (BatchNorm, Dropout behave otherwise)
 
 
 def _resolve(key: str) -> Callable[..., Any]:
@@ -153,6 +163,13 @@ def mod(cls_name: str, ctor: tuple, *args: Any, variant: str | None = None,
     cls = getattr(nn, cls_name)
     return Spec("nn." + cls_name, "module", cls, args, kwargs, ctor=ctor,
                 ctor_kwargs=ctor_kwargs or {}, variant=variant, module_cls=cls)
+
+
+def mod_eval(cls_name: str, ctor: tuple, *args: Any) -> Spec:
+    """The module in eval mode, stored as its ``eval`` variant."""
+    spec = mod(cls_name, ctor, *args, variant="eval")
+    spec.eval_mode = True
+    return spec
 
 
 def factory(name: str, *args: Any, grad: bool = True, **kwargs: Any) -> Spec:
@@ -452,7 +469,13 @@ SPECS: list[Spec] = [
     mod("CrossEntropyLoss", (), t("input", LOGITS), TARGET), mod("NLLLoss", (), t("input", LOGITS), TARGET),
     mod("BCELoss", (), t(), t("target")), mod("BCEWithLogitsLoss", (), t(), t("target")),
     mod("KLDivLoss", (), t(), t("target"), ctor_kwargs={"reduction": "batchmean"}),
+    mod_eval("BatchNorm1d", (3,), t("input", (4, 3))), mod_eval("BatchNorm2d", (2,), t("input", (2, 2, 3, 3))),
+    mod_eval("Dropout", (), t()), mod_eval("MultiheadAttention", (4, 2), t("query", (3, 1, 4)),
+                                            t("key", (3, 1, 4)), t("value", (3, 1, 4))),
+    mod_eval("LSTM", (3, 4), t("input", (2, 1, 3)), In("h0", (1, 1, 4), nested=2), t("c0", (1, 1, 4))),
     # factories
+    meth("new_zeros", (2, 3)), meth("new_ones", (2, 3)), meth("new_empty", (2, 3)),
+    meth("new_full", (2, 3), 1.0), meth("new_tensor", [1.0, 2.0]),
     factory("randn", 2, 3), factory("rand", 2, 3), factory("zeros", 2, 3), factory("ones", 2, 3),
     factory("empty", 2, 3), factory("full", (2, 3), 1.0), factory("tensor", [1.0, 2.0]),
     factory("as_tensor", [1.0, 2.0], grad=False), factory("arange", 0.0, 3.0),
@@ -566,6 +589,8 @@ def _build_call(spec: Spec, pattern: str, inplace_kw: str | None = None,
         if module_inplace:
             ckw["inplace"] = True
         module = spec.module_cls(*spec.ctor, **ckw)
+        if spec.eval_mode:
+            module.eval()
         args = _nest(spec, ins, args)
         call = module
     else:
@@ -740,7 +765,8 @@ def _describe_call(spec: Spec) -> str:
         return f"{parts[0]}.{name}" if spec.kind == "property" else f"{parts[0]}.{name}({rest})"
     if spec.kind == "module":
         ctor = [repr(a) for a in spec.ctor] + [f"{k}={v!r}" for k, v in sorted(spec.ctor_kwargs.items())]
-        return f"{spec.key}({', '.join(ctor)})({', '.join(parts)})"
+        mode = ".eval()" if spec.eval_mode else ""
+        return f"{spec.key}({', '.join(ctor)}){mode}({', '.join(parts)})"
     return f"{spec.key}({', '.join(parts)})"
 
 
@@ -904,6 +930,18 @@ def render(table: dict) -> str:
     return json.dumps(table, sort_keys=True, indent=1) + "\n"
 
 
+def stale_message(fresh: str, path: Path) -> str | None:
+    """None when ``path`` holds exactly ``fresh``; otherwise what to tell the developer."""
+    shipped = path.read_text(encoding="utf-8") if path.exists() else ""
+    if shipped == fresh:
+        return None
+    old, new = json.loads(shipped or "{}").get("ops", {}), json.loads(fresh)["ops"]
+    changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    shown = ", ".join(changed[:8]) + (" ..." if len(changed) > 8 else "")
+    return (f"{path} is stale for torch {torch.__version__} ({len(changed)} entries differ: "
+            f"{shown}); run `python {GENERATOR}` and commit the result.")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
@@ -912,10 +950,9 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     text = render(generate())
     if ns.check:
-        shipped = ns.output.read_text(encoding="utf-8") if ns.output.exists() else ""
-        if shipped != text:
-            print(f"{ns.output} is stale for torch {torch.__version__}: "
-                  f"run `python {GENERATOR}` and commit the result.", file=sys.stderr)
+        problem = stale_message(text, ns.output)
+        if problem:
+            print(problem, file=sys.stderr)
             return 1
         print(f"{ns.output} is up to date ({len(json.loads(text)['ops'])} ops).")
         return 0
