@@ -1,0 +1,277 @@
+"""In-place change of `grad_output` inside a custom Function's backward.
+
+## What it does
+Follows the gradient parameters of `backward` (and the names that are still
+the same tensor or a view of it: `g = grad_output`, `g = grad_output.view(-1)`,
+`grad_output[:, 0]`) through the body, and flags a statement that changes one
+of them in place: `g[mask] = 0`, `g *= 2`, `g.mul_(2)`, `torch.relu_(g)`,
+`out=g`, `F.relu(g, inplace=True)`. A name rebound to a new tensor
+(`g = grad_output.clone()`, `g = g * 2`) is no longer followed; a name that is
+still the gradient on one branch only is not followed after the branch.
+
+## Why is this bad?
+`grad_output` is not yours: autograd may hand the very same tensor to other
+nodes. After `out = x + MyFn.apply(x)` the skip connection receives the same
+gradient tensor, and after `y.sum()` it is an expanded tensor of ones whose
+elements share one memory cell: changing it in place silently changes the
+gradient of the other branch (or every element at once). Nothing raises; the
+model just learns something else.
+
+## What torch says
+Nothing, usually (torch 2.13 only warns `Use of index_put_ on expanded tensors
+is deprecated` for the `.sum()` shape). The gradients differ from a reference
+computed with a cloned `grad_output`.
+
+## Example
+```python
+@staticmethod
+def backward(ctx, grad_output):
+    x, = ctx.saved_tensors
+    grad_output[x < 0] = 0
+    return grad_output
+```
+
+## Use instead
+```python
+@staticmethod
+def backward(ctx, grad_output):
+    x, = ctx.saved_tensors
+    grad_input = grad_output.clone()
+    grad_input[x < 0] = 0
+    return grad_input
+```
+
+## Fixture line
+The in-place statement on the gradient carries `# expect: GL403`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.findings import FixRecipe, Severity
+from graphlife.rules.autograd_function import (
+    Aliases,
+    call_params,
+    find_function_classes,
+    line_indent,
+    point,
+    starts_its_line,
+    takes_self_before_ctx,
+)
+from graphlife.rules.base import ModuleContext, Rule, RuleDoc
+
+RULE = Rule(
+    code="GL403",
+    name="inplace-on-grad-output",
+    severity=Severity.WARNING,
+    doc=RuleDoc(__doc__),
+    torch_message="",
+)
+
+#: Methods that return a view of (or the very same) tensor.
+_VIEW_METHODS = frozenset(
+    "view view_as expand expand_as t transpose permute unsqueeze squeeze narrow select diagonal unflatten "
+    "as_strided detach swapaxes swapdims movedim unfold real imag".split()
+)
+_VIEW_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH"})
+
+
+def _basic_index(node: ast.expr) -> bool:
+    """Indexing that gives a view (ints, slices, `...`, `None`), not a copy (masks, index tensors)."""
+    if isinstance(node, ast.Tuple):
+        return all(_basic_index(e) for e in node.elts)
+    if isinstance(node, ast.Slice):
+        return True
+    if isinstance(node, ast.Constant):
+        return node.value is None or node.value is Ellipsis or (isinstance(node.value, int) and not isinstance(node.value, bool))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return isinstance(node.operand.value, int)
+    return False
+
+
+class _Flow:
+    """Must-alias analysis of the gradient inside one backward."""
+
+    def __init__(self, ctx: ModuleContext, aliases: Aliases, fn_name: str, star: str | None) -> None:
+        self.ctx = ctx
+        self.aliases = aliases
+        self.fn_name = fn_name
+        self.star = star  # `*grad_outputs`: its constant-indexed elements are gradients
+        self.found: list[tuple[ast.stmt, str, ast.expr]] = []
+
+    # -- what is the gradient --------------------------------------------------------
+    def root(self, node: ast.expr, names: frozenset[str]) -> str | None:
+        """The gradient name ``node`` is (a view of), or ``None``."""
+        while True:
+            if isinstance(node, ast.Name):
+                return node.id if node.id in names else None
+            if isinstance(node, ast.Attribute) and node.attr in _VIEW_ATTRIBUTES:
+                node = node.value
+            elif isinstance(node, ast.Subscript):
+                if self.star and isinstance(node.value, ast.Name) and node.value.id == self.star and _basic_index(node.slice):
+                    return ast.get_source_segment(self.ctx.source, node) or self.star
+                if not _basic_index(node.slice):
+                    return None
+                node = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _VIEW_METHODS:
+                node = node.func.value
+            else:
+                return None
+
+    def mutation(self, stmt: ast.stmt, names: frozenset[str]) -> tuple[str, ast.expr] | None:
+        """``(gradient name, mutated expression)`` when the statement changes a gradient in place."""
+        if isinstance(stmt, ast.AugAssign):
+            name = self.root(stmt.target, names)
+            if name:
+                return name, stmt.target
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Subscript) and (name := self.root(target.value, names)):
+                    return name, target.value
+        for node in _expressions(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__"):
+                if self.aliases.resolve(func) is None and (name := self.root(func.value, names)):
+                    return name, func.value
+            resolved = self.aliases.resolve(func)
+            if resolved and resolved.startswith("torch.") and resolved.endswith("_") and not resolved.endswith("__") and node.args:
+                if name := self.root(node.args[0], names):
+                    return name, node.args[0]
+            for keyword in node.keywords:
+                if keyword.arg == "out" and (name := self.root(keyword.value, names)):
+                    return name, keyword.value
+                if (
+                    keyword.arg == "inplace"
+                    and isinstance(keyword.value, ast.Constant)
+                    and keyword.value.value is True
+                    and node.args
+                    and (name := self.root(node.args[0], names))
+                ):
+                    return name, node.args[0]
+        return None
+
+    # -- walking the body ------------------------------------------------------------
+    def block(self, body: list[ast.stmt], names: frozenset[str], report: bool) -> frozenset[str]:
+        for stmt in body:
+            names = self.statement(stmt, names, report)
+        return names
+
+    def statement(self, stmt: ast.stmt, names: frozenset[str], report: bool) -> frozenset[str]:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return names - {stmt.name}
+        if isinstance(stmt, ast.If):
+            self._check(stmt.test, stmt, names, report)
+            return self.block(stmt.body, names, report) & self.block(stmt.orelse, names, report)
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            if isinstance(stmt, ast.While):
+                self._check(stmt.test, stmt, names, report)
+                entry = names
+            else:
+                entry = names - set(_stored(stmt.target))
+            entry = entry & self.block(stmt.body, entry, False)
+            after = self.block(stmt.body, entry, report)
+            return self.block(stmt.orelse, entry & after, report) & names if stmt.orelse else entry & after
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    names = names - set(_stored(item.optional_vars))
+            return self.block(stmt.body, names, report)
+        if isinstance(stmt, ast.Try):
+            after_body = self.block(stmt.body, names, report)
+            result = after_body
+            for handler in stmt.handlers:
+                result = result & self.block(handler.body, names & after_body - {handler.name or ""}, report)
+            result = result & self.block(stmt.orelse, after_body, report)
+            return self.block(stmt.finalbody, result & names, report)
+        if report:
+            hit = self.mutation(stmt, names)
+            if hit:
+                self.found.append((stmt, hit[0], hit[1]))
+        if isinstance(stmt, ast.Assign):
+            keep = self.root(stmt.value, names)
+            for target in stmt.targets:
+                stored = _stored(target)
+                if isinstance(target, ast.Name) and keep:
+                    names = names | {target.id}
+                else:
+                    names = names - set(stored)
+            return names
+        if isinstance(stmt, (ast.AnnAssign,)) and isinstance(stmt.target, ast.Name):
+            if stmt.value is not None and self.root(stmt.value, names):
+                return names | {stmt.target.id}
+            return names - {stmt.target.id}
+        if isinstance(stmt, ast.AugAssign):
+            return names  # an in-place change keeps the name on the same tensor
+        stored = [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
+        return names - set(stored)
+
+    def _check(self, expr: ast.expr, stmt: ast.stmt, names: frozenset[str], report: bool) -> None:
+        if report:
+            hit = self.mutation(ast.Expr(value=expr), names)
+            if hit:
+                self.found.append((stmt, hit[0], hit[1]))
+
+
+def _expressions(stmt: ast.stmt):
+    """Every expression node of a simple statement (not of nested bodies)."""
+    for child in ast.iter_child_nodes(stmt):
+        if isinstance(child, ast.expr):
+            yield from ast.walk(child)
+
+
+def _stored(target: ast.AST) -> list[str]:
+    """Names a target rebinds (``g[i] = v`` and ``g.x = v`` rebind nothing)."""
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+
+
+def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr) -> list[FixRecipe]:
+    fixes: list[FixRecipe] = []
+    standalone = isinstance(target, ast.Name) and (
+        isinstance(stmt, ast.AugAssign) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call))
+    )
+    clone = None
+    if name.isidentifier() and starts_its_line(ctx, stmt):
+        indent = line_indent(ctx, stmt.lineno)
+        clone = FixRecipe(
+            "replace_text",
+            f"Clone `{name}` before changing it",
+            {"span": point(ctx, stmt.lineno, len(indent.encode("utf-8"))), "text": f"{name} = {name}.clone()\n{indent}"},
+        )
+    if standalone:
+        fixes.append(FixRecipe("out_of_place", "Compute it out of place", {"stmt": ctx.span(stmt)}))
+    if clone:
+        fixes.append(clone)
+    return fixes
+
+
+def check_module(ctx: ModuleContext) -> None:
+    tree = ctx.tree
+    assert isinstance(tree, ast.Module)
+    aliases = Aliases(tree)
+    seen: set[int] = set()
+    for fn in find_function_classes(tree, aliases):
+        backward = fn.backward
+        if backward is None or id(backward) in seen or takes_self_before_ctx(backward):
+            continue
+        seen.add(id(backward))
+        grads = [p.arg for p in call_params(backward)[1:]]
+        star = backward.args.vararg.arg if backward.args.vararg else None
+        if not grads and not star:
+            continue
+        flow = _Flow(ctx, aliases, fn.name, star)
+        flow.block(backward.body, frozenset(grads), True)
+        for stmt, name, target in flow.found:
+            shown = ast.get_source_segment(ctx.source, target) or name
+            message = (
+                f"`{shown}` is the gradient `{fn.name}.backward` received, changed in place here: autograd can hand "
+                f"the same tensor to other branches (a skip connection `x + f(x)`, the expanded ones of `.sum()`), "
+                f"whose gradients then silently change. Clone it first (`{name} = {name}.clone()`) or compute "
+                f"out of place."
+            )
+            ctx.reporter.report(RULE, ctx.span(stmt), message, fixes=_fixes(ctx, stmt, name, target))
+
+
+RULE.check_module = check_module
