@@ -510,7 +510,18 @@ class Interpreter:
         count = self.constant_range_length(stmt.iter)
         iterations = 2 if count is None or count >= 2 else max(count, 0)
         binders = [lambda s: self.assign(stmt.target, element, s, None)] * iterations
+        if count is None and self.nonempty(iterable, state):
+            count = 1
         return self.run_loop(stmt, state, binders, may_skip=count is None or count == 0)
+
+    def nonempty(self, iterable: Value, state: State) -> bool:
+        """A module's parameters: there is at least one (a loop over them runs)."""
+        if isinstance(iterable, HeapRef) and iterable.oid in state.heap:
+            obj = state.heap[iterable.oid]
+            module = obj.extra.get("module") if obj.kind == "params" else None
+            if isinstance(module, HeapRef):
+                return bool(torch_api.module_params(state, module)[0])
+        return False
 
     def exec_while(self, stmt: ast.While, state: State) -> Flow:
         infinite = isinstance(stmt.test, ast.Constant) and bool(stmt.test.value)
@@ -599,6 +610,8 @@ class Interpreter:
             if obj.kind == "zip":
                 return obj.elem if obj.elem is not None else UNKNOWN
         if isinstance(iterable, TensorVal):
+            if iterable.requires_grad is False:
+                return replace(iterable, storage=iterable.storage)  # rows are views without a graph
             return replace(iterable, leaf=False if iterable.requires_grad else iterable.leaf, certain=False)
         return UNKNOWN
 
@@ -884,8 +897,18 @@ class Interpreter:
         if isinstance(func, QualName):
             return torch_api.call_qualname(self, state, func.name, args, kwargs, call)
         if isinstance(func, BoundMethod):
-            return torch_api.call_method(self, state, func.receiver, func.name, args, kwargs, call)
-        return UNKNOWN
+            result = torch_api.call_method(self, state, func.receiver, func.name, args, kwargs, call)
+            return self.no_grad_opaque(result, state, call)
+        return self.no_grad_opaque(UNKNOWN, state, call)
+
+    def no_grad_opaque(self, result: Value, state: State, call: ast.Call) -> Value:
+        """Whatever an unknown call returns while gradients are off carries no graph."""
+        if result is UNKNOWN and state.grad_enabled is False:
+            mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
+            return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=call, desc=self.text(call),
+                             inference=state.inference_mode, opaque=True,
+                             why=f"computed while gradients were disabled (`{mode}`)", why_site=self.current_stmt())
+        return result
 
     def call_function(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
         """Inline a function of this file with the caller's values (bounded depth, no recursion)."""

@@ -299,7 +299,9 @@ def set_requires_grad(interp: "Interpreter", state: State, target: TensorVal, ta
     updated = replace(target, requires_grad=flag, created_with_grad=stmt if flag else None)
     rebind(interp, state, target_expr, updated)
     if target.owner is not None and flag is False and target.owner in state.heap:
-        state.heap_write(target.owner).frozen = True if interp.loop_stack else None
+        frozen = True if interp.loop_stack else None  # a loop over .parameters() freezes them all
+        state.heap_write(target.owner).frozen = frozen
+        mark_children_frozen(state, HeapRef(target.owner), frozen)
 
 
 def data_assignment(interp, state, receiver: TensorVal, receiver_expr, value: Value) -> None:
@@ -367,6 +369,13 @@ def call_qualname(interp: "Interpreter", state: State, name: str, args: list[Val
         return interp.new_object(state, "scaler", call)
     if name.startswith("torch.utils.checkpoint.checkpoint"):
         fn = args[0] if args else UNKNOWN
+        tensors = flatten_tensor_args(list(args[1:]), state)
+        if const_bool(kwargs.get("use_reentrant")) is True and tensors and all(
+            isinstance(t, TensorVal) and t.requires_grad is False for t in tensors
+        ):
+            return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=call, desc=interp.text(call),
+                             why="the output of a reentrant `checkpoint` whose inputs do not require grad has no graph "
+                                 "(pass `use_reentrant=False`)", why_site=call)
         from graphlife.analysis.values import FunctionRef  # noqa: PLC0415
 
         if isinstance(fn, FunctionRef):
@@ -873,6 +882,8 @@ def call_optimizer_method(interp, state, ref: HeapRef, name: str, args, kwargs, 
 
 
 def call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call: ast.Call) -> Value:  # noqa: C901
+    if tensor.opaque and optable.lookup(f"Tensor.{name}") is None and name not in CONVERSIONS and name != "backward":
+        return UNKNOWN  # an object of unknown kind (a distribution, a model): not a tensor method
     if name == "backward":
         return do_backward(interp, state, tensor, receiver_expr, kwargs, call, "backward", args=args)
     if name in NUMBER_METHODS:

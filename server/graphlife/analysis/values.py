@@ -81,6 +81,9 @@ class TensorVal(Value):
     #: Why it has no graph (for GL104 messages): "computed under torch.no_grad()", ...
     why: str = field(default="", compare=False, hash=False)
     why_site: ast.AST | None = field(default=None, compare=False, hash=False)
+    #: Made by an unknown call while gradients were off: maybe not a tensor at all, but
+    #: certainly without a graph. Never treated as a module or callable.
+    opaque: bool = False
 
     def join(self, other: Value) -> Value:
         if self == other:
