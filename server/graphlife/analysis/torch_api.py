@@ -152,6 +152,8 @@ def apply_op(
     first = tensors[0] if tensors else None
     storage = first.storage if (info is not None and info.view and first is not None) else interp.fresh()
     inference = True if state.inference_mode is True else (False if state.inference_mode is False else None)
+    if info is not None and info.view and first is not None and first.inference:
+        inference = True  # a view of an inference tensor is one too
     why, why_site = "", None
     if needs_grad is False:
         if state.grad_enabled is False:
@@ -170,7 +172,8 @@ def apply_op(
         check_inference_inputs(interp, state, key, inputs, input_exprs, site, info)
         return result
     parents = frozenset().union(*(t.grad_fn for t in tensors)) if tensors else frozenset()
-    parents_certain = all(t.certain for t in tensors) and not any_unknown
+    # Unknown inputs may add edges, but never remove the known ones: the known parents stay certain.
+    parents_certain = all(t.certain for t in tensors)
     saves: list[SavedRef] = []
     saves_certain = False
     if info is not None and len(info.inputs) == len(inputs) and needs_grad:
@@ -398,11 +401,6 @@ def call_qualname(interp: "Interpreter", state: State, name: str, args: list[Val
             return make_factory(interp, state, short, args, kwargs, call)
         if info is not None and info.kind in ("function", "functional"):
             return call_table_function(interp, state, key, info, args, kwargs, call)
-        tensor_args = [a for a in args if isinstance(a, TensorVal)]
-        if tensor_args or any(isinstance(a, (HeapRef, TupleVal)) for a in args):
-            flat = flatten_tensor_args(args, state)
-            if flat:
-                return apply_op(interp, state, key, flat, [None] * len(flat), call, info=None)
         return UNKNOWN
     return UNKNOWN
 
@@ -598,6 +596,8 @@ def make_optimizer(interp, state, args, kwargs, call: ast.Call) -> Value:
     storages: set[int] | None = set()
     for value, expr in iter_param_values(interp, state, params_value, params_expr):
         entries.append((value, expr))
+        if storages is None:
+            continue
         if isinstance(value, TensorVal) and value.storage is not None:
             storages.add(value.storage)
         elif isinstance(value, HeapRef) and state.heap.get(value.oid) is not None:

@@ -1,0 +1,344 @@
+"""An input or output tensor of a custom Function stored as a ctx attribute instead of saved for backward.
+
+## What it does
+In the `forward` (or `setup_context`) of a custom `torch.autograd.Function`,
+flags `ctx.name = value` when `value` is an input tensor of forward or a tensor
+forward returns. Inputs count as tensors when forward uses them like tensors
+(tensor methods or attributes, `@`, the first argument of a `torch` function,
+`save_for_backward`, a `Tensor` annotation) and nothing says otherwise (a
+non-tensor default, annotation, or literal in an `apply` call of the file).
+Intermediate tensors (`ctx.mask = x > 0`) and non-tensors (`ctx.scale = scale`,
+`ctx.shape = x.shape`) are the right use of ctx attributes and are not flagged.
+
+## Why is this bad?
+`ctx.save_for_backward` records the tensor's version: an in-place change before
+the backward (an optimizer step, a running buffer updated in forward, `x += 1`)
+then raises instead of silently producing wrong gradients. A ctx attribute is
+not checked. An output stored on ctx also forms a reference cycle (output ->
+grad_fn -> ctx -> output) that only the cyclic garbage collector frees, so the
+activations live longer (with `gc.disable()` they leak).
+
+## What torch says
+Nothing: the gradients are silently wrong after an in-place change (with
+`save_for_backward`: `one of the variables needed for gradient computation has
+been modified by an inplace operation`).
+
+## Example
+```python
+@staticmethod
+def forward(ctx, x, weight):
+    ctx.x = x
+    ctx.weight = weight
+    return x @ weight
+```
+
+## Use instead
+```python
+@staticmethod
+def forward(ctx, x, weight):
+    ctx.save_for_backward(x, weight)
+    return x @ weight
+```
+and `x, weight = ctx.saved_tensors` in backward.
+
+## Fixture line
+The `ctx.x = x` assignment carries `# expect: GL401`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.rules.autograd_function import (
+    Aliases,
+    FunctionClass,
+    apply_calls,
+    call_params,
+    ctx_attribute,
+    find_function_classes,
+    forward_inputs,
+    is_non_tensor_literal,
+    merge_edits,
+    method_ctx,
+    returns,
+    save_for_backward_calls,
+    saved_unpacking,
+    starts_its_line,
+    unpacking_text,
+    walk_body,
+)
+from graphlife.rules.base import ModuleContext, Rule, RuleDoc
+
+RULE = Rule(
+    code="GL401",
+    name="ctx-attribute-tensor",
+    severity=Severity.INFORMATION,
+    doc=RuleDoc(__doc__),
+    torch_message="",
+)
+
+#: Attributes that numbers, strings and containers have too: no evidence of a tensor.
+_NOT_TENSOR_EVIDENCE = frozenset(
+    "real imag conjugate is_integer hex as_integer_ratio bit_length to_bytes numerator denominator format join "
+    "upper lower split strip replace startswith endswith encode append extend index count pop items keys values "
+    "get copy insert remove sort reverse update".split()
+)
+_FACTORIES = frozenset(
+    "zeros ones empty full randn rand arange linspace tensor as_tensor randint eye zeros_like ones_like "
+    "empty_like full_like".split()
+)
+_NON_TENSOR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "tuple", "list", "dict", "complex"})
+
+
+def _annotation_name(node: ast.expr | None) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.rsplit(".", 1)[-1]
+    return None
+
+
+class _Inputs:
+    """Which forward inputs are tensors: evidence from forward's body, annotations, defaults and apply calls."""
+
+    def __init__(self, fn: FunctionClass, aliases: Aliases, calls: list) -> None:
+        forward = fn.forward
+        assert forward is not None
+        self.params = forward_inputs(fn)
+        names = [p.arg for p in self.params]
+        defaults = dict(zip(reversed(names), reversed(forward.args.defaults)))
+        self.tensor: set[str] = set()
+        self.not_tensor: set[str] = set()
+        for param in self.params:
+            annotation = _annotation_name(param.annotation)
+            if annotation == "Tensor":
+                self.tensor.add(param.arg)
+            elif annotation in _NON_TENSOR_ANNOTATIONS:
+                self.not_tensor.add(param.arg)
+            default = defaults.get(param.arg)
+            if default is not None and is_non_tensor_literal(default):
+                self.not_tensor.add(param.arg)
+        for call in calls:
+            if call.fn is not fn:
+                continue
+            for index, name in enumerate(names):
+                value = call.positional(index)
+                if value is not None and is_non_tensor_literal(value):
+                    self.not_tensor.add(name)
+        body_methods = [m for m in (forward, fn.setup_context) if m is not None]
+        wanted = set(names)
+        for method in body_methods:
+            for node in walk_body(method):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in wanted:
+                    if node.attr not in _NOT_TENSOR_EVIDENCE:
+                        self.tensor.add(node.value.id)
+                elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+                    for side in (node.left, node.right):
+                        if isinstance(side, ast.Name) and side.id in wanted:
+                            self.tensor.add(side.id)
+                elif isinstance(node, ast.Call):
+                    resolved = aliases.resolve(node.func)
+                    if resolved and resolved.startswith("torch.") and resolved.rsplit(".", 1)[-1] not in _FACTORIES:
+                        if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in wanted:
+                            self.tensor.add(node.args[0].id)
+                    if ctx_attribute(node.func, method_ctx(fn, method)) == "save_for_backward":
+                        self.tensor.update(a.id for a in node.args if isinstance(a, ast.Name) and a.id in wanted)
+        rebound = {
+            n.id for n in walk_body(forward) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        }
+        self.not_tensor |= rebound & wanted  # rebound: not necessarily the input any more
+
+    def is_tensor(self, name: str) -> bool:
+        return name in self.tensor and name not in self.not_tensor
+
+
+def _outputs(fn: FunctionClass) -> set[str]:
+    """Names forward returns (alone or in a returned tuple), or setup_context's ``output`` parameter."""
+    names: set[str] = set()
+    if fn.forward is not None:
+        for ret in returns(fn.forward):
+            values = ret.value.elts if isinstance(ret.value, (ast.Tuple, ast.List)) else [ret.value]
+            names.update(v.id for v in values if isinstance(v, ast.Name))
+    return names
+
+
+def _setup_context_names(fn: FunctionClass) -> tuple[dict[str, str], set[str]]:
+    """In ``setup_context(ctx, inputs, output)``: local name -> forward input name, and the output names."""
+    method = fn.setup_context
+    if method is None:
+        return {}, set()
+    params = [a.arg for a in call_params(method)]
+    if len(params) < 3:
+        return {}, set()
+    inputs_name, output_name = params[1], params[2]
+    forward_names = [a.arg for a in forward_inputs(fn)]
+    local_inputs: dict[str, str] = {}
+    outputs = {output_name}
+    for stmt in method.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name):
+            target = stmt.targets[0]
+            elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            if stmt.value.id == inputs_name and isinstance(target, (ast.Tuple, ast.List)):
+                for index, elt in enumerate(elts):
+                    if isinstance(elt, ast.Name) and index < len(forward_names):
+                        local_inputs[elt.id] = forward_names[index]
+            elif stmt.value.id == output_name:
+                outputs.update(e.id for e in elts if isinstance(e, ast.Name))
+    return local_inputs, outputs
+
+
+def _stored_pairs(stmt: ast.Assign, ctx_var: str) -> list[tuple[ast.Attribute, ast.expr]]:
+    """``(ctx.attr target, value)`` pairs of ``ctx.a = v`` or ``ctx.a, ctx.b = v, w``."""
+    pairs = []
+    for target in stmt.targets:
+        if ctx_attribute(target, ctx_var):
+            pairs.append((target, stmt.value))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(stmt.value, (ast.Tuple, ast.List)):
+            if len(target.elts) == len(stmt.value.elts):
+                pairs += [(t, v) for t, v in zip(target.elts, stmt.value.elts) if ctx_attribute(t, ctx_var)]
+    return pairs  # type: ignore[return-value]
+
+
+def _free_name(preferred: str, taken: set[str]) -> str:
+    name = preferred if preferred.isidentifier() else "saved"
+    while name in taken:
+        name = f"saved_{name}"
+    return name
+
+
+def _fix(ctx: ModuleContext, fn: FunctionClass, method: ast.FunctionDef, stmt: ast.Assign, attr: str, value: ast.Name, ctx_var: str) -> FixRecipe | None:
+    """Save the tensor with ``save_for_backward`` and read it from ``saved_tensors`` in backward."""
+    backward = fn.backward
+    if backward is None or len(stmt.targets) != 1 or not ctx_attribute(stmt.targets[0], ctx_var) or not starts_its_line(ctx, stmt):
+        return None
+    back_ctx = method_ctx(fn, backward)
+    uses = []
+    for owner in (fn.forward, fn.setup_context, backward):
+        owner_ctx = method_ctx(fn, owner)
+        for node in walk_body(owner) if owner is not None else ():
+            if ctx_attribute(node, owner_ctx) == attr and node is not stmt.targets[0]:
+                if owner is not backward or not isinstance(node.ctx, ast.Load):
+                    return None  # read or written elsewhere: leave it to the author
+                uses.append(node)
+    unpacking = saved_unpacking(backward)
+    saves = save_for_backward_calls(method, ctx_var)
+    if unpacking is None or len(saves) > 1:
+        return None
+    taken = {n.id for n in ast.walk(backward) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(backward.args) if isinstance(a, ast.arg)}
+    local = _free_name(attr, taken)
+    edits: list[tuple[Span, str]] = []
+    stmt_span = ctx.span(stmt)
+    line_text = ctx.lines[stmt_span.end_line - 1]
+    alone = line_text[stmt_span.end_column - 1 :].strip() == "" or line_text[stmt_span.end_column - 1 :].strip().startswith("#")
+    if saves:
+        save = saves[0]
+        parent = next((s for s in walk_body(method) if isinstance(s, ast.Expr) and s.value is save), None)
+        if parent is None or save.keywords or any(isinstance(a, ast.Starred) for a in save.args) or not alone:
+            return None
+        args = [ast.get_source_segment(ctx.source, a) or "" for a in save.args]
+        new_save = f"{ctx_var}.save_for_backward({', '.join([*args, value.id])})"
+        delete_assign = (Span(stmt_span.line, 1, stmt_span.end_line + 1, 1), "")
+        if stmt_span.end_line >= len(ctx.lines) or not starts_its_line(ctx, parent):
+            return None
+        if parent.lineno < stmt.lineno:  # the value may not exist yet at the earlier save: save here instead
+            save_span = ctx.span(parent)
+            edits.append((Span(save_span.line, 1, save_span.end_line + 1, 1), ""))
+            edits.append((stmt_span, new_save))
+        else:
+            edits.append((ctx.span(parent), new_save))
+            edits.append(delete_assign)
+        count = len(args)
+    else:
+        edits.append((stmt_span, f"{ctx_var}.save_for_backward({value.id})"))
+        count = 0
+    assign, names = unpacking
+    if assign is not None:
+        if len(names) != count:
+            return None
+        edits.append((ctx.span(assign), unpacking_text([*names, local], ast.get_source_segment(ctx.source, assign.value) or "")))
+    else:
+        if count:
+            return None
+        first = backward.body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            anchor = ctx.span(first)
+            text = "\n" + _indent(ctx, first) + unpacking_text([local], f"{back_ctx}.saved_tensors")
+            edits.append((Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column), text))
+        else:
+            if not starts_its_line(ctx, first):
+                return None
+            anchor = ctx.span(first)
+            edits.append((Span(anchor.line, anchor.column, anchor.line, anchor.column), unpacking_text([local], f"{back_ctx}.saved_tensors") + "\n" + _indent(ctx, first)))
+    edits += [(ctx.span(use), local) for use in uses]
+    merged = merge_edits(ctx, edits)
+    if merged is None:
+        return None
+    span, text = merged
+    return FixRecipe("replace_text", f"Save `{value.id}` with `save_for_backward`", {"span": span, "text": text})
+
+
+def _indent(ctx: ModuleContext, stmt: ast.stmt) -> str:
+    text = ctx.lines[stmt.lineno - 1]
+    return text[: len(text) - len(text.lstrip())]
+
+
+def check_module(ctx: ModuleContext) -> None:
+    tree = ctx.tree
+    assert isinstance(tree, ast.Module)
+    aliases = Aliases(tree)
+    classes = find_function_classes(tree, aliases)
+    calls = apply_calls(tree, classes)
+    for fn in classes:
+        if fn.forward is None:
+            continue
+        inputs = _Inputs(fn, aliases, calls)
+        outputs = _outputs(fn)
+        setup_inputs, setup_outputs = _setup_context_names(fn)
+        for method in (fn.forward, fn.setup_context):
+            ctx_var = method_ctx(fn, method)
+            if method is None or ctx_var is None:
+                continue
+            for stmt in walk_body(method):
+                if not isinstance(stmt, ast.Assign):
+                    continue
+                for target, value in _stored_pairs(stmt, ctx_var):
+                    if not isinstance(value, ast.Name):
+                        continue
+                    attr = target.attr  # type: ignore[attr-defined]
+                    if (value.id in outputs and method is fn.forward) or (
+                        method is fn.setup_context and value.id in setup_outputs
+                    ):
+                        role = "output"
+                        why = (
+                            "an output stored on ctx makes a reference cycle (output -> grad_fn -> ctx -> output) "
+                            "that only the cyclic garbage collector frees, and in-place changes to it are not detected"
+                        )
+                    elif (method is fn.forward and inputs.is_tensor(value.id)) or (
+                        method is fn.setup_context and value.id in setup_inputs and inputs.is_tensor(setup_inputs[value.id])
+                    ):
+                        role = "input"
+                        why = (
+                            "an in-place change to it before backward (an optimizer step, a buffer update, `+=`) "
+                            "is not detected and silently gives wrong gradients"
+                        )
+                    else:
+                        continue
+                    message = (
+                        f"`{ctx_var}.{attr} = {value.id}` keeps the {role} tensor `{value.id}` of `{fn.name}` as a ctx "
+                        f"attribute: {why}. Use `{ctx_var}.save_for_backward({value.id})` and read it from "
+                        f"`ctx.saved_tensors` in backward."
+                    )
+                    fix = _fix(ctx, fn, method, stmt, attr, value, ctx_var)
+                    related = []
+                    if fn.backward is not None:
+                        back_ctx = method_ctx(fn, fn.backward)
+                        reads = [n for n in walk_body(fn.backward) if ctx_attribute(n, back_ctx) == attr]
+                        if reads:
+                            related.append(Related(ctx.span(reads[0]), f"backward reads `{back_ctx}.{attr}` here"))
+                    ctx.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=(fix,) if fix else ())
+
+
+RULE.check_module = check_module
