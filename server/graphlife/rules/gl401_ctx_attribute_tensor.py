@@ -146,6 +146,15 @@ class _Inputs:
                             self.tensor.add(node.args[0].id)
                     if ctx_attribute(node.func, method_ctx(fn, method)) == "save_for_backward":
                         self.tensor.update(a.id for a in node.args if isinstance(a, ast.Name) and a.id in wanted)
+        # backward returns a gradient (not `None`) for it: torch accepts that only for tensor inputs.
+        if fn.backward is not None:
+            for ret in returns(fn.backward):
+                values = ret.value.elts if isinstance(ret.value, ast.Tuple) else [ret.value]
+                if len(values) != len(names) or any(isinstance(v, ast.Starred) for v in values):
+                    continue
+                for name, value in zip(names, values):
+                    if value is not None and not (isinstance(value, ast.Constant) and value.value is None):
+                        self.tensor.add(name)
         rebound = {
             n.id for n in walk_body(forward) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
         }
