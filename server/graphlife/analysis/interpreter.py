@@ -655,6 +655,7 @@ class Interpreter:
             elif isinstance(container, HeapRef) and container.oid in state.heap:
                 obj = state.heap_write(container.oid)
                 obj.elem = value if obj.elem is None else obj.elem.join(value)
+                obj.attrs.pop("__items__", None)
                 if isinstance(target.slice, ast.Constant):
                     obj.attrs[f"[{target.slice.value!r}]"] = value
             del index_value
@@ -697,11 +698,15 @@ class Interpreter:
         if isinstance(expr, ast.Dict):
             ref = self.new_object(state, "dict", expr)
             obj = state.heap[ref.oid]
+            values: list[Value] = []
             for key, val in zip(expr.keys, expr.values):
                 value = self.eval(val, state)
+                values.append(value)
                 if key is not None and isinstance(key, ast.Constant):
                     obj.attrs[f"[{key.value!r}]"] = value
                 obj.elem = value if obj.elem is None else obj.elem.join(value)
+            if all(k is not None for k in expr.keys) and len(values) <= MAX_EXACT_UNROLL:
+                obj.attrs["__items__"] = TupleVal(tuple(values))
             return ref
         if isinstance(expr, ast.Set):
             for e in expr.elts:
@@ -820,6 +825,14 @@ class Interpreter:
             obj = state.heap.get(receiver.oid)
             if obj is not None and expr.attr in obj.attrs:
                 return obj.attrs[expr.attr]
+            if obj is not None and obj.kind == "module" and obj.class_ref is None and obj.param_storages and (
+                expr.attr in ("weight", "bias", "in_proj_weight", "in_proj_bias") or expr.attr.startswith(("weight_", "bias_"))
+            ):
+                # A parameter of a torch module (`layer.weight`): a leaf that requires grad unless frozen.
+                frozen = obj.frozen
+                return TensorVal(requires_grad=(not frozen) if frozen is not None else None, leaf=True,
+                                 storage=next(iter(obj.param_storages)), is_param=True, origin=expr,
+                                 desc=self.text(expr), created_with_grad=obj.site)
             if obj is not None and obj.class_ref is not None:
                 method = self.find_method(obj.class_ref, expr.attr, state)
                 if method is not None:

@@ -290,6 +290,10 @@ def tensor_attribute(interp: "Interpreter", state: State, tensor: TensorVal, exp
     if attr in ("requires_grad", "is_leaf"):
         value = tensor.requires_grad if attr == "requires_grad" else tensor.leaf
         return Number(value)
+    if attr == "values" and not tensor.opaque:
+        return tensor  # torch.max(dim=...).values: the differentiable part
+    if attr == "indices":
+        return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=expr)
     if attr in ("shape", "device", "dtype", "ndim", "grad_fn", "is_cuda", "_version", "real", "imag"):
         return Number(None) if attr != "grad_fn" else UNKNOWN
     return BoundMethod(tensor, attr)
@@ -814,6 +818,8 @@ def call_container_method(interp, state, ref: HeapRef, obj, name: str, args, cal
     if name in ("values",):
         out = interp.new_object(state, "list", call)
         state.heap[out.oid].elem = obj.elem
+        if isinstance(obj.attrs.get("__items__"), TupleVal):
+            state.heap[out.oid].attrs["__items__"] = obj.attrs["__items__"]
         return out
     if name in ("items",):
         out = interp.new_object(state, "list", call)
