@@ -40,6 +40,9 @@ def test_gl2_gl3_fixture_runtime_truth(path) -> None:
         if outcome.traceback:
             lines.append("torch's traceback:\n" + outcome.traceback[-3000:])
         pytest.fail("\n".join(lines), pytrace=False)
+    # the truth discriminates: the opposite kind's check must object to this run
+    opposite = (expectation.good if fixture.is_bad else expectation.bad)(fixture, outcome)
+    assert opposite, f"{fixture.id}: the {'good' if fixture.is_bad else 'bad'} check accepts it too"
 
 
 def test_every_gl2_gl3_directory_has_five_bad_and_five_good() -> None:
