@@ -37,7 +37,9 @@ grad, ``0`` one that does not, ``s`` a Python number.  A case records:
   workspaces); modules: ``params`` / ``buffers`` (one of them is saved);
 - ``saved_unchecked`` / ``result_unchecked`` / ``params_unchecked``: the same
   memory is kept alive but not version-checked, so an in-place change there
-  gives silently wrong gradients instead of the version error (``torch.kron``).
+  gives silently wrong gradients instead of the version error (``torch.kron``);
+- ``backward_fails``: torch's own graph already fails the version check
+  (``torch.vander`` in torch 2.13): any backward through it raises.
 
 Optional entry fields: ``nondiff_inputs`` (integer/bool tensors),
 ``shares_version`` (views), ``identity`` (may return input 0 itself),
@@ -377,7 +379,12 @@ SPECS: list[Spec] = [
     meth("zero_"), meth("fill_", 1.0), meth("copy_", t("src")), meth("normal_"),
     meth("uniform_"), meth("bernoulli_", 0.5), meth("exponential_"), meth("requires_grad_"),
     meth("fill_diagonal_", t("self", SQ), 0.0), meth("add", t("other", scalar=2.0), alpha=2, variant="alpha"),
-    meth("item", t("self", ())), meth("tolist"), fn("torch.bernoulli", t()),
+    meth("item", t("self", ())), meth("tolist"), meth("size"), meth("dim"), meth("numel"),
+    meth("__float__", t("self", ())), meth("__int__", t("self", ())), meth("__bool__", t("self", ())),
+    meth("__len__"), meth("sum_to_size", 1, 3), fn("torch.meshgrid", t("x", (2,)), t("y", (3,)), indexing="ij"),
+    fn("torch.block_diag", t("a", (2, 2)), t("b", (1, 1))), fn("torch.cartesian_prod", t("a", (2,)), t("b", (2,))),
+    fn("torch.logical_and", t(), t("other")), fn("torch.heaviside", t(), t("values")),
+    fn("torch.trapezoid", t()), fn("torch.cumulative_trapezoid", t()), fn("torch.vander", t("x", (3,))), fn("torch.bernoulli", t()),
     fn("torch.multinomial", t("input", (4,)), 2), fn("torch.dropout", t(), 0.5, True),
     # conversions
     conv("to", (torch.float64,), (torch.float32,)),
@@ -419,6 +426,14 @@ SPECS: list[Spec] = [
     func("group_norm", t("input", (2, 4, 3)), 2, t("weight", (4,)), t("bias", (4,))),
     func("instance_norm", t("input", (2, 3, 4))),
     func("scaled_dot_product_attention", t("query", (1, 3, 4)), t("key", (1, 3, 4)), t("value", (1, 3, 4))),
+    func("conv3d", t("input", (1, 2, 3, 3, 3)), t("weight", (3, 2, 2, 2, 2)), t("bias", (3,))),
+    func("local_response_norm", t("input", (1, 3, 2, 2)), 2),
+    func("grid_sample", t("input", (1, 1, 3, 3)), t("grid", (1, 2, 2, 2)), align_corners=False),
+    func("affine_grid", t("theta", (1, 2, 3)), (1, 1, 2, 2), align_corners=False),
+    func("embedding_bag", idx("input", (2, 3), 5), t("weight", (5, 4))),
+    func("multi_head_attention_forward", t("query", (3, 1, 4)), t("key", (3, 1, 4)),
+         t("value", (3, 1, 4)), 4, 2, t("in_proj_weight", (12, 4)), t("in_proj_bias", (12,)),
+         None, None, False, 0.0, t("out_proj_weight", (4, 4)), t("out_proj_bias", (4,))),
     func("cosine_similarity", t("x1"), t("x2")), func("pairwise_distance", t("x1"), t("x2")),
     # losses
     func("mse_loss", t(), t("target")), func("l1_loss", t(), t("target")),
@@ -469,6 +484,16 @@ SPECS: list[Spec] = [
     mod("CrossEntropyLoss", (), t("input", LOGITS), TARGET), mod("NLLLoss", (), t("input", LOGITS), TARGET),
     mod("BCELoss", (), t(), t("target")), mod("BCEWithLogitsLoss", (), t(), t("target")),
     mod("KLDivLoss", (), t(), t("target"), ctor_kwargs={"reduction": "batchmean"}),
+    mod("Conv3d", (2, 3, 2), t("input", (1, 2, 3, 3, 3))), mod("InstanceNorm2d", (2,), t("input", (1, 2, 3, 3))),
+    mod("LocalResponseNorm", (2,), t("input", (1, 3, 2, 2))), mod("AdaptiveMaxPool2d", (2,), t("input", IMG)),
+    mod("CosineSimilarity", (), t("x1"), t("x2")), mod("PairwiseDistance", (), t("x1"), t("x2")),
+    mod("PixelShuffle", (2,), t("input", (1, 4, 2, 2))), mod("ZeroPad2d", (1,), t("input", IMG)),
+    mod("Unflatten", (1, (3, 1)), t()), mod("Softmax2d", (), t("input", IMG)),
+    mod("TransformerDecoderLayer", (4, 2, 8), t("tgt", (3, 1, 4)), t("memory", (2, 1, 4))),
+    mod("CosineEmbeddingLoss", (), t("input1"), t("input2"), t("target", (2,))),
+    mod("MarginRankingLoss", (), t("input1", (3,)), t("input2", (3,)), t("target", (3,))),
+    mod("TripletMarginLoss", (), t("anchor"), t("positive"), t("negative")),
+    mod("GaussianNLLLoss", (), t(), t("target"), t("var")), mod("PoissonNLLLoss", (), t(), t("target")),
     mod_eval("BatchNorm1d", (3,), t("input", (4, 3))), mod_eval("BatchNorm2d", (2,), t("input", (2, 2, 3, 3))),
     mod_eval("Dropout", (), t()), mod_eval("MultiheadAttention", (4, 2), t("query", (3, 1, 4)),
                                             t("key", (3, 1, 4)), t("value", (3, 1, 4))),
@@ -548,19 +573,27 @@ def _flat_ins(args: tuple, kwargs: dict) -> list[In]:
     return found
 
 
-def _saved_values(node: Any) -> list[torch.Tensor]:
-    """Every tensor a graph node keeps for backward (``_saved_*`` and ``saved_tensors``)."""
+def _saved_values(node: Any) -> tuple[list[torch.Tensor], bool]:
+    """Every tensor a graph node keeps for backward (``_saved_*`` and ``saved_tensors``).
+
+    The flag says whether one of them could not be read: torch itself already
+    modified it in place (``torch.vander`` in 2.13), so backward will raise.
+    """
     found: list[torch.Tensor] = []
+    broken = False
     names = [a for a in dir(node) if a.startswith("_saved_")]
     if hasattr(node, "saved_tensors") and not names:
         names = ["saved_tensors"]
     for name in names:
         try:
             value = getattr(node, name)
+        except RuntimeError as exc:
+            broken |= "modified by an inplace operation" in str(exc)
+            continue
         except Exception:
             continue
         found.extend(_flatten(value))
-    return found
+    return found, broken
 
 
 @dataclass
@@ -644,6 +677,7 @@ def run_case(spec: Spec, pattern: str, inplace_kw: str | None = None,
     # (saved tensor, what it belongs to, the tensor whose version it must follow)
     hits: list[tuple[torch.Tensor, tuple, torch.Tensor]] = []
     internal = 0
+    broken = False
     seen: set[int] = set()
     todo = list(roots)
     while todo:
@@ -651,7 +685,9 @@ def run_case(spec: Spec, pattern: str, inplace_kw: str | None = None,
         if node is None or id(node) in seen or id(node) in stop:
             continue
         seen.add(id(node))
-        for tensor in _saved_values(node):
+        tensors, node_broken = _saved_values(node)
+        broken |= node_broken
+        for tensor in tensors:
             ptr = _storage(tensor)
             if ptr == 0:
                 internal += 1
@@ -697,6 +733,8 @@ def run_case(spec: Spec, pattern: str, inplace_kw: str | None = None,
     }
     if internal:
         case["internal"] = internal
+    if broken:
+        case["backward_fails"] = True  # torch's own graph is already invalid (a torch bug)
     if len(outputs) > 1 and saved_outputs:
         case["saved_outputs"] = saved_outputs
     if module is not None:

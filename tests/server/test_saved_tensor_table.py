@@ -280,6 +280,8 @@ def _backward_after_bump(gen, spec, pattern, target):
 
 def _expected(info, case, target) -> bool:
     """What the table claims: does bumping ``target`` make backward raise?"""
+    if case.backward_fails:
+        return True  # torch's own graph already fails its version check
     aliased = info.inplace or info.view or info.identity  # input 0 and the result are one memory
     if target[0] == "input":
         if target[1] == 0 and aliased:
@@ -312,6 +314,8 @@ def test_table_agrees_with_backward_version_checks(gen, group):
             continue  # a duplicate spec the table did not keep
         ins = gen._flat_ins(spec.args, spec.kwargs)
         for pattern in info.patterns():
+            if len(pattern) > 3 and pattern.count("1") not in (1, len(pattern)):
+                continue  # wide ops (attention): one-hot and all-grad patterns suffice
             case = info.saved_for(pattern)
             if not case.requires_grad:
                 continue

@@ -54,6 +54,7 @@ class SavedCase:
     saved_unchecked: tuple[int, ...] = ()
     result_unchecked: bool = False
     params_unchecked: bool = False
+    backward_fails: bool = False  # torch's own graph is already invalid (torch.vander in 2.13)
 
     @property
     def saves_anything(self) -> bool:
@@ -74,6 +75,7 @@ def _case(pattern: str, raw: Mapping[str, Any]) -> SavedCase:
         saved_unchecked=tuple(raw.get("saved_unchecked", ())),
         result_unchecked=bool(raw.get("result_unchecked", False)),
         params_unchecked=bool(raw.get("params_unchecked", False)),
+        backward_fails=bool(raw.get("backward_fails", False)),
     )
 
 
