@@ -139,7 +139,8 @@ def reset_torch_state() -> None:
     torch.set_default_dtype(torch.float32)
     with contextlib.suppress(Exception):
         torch.set_default_device(None)
-    torch.use_deterministic_algorithms(False)
+    if torch.are_deterministic_algorithms_enabled():  # the setter imports torch._inductor (seconds): only when needed
+        torch.use_deterministic_algorithms(False)
     torch.manual_seed(0)
 
 
@@ -192,8 +193,9 @@ def run_in_process(
     timeout: float = DEFAULT_TIMEOUT,
     around: Callable[[], ContextManager[Any]] | None = None,
     keep_namespace: bool = False,
+    init_globals: dict[str, Any] | None = None,
 ) -> Outcome:
-    """Run one fixture here, in a fresh ``__main__`` namespace."""
+    """Run one fixture here, in a fresh ``__main__`` namespace (seeded with ``init_globals``)."""
     path = os.fspath(Path(path).resolve())
     outcome = Outcome(path=path)
     reset_torch_state()
@@ -208,7 +210,7 @@ def run_in_process(
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
                     with _time_limit(timeout), (around() if around else contextlib.nullcontext()):
-                        namespace = runpy.run_path(path, run_name="__main__")
+                        namespace = runpy.run_path(path, init_globals=init_globals, run_name="__main__")
                 except FixtureTimeout:
                     outcome.timed_out = True
                 except BaseException as exc:  # noqa: BLE001 - the oracle records everything, SystemExit included
@@ -241,12 +243,21 @@ def run_in_process(
     return outcome
 
 
-def run_in_subprocess(path: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
-    """Run one fixture in a fresh interpreter (pays torch's import; use only when needed)."""
+def run_in_subprocess(
+    path: str | os.PathLike[str],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    init_globals: dict[str, Any] | None = None,
+) -> Outcome:
+    """Run one fixture in a fresh interpreter (pays torch's import; use only when needed).
+
+    ``init_globals`` must be JSON-serialisable here.
+    """
     path = os.fspath(Path(path).resolve())
+    extra = ["--globals", json.dumps(init_globals)] if init_globals else []
     try:
         proc = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), path, "--timeout", str(timeout)],
+            [sys.executable, os.path.abspath(__file__), path, "--timeout", str(timeout), *extra],
             capture_output=True,
             text=True,
             timeout=timeout + 60,
@@ -276,13 +287,16 @@ def run_fixture(
     timeout: float = DEFAULT_TIMEOUT,
     around: Callable[[], ContextManager[Any]] | None = None,
     keep_namespace: bool = False,
+    init_globals: dict[str, Any] | None = None,
 ) -> Outcome:
     """Run a fixture in process (the default) or in a subprocess."""
     if subprocess:
         if around is not None or keep_namespace:
             raise ValueError("`around` and `keep_namespace` work in process only")
-        return run_in_subprocess(path, timeout=timeout)
-    return run_in_process(path, timeout=timeout, around=around, keep_namespace=keep_namespace)
+        return run_in_subprocess(path, timeout=timeout, init_globals=init_globals)
+    return run_in_process(
+        path, timeout=timeout, around=around, keep_namespace=keep_namespace, init_globals=init_globals
+    )
 
 
 def _main(argv: list[str]) -> int:
@@ -291,8 +305,10 @@ def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Run one graphlife fixture under torch; print the outcome as JSON.")
     parser.add_argument("fixture")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    parser.add_argument("--globals", default=None, help="JSON object: the fixture's initial globals")
     args = parser.parse_args(argv)
-    outcome = run_in_process(args.fixture, timeout=args.timeout)
+    init_globals = json.loads(args.globals) if args.globals else None
+    outcome = run_in_process(args.fixture, timeout=args.timeout, init_globals=init_globals)
     sys.stdout.write(_JSON_PREFIX + outcome.to_json() + "\n")
     sys.stdout.flush()
     return 0
