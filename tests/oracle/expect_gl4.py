@@ -7,8 +7,9 @@ Importing this module registers GL401-GL406 in :mod:`oracle.expectations`.
 - GL404: `RuntimeError: Legacy autograd function with non-static forward method
   is deprecated`, raised by a statement that is marked or calls an instance
   bound on a marked line.
-- GL406: `TypeError: save_for_backward can only save variables`, raised while
-  the marked `ctx.save_for_backward(...)` runs.
+- GL406: `TypeError: save_for_backward can only save variables`, raised (when
+  forward returns) at the `apply` of the Function whose forward holds the marked
+  `ctx.save_for_backward(...)`.
 - GL405: the checkpoint warnings (`use_reentrant parameter should be passed
   explicitly` / `None of the inputs have requires_grad=True`); good fixtures emit
   neither.
@@ -355,6 +356,21 @@ def _gl404_raised_by_marked_instance(fixture: Fixture, outcome: Outcome) -> list
     return ["torch raised, but not at a marked instantiation nor at a call of an instance bound on a marked line"]
 
 
+def _gl406_raised_at_apply(fixture: Fixture, outcome: Outcome) -> list[str]:
+    """torch checks the saved values when forward returns: the error surfaces at ``<marked class>.apply(...)``."""
+    from oracle.expectations import statement_start  # noqa: PLC0415
+
+    names = {_class_of_line(fixture.source, line) for line in fixture.lines_marked("GL406")}
+    if not outcome.frames:
+        return ["no fixture frame on the traceback"]
+    frame = outcome.frames[-1]
+    lines = fixture.source.splitlines()
+    text = "\n".join(lines[statement_start(fixture.source, frame.lineno) - 1 : frame.end_lineno or frame.lineno])
+    if not any(name and f"{name}.apply(" in text for name in names):
+        return [f"torch raised at line {frame.lineno}, which is not an apply of {sorted(filter(None, names))}"]
+    return []
+
+
 _REENTRANT_WARNINGS = (
     "use_reentrant parameter should be passed explicitly",
     "None of the inputs have requires_grad=True. Gradients will be None",
@@ -407,6 +423,6 @@ register(
 )
 register(
     "GL406",
-    raises(TypeError, "save_for_backward can only save variables", at_marker=True),
-    summary="TypeError: save_for_backward can only save variables (at the marked save_for_backward)",
+    all_of(raises(TypeError, "save_for_backward can only save variables", at_marker=False), _gl406_raised_at_apply),
+    summary="TypeError: save_for_backward can only save variables (at the apply of the marked Function)",
 )
