@@ -181,18 +181,24 @@ def factory(name: str, *args: Any, grad: bool = True, **kwargs: Any) -> Spec:
     return spec
 
 
-def conv(name: str, convert: tuple, noop: tuple, self_dtype=(torch.float32, torch.float32),
-         proxy: str | None = None, method: str | None = None) -> Spec:
-    """A conversion method (``to``, ``double``...): one converting and one no-op call."""
+def conv(name: str, convert: tuple | None, noop: tuple | None,
+         self_dtype=(torch.float32, torch.float32), proxy: str | None = None,
+         method: str | None = None) -> Spec:
+    """A conversion method (``to``, ``double``...): a converting and a no-op call.
+
+    ``convert`` / ``noop`` are the call arguments of each form (None: not measurable
+    here); ``self_dtype`` the dtype of the input for each.
+    """
     method = method or name
 
     def call(self: Any, *a: Any) -> Any:
         return getattr(self, method)(*a)
 
-    spec = Spec("Tensor." + name, "method", call, (t("self"),) + convert, proxy=proxy)
+    shown = convert if convert is not None else noop
+    spec = Spec("Tensor." + name, "method", call, (t("self"),) + shown, proxy=proxy)
     spec.converts = (convert, noop, self_dtype)
     if method != name:
-        spec.call_text = f"self.{method}({', '.join(repr(a) for a in convert)})"
+        spec.call_text = f"self.{method}({', '.join(repr(a) for a in shown)})"
     return spec
 
 
@@ -392,8 +398,8 @@ SPECS: list[Spec] = [
     conv("float", (), (), (torch.float64, torch.float32)),
     conv("half", (), (), (torch.float32, torch.float16)),
     conv("type", (torch.float64,), (torch.float32,)),
-    conv("cpu", (), (), proxy="no device but CPU here: converting case not measured"),
-    conv("cuda", ("meta",), ("meta",), proxy="Tensor.to(device) to the meta device stands for cuda",
+    conv("cpu", None, (), proxy="no device but CPU here: converting case not measured"),
+    conv("cuda", ("meta",), None, proxy="Tensor.to(device) to the meta device stands for cuda",
          method="to"),
     # activations and functional
     fn("torch.relu_", t()), fn("torch.sigmoid_", t()), fn("torch.tanh_", t()),
@@ -893,9 +899,7 @@ def _converts(spec: Spec) -> dict:
     convert, noop, (dtype_convert, dtype_noop) = spec.converts
     report: dict[str, Any] = {}
     for label, args, dtype in (("converting", convert, dtype_convert), ("noop", noop, dtype_noop)):
-        if spec.key == "Tensor.cpu" and label == "converting":
-            continue
-        if spec.key == "Tensor.cuda" and label == "noop":
+        if args is None:
             continue
         leaf = (torch.rand(S) + 0.2).to(dtype).requires_grad_()
         try:
@@ -910,16 +914,17 @@ def _converts(spec: Spec) -> dict:
 
 
 def _factory_entry(spec: Spec, ins: list[In]) -> dict | None:
-    entry: dict[str, Any] = {"kind": "factory", "inputs": [i.name for i in ins],
-                             "call": _describe_call(spec), "view": False, "inplace": False}
+    """Factories: what the result is without the keyword, and whether the keyword works."""
     cases: dict[str, dict] = {}
     for pattern in _patterns(ins) or [""]:
-        ins_, vals, call, args, kwargs, _ = _build_call(spec, pattern)
-        out = call(*args, **kwargs)
-        cases[pattern] = {"saved": [], "result": False, "requires_grad": out.requires_grad,
-                          "leaf": out.is_leaf}
-    entry["cases"] = cases
-    entry["differentiable"] = False
+        run = run_case(spec, pattern)
+        if run is None or not run.outputs:
+            continue
+        case = {k: v for k, v in run.case.items() if not k.startswith("_")}
+        case["leaf"] = run.outputs[0].is_leaf
+        cases[pattern] = case
+    if not cases:
+        return None
     ok = False
     if spec.ctor_kwargs.get("grad"):
         try:
@@ -928,8 +933,16 @@ def _factory_entry(spec: Spec, ins: list[In]) -> dict | None:
             ok = out.requires_grad and out.is_leaf
         except Exception:
             ok = False
-    entry["requires_grad_kwarg"] = ok
-    return entry
+    return {
+        "kind": "factory",
+        "inputs": [i.name for i in ins],
+        "call": _describe_call(spec),
+        "cases": cases,
+        "differentiable": any(c["requires_grad"] for p, c in cases.items() if "1" in p),
+        "view": False,
+        "inplace": False,
+        "requires_grad_kwarg": ok,
+    }
 
 
 # --------------------------------------------------------------------------- #
