@@ -505,14 +505,16 @@ class Interpreter:
         iterable = self.eval(stmt.iter, state)
         items = self.exact_items(iterable, stmt.iter, state)
         if items is not None:
-            return self.run_loop(stmt, state, [lambda s, v=v: self.assign(stmt.target, v, s, None) for v in items], may_skip=False)
+            return self.run_loop(stmt, state, [lambda s, v=v: self.assign(stmt.target, v, s, None) for v in items],
+                                 may_skip=False, count_known=True)
         element = self.iter_element(iterable, state)
         count = self.constant_range_length(stmt.iter)
         iterations = 2 if count is None or count >= 2 else max(count, 0)
         binders = [lambda s: self.assign(stmt.target, element, s, None)] * iterations
+        known = count is not None
         if count is None and self.nonempty(iterable, state):
             count = 1
-        return self.run_loop(stmt, state, binders, may_skip=count is None or count == 0)
+        return self.run_loop(stmt, state, binders, may_skip=count is None or count == 0, count_known=known)
 
     def nonempty(self, iterable: Value, state: State) -> bool:
         """A module's parameters: there is at least one (a loop over them runs)."""
@@ -528,7 +530,7 @@ class Interpreter:
         binders = [lambda s: self.eval(stmt.test, s)] * 2
         return self.run_loop(stmt, state, binders, may_skip=not infinite, infinite=infinite)
 
-    def run_loop(self, stmt, state: State, binders, *, may_skip: bool, infinite: bool = False) -> Flow:
+    def run_loop(self, stmt, state: State, binders, *, may_skip: bool, infinite: bool = False, count_known: bool = False) -> Flow:
         exits: list[State] = [state.copy()] if may_skip else []
         returns: list[tuple[State, Value]] = []
         current = state
@@ -548,10 +550,9 @@ class Interpreter:
                 current = State.join_all([flow.normal, *flow.continues])
                 if not current.reachable:
                     break
-                if index < len(binders) - 1:
-                    # Between unrolled iterations the loop may also end here.
-                    if may_skip or not infinite:
-                        exits.append(current.copy())
+                if index < len(binders) - 1 and not count_known and not infinite:
+                    # An unknown number of iterations: the loop may also end after this one.
+                    exits.append(current.copy())
         finally:
             self.loop_entry_envs.pop()
         if not infinite or not exits:
@@ -629,7 +630,8 @@ class Interpreter:
             else:
                 element = self.iter_element(value, state) if isinstance(value, (HeapRef, TupleVal)) else UNKNOWN
                 if isinstance(value, TensorVal):
-                    element = replace(value, leaf=False if value.requires_grad else value.leaf, certain=False)
+                    # Unpacking a tensor (`q, k, v = t.chunk(3)`): views that share its graph.
+                    element = replace(value, leaf=False if value.requires_grad else value.leaf)
                 for elt in elts:
                     self.assign(elt.value if isinstance(elt, ast.Starred) else elt, element if not isinstance(elt, ast.Starred) else UNKNOWN, state, None)
         elif isinstance(target, ast.Attribute):

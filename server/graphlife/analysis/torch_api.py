@@ -305,8 +305,9 @@ def set_requires_grad(interp: "Interpreter", state: State, target: TensorVal, ta
         return
     updated = replace(target, requires_grad=flag, created_with_grad=stmt if flag else None)
     rebind(interp, state, target_expr, updated)
-    if target.owner is not None and flag is False and target.owner in state.heap:
-        frozen = True if interp.loop_stack else None  # a loop over .parameters() freezes them all
+    if target.owner is not None and target.owner in state.heap:
+        # A loop over .parameters() sets every parameter; a single one makes the module "maybe".
+        frozen = (not flag) if (flag is not None and interp.loop_stack) else None
         state.heap_write(target.owner).frozen = frozen
         mark_children_frozen(state, HeapRef(target.owner), frozen)
 
