@@ -16,7 +16,6 @@ import {
   RevealOutputChannelOn,
   type ServerOptions,
   State,
-  TransportKind,
 } from "vscode-languageclient/node";
 
 import { chooseInterpreter, describeSource } from "./interpreter";
@@ -145,10 +144,10 @@ export class ServerManager implements vscode.Disposable {
     this.log.debug(`PYTHONPATH=${launch.env.PYTHONPATH}`);
 
     const folder = vscode.workspace.workspaceFolders?.[0];
+    // No `transport`: plain stdio without the `--stdio` argument the client would append.
     const serverOptions: ServerOptions = {
       command: launch.command,
       args: launch.args,
-      transport: TransportKind.stdio,
       options: { env: launch.env, cwd: folder?.uri.fsPath },
     };
     const clientOptions: LanguageClientOptions = {
