@@ -109,6 +109,8 @@ class Interpreter:
         self.unit_depth = 0  # len(stmt_stack) at the unit's own body
         self.call_stack: list[int] = []  # keys of inlined functions (recursion guard)
         self.frames: list[CallFrame] = []  # the inlined calls, innermost last
+        self.yielded: list[list[Value]] = []
+        self.path_ends = False  # set when an inlined call never returns (it raised)  # values yielded by the generators being inlined
         self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
         self.loop_entry_envs: list[tuple[ast.AST, State]] = []
         self.parents: dict[int, ast.AST] = {}
@@ -302,10 +304,12 @@ class Interpreter:
                 self.havoc_targets(stmt, flow.normal)
             finally:
                 self.stmt_stack.pop()
-            if self.reporter.raised:
+            if self.reporter.raised or self.path_ends:
+                self.path_ends = False
                 # torch raises at this statement on every path: nothing after it runs.
                 inner.normal = inner.normal.copy()
                 inner.normal.reachable = False
+                inner.returns, inner.breaks, inner.continues = [], [], []
                 self.reporter.raised = False
             flow.normal = inner.normal
             flow.breaks.extend(inner.breaks)
@@ -749,8 +753,9 @@ class Interpreter:
                     self.eval(child, state)
             return Number(None)
         if isinstance(expr, (ast.Await, ast.Yield, ast.YieldFrom)):
-            if getattr(expr, "value", None) is not None:
-                self.eval(expr.value, state)
+            value = self.eval(expr.value, state) if getattr(expr, "value", None) is not None else NONE
+            if self.yielded and isinstance(expr, (ast.Yield, ast.YieldFrom)):
+                self.yielded[-1].append(value if isinstance(expr, ast.Yield) else self.iter_element(value, state))
             return UNKNOWN
         return UNKNOWN
 
@@ -930,8 +935,9 @@ class Interpreter:
         node = func.node
         if len(self.call_stack) >= MAX_INLINE_DEPTH or func.key in self.call_stack:
             return UNKNOWN
-        if isinstance(node, ast.AsyncFunctionDef) or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node)):
+        if isinstance(node, ast.AsyncFunctionDef):
             return UNKNOWN
+        is_generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node))
         decorators = [self.text(d) for d in node.decorator_list]
         callee_state = state.copy()
         env = {k: v for k, v in state.env.items() if isinstance(v, (QualName, FunctionRef, ClassRef))}
@@ -963,6 +969,8 @@ class Interpreter:
             callee_state.grad_enabled = False
             if "inference_mode" in " ".join(decorators):
                 callee_state.inference_mode = True
+        if is_generator:
+            self.yielded.append([])
         self.call_stack.append(func.key)
         self.frames.append(CallFrame(call=site if isinstance(site, ast.Call) else None, stmt=self.current_stmt(),
                                      params=[p.arg for p in params], bound=func.bound_self is not None and "staticmethod" not in decorators))
@@ -973,14 +981,24 @@ class Interpreter:
             self.call_stack.pop()
             self.frames.pop()
             self.loop_stack = saved_loops
+            yielded = self.yielded.pop() if is_generator else None
         outs = [s for s, _ in flow.returns] + ([flow.normal] if flow.normal.reachable else [])
         if not outs:
+            self.path_ends = True  # the callee raises on every path: so does this call
             return UNKNOWN
         after = State.join_all(outs)
         # Back in the caller: its own names, the callee's effects on heap, graph and versions.
         caller_env, caller_grad, caller_inference = state.env, state.grad_enabled, state.inference_mode
         state.__dict__.update(after.__dict__)
         state.env, state.grad_enabled, state.inference_mode = caller_env, caller_grad, caller_inference
+        if yielded is not None:
+            # A generator: what the caller iterates over is the join of what it yields.
+            ref = self.new_list(state, (), site, literal=False)
+            element = None
+            for value in yielded:
+                element = value if element is None else element.join(value)
+            state.heap[ref.oid].elem = element
+            return ref
         result: Value | None = None
         for _, value in flow.returns:
             result = value if result is None else result.join(value)

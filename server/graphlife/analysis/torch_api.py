@@ -184,8 +184,9 @@ def apply_op(
             saved_inputs = set.intersection(*(set(c.saved) for c in cases))
             for index in sorted(saved_inputs):
                 value = inputs[index]
-                if isinstance(value, TensorVal) and value.storage is not None:
-                    saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", interp.text(input_exprs[index]) if index < len(input_exprs) else ""))
+                if isinstance(value, TensorVal):
+                    if value.storage is not None:
+                        saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", interp.text(input_exprs[index]) if index < len(input_exprs) else ""))
                     if value.inference:
                         interp.emit("saved", SavedEvent(stmt=interp.current_stmt(), state=state, site=site, tensor=value,
                                                         tensor_expr=input_exprs[index] if index < len(input_exprs) else None, op=key))
@@ -734,8 +735,9 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
             saved_inputs = set.intersection(*(set(c.saved) for c in cases))
             for index in sorted(saved_inputs):
                 value = inputs[index]
-                if isinstance(value, TensorVal) and value.storage is not None:
-                    saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", interp.text(exprs[index]) if index < len(exprs) else ""))
+                if isinstance(value, TensorVal):
+                    if value.storage is not None:
+                        saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", interp.text(exprs[index]) if index < len(exprs) else ""))
                     if value.inference:
                         interp.emit("saved", SavedEvent(stmt=interp.current_stmt(), state=state, site=call, tensor=value,
                                                         tensor_expr=exprs[index] if index < len(exprs) else None, op=key))

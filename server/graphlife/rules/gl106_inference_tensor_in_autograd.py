@@ -86,7 +86,8 @@ def _report(ctx, event, tensor: TensorVal, message: str) -> None:
     expr = getattr(event, "tensor_expr", None)
     if expr is not None:
         fixes.append(FixRecipe("clone_tensor", f"Use `{ctx.text(expr)}.clone()` here", {"expr": ctx.span(expr)}))
-    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+    stmt = ctx.interpreter.blame(event.stmt, expr if expr is not None else getattr(event, "target_expr", None))
+    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)
 
 
 def _inference_mode_item(ctx, node):

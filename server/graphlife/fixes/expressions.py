@@ -1,0 +1,176 @@
+"""Recipes that rewrite inside one statement: the edit covers only the node the rule named.
+
+Why the narrow range: an edit that replaces just ``fake`` with ``fake.detach()`` (or
+one call, or one small statement) cannot disturb comments or formatting elsewhere,
+and the editor's undo shows exactly the change. Each recipe first checks the
+node has the shape the recipe expects and returns ``None`` otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from graphlife.findings import Span
+from graphlife.fixes import TextEdit
+from graphlife.fixes.cstutil import is_true, keyword_arg, operand_text, parenthesized, with_keyword, without_arg
+from graphlife.fixes.document import Document
+
+Edits = list[TextEdit] | None
+
+
+def _replace(doc: Document, node: cst.CSTNode, new_text: str) -> list[TextEdit]:
+    return [TextEdit(doc.span_of(node), new_text)]
+
+
+def _expr(doc: Document, span: Any) -> cst.BaseExpression | None:
+    if not isinstance(span, Span):
+        return None
+    return doc.node_at(span, cst.BaseExpression)  # type: ignore[return-value]
+
+
+def _call(doc: Document, span: Any) -> cst.Call | None:
+    if not isinstance(span, Span):
+        return None
+    return doc.node_at(span, cst.Call)  # type: ignore[return-value]
+
+
+def _method_suffix(doc: Document, params: dict, key: str, suffix: str) -> Edits:
+    expr = _expr(doc, params.get(key))
+    if expr is None:
+        return None
+    return _replace(doc, expr, parenthesized(doc.code(expr), expr) + suffix)
+
+
+# --------------------------------------------------------------------------- per-kind recipes
+
+
+def detach_expression(doc: Document, params: dict) -> Edits:
+    """``fake`` -> ``fake.detach()`` (GL101 GAN shape: ``D(fake.detach())``)."""
+    expr = _expr(doc, params.get("expr"))
+    if expr is None or _already_called(doc, expr, "detach"):
+        return None
+    return _method_suffix(doc, params, "expr", ".detach()")
+
+
+def clone_tensor(doc: Document, params: dict) -> Edits:
+    """An inference tensor used under autograd -> ``expr.clone()`` (a normal tensor)."""
+    expr = _expr(doc, params.get("expr"))
+    if expr is None or _already_called(doc, expr, "clone"):
+        return None
+    return _method_suffix(doc, params, "expr", ".clone()")
+
+
+def use_item(doc: Document, params: dict) -> Edits:
+    return _method_suffix(doc, params, "expr", ".item()")
+
+
+def use_detach(doc: Document, params: dict) -> Edits:
+    return _method_suffix(doc, params, "expr", ".detach()")
+
+
+def _already_called(doc: Document, expr: cst.CSTNode, method: str) -> bool:
+    """``expr`` is already the receiver of ``.method()`` (applying again would double it)."""
+    attr = doc.parent(expr)
+    return isinstance(attr, cst.Attribute) and attr.attr.value == method and isinstance(doc.parent(attr), cst.Call)
+
+
+def retain_graph(doc: Document, params: dict) -> Edits:
+    """Add ``retain_graph=True`` to the earlier backward / ``autograd.grad`` call."""
+    return add_keyword(doc, {"call": params.get("call"), "keyword": "retain_graph", "value": "True"})
+
+
+def add_keyword(doc: Document, params: dict) -> Edits:
+    call = _call(doc, params.get("call"))
+    name, value = params.get("keyword"), params.get("value")
+    if call is None or not isinstance(name, str) or not isinstance(value, str):
+        return None
+    new = with_keyword(call, name, value)
+    return None if new is None else _replace(doc, call, doc.code(new))
+
+
+def drop_keyword(doc: Document, params: dict) -> Edits:
+    call = _call(doc, params.get("call"))
+    arg = None if call is None else keyword_arg(call, str(params.get("keyword")))
+    if call is None or arg is None:
+        return None
+    return _replace(doc, call, doc.code(without_arg(call, arg)))
+
+
+def inference_mode_to_no_grad(doc: Document, params: dict) -> Edits:
+    """``with torch.inference_mode():`` -> ``with torch.no_grad():`` (tensors stay normal)."""
+    span = params.get("item")
+    if not isinstance(span, Span):
+        return None
+    node = doc.node_at(span, (cst.Call, cst.WithItem))
+    if isinstance(node, cst.WithItem):
+        node = node.item
+    if not isinstance(node, cst.Call) or node.args:
+        return None
+    func = node.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "inference_mode" and isinstance(func.value, cst.Name)):
+        return None
+    return _replace(doc, node, f"{func.value.value}.no_grad()")
+
+
+def replace_text(doc: Document, params: dict) -> Edits:
+    span, text = params.get("span"), params.get("text")
+    if not isinstance(span, Span) or not isinstance(text, str):
+        return None
+    return [TextEdit(span, text)]
+
+
+def ignore_comment(doc: Document, params: dict) -> Edits:
+    """Append ``  # graphlife: ignore[CODE]`` to the line (not inside a multi-line string)."""
+    line, code = params.get("line"), params.get("code")
+    if not isinstance(line, int) or not isinstance(code, str) or not doc.line_text(line):
+        return None
+    text = doc.line_text(line)
+    if f"ignore[{code}]" in text or _inside_string(doc, line):
+        return None
+    end = doc.line_end(line)
+    return [TextEdit(Span(line, end, line, end), f"  # graphlife: ignore[{code}]")]
+
+
+def _inside_string(doc: Document, line: int) -> bool:
+    for node, rng in doc.positions.items():
+        if isinstance(node, (cst.SimpleString, cst.FormattedString)) and rng.start.line <= line < rng.end.line:
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- leaf_after_conversion
+
+
+def leaf_after_conversion(doc: Document, params: dict) -> Edits:
+    """``torch.randn(3, requires_grad=True) * 0.01`` -> ``(torch.randn(3) * 0.01).requires_grad_()``.
+
+    Only when exactly one call inside the expression says ``requires_grad=True``;
+    otherwise it is unclear which tensor becomes the leaf.
+    """
+    expr = _expr(doc, params.get("expr"))
+    if expr is None:
+        return None
+    found: list[tuple[cst.Call, cst.Arg]] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            arg = keyword_arg(node, "requires_grad")
+            if arg is not None:
+                found.append((node, arg))
+
+    expr.visit(Finder())
+    if len(found) != 1 or not is_true(found[0][1].value):
+        return None
+    call, arg = found[0]
+
+    class Dropper(cst.CSTTransformer):
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+            if original is call:
+                victim = next(a for a in updated.args if a.keyword is not None and a.keyword.value == "requires_grad")
+                return without_arg(updated, victim)
+            return updated
+
+    new = expr.visit(Dropper())
+    return _replace(doc, expr, parenthesized(doc.code(new), new) + ".requires_grad_()")
