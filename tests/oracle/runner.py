@@ -12,6 +12,10 @@ Other checks can wrap the run: ``run_fixture(path, around=factory)`` enters
 ``factory()`` (a context manager, e.g. a ``saved_tensors_hooks`` counter)
 around the fixture, in process only.
 
+After each in-process run the runner collects garbage and then ``gc.freeze()``s
+the survivors (a full collection over torch's objects costs ~0.25 s a fixture):
+measure leaks *during* the run (``around=``), not on a kept namespace afterwards.
+
 This file is also a script: ``python runner.py FIXTURE`` prints the outcome as
 JSON on its last stdout line (that is how the subprocess mode works).
 """
