@@ -32,3 +32,8 @@ class ResolvedFix:
     title: str
     preferred: bool
     edits: tuple[TextEdit, ...]
+
+
+from graphlife.fixes.apply import compute_fixes, fix_source  # noqa: E402 - needs the classes above
+
+__all__ = ["ResolvedFix", "TextEdit", "compute_fixes", "fix_source"]

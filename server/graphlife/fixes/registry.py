@@ -1,0 +1,34 @@
+"""Recipe kind -> function that turns the recipe's params into edits on a document.
+
+Why a table: the rules name recipes by ``kind`` (docs/FIX_RECIPES.md); an unknown
+kind, or a known one whose shape check fails, simply yields no fix.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from graphlife.fixes import expressions, statements
+from graphlife.fixes.document import Document
+
+Recipe = Callable[[Document, dict], "list | None"]
+
+RECIPES: dict[str, Recipe] = {
+    "detach_carried_state": statements.detach_carried_state,
+    "out_of_place": statements.out_of_place,
+    "wrap_no_grad": statements.wrap_no_grad,
+    "detach_expression": expressions.detach_expression,
+    "retain_graph": expressions.retain_graph,
+    "merge_backwards": statements.merge_backwards,
+    "detach_requires_grad": statements.detach_requires_grad,
+    "leaf_after_conversion": expressions.leaf_after_conversion,
+    "inference_mode_to_no_grad": expressions.inference_mode_to_no_grad,
+    "clone_tensor": expressions.clone_tensor,
+    "use_item": expressions.use_item,
+    "use_detach": expressions.use_detach,
+    "replace_text": expressions.replace_text,
+    "add_keyword": expressions.add_keyword,
+    "drop_keyword": expressions.drop_keyword,
+    "insert_before": statements.insert_before,
+    "ignore_comment": expressions.ignore_comment,
+}

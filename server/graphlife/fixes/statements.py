@@ -1,0 +1,427 @@
+"""Recipes that rewrite or add whole statements: in-place -> out-of-place, detach at the
+loop boundary, ``with torch.no_grad():`` around an update, merged backwards.
+
+Why statement-level: these fixes change what a *name* refers to (``x = x + y``) or
+where code runs (inside a ``with``, at the top of each iteration), so the edit is a
+small statement or a new line placed where the rule's reasoning says it belongs,
+indented like its neighbours. Every recipe checks the shape first and returns
+``None`` when the code is not what the recipe was written for.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from graphlife.findings import Span
+from graphlife.fixes import TextEdit
+from graphlife.fixes.cstutil import is_true, keyword_arg, operand_text, without_arg
+from graphlife.fixes.document import Document
+
+Edits = list[TextEdit] | None
+
+#: In-place tensor methods whose out-of-place twin is the same name without ``_``.
+#: (``zero_``, ``fill_``, ``copy_``, ``normal_`` ... have no twin and are not rewritten.)
+OUT_OF_PLACE_TWINS = frozenset({
+    "abs", "acos", "add", "addcdiv", "addcmul", "addmm", "asin", "atan", "atan2", "bernoulli_",
+    "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "cosh", "div", "erf", "exp", "expm1",
+    "floor", "floor_divide", "fmod", "frac", "index_add", "index_copy", "index_fill", "lerp", "log",
+    "log1p", "log2", "log10", "masked_fill", "masked_scatter", "mul", "nan_to_num", "neg", "pow",
+    "reciprocal", "relu", "remainder", "round", "rsqrt", "scatter", "scatter_add", "sigmoid", "sign",
+    "sin", "sinh", "sqrt", "square", "squeeze", "sub", "t", "tan", "tanh", "transpose", "tril", "triu",
+    "true_divide", "trunc", "unsqueeze", "hardtanh", "leaky_relu", "elu", "selu", "celu", "rrelu",
+    "softmax", "log_softmax", "threshold",
+}) - {"bernoulli_"}
+
+#: Module classes whose positional ``inplace`` argument sits at this index.
+POSITIONAL_INPLACE = {
+    "ReLU": 0, "ReLU6": 0, "SELU": 0, "SiLU": 0, "Mish": 0, "Hardswish": 0, "Hardsigmoid": 0,
+    "LeakyReLU": 1, "ELU": 1, "CELU": 1, "Dropout": 1, "Dropout1d": 1, "Dropout2d": 1, "Dropout3d": 1,
+    "AlphaDropout": 1, "Hardtanh": 2, "Threshold": 2, "RReLU": 2,
+}
+
+#: Receivers that are modules, not tensors: ``torch.relu_(x)`` -> ``x = torch.relu(x)``.
+FUNCTIONAL_NAMESPACES = frozenset({"torch", "F", "functional"})
+
+
+def _is_rebindable(node: cst.BaseExpression) -> bool:
+    """A name or attribute chain: ``x = f(x)`` rebinds it without touching other tensors."""
+    if isinstance(node, cst.Name):
+        return True
+    return isinstance(node, cst.Attribute) and _is_rebindable(node.value)
+
+
+def _small(doc: Document, span: object) -> tuple[cst.SimpleStatementLine, cst.BaseSmallStatement] | None:
+    if not isinstance(span, Span):
+        return None
+    line = doc.statement_line(span)
+    if line is None:
+        return None
+    return line, line.body[0]
+
+
+def _insert_line_before(doc: Document, stmt: cst.CSTNode, code: str) -> TextEdit | None:
+    span = doc.span_of(stmt)
+    if not doc.starts_line(span):
+        return None
+    indent = doc.line_text(span.line)[: span.column - 1]
+    return TextEdit(Span(span.line, 1, span.line, 1), f"{indent}{code}{doc.newline}")
+
+
+# --------------------------------------------------------------------------- out_of_place
+
+
+def out_of_place(doc: Document, params: dict) -> Edits:
+    """Replace the in-place change by its out-of-place form (GL102)."""
+    construction = params.get("construction")
+    if isinstance(construction, Span):
+        return _drop_inplace_in(doc, construction)
+    found = _small(doc, params.get("stmt"))
+    if found is None:
+        span = params.get("stmt")
+        return _drop_inplace_in(doc, span) if isinstance(span, Span) else None
+    line, small = found
+    if isinstance(small, cst.AugAssign):
+        return _augmented(doc, small)
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        edits = _method_call(doc, small, small.value)
+        if edits is not None:
+            return edits
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Subscript):
+        base = small.targets[0].target.value
+        if _is_rebindable(base):
+            name = doc.code(base)
+            edit = _insert_line_before(doc, line, f"{name} = {name}.clone()")
+            return None if edit is None else [edit]
+        return None
+    return _drop_inplace_in(doc, doc.span_of(small))
+
+
+def _augmented(doc: Document, aug: cst.AugAssign) -> Edits:
+    """``x op= y`` -> ``x = x op y`` for a name or attribute target."""
+    if not _is_rebindable(aug.target):
+        return None
+    op = doc.code(aug.operator).strip()[:-1]
+    binary = {
+        "+": cst.Add, "-": cst.Subtract, "*": cst.Multiply, "/": cst.Divide, "//": cst.FloorDivide,
+        "%": cst.Modulo, "@": cst.MatrixMultiply, "**": cst.Power, "&": cst.BitAnd, "|": cst.BitOr,
+        "^": cst.BitXor, "<<": cst.LeftShift, ">>": cst.RightShift,
+    }.get(op)
+    if binary is None:
+        return None
+    target = doc.code(aug.target)
+    value = operand_text(doc.code(aug.value), aug.value, binary, right=True)
+    return [TextEdit(doc.span_of(aug), f"{target} = {target} {op} {value}")]
+
+
+def _method_call(doc: Document, stmt: cst.Expr, call: cst.Call) -> Edits:
+    func = call.func
+    if keyword_arg(call, "inplace") is not None:
+        return _drop_inplace_in(doc, doc.span_of(call))
+    if not isinstance(func, cst.Attribute) or not func.attr.value.endswith("_") or func.attr.value.startswith("_"):
+        return None
+    twin = func.attr.value[:-1]
+    if twin not in OUT_OF_PLACE_TWINS or any(a.keyword is not None and a.keyword.value == "out" for a in call.args):
+        return None
+    new_call = doc.code(call.with_changes(func=func.with_changes(attr=cst.Name(twin))))
+    receiver = func.value
+    if isinstance(receiver, cst.Name) and receiver.value in FUNCTIONAL_NAMESPACES:
+        if not call.args or call.args[0].keyword is not None or call.args[0].star or not _is_rebindable(call.args[0].value):
+            return None
+        target = doc.code(call.args[0].value)
+    elif _is_rebindable(receiver):
+        target = doc.code(receiver)
+    else:
+        return None
+    return [TextEdit(doc.span_of(stmt), f"{target} = {new_call}")]
+
+
+def _drop_inplace_in(doc: Document, span: Span) -> Edits:
+    """Drop ``inplace=True`` (or a module's positional ``True``) from the one call inside ``span``."""
+    nodes = doc.nodes_at(span)
+    if not nodes:
+        return None
+    calls: list[tuple[cst.Call, cst.Arg]] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            arg = keyword_arg(node, "inplace")
+            if arg is not None:
+                if is_true(arg.value):
+                    calls.append((node, arg))
+                return
+            name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", None)
+            index = POSITIONAL_INPLACE.get(name) if isinstance(name, str) else None
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            if index is not None and len(positional) == index + 1 and is_true(positional[index].value):
+                calls.append((node, positional[index]))
+
+    nodes[0].visit(Finder())
+    if len(calls) != 1:
+        return None
+    call, arg = calls[0]
+    return [TextEdit(doc.span_of(call), doc.code(without_arg(call, arg)))]
+
+
+# --------------------------------------------------------------------------- detach_requires_grad
+
+
+def detach_requires_grad(doc: Document, params: dict) -> Edits:
+    """``y.requires_grad = True`` on a non-leaf -> ``y = y.detach().requires_grad_()`` (GL107)."""
+    found = _small(doc, params.get("stmt"))
+    target, flag = params.get("target"), params.get("flag")
+    if found is None or not isinstance(target, str) or not isinstance(flag, bool):
+        return None
+    _, small = found
+    receiver, value = None, None
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        attr = small.targets[0].target
+        if isinstance(attr, cst.Attribute) and attr.attr.value == "requires_grad" and isinstance(small.value, cst.Name):
+            receiver, value = attr.value, small.value.value
+    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        call = small.value
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "requires_grad_":
+            receiver = call.func.value
+            if not call.args:
+                value = "True"
+            elif len(call.args) == 1 and call.args[0].keyword in (None,) or (
+                len(call.args) == 1 and call.args[0].keyword is not None and call.args[0].keyword.value == "requires_grad"
+            ):
+                arg = call.args[0].value
+                value = arg.value if isinstance(arg, cst.Name) else None
+    if receiver is None or value not in ("True", "False") or (value == "True") != flag:
+        return None
+    if not _is_rebindable(receiver) or doc.code(receiver) != target:
+        return None
+    suffix = ".detach().requires_grad_()" if flag else ".detach()"
+    return [TextEdit(doc.span_of(small), f"{target} = {target}{suffix}")]
+
+
+# --------------------------------------------------------------------------- insert_before
+
+
+def insert_before(doc: Document, params: dict) -> Edits:
+    anchor, code = params.get("anchor"), params.get("code")
+    if not isinstance(code, str) or "\n" in code:
+        return None
+    stmt = doc.statement(anchor) if isinstance(anchor, Span) else None
+    if stmt is None:
+        return None
+    try:
+        cst.parse_statement(code)
+    except cst.ParserSyntaxError:
+        return None
+    edit = _insert_line_before(doc, stmt, code)
+    return None if edit is None else [edit]
+
+
+# --------------------------------------------------------------------------- merge_backwards
+
+
+def merge_backwards(doc: Document, params: dict) -> Edits:
+    """Two adjacent ``a.backward()`` / ``b.backward()`` -> one ``(a + b).backward()`` (GL101)."""
+    first, second = _small(doc, params.get("first")), _small(doc, params.get("second"))
+    first_root, second_root = params.get("first_root"), params.get("second_root")
+    if first is None or second is None or not isinstance(first_root, str) or not isinstance(second_root, str):
+        return None
+    calls = []
+    for line, small in (first, second):
+        if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+            return None
+        func = small.value.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "backward"):
+            return None
+        calls.append(small.value)
+    if calls[0].args or doc.code(calls[0].func.value) != first_root or doc.code(calls[1].func.value) != second_root:
+        return None
+    parent = doc.parent(first[0])
+    body = getattr(parent, "body", None)
+    if not isinstance(body, (list, tuple)) or doc.parent(second[0]) is not parent:
+        return None
+    index = list(body).index(first[0])
+    if index + 1 >= len(body) or body[index + 1] is not second[0]:
+        return None
+    first_span = doc.span_of(first[0])
+    if not doc.starts_line(first_span) or first_span.line == doc.span_of(second[0]).line:
+        return None
+    # delete the first statement's lines (its own trailing comment goes with it)
+    delete = TextEdit(Span(first_span.line, 1, first_span.end_line + 1, 1), "")
+    merged = cst.parse_expression(f"({first_root} + {second_root})")
+    call = calls[1]
+    new_call = call.with_changes(func=call.func.with_changes(value=merged))
+    return [delete, TextEdit(doc.span_of(call), doc.code(new_call))]
+
+
+# --------------------------------------------------------------------------- wrap_no_grad
+
+
+def wrap_no_grad(doc: Document, params: dict) -> Edits:
+    """Put the update statement(s) inside ``with torch.no_grad():`` (GL103)."""
+    if not doc.binds_torch:
+        return None
+    start = doc.statement(params["stmt"]) if isinstance(params.get("stmt"), Span) else None
+    end_span = params.get("end_stmt")
+    end = doc.statement(end_span) if isinstance(end_span, Span) else start
+    if start is None or end is None:
+        return None
+    parent = doc.parent(start)
+    body = getattr(parent, "body", None)
+    if not isinstance(body, (list, tuple)) or doc.parent(end) is not parent:
+        return None
+    body = list(body)
+    i, j = body.index(start), body.index(end)
+    if j < i:
+        return None
+    stmts = body[i : j + 1]
+    if any(doc.has_multiline_string(s) for s in stmts):
+        return None
+    first, last = doc.span_of(stmts[0]), doc.span_of(stmts[-1])
+    if not doc.starts_line(first):
+        return None
+    indent = doc.line_text(first.line)[: first.column - 1]
+    unit = doc.indent_unit
+    lines = [doc.line_text(n).rstrip("\r\n") for n in range(first.line, last.end_line + 1)]
+    nl = doc.newline
+    body_text = nl.join(unit + text if text.strip() else text for text in lines)
+    new = f"{indent}with torch.no_grad():{nl}{body_text}"
+    return [TextEdit(Span(first.line, 1, last.end_line, doc.line_end(last.end_line)), new)]
+
+
+# --------------------------------------------------------------------------- detach_carried_state
+
+
+def detach_carried_state(doc: Document, params: dict) -> Edits:
+    """Insert ``state = state.detach()`` as the first statement of the loop body (GL101).
+
+    Offered only when the state is assigned before the loop (so the new first line
+    never reads an unbound name) and reassigned inside it (so it really is carried).
+    """
+    target, loop_span = params.get("target"), params.get("loop")
+    if not isinstance(target, str) or not isinstance(loop_span, Span):
+        return None
+    try:
+        target_expr = cst.parse_expression(target)
+    except cst.ParserSyntaxError:
+        return None
+    if not (_is_rebindable(target_expr) or isinstance(target_expr, cst.Subscript)):
+        return None
+    loop = _loop_at(doc, loop_span)
+    if loop is None or not isinstance(loop.body, cst.IndentedBlock) or not loop.body.body:
+        return None
+    if not _assigned_in(doc, loop.body, target) or not _assigned_before(doc, loop, target):
+        return None
+    first = loop.body.body[0]
+    first_span = doc.span_of(first)
+    indent = doc.line_text(first_span.line)[: first_span.column - 1]
+    if not doc.starts_line(first_span):
+        return None
+    var = "s" if target == "t" else "t"
+    assign = (f"{target} = tuple({var}.detach() for {var} in {target})" if params.get("is_tuple")
+              else f"{target} = {target}.detach()")
+    nl = doc.newline
+    if params.get("maybe_none"):
+        unit = doc.indent_unit
+        text = f"{indent}if {target} is not None:{nl}{indent}{unit}{assign}{nl}"
+    else:
+        text = f"{indent}{assign}{nl}"
+    return [TextEdit(Span(first_span.line, 1, first_span.line, 1), text)]
+
+
+def _loop_at(doc: Document, span: Span) -> cst.For | cst.While | None:
+    for node, rng in doc.positions.items():
+        if isinstance(node, (cst.For, cst.While)) and (rng.start.line, rng.start.column + 1) == (span.line, span.column):
+            return node
+    return None
+
+
+def _assigned_targets(doc: Document, node: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    def add(target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                add(el.value)
+        else:
+            names.add(doc.code(target).strip())
+
+    class Visitor(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                add(t.target)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            if n.value is not None:
+                add(n.target)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            add(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            add(n.target)
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is node
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    node.visit(Visitor())
+    return names
+
+
+def _assigned_in(doc: Document, block: cst.CSTNode, target: str) -> bool:
+    return target in _assigned_targets(doc, block)
+
+
+def _assigned_before(doc: Document, loop: cst.CSTNode, target: str) -> bool:
+    """Bound before the loop: earlier statements of the enclosing function (or module);
+    a parameter; or, for ``self.x``-style targets, any assignment in the class."""
+    loop_line = doc.span_of(loop).line
+    scope = doc.parent(loop)
+    while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
+        scope = doc.parent(scope)
+    if scope is None:
+        return False
+    root = target.split(".")[0].split("[")[0]
+    if isinstance(scope, cst.FunctionDef):
+        params = [p.name.value for p in scope.params.params + scope.params.posonly_params + scope.params.kwonly_params]
+        if target in params:
+            return True
+        if "." in target or "[" in target:
+            if root in params:
+                if root == "self":
+                    return target in _assigned_targets(doc, doc.module) or target in _class_assigned(doc, scope)
+                return True
+    for stmt in _statements_before(doc, scope, loop_line):
+        if target in _assigned_targets(doc, stmt):
+            return True
+    return False
+
+
+def _class_assigned(doc: Document, func: cst.FunctionDef) -> set[str]:
+    cls = doc.parent(func)
+    while cls is not None and not isinstance(cls, cst.ClassDef):
+        cls = doc.parent(cls)
+    if cls is None:
+        return set()
+    names: set[str] = set()
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.FunctionDef):
+            names |= _assigned_targets(doc, stmt)
+    return names
+
+
+def _statements_before(doc: Document, scope: cst.CSTNode, line: int) -> list[cst.CSTNode]:
+    body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body
+    out = []
+    for stmt in body:
+        span = doc.span_of(stmt)
+        if span.line >= line:
+            break
+        if span.end_line < line:
+            out.append(stmt)
+        elif isinstance(stmt, cst.BaseCompoundStatement):
+            # the loop is nested in this statement: look at what precedes it inside
+            inner = getattr(stmt, "body", None)
+            if isinstance(inner, cst.IndentedBlock):
+                out.extend(s for s in inner.body if doc.span_of(s).end_line < line)
+    return out
