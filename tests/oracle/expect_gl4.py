@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
-import torch.optim.optimizer
 from torch.autograd.function import Function
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from fixturelib import Fixture
 from oracle.expectations import Check, all_of, no_warning, raises, register, runs_clean
@@ -255,7 +255,7 @@ def _watch_backwards(run: GradRun, clone: bool):
             ]
         )
 
-    handle = torch.optim.optimizer.register_optimizer_step_pre_hook(record)
+    handle = register_optimizer_step_pre_hook(record)
     try:
         with watch_apply(observe):
             yield
