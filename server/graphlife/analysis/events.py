@@ -16,6 +16,13 @@ Event names and payloads:
   ``t.requires_grad_(flag)``.
 - ``saved`` (:class:`SavedEvent`): an op saved an input tensor for backward.
 - ``step`` (:class:`StepEvent`): ``optimizer.step()`` updated parameters in place.
+- ``zero_grad`` (:class:`ZeroGradEvent`): ``optimizer.zero_grad()``, ``model.zero_grad()``,
+  ``p.grad = None``, ``p.grad.zero_()``.
+- ``grad_read`` (:class:`GradReadEvent`): ``t.grad`` read.
+- ``store`` (:class:`StoreEvent`): a tensor stored where it outlives the loop iteration
+  (a container or object made before the loop, an accumulator variable).
+- ``loop_end`` (:class:`LoopEndEvent`): a loop finished; which nodes and backwards it saw.
+- ``unit_end`` (:class:`UnitEndEvent`): the analyzed unit finished, with its final state.
 """
 
 from __future__ import annotations
@@ -45,6 +52,8 @@ class BackwardEvent(Event):
     kind: str  # "backward" | "grad"
     must: set[int] = field(default_factory=set)
     may: set[int] = field(default_factory=set)
+    create_graph: Tri = False
+    leaves: frozenset[int] = frozenset()  # leaf storages the backward accumulates into
 
 
 @dataclass
@@ -83,6 +92,40 @@ class SavedEvent(Event):
 class StepEvent(Event):
     call: ast.Call
     storages: frozenset[int] | None
+
+
+@dataclass
+class ZeroGradEvent(Event):
+    call: ast.AST
+    storages: frozenset[int] | None
+    set_to_none: Tri
+
+
+@dataclass
+class GradReadEvent(Event):
+    tensor: Value
+    expr: ast.expr
+
+
+@dataclass
+class StoreEvent(Event):
+    value: Value
+    target: str  # how the place is written: `losses`, `history["loss"]`, `self.last`, `total`
+    kind: str  # "append" | "setitem" | "attribute" | "accumulate"
+
+
+@dataclass
+class LoopEndEvent(Event):
+    loop: ast.AST
+    first_node: int  # nodes created by the loop are those with nid >= first_node
+    last_node: int
+    backwards: int  # backward events seen while the loop ran
+    module_calls: list = field(default_factory=list)  # (heap object, call) of modules called
+
+
+@dataclass
+class UnitEndEvent(Event):
+    unit: ast.AST | None
 
 
 @dataclass

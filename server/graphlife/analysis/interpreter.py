@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from graphlife.analysis import torch_api
-from graphlife.analysis.events import EventContext
+from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.analysis.positions import node_span
 from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.values import (
@@ -110,7 +110,10 @@ class Interpreter:
         self.call_stack: list[int] = []  # keys of inlined functions (recursion guard)
         self.frames: list[CallFrame] = []  # the inlined calls, innermost last
         self.yielded: list[list[Value]] = []
-        self.path_ends = False  # set when an inlined call never returns (it raised)  # values yielded by the generators being inlined
+        self.path_ends = False  # set when an inlined call never returns (it raised)
+        self.backward_count = 0
+        self.module_calls: list[list] = []  # per running loop: (module heap ref, call) pairs
+        self.inlined: set[int] = set()  # functions analyzed by inlining from the module body  # values yielded by the generators being inlined
         self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
         self.loop_entry_envs: list[tuple[ast.AST, State]] = []
         self.parents: dict[int, ast.AST] = {}
@@ -185,15 +188,19 @@ class Interpreter:
         module_state = self.initial_state()
         units.append(("<module>", self.tree.body, module_state))
         try:
-            self.run_unit(self.tree.body, module_state)
+            self.run_unit(self.tree.body, module_state, self.tree)
         except Timeout:
             return ["analysis stopped at the time box; later code was not analyzed"]
         except RecursionError:
             notes.append("module body too deeply nested; parts were not analyzed")
         for func, owner in self.iter_functions():
+            if id(func) in self.inlined:
+                continue  # already analyzed with the caller's values, which know more
             try:
+                self.emitting = True
+                self.graph = GraphStore()
                 state = self.function_entry_state(func, owner)
-                self.run_unit(func.body, state)
+                self.run_unit(func.body, state, func)
             except Timeout:
                 notes.append("analysis stopped at the time box; later functions were not analyzed")
                 break
@@ -201,9 +208,20 @@ class Interpreter:
                 notes.append(f"function {func.name} too deeply nested; not analyzed")
         return notes
 
-    def run_unit(self, body: list[ast.stmt], state: State) -> None:
+    def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None) -> None:
         self.unit_depth = len(self.stmt_stack)
-        self.exec_block(body, state)
+        flow = self.exec_block(body, state)
+        final = State.join_all([flow.normal, *(s for s, _ in flow.returns)])
+        if body:
+            self.stmt_stack.append(body[-1])
+            try:
+                self.emit("unit_end", UnitEndEvent(stmt=body[-1], state=final, unit=unit))
+            finally:
+                self.stmt_stack.pop()
+
+    def note_module_call(self, ref: HeapRef, call: ast.AST) -> None:
+        for calls in self.module_calls:
+            calls.append((ref, call))
 
     def initial_state(self) -> State:
         return State()
@@ -425,6 +443,12 @@ class Interpreter:
             self.assign(stmt.target, result, state, None)
         else:
             result = torch_api.binop(self, state, stmt.op, target_value, operand, stmt, stmt.target, stmt.value)
+            if (
+                isinstance(stmt.target, ast.Name) and isinstance(result, TensorVal) and result.requires_grad is True
+                and self.loop_entry_envs and stmt.target.id in self.loop_entry_envs[-1][1].env
+            ):
+                self.emit("store", StoreEvent(stmt=self.current_stmt(), state=state, value=result,
+                                              target=stmt.target.id, kind="accumulate"))
             if isinstance(stmt.target, ast.Name) and isinstance(target_value, HeapRef) and isinstance(operand, Value):
                 obj = state.heap.get(target_value.oid)
                 if obj is not None and obj.kind == "list":
@@ -538,6 +562,8 @@ class Interpreter:
         exits: list[State] = [state.copy()] if may_skip else []
         returns: list[tuple[State, Value]] = []
         current = state
+        first_node, backwards_before = len(self.graph.nodes), self.backward_count
+        self.module_calls.append([])
         self.loop_entry_envs.append((stmt, state))
         try:
             for index, bind in enumerate(binders):
@@ -559,9 +585,13 @@ class Interpreter:
                     exits.append(current.copy())
         finally:
             self.loop_entry_envs.pop()
+            calls = self.module_calls.pop()
         if not infinite or not exits:
             exits.append(current)
         after = State.join_all(exits) if exits else current
+        self.emit("loop_end", LoopEndEvent(stmt=stmt, state=after, loop=stmt, first_node=first_node,
+                                           last_node=len(self.graph.nodes), backwards=self.backward_count - backwards_before,
+                                           module_calls=calls))
         if not infinite and getattr(stmt, "orelse", None):
             orelse = self.exec_block(stmt.orelse, after)
             orelse.returns.extend(returns)
@@ -647,8 +677,12 @@ class Interpreter:
             if isinstance(receiver, TensorVal) and target.attr in ("data", "grad"):
                 if target.attr == "data":
                     torch_api.data_assignment(self, state, receiver, target.value, value)
+                elif receiver.leaf:
+                    storages = torch_api.param_storages(receiver, state)
+                    torch_api.zero_grads(self, state, storages, target, set_to_none=isinstance(value, type(NONE)))
                 return
             if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
+                self.maybe_store(state, receiver, value, self.text(target), "attribute")
                 obj = state.heap_write(receiver.oid)
                 obj.attrs[target.attr] = value
                 if isinstance(value, TensorVal) and value.is_param:
@@ -659,6 +693,7 @@ class Interpreter:
             if isinstance(container, TensorVal):
                 torch_api.apply_inplace(self, state, "Tensor.__setitem__", container, target.value, [value], self.current_stmt())
             elif isinstance(container, HeapRef) and container.oid in state.heap:
+                self.maybe_store(state, container, value, self.text(target), "setitem")
                 obj = state.heap_write(container.oid)
                 obj.elem = value if obj.elem is None else obj.elem.join(value)
                 obj.attrs.pop("__items__", None)
@@ -667,6 +702,18 @@ class Interpreter:
             del index_value
         elif isinstance(target, ast.Starred):
             self.assign(target.value, UNKNOWN, state, None)
+
+    def maybe_store(self, state: State, ref: HeapRef, value: Value, target: str, kind: str) -> None:
+        """Emit ``store`` when a graph-carrying tensor goes into an object that outlives the iteration."""
+        if not self.loop_stack or ref.oid not in state.heap:
+            return
+        born = state.heap[ref.oid].extra.get("born", ())
+        if len(born) >= len(self.loop_stack):
+            return  # made in this iteration: it dies with it
+        for tensor in torch_api.tensors_in(value, state):
+            if tensor.requires_grad is True and tensor.grad_fn:
+                self.emit("store", StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target, kind=kind))
+                return
 
     def list_extend(self, state: State, ref: HeapRef, values: Value) -> None:
         obj = state.heap_write(ref.oid)
@@ -872,6 +919,7 @@ class Interpreter:
     def new_object(self, state: State, kind: str, site: ast.AST | None, **attrs) -> HeapRef:
         oid = self.fresh()
         state.heap[oid] = HeapObject(kind=kind, site=site, **attrs)
+        state.heap[oid].extra["born"] = self.iteration()
         return HeapRef(oid)
 
     def new_list(self, state: State, items: tuple[Value, ...], site: ast.AST, literal: bool) -> HeapRef:
@@ -971,6 +1019,7 @@ class Interpreter:
                 callee_state.inference_mode = True
         if is_generator:
             self.yielded.append([])
+        self.inlined.add(func.key)
         self.call_stack.append(func.key)
         self.frames.append(CallFrame(call=site if isinstance(site, ast.Call) else None, stmt=self.current_stmt(),
                                      params=[p.arg for p in params], bound=func.bound_self is not None and "staticmethod" not in decorators))

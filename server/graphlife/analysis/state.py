@@ -41,6 +41,10 @@ class Node:
     saves_certain: bool
     iteration: tuple[int, ...] = ()  # loop iteration indices at creation, innermost last
     line_desc: str = ""
+    #: Storages of the leaves requiring grad that this node feeds gradients into (parameters).
+    leaves: frozenset[int] = frozenset()
+    #: The requires-grad pattern of the inputs (``"1s"``: a tensor and a Python number).
+    pattern: str = ""
 
 
 @dataclass
@@ -81,6 +85,12 @@ class State:
     versions: dict[int, frozenset[int]] = field(default_factory=dict)
     #: storage -> list of (version reached, statement that bumped it)
     bumps: dict[int, tuple[tuple[int, ast.AST], ...]] = field(default_factory=dict)
+    #: leaf storage -> (status, statement): "acc" (a backward accumulated into .grad),
+    #: "acc_stepped" (then a step used it and nothing zeroed it), "zeroed_after_backward",
+    #: "zeroed", "zeroed_none" (set to None). Joins keep a status only when all paths agree.
+    grads: dict[int, tuple[str, ast.AST | None]] = field(default_factory=dict)
+    #: storage -> ((graph size when changed, statement), ...): in-place changes through `.data`.
+    data_bumps: dict[int, tuple[tuple[int, ast.AST], ...]] = field(default_factory=dict)
     freed: dict[int, ast.AST] = field(default_factory=dict)  # node -> backward stmt (every path)
     may_freed: dict[int, ast.AST] = field(default_factory=dict)  # node -> backward stmt (some path)
     grad_enabled: Tri = True
@@ -93,6 +103,8 @@ class State:
             heap=dict(self.heap),  # objects are copied on write (see heap_write)
             versions=dict(self.versions),
             bumps=dict(self.bumps),
+            grads=dict(self.grads),
+            data_bumps=dict(self.data_bumps),
             freed=dict(self.freed),
             may_freed=dict(self.may_freed),
             grad_enabled=self.grad_enabled,
@@ -110,6 +122,10 @@ class State:
     # -- versions ---------------------------------------------------------------------
     def version_of(self, storage: int) -> frozenset[int]:
         return self.versions.get(storage, frozenset({0}))
+
+    def set_grads(self, storages, status: str, site: ast.AST | None) -> None:
+        for storage in storages:
+            self.grads[storage] = (status, site)
 
     def bump(self, storage: int, site: ast.AST) -> None:
         current = self.version_of(storage)
@@ -144,6 +160,14 @@ class State:
                 b for b in other.bumps.get(storage, ()) if b not in self.bumps.get(storage, ())
             )
             out.bumps[storage] = merged
+        for storage in set(self.grads) | set(other.grads):
+            a, b = self.grads.get(storage), other.grads.get(storage)
+            out.grads[storage] = a if a == b else ("unknown", None)
+        for storage in set(self.data_bumps) | set(other.data_bumps):
+            merged_bumps = self.data_bumps.get(storage, ()) + tuple(
+                b for b in other.data_bumps.get(storage, ()) if b not in self.data_bumps.get(storage, ())
+            )
+            out.data_bumps[storage] = merged_bumps
         out.freed = {n: s for n, s in self.freed.items() if n in other.freed}
         out.may_freed = {**other.may_freed, **self.may_freed}
         out.grad_enabled = join_tri(self.grad_enabled, other.grad_enabled)

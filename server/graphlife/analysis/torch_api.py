@@ -22,6 +22,8 @@ from graphlife.analysis.events import (
     RequiresGradEvent,
     SavedEvent,
     StepEvent,
+    GradReadEvent,
+    ZeroGradEvent,
 )
 from graphlife.analysis.state import SavedRef, State
 from graphlife.analysis.values import (
@@ -195,8 +197,26 @@ def apply_op(
     node = interp.graph.add(
         op=key, site=site, parents=parents, parents_certain=parents_certain, saves=tuple(saves),
         saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
+        leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
     )
     return replace(result, grad_fn=frozenset({node.nid}), certain=parents_certain and needs_grad is True, leaf=False)
+
+
+def param_storages(tensor: TensorVal, state: State) -> frozenset[int]:
+    """The storages a leaf stands for: its own, or all of its module's when it came from .parameters()."""
+    if tensor.storage is not None:
+        return frozenset({tensor.storage})
+    if tensor.owner is not None and tensor.owner in state.heap:
+        return module_params(state, HeapRef(tensor.owner))[0]
+    return frozenset()
+
+
+def leaf_storages(tensors: list[TensorVal], state: State) -> frozenset[int]:
+    out: set[int] = set()
+    for tensor in tensors:
+        if tensor.leaf is True and tensor.requires_grad:
+            out |= param_storages(tensor, state)
+    return frozenset(out)
 
 
 def check_inference_inputs(interp, state, key, inputs, input_exprs, site, info) -> None:
@@ -215,6 +235,11 @@ def apply_inplace(
                                         op=key, construction=construction, via_data=target.via_data))
     if target.storage is not None and not target.via_data:
         state.bump(target.storage, construction if (report_at_construction and construction is not None) else stmt)
+    if target.via_data:
+        for storage in param_storages(target, state):
+            state.data_bumps[storage] = state.data_bumps.get(storage, ()) + ((len(interp.graph.nodes), stmt),)
+    if target.grad_of and key in ("Tensor.zero_", "Tensor.mul_", "Tensor.fill_"):
+        zero_grads(interp, state, target.grad_of, site, set_to_none=False)
     info = info if info is not None else optable.lookup(key)
     inputs = [target, *args]
     tensors = [v for v in inputs if isinstance(v, TensorVal)]
@@ -243,6 +268,7 @@ def apply_inplace(
     node = interp.graph.add(
         op=key, site=site, parents=parents, parents_certain=all(t.certain for t in tensors), saves=tuple(saves),
         saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
+        leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
     )
     return replace(target, requires_grad=needs, leaf=False if needs else None, grad_fn=frozenset({node.nid}),
                    certain=target.certain and needs is True)
@@ -285,7 +311,10 @@ def tensor_attribute(interp: "Interpreter", state: State, tensor: TensorVal, exp
     if attr == "data":
         return replace(tensor, requires_grad=False, leaf=True, grad_fn=frozenset(), via_data=True, desc=interp.text(expr))
     if attr == "grad":
-        return TensorVal(requires_grad=False, leaf=True, storage=None, origin=expr, desc=interp.text(expr)).join(NONE)
+        interp.emit("grad_read", GradReadEvent(stmt=interp.current_stmt(), state=state, tensor=tensor, expr=expr))
+        grad = TensorVal(requires_grad=False, leaf=True, storage=None, origin=expr, desc=interp.text(expr),
+                         grad_of=param_storages(tensor, state) if tensor.leaf else frozenset())
+        return replace(grad.join(NONE), grad_of=grad.grad_of)
     if attr in ("T", "mT", "H", "mH"):
         return apply_op(interp, state, f"Tensor.{attr}", [tensor], [expr.value], expr)
     if attr in ("requires_grad", "is_leaf"):
@@ -372,7 +401,7 @@ def call_qualname(interp: "Interpreter", state: State, name: str, args: list[Val
         return do_backward(interp, state, root, call.args[0] if call.args else None, kwargs, call, "backward")
     if name in ("torch.autograd.grad",):
         root = args[0] if args else kwargs.get("outputs", UNKNOWN)
-        do_backward(interp, state, root, call.args[0] if call.args else None, kwargs, call, "grad")
+        do_backward(interp, state, root, call.args[0] if call.args else None, kwargs, call, "grad", args=args)
         return UNKNOWN
     if name in ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"):
         return interp.new_object(state, "scaler", call)
@@ -670,6 +699,7 @@ def call_object(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
 def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs, call: ast.Call, *, via_container: bool = False) -> Value:  # noqa: C901
     obj = state.heap[ref.oid]
     if obj.class_ref is not None:
+        interp.note_module_call(ref, call)
         forward = interp.find_method(obj.class_ref, "forward", state)
         if forward is None:
             return UNKNOWN
@@ -691,6 +721,7 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
     info = optable.lookup(key)
     storages, _ = module_params(state, ref)
     frozen = obj.frozen
+    interp.note_module_call(ref, call)
     param_grad = (not frozen) if frozen is not None else None
     if not storages:
         param_grad = False
@@ -748,6 +779,8 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
             node.saves = tuple(saves)
             node.saves_certain = all(c.saves_anything or c.params for c in cases)
             node.op = key
+        if param_grad is True:
+            node.leaves = node.leaves | storages
         else:
             node.saves_certain = False
         if param_grad is True:
@@ -806,6 +839,8 @@ def call_method(interp: "Interpreter", state: State, receiver: Value, name: str,
 
 
 def call_container_method(interp, state, ref: HeapRef, obj, name: str, args, call) -> Value:
+    if name in ("append", "add", "insert", "extend", "setdefault") and args:
+        interp.maybe_store(state, ref, args[-1], f"{interp.text(call.func.value) if isinstance(call.func, ast.Attribute) else ''}", "append")
     if name in ("append", "add", "insert") and args:
         value = args[-1]
         writable = state.heap_write(ref.oid)
@@ -852,7 +887,12 @@ def call_module_method(interp, state, ref: HeapRef, name: str, args, kwargs, cal
             state.heap_write(ref.oid).frozen = (not flag) if flag is not None else None
             mark_children_frozen(state, ref, (not flag) if flag is not None else None)
         if name == "zero_grad":
+            flag = const_bool(kwargs["set_to_none"]) if "set_to_none" in kwargs else (const_bool(args[0]) if args else True)
+            zero_grads(interp, state, module_params(state, ref)[0], call, set_to_none=flag)
             return NONE
+        if name in ("train", "eval"):
+            mode = name == "train" and (const_bool(args[0]) if args else True)
+            set_training(state, ref, mode)
         return ref
     if name == "forward":
         return call_module(interp, state, ref, args, kwargs, call)
@@ -884,10 +924,40 @@ def call_optimizer_method(interp, state, ref: HeapRef, name: str, args, kwargs, 
         interp.emit("step", StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
         for storage in sorted(obj.opt_storages or ()):
             state.bump(storage, interp.current_stmt())
+            status = state.grads.get(storage)
+            if status is not None and status[0] == "acc":
+                state.grads[storage] = ("acc_stepped", interp.current_stmt())
         return NONE
     if name == "zero_grad":
+        flag = const_bool(kwargs["set_to_none"]) if "set_to_none" in kwargs else (const_bool(args[0]) if args else True)
+        zero_grads(interp, state, obj.opt_storages, call, set_to_none=flag)
         return NONE
     return UNKNOWN
+
+
+def zero_grads(interp, state: State, storages, site, *, set_to_none) -> None:
+    """Gradients reset (``zero_grad``, ``p.grad = None``, ``p.grad.zero_()``): event and status."""
+    interp.emit("zero_grad", ZeroGradEvent(stmt=interp.current_stmt(), state=state, call=site,
+                                           storages=frozenset(storages) if storages is not None else None,
+                                           set_to_none=set_to_none))
+    for storage in storages or ():
+        previous = state.grads.get(storage)
+        if previous is not None and previous[0] == "acc":
+            state.grads[storage] = ("zeroed_after_backward", interp.current_stmt())
+        else:
+            state.grads[storage] = ("zeroed_none" if set_to_none else "zeroed", interp.current_stmt())
+
+
+def set_training(state: State, ref: HeapRef, mode, depth: int = 0) -> None:
+    """``model.train()`` / ``model.eval()``: the mode of the module and its children."""
+    if depth > 6 or ref.oid not in state.heap:
+        return
+    obj = state.heap_write(ref.oid)
+    obj.extra["training"] = mode
+    for value in list(obj.attrs.values()) + ([obj.elem] if obj.elem is not None else []):
+        for item in (value.items if isinstance(value, TupleVal) else (value,)):
+            if isinstance(item, HeapRef) and item.oid in state.heap and state.heap[item.oid].kind == "module":
+                set_training(state, item, mode, depth + 1)
 
 
 def call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call: ast.Call) -> Value:  # noqa: C901
@@ -1019,8 +1089,18 @@ def do_backward(interp: "Interpreter", state: State, root: Value, root_expr, kwa
     all_certain = certain and all(t.certain for t in roots)
     must, may = interp.graph.reach(grad_fns, all_certain)
     stmt = interp.current_stmt()
+    leaves: set[int] = set()
+    for nid in may:
+        leaves |= interp.graph.nodes[nid].leaves
+    create_flag = const_bool(create) if create is not None else False
+    if kind == "grad":
+        inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
+        leaves = set()  # autograd.grad returns gradients; it does not touch .grad
     interp.emit("backward", BackwardEvent(stmt=stmt, state=state, call=call, root=root, root_expr=root_expr,
-                                          retain_graph=retain_flag, kind=kind, must=must, may=may))
+                                          retain_graph=retain_flag, kind=kind, must=must, may=may,
+                                          create_graph=create_flag, leaves=frozenset(leaves)))
+    interp.backward_count += 1
+    state.set_grads(leaves, "acc", stmt)
     if retain_flag is False:
         for nid in must:
             state.freed.setdefault(nid, stmt)

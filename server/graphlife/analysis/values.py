@@ -84,6 +84,8 @@ class TensorVal(Value):
     #: Made by an unknown call while gradients were off: maybe not a tensor at all, but
     #: certainly without a graph. Never treated as a module or callable.
     opaque: bool = False
+    #: For ``t.grad``: the storages of the leaf (or parameters) whose gradient this is.
+    grad_of: frozenset[int] = frozenset()
 
     def join(self, other: Value) -> Value:
         if self == other:
