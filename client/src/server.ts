@@ -130,7 +130,7 @@ export class ServerManager implements vscode.Disposable {
       const headline = tooOld
         ? `graphlife needs Python ${formatVersion(MINIMUM_PYTHON)}+ to run its language server.`
         : `graphlife could not find Python ${formatVersion(MINIMUM_PYTHON)}+ to run its language server.`;
-      const message = `${headline} ${detail} (from ${describeSource(source)})`;
+      const message = `${headline} Tried ${describeSource(source)}: ${detail}`;
       this.log.error(message);
       this.status.set("no-interpreter", message);
       void this.notifyInterpreterProblem(message);

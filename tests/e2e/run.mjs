@@ -67,17 +67,26 @@ function graphlifeLog() {
   return found.map((f) => `--- ${f}\n${fs.readFileSync(f, "utf8").slice(-6000)}`).join("\n") || "(no graphlife log was written: the extension did not activate)";
 }
 
-async function step(name, fn) {
+const failures = [];
+
+/**
+ * Runs one user-visible step. A failed step fails the test; `fatal: false` steps
+ * (independent of what follows) let the rest still run so one report shows every problem.
+ */
+async function step(name, fn, { fatal = true } = {}) {
   log(name);
   try {
     return await fn();
   } catch (error) {
-    if (page) await page.screenshot({ path: path.join(work, "failure.png") }).catch(() => undefined);
+    const shot = path.join(work, `failure-${failures.length + 1}.png`);
+    if (page) await page.screenshot({ path: shot }).catch(() => undefined);
     console.error(`\ne2e: FAIL in step "${name}": ${error instanceof Error ? error.message : error}`);
-    console.error(`e2e: failure screenshot: ${path.join(work, "failure.png")}`);
+    console.error(`e2e: failure screenshot: ${shot}`);
     console.error(`e2e: graphlife output channel:\n${graphlifeLog()}`);
+    failures.push(name);
     process.exitCode = 1;
-    throw error;
+    if (fatal) throw error;
+    await page?.keyboard.press("Escape").catch(() => undefined);
   }
 }
 
@@ -268,7 +277,24 @@ async function main() {
     if (!after.some((p) => p.code === "GL101" && p.line === EXPECTED.GL101)) fail(`GL101 should still be reported after fixing GL103: ${JSON.stringify(after)}`);
     await page.mouse.move(5, 790);
     await page.screenshot({ path: path.join(shots, "e2e-after-fix.png") });
-  });
+  }, { fatal: false });
+
+  await step("an interpreter that does not exist gives one notification with a Select Interpreter button", async () => {
+    // Workspace settings: VS Code watches the workspace folder (the trusted workspace may set the interpreter).
+    fs.mkdirSync(path.join(dirs.ws, ".vscode"), { recursive: true });
+    fs.writeFileSync(path.join(dirs.ws, ".vscode", "settings.json"), JSON.stringify({ "graphlife.interpreter": ["/nonexistent/bin/python3"] }));
+    const toast = page.locator(".notification-toast", { hasText: "graphlife could not find Python 3.10+" });
+    await toast.first().waitFor({ state: "visible", timeout: 30_000 });
+    const text = await toast.first().innerText();
+    if (!text.includes("/nonexistent/bin/python3")) fail(`the notification does not name the interpreter it tried:\n${text}`);
+    const button = toast.first().locator(".monaco-button", { hasText: "Select Interpreter" });
+    if ((await button.count()) !== 1) fail(`the notification has no "Select Interpreter" button:\n${text}`);
+    const status = page.locator(".statusbar-item", { hasText: "graphlife" }).first();
+    const statusLabel = (await status.getAttribute("aria-label")) ?? "";
+    await page.screenshot({ path: path.join(shots, "e2e-no-interpreter.png") });
+    log(`status bar: ${statusLabel}`);
+    if (await page.locator(".notification-toast", { hasText: "graphlife could not find" }).count() !== 1) fail("more than one notification about the interpreter");
+  }, { fatal: false });
 }
 
 /** Code and line of every marker row in the Problems panel. */
@@ -308,9 +334,11 @@ async function squiggleOnLine(line) {
 try {
   fs.mkdirSync(shots, { recursive: true });
   await main();
+  if (failures.length > 0) throw new Error(`${failures.length} step(s) failed`);
   log(`PASS (screenshots in ${path.relative(root, shots)}/)`);
 } catch {
   process.exitCode = 1;
+  console.error(`\ne2e: FAILED: ${failures.join("; ") || "see above"}`);
 } finally {
   await browser?.close().catch(() => undefined);
   if (codeServer?.pid) {
