@@ -13,8 +13,8 @@ Fixture protocol (bad and good alike)
   iterations (batches, chunks, epochs, evaluation batches) grows with it. The
   harness runs the fixture with ``init_globals={"STEPS": 3}`` and ``{"STEPS": 6}``
   (N and 2N) for the growth truths (GL201, GL203, GL204, GL205); the other codes
-  run it with its default. A leak-code fixture that ignores ``STEPS`` fails
-  (the number of graph nodes it builds must grow with ``STEPS``).
+  run it with its default. A growth-code fixture that ignores ``STEPS`` fails
+  (the number of torch calls it makes must grow with ``STEPS``).
 * GL304 fixtures also read ``ACCUM_STEPS = globals().get("ACCUM_STEPS", 4)``
   (any default >= 2) and build every micro-batch as a ``BATCH // ACCUM_STEPS``
   slice of one logical batch, so that ``ACCUM_STEPS=1`` (the harness's reference
@@ -120,10 +120,10 @@ def _check(body: Callable[[Fixture, MeasuredOutcome], list[str]]) -> Callable[[F
 
 
 def _loop_grows(small: Measurement, large: Measurement) -> list[str]:
-    if large.nodes_created <= small.nodes_created and len(large.backwards) <= len(small.backwards):
+    if large.torch_calls <= small.torch_calls:
         return [
             f"the fixture must let STEPS drive its loops (`STEPS = globals().get(\"STEPS\", 4)`): "
-            f"with STEPS={N_SMALL} and {N_LARGE} it built {small.nodes_created} and {large.nodes_created} graph nodes"
+            f"with STEPS={N_SMALL} and {N_LARGE} it made {small.torch_calls} and {large.torch_calls} torch calls"
         ]
     return []
 
@@ -256,9 +256,10 @@ def _gl205_bad(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
 
 def _gl205_good(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
     small, large, details = _pair(outcome)
+    problems = _loop_grows(small, large)
     if small.wasted_nodes or large.wasted_nodes:
-        return [f"expected every graph node built to be used by a backward:{details}"]
-    return []
+        problems.append(f"expected every graph node built to be used by a backward:{details}")
+    return problems
 
 
 # --------------------------------------------------------------------------- GL301 / GL302

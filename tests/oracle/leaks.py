@@ -73,6 +73,7 @@ from oracle.runner import Outcome, WarningRecord, _fixture_frames, _state_leaks,
 _BACKWARDS = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
 _GRAD_DESCRIPTOR = torch._C.TensorBase.__dict__["grad"]
 _ACCUMULATE = "AccumulateGrad"
+_MARK_KEY = "graphlife-oracle-meter"
 
 # The phrases torch uses (checked under torch 2.13).
 NONLEAF_GRAD_WARNING = "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed"
@@ -158,6 +159,7 @@ class Measurement:
     peak_saved: int = 0
     peak_nodes: int = 0
     nodes_created: int = 0
+    torch_calls: int = 0
     wasted_nodes: int = 0  # never executed by any backward (dead or alive at the end)
     live_saved_end: int = 0  # after the fixture's namespace is dropped and gc ran
     live_nodes_end: int = 0
@@ -174,7 +176,7 @@ class Measurement:
         executed = [b.executed for b in self.backwards]
         return (
             f"{self.globals_in or 'defaults'}: peak saved tensors {self.peak_saved}, peak graph nodes "
-            f"{self.peak_nodes}, nodes built {self.nodes_created}, never executed {self.wasted_nodes}, "
+            f"{self.peak_nodes}, torch calls {self.torch_calls}, nodes built {self.nodes_created}, never executed {self.wasted_nodes}, "
             f"alive after the run {self.live_nodes_end} nodes / {self.live_saved_end} saved, "
             f"{len(self.backwards)} backward calls (nodes executed: {_abbrev(executed)}), "
             f"{len(self.steps)} optimizer steps"
@@ -240,10 +242,11 @@ class Meter(TorchFunctionMode):
         self.saved_mode, self.track_nodes, self.track_optim = saved, nodes, optim
         self.saved_live: weakref.WeakSet[_Box] = weakref.WeakSet()
         self.node_live: weakref.WeakSet[_Marker] = weakref.WeakSet()
-        self._marks: dict[int, weakref.ref[_Marker]] = {}
+        self._token = object()  # this meter's mark in each node's metadata
         self._executed = 0
         self._wasted_dead = 0
         self.nodes_created = 0
+        self.torch_calls = 0  # torch functions the fixture called (the work done, graphs or not)
         self.peak_saved = 0
         self.peak_nodes = 0
         self.backwards: list[BackwardRecord] = []
@@ -299,18 +302,16 @@ class Meter(TorchFunctionMode):
             node = stack.pop()
             if node is None or type(node).__name__ == _ACCUMULATE:
                 continue
-            ref = self._marks.get(id(node))
-            if ref is not None and ref() is not None:
+            meta = node.metadata  # a dict that lives in the C++ node: a stable "already marked" flag
+            if meta.get(_MARK_KEY) is self._token:
                 continue
+            meta[_MARK_KEY] = self._token
             marker = _Marker(self)
             node.register_hook(marker)
-            self._marks[id(node)] = weakref.ref(marker)
             self.node_live.add(marker)
             new += 1
             stack.extend(next_node for next_node, _ in node.next_functions)
         self.nodes_created += new
-        if len(self._marks) > 4 * max(len(self.node_live), 1024):
-            self._marks = {k: r for k, r in self._marks.items() if r() is not None}
         return new
 
     def _mark_outputs(self, result: Any) -> None:
@@ -342,6 +343,7 @@ class Meter(TorchFunctionMode):
     # -- torch function interception ---------------------------------------
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
         kwargs = kwargs or {}
+        self.torch_calls += 1
         if func in _BACKWARDS:
             return self._backward(func, args, kwargs)
         result = func(*args, **kwargs)
@@ -502,6 +504,7 @@ def run_measured(
         peak_saved=meter.peak_saved,
         peak_nodes=meter.peak_nodes,
         nodes_created=meter.nodes_created,
+        torch_calls=meter.torch_calls,
         wasted_nodes=meter.wasted_nodes(),
         live_saved_end=len(meter.saved_live),
         live_nodes_end=len(meter.node_live),
