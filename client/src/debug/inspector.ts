@@ -1,0 +1,227 @@
+// The DAP glue: when a debugpy/python session stops, evaluate the probe in the top
+// user frame and show the result; clear on continue. Nothing here runs while no
+// debug session exists: it is driven by a debug adapter tracker, and a stop is
+// only probed while the Autograd view is visible (or the stop is an exception).
+
+import * as fs from "node:fs";
+import * as vscode from "vscode";
+
+import { firstSentence } from "./format";
+import { exceptionHtml, graphHtml } from "./panelHtml";
+import { evaluateArguments, graphExpression, isUserFrame, probeCandidates, snapshotExpression } from "./probeExpression";
+import { parseGraph, parseSnapshot, type Snapshot } from "./snapshot";
+import type { AutogradTreeProvider } from "./treeProvider";
+import { buildRows, exceptionMarkdown, summary, type Row } from "./viewModel";
+
+export const DEBUG_TYPES = ["debugpy", "python"];
+/** Requests after which the frame's objects are no longer what the view shows. */
+const RESUMING = new Set(["continue", "next", "stepIn", "stepOut", "goto", "reverseContinue", "stepBack", "restartFrame", "restart", "disconnect", "terminate"]);
+
+interface Stop {
+  session: vscode.DebugSession;
+  threadId: number;
+  reason: string;
+  frameId?: number;
+  framePath?: string;
+  frameLine?: number;
+  exception?: string;
+}
+
+interface StackFrame {
+  id: number;
+  line: number;
+  source?: { path?: string };
+}
+
+export class AutogradInspector implements vscode.Disposable {
+  private stop?: Stop;
+  private snapshot?: Snapshot;
+  private generation = 0;
+  private stale = false;
+  private hover?: vscode.Disposable;
+  private panel?: vscode.WebviewPanel;
+  private probePathCache?: string | null;
+
+  constructor(
+    private readonly extensionPath: string,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly tree: AutogradTreeProvider,
+    private readonly view: vscode.TreeView<Row>,
+  ) {}
+
+  /** Debug adapter tracker callbacks for one session. */
+  tracker(session: vscode.DebugSession): vscode.DebugAdapterTracker {
+    return {
+      onDidSendMessage: (m: { type?: string; event?: string; body?: { threadId?: number; reason?: string } }) => {
+        if (m.type !== "event") return;
+        if (m.event === "stopped") void this.onStopped(session, m.body?.threadId, m.body?.reason ?? "");
+        else if (m.event === "continued" || m.event === "terminated" || m.event === "exited") this.clear(session);
+      },
+      onWillReceiveMessage: (m: { type?: string; command?: string }) => {
+        if (m.type === "request" && m.command && RESUMING.has(m.command)) this.clear(session);
+      },
+      onWillStopSession: () => this.clear(session),
+    };
+  }
+
+  private probePath(): string | undefined {
+    if (this.probePathCache === undefined) {
+      this.probePathCache = probeCandidates(this.extensionPath).find((p) => fs.existsSync(p)) ?? null;
+    }
+    return this.probePathCache ?? undefined;
+  }
+
+  private async onStopped(session: vscode.DebugSession, threadId: number | undefined, reason: string): Promise<void> {
+    const generation = ++this.generation;
+    try {
+      if (threadId === undefined) {
+        const threads = (await session.customRequest("threads")) as { threads: { id: number }[] };
+        threadId = threads.threads[0]?.id;
+        if (threadId === undefined) return;
+      }
+      const stop: Stop = { session, threadId, reason };
+      if (reason === "exception") {
+        const info = (await session.customRequest("exceptionInfo", { threadId })) as { description?: string; exceptionId?: string };
+        stop.exception = info.description || info.exceptionId;
+      }
+      const trace = (await session.customRequest("stackTrace", { threadId, startFrame: 0, levels: 30 })) as { stackFrames: StackFrame[] };
+      const frame = trace.stackFrames.find((f) => isUserFrame(f.source?.path)) ?? trace.stackFrames[0];
+      if (!frame || generation !== this.generation) return;
+      Object.assign(stop, { frameId: frame.id, framePath: frame.source?.path, frameLine: frame.line });
+      this.stop = stop;
+      if (this.view.visible || stop.exception) await this.probe(generation);
+      else this.stale = true;
+    } catch (err) {
+      this.log.warn(`autograd view: ${String(err)}`);
+    }
+  }
+
+  /** Evaluate the probe in the stop's frame and show it. */
+  async probe(generation = this.generation): Promise<void> {
+    const stop = this.stop;
+    if (!stop || stop.frameId === undefined) return;
+    const probePath = this.probePath();
+    if (!probePath) {
+      this.show(undefined, "graphlife: probe.py not found in the extension");
+      return;
+    }
+    this.stale = false;
+    this.view.message = "Reading the autograd graph…";
+    try {
+      const started = Date.now();
+      const reply = (await stop.session.customRequest("evaluate", evaluateArguments(snapshotExpression(probePath, stop.exception), stop.frameId))) as { result: string };
+      if (generation !== this.generation) return;
+      const snap = parseSnapshot(reply.result);
+      this.log.debug(`autograd probe: ${snap.tensors.length} tensors in ${snap.elapsed_ms} ms (round trip ${Date.now() - started} ms)`);
+      this.snapshot = snap;
+      this.show(snap);
+      this.installHover(stop, snap);
+      if (snap.exception?.code) void vscode.commands.executeCommand("graphlife.autograd.focus");
+    } catch (err) {
+      if (generation !== this.generation) return;
+      this.log.warn(`autograd probe failed: ${String(err)}`);
+      this.show(undefined, `Could not read the autograd graph: ${String(err).slice(0, 200)}`);
+    }
+  }
+
+  private show(snap: Snapshot | undefined, status?: string): void {
+    this.tree.setRows(buildRows(snap, status));
+    this.view.description = summary(snap);
+    this.view.message = snap ? undefined : status;
+  }
+
+  /** The faulting line gets the rule's explanation on hover while stopped there. */
+  private installHover(stop: Stop, snap: Snapshot): void {
+    this.hover?.dispose();
+    this.hover = undefined;
+    const markdown = exceptionMarkdown(snap);
+    if (!markdown || !snap.exception?.code || !stop.framePath || !stop.frameLine) return;
+    const path = stop.framePath;
+    const line = stop.frameLine - 1;
+    this.hover = vscode.languages.registerHoverProvider({ scheme: "file", language: "python" }, {
+      provideHover(document, position) {
+        if (document.uri.fsPath !== path || position.line !== line) return undefined;
+        return new vscode.Hover(new vscode.MarkdownString(markdown));
+      },
+    });
+  }
+
+  /** Forget the stop (the program runs again, or the session ended). */
+  clear(session?: vscode.DebugSession): void {
+    if (session && this.stop && this.stop.session.id !== session.id) return;
+    this.generation++;
+    this.stop = undefined;
+    this.snapshot = undefined;
+    this.stale = false;
+    this.hover?.dispose();
+    this.hover = undefined;
+    this.show(undefined, vscode.debug.activeDebugSession ? "Running — the view fills when the program stops." : undefined);
+  }
+
+  /** The view became visible: probe a stop that happened while it was hidden. */
+  onVisible(): void {
+    if (this.stale) void this.probe();
+  }
+
+  /** The user picked another frame in the Call Stack view. */
+  onActiveStackItem(item: vscode.DebugThread | vscode.DebugStackFrame | undefined): void {
+    if (!item || !("frameId" in item) || !this.stop || item.session.id !== this.stop.session.id) return;
+    if (item.frameId === this.stop.frameId) return;
+    this.stop = { ...this.stop, frameId: item.frameId, framePath: undefined, frameLine: undefined };
+    if (this.view.visible) void this.probe(++this.generation);
+    else this.stale = true;
+  }
+
+  async refresh(): Promise<void> {
+    if (!this.stop) {
+      void vscode.window.showInformationMessage("graphlife: the Autograd view fills when a Python debug session stops.");
+      return;
+    }
+    await this.probe(++this.generation);
+  }
+
+  async drawGraph(row?: Row): Promise<void> {
+    const stop = this.stop;
+    const probePath = this.probePath();
+    if (!stop || stop.frameId === undefined || !probePath) {
+      void vscode.window.showInformationMessage("graphlife: stop a Python debug session to draw an autograd graph.");
+      return;
+    }
+    let name = row?.tensorName;
+    if (!name) {
+      const candidates = (this.snapshot?.tensors ?? []).filter((t) => t.graph).map((t) => t.name);
+      name = candidates.length <= 1 ? candidates[0] : await vscode.window.showQuickPick(candidates, { placeHolder: "Tensor whose graph to draw" });
+      if (!name) return;
+    }
+    try {
+      const reply = (await stop.session.customRequest("evaluate", evaluateArguments(graphExpression(probePath, name), stop.frameId))) as { result: string };
+      this.showPanel(`Autograd: ${name}`, graphHtml(parseGraph(reply.result)));
+    } catch (err) {
+      void vscode.window.showErrorMessage(`graphlife: could not draw the graph of ${name}: ${String(err).slice(0, 200)}`);
+    }
+  }
+
+  explainException(): void {
+    const snap = this.snapshot;
+    if (!snap?.exception) {
+      void vscode.window.showInformationMessage("graphlife: the program is not stopped on an exception.");
+      return;
+    }
+    this.showPanel(snap.exception.code ? `${snap.exception.code}: ${firstSentence(snap.exception.message).slice(0, 40)}` : "Exception", exceptionHtml(snap));
+  }
+
+  private showPanel(title: string, html: string): void {
+    if (!this.panel) {
+      this.panel = vscode.window.createWebviewPanel("graphlife.autogradPicture", title, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, { enableScripts: false });
+      this.panel.onDidDispose(() => (this.panel = undefined));
+    }
+    this.panel.title = title;
+    this.panel.webview.html = html;
+    this.panel.reveal(undefined, true);
+  }
+
+  dispose(): void {
+    this.hover?.dispose();
+    this.panel?.dispose();
+  }
+}

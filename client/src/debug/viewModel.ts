@@ -1,0 +1,190 @@
+// The "Autograd" view as plain data: what each row says, its icon, its children.
+// No `vscode` import, so node's test runner checks it from a recorded snapshot;
+// treeProvider.ts only maps these rows to TreeItems.
+
+import { firstSentence, formatBytes, formatShape } from "./format";
+import type { ContainerRecord, SavedRecord, Snapshot, TensorRecord } from "./snapshot";
+
+export type RowIcon =
+  | "error" | "warning" | "info" | "tensor" | "leaf" | "container" | "exception"
+  | "saved-ok" | "saved-modified" | "saved-freed" | "saved-hooked" | "prediction-ok" | "note";
+
+export interface Row {
+  id: string;
+  label: string;
+  description?: string;
+  /** Markdown for the hover over the row. */
+  tooltip?: string;
+  icon: RowIcon;
+  /** `graphlife.tensor` rows can be drawn (graphlife.autograd.drawGraph). */
+  contextValue?: "graphlife.tensor" | "graphlife.container" | "graphlife.exception" | "graphlife.detail";
+  tensorName?: string;
+  expanded?: boolean;
+  children: Row[];
+}
+
+const SAVED_LISTED = 12;
+
+function severityIcon(severity: string | null, fallback: RowIcon): RowIcon {
+  if (severity === "error") return "error";
+  if (severity === "warning") return "warning";
+  if (severity === "information") return "info";
+  return fallback;
+}
+
+function detail(id: string, label: string, description?: string, icon: RowIcon = "note", tooltip?: string): Row {
+  return { id, label, description, icon, tooltip, contextValue: "graphlife.detail", children: [] };
+}
+
+export function tensorDescription(t: TensorRecord): string {
+  const parts = [`${t.dtype ?? "?"}${formatShape(t.shape)}`];
+  if (t.grad_fn) parts.push(t.grad_fn);
+  else if (t.requires_grad) parts.push(t.is_parameter ? "parameter" : "leaf");
+  if (t.version) parts.push(`v${t.version}`);
+  if (t.device && t.device !== "cpu") parts.push(t.device);
+  if (t.is_inference) parts.push("inference");
+  if (t.graph) parts.push(`${t.graph.nodes} nodes`);
+  return parts.join(" · ");
+}
+
+function savedRow(parent: string, s: SavedRecord, index: number): Row {
+  const label = `${s.node}.${s.attr}`;
+  const bits: string[] = [s.state];
+  if (s.shape) bits.push(formatShape(s.shape));
+  if (s.owner) bits.push(`= ${s.owner}`);
+  if (s.state === "modified" && s.saved_version !== null) bits.push(`saved at v${s.saved_version}, now v${s.version}`);
+  const icon = ({ ok: "saved-ok", modified: "saved-modified", freed: "saved-freed", hooked: "saved-hooked" } as const)[s.state];
+  const tooltip = s.message ? `torch: \`${firstSentence(s.message)}\`` : undefined;
+  return detail(`${parent}/saved/${index}`, label, bits.join(" · "), icon, tooltip);
+}
+
+function predictionRow(id: string, t: TensorRecord): Row | undefined {
+  const p = t.backward_prediction;
+  if (!p) return undefined;
+  if (p.ok && !t.graph) return undefined;
+  const label = p.ok ? "backward() would run" : `backward() would raise ${p.code ?? p.error ?? "an error"}`;
+  const where = p.node ? ` at ${p.node}` : "";
+  const blame = p.blame && !p.ok ? ` — blame ${p.blame}` : "";
+  const tooltip = [p.explanation, p.message ? `\n\ntorch will say: \`${firstSentence(p.message)}\`` : ""].join("");
+  return detail(`${id}/prediction`, label + where, (p.ok ? "" : p.reason) + blame, p.ok ? "prediction-ok" : "error", tooltip);
+}
+
+export function tensorRow(t: TensorRecord): Row {
+  const id = `tensor/${t.name}`;
+  const children: Row[] = [];
+  const prediction = predictionRow(id, t);
+  if (prediction) children.push(prediction);
+  if (t.graph) {
+    const g = t.graph;
+    const counts = (Object.entries(g.states) as [string, number][]).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
+    children.push(
+      detail(`${id}/graph`, `graph: ${g.nodes}${g.nodes_truncated ? "+" : ""} nodes, ${g.saved_count} saved`,
+        `${counts.join(", ") || "none"} · keeps ${formatBytes(g.activation_bytes)}`),
+    );
+    g.saved.slice(0, SAVED_LISTED).forEach((s, i) => children.push(savedRow(id, s, i)));
+    if (g.saved_count > SAVED_LISTED) children.push(detail(`${id}/more`, `… ${g.saved_count - SAVED_LISTED} more saved tensors`));
+  }
+  if (t.grad) {
+    const norm = t.grad.norm === null ? "" : ` |${t.grad.norm.toPrecision(4)}|`;
+    children.push(detail(`${id}/grad`, `.grad${norm}`, formatShape(t.grad.shape)));
+  }
+  if (t.aliases.length) children.push(detail(`${id}/aliases`, "also named", t.aliases.join(", ")));
+  const tooltip = [
+    `**${t.name}**: ${tensorDescription(t)}`,
+    `requires_grad=${t.requires_grad}, is_leaf=${t.is_leaf}, retains_grad=${t.retains_grad}, version=${t.version ?? "n/a"}`,
+    t.backward_prediction && !t.backward_prediction.ok ? t.backward_prediction.explanation : "",
+  ].filter(Boolean).join("\n\n");
+  return {
+    id,
+    label: t.name,
+    description: tensorDescription(t),
+    tooltip,
+    icon: severityIcon(t.severity, t.grad_fn ? "tensor" : "leaf"),
+    contextValue: "graphlife.tensor",
+    tensorName: t.name,
+    expanded: t.severity === "error",
+    children,
+  };
+}
+
+export function containerRow(c: ContainerRecord): Row {
+  const id = `container/${c.name}`;
+  return {
+    id,
+    label: c.name,
+    description: `${c.kind} · ${c.graphs} graph${c.graphs === 1 ? "" : "s"} · ${c.nodes} nodes · keeps ${formatBytes(c.activation_bytes)}`,
+    tooltip: c.explanation,
+    icon: severityIcon(c.severity, "container"),
+    contextValue: "graphlife.container",
+    expanded: false,
+    children: [detail(`${id}/why`, c.explanation), detail(`${id}/count`, `${c.tensors} graph-carrying tensors`, `${c.items} items`)],
+  };
+}
+
+export function exceptionRow(snap: Snapshot): Row | undefined {
+  const e = snap.exception;
+  if (!e) return undefined;
+  const title = e.code ? `${e.code} ${e.name}` : "exception (not an autograd error graphlife knows)";
+  const children = [detail("exception/torch", "torch said", firstSentence(e.message), "note", e.message)];
+  if (e.why) children.push(detail("exception/why", "why", e.why, "note", e.why));
+  if (e.fix) children.push(detail("exception/fix", "fix", e.fix, "note", e.fix));
+  if (e.blame) children.push(detail("exception/blame", "the live objects point at", e.blame, "error"));
+  return {
+    id: "exception",
+    label: title,
+    description: firstSentence(e.message),
+    tooltip: exceptionMarkdown(snap) ?? undefined,
+    icon: "exception",
+    contextValue: "graphlife.exception",
+    expanded: true,
+    children,
+  };
+}
+
+/** The explanation of the exception the program stopped on, as markdown (hover and panel). */
+export function exceptionMarkdown(snap: Snapshot): string | undefined {
+  const e = snap.exception;
+  if (!e) return undefined;
+  const lines = [e.code ? `**${e.code} ${e.name}** (error)` : "**Not an autograd error graphlife knows**", "", "## What torch says", "`" + firstSentence(e.message) + "`"];
+  if (e.why) lines.push("", "## Why", e.why);
+  if (e.fix) lines.push("", "## Fix", e.fix);
+  if (e.blame) lines.push("", `The live objects point at \`${e.blame}\`.`);
+  return lines.join("\n");
+}
+
+/** All rows of the view: the exception first, then problems, containers, the rest. */
+export function buildRows(snap: Snapshot | undefined, status?: string): Row[] {
+  if (!snap) return status ? [detail("status", status)] : [];
+  if (snap.torch === null) return [detail("status", "torch is not imported in this program")];
+  const rows: Row[] = [];
+  const exc = exceptionRow(snap);
+  if (exc) rows.push(exc);
+  const flagged = snap.tensors.filter((t) => t.severity !== null);
+  const withGraph = snap.tensors.filter((t) => t.severity === null && t.graph !== null);
+  const rest = snap.tensors.filter((t) => t.severity === null && t.graph === null);
+  rows.push(...flagged.map(tensorRow));
+  const leaking = snap.containers.filter((c) => c.leak);
+  rows.push(...leaking.map(containerRow));
+  rows.push(...withGraph.map(tensorRow));
+  const quiet = snap.containers.filter((c) => !c.leak);
+  if (quiet.length) {
+    rows.push({ id: "group/containers", label: `Other containers with graphs (${quiet.length})`, icon: "container", children: quiet.map(containerRow) });
+  }
+  if (rest.length) {
+    rows.push({ id: "group/plain", label: `Tensors without a graph (${rest.length})`, icon: "leaf", children: rest.map(tensorRow) });
+  }
+  if (snap.truncated) rows.push(detail("truncated", "stopped early", `${snap.limits_hit.join(", ")} limit; the view is partial`, "warning"));
+  if (rows.length === 0) rows.push(detail("empty", "no tensors in this frame"));
+  return rows;
+}
+
+/** One line for the view's description (the status under its title). */
+export function summary(snap: Snapshot | undefined): string {
+  if (!snap) return "";
+  const errors = snap.tensors.filter((t) => t.severity === "error").length;
+  const leaks = snap.containers.filter((c) => c.leak).length;
+  const parts = [`${snap.tensors.length} tensors`];
+  if (errors) parts.push(`${errors} would fail`);
+  if (leaks) parts.push(`${leaks} leaking container${leaks === 1 ? "" : "s"}`);
+  return parts.join(" · ");
+}
