@@ -112,6 +112,7 @@ class Interpreter:
         self.yielded: list[list[Value]] = []
         self.path_ends = False  # set when an inlined call never returns (it raised)
         self.backward_count = 0
+        self.create_graph_seen = False
         self.module_calls: list[list] = []  # per running loop: (module heap ref, call) pairs
         self.inlined: set[int] = set()  # functions analyzed by inlining from the module body  # values yielded by the generators being inlined
         self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)

@@ -312,8 +312,12 @@ def tensor_attribute(interp: "Interpreter", state: State, tensor: TensorVal, exp
         return replace(tensor, requires_grad=False, leaf=True, grad_fn=frozenset(), via_data=True, desc=interp.text(expr))
     if attr == "grad":
         interp.emit("grad_read", GradReadEvent(stmt=interp.current_stmt(), state=state, tensor=tensor, expr=expr))
-        grad = TensorVal(requires_grad=False, leaf=True, storage=None, origin=expr, desc=interp.text(expr),
-                         grad_of=param_storages(tensor, state) if tensor.leaf else frozenset())
+        # After a backward with create_graph=True, a .grad has a graph of its own.
+        grad_needs = None if interp.create_graph_seen else False
+        grad = TensorVal(requires_grad=grad_needs, leaf=True if grad_needs is False else None, storage=None,
+                         origin=expr, desc=interp.text(expr),
+                         grad_of=param_storages(tensor, state) if tensor.leaf else frozenset(),
+                         why="a `.grad`, which has no graph unless a backward used `create_graph=True`", why_site=expr)
         return replace(grad.join(NONE), grad_of=grad.grad_of)
     if attr in ("T", "mT", "H", "mH"):
         return apply_op(interp, state, f"Tensor.{attr}", [tensor], [expr.value], expr)
@@ -355,6 +359,12 @@ def rebind(interp: "Interpreter", state: State, expr: ast.expr | None, value: Va
         owner = interp.eval_quiet(expr.value, state)
         if isinstance(owner, HeapRef) and owner.oid in state.heap:
             state.heap_write(owner.oid).attrs[expr.attr] = value
+    elif isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+        owner = interp.eval_quiet(expr.value, state)
+        if isinstance(owner, HeapRef) and owner.oid in state.heap:
+            obj = state.heap_write(owner.oid)
+            obj.attrs[f"[{expr.slice.value!r}]"] = value
+            obj.attrs.pop("__items__", None)
 
 
 # -- calls on names ------------------------------------------------------------------------
@@ -1093,6 +1103,8 @@ def do_backward(interp: "Interpreter", state: State, root: Value, root_expr, kwa
     for nid in may:
         leaves |= interp.graph.nodes[nid].leaves
     create_flag = const_bool(create) if create is not None else False
+    if create_flag is not False:
+        interp.create_graph_seen = True
     if kind == "grad":
         inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
         leaves = set()  # autograd.grad returns gradients; it does not touch .grad

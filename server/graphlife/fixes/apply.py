@@ -31,7 +31,7 @@ def compute_fixes(finding: Finding, source: str, _doc: Document | None = None) -
         if make is None:
             continue
         try:
-            edits = make(doc, dict(recipe.params))
+            edits = make(doc, {**recipe.params, "_finding": finding.span})
         except Exception:  # noqa: BLE001 - an unexpected shape means "no fix", never a crash
             edits = None
         if not edits or not _parses(apply_edits(source, edits)):
@@ -87,6 +87,7 @@ def fix_source(source: str, path: str | None = None, config=None) -> str:
     """
     from graphlife.checker import check_source  # noqa: PLC0415 - the checker imports the rules
 
+    seen = {source}
     for _ in range(MAX_ROUNDS):
         if not _parses(source):
             return source
@@ -112,7 +113,8 @@ def fix_source(source: str, path: str | None = None, config=None) -> str:
         if not chosen:
             break
         fixed = apply_edits(source, chosen)
-        if not _parses(fixed) or fixed == source:
-            break
+        if not _parses(fixed) or fixed in seen:
+            break  # a fix of one rule undone by another's: stop before going round in circles
+        seen.add(fixed)
         source = fixed
     return source

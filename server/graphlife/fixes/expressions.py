@@ -47,9 +47,19 @@ def _method_suffix(doc: Document, params: dict, key: str, suffix: str) -> Edits:
 
 
 def detach_expression(doc: Document, params: dict) -> Edits:
-    """``fake`` -> ``fake.detach()`` (GL101 GAN shape: ``D(fake.detach())``)."""
+    """``fake`` -> ``fake.detach()`` (GL101 GAN shape: ``D(fake.detach())``).
+
+    Only where the expression is an argument of a call that can own parameters
+    (a module such as ``D`` or ``self.head``). As an argument of a torch functional
+    (``F.mse_loss(value, y)``) detaching would cut the loss off from every weight:
+    "element 0 of tensors does not require grad".
+    """
     expr = _expr(doc, params.get("expr"))
     if expr is None or _already_called(doc, expr, "detach"):
+        return None
+    arg = doc.parent(expr)
+    call = doc.parent(arg) if isinstance(arg, cst.Arg) else None
+    if not isinstance(call, cst.Call) or _is_torch_functional(doc, call.func):
         return None
     return _method_suffix(doc, params, "expr", ".detach()")
 
@@ -70,6 +80,41 @@ def use_detach(doc: Document, params: dict) -> Edits:
     return _method_suffix(doc, params, "expr", ".detach()")
 
 
+def _in_shared_helper(doc: Document, node: cst.CSTNode) -> bool:
+    """``node`` sits in a function called from several places: editing it would change
+    every caller (a helper's ``loss.backward()`` would retain the graph on the last
+    call too, where nothing uses it -- GL202)."""
+    func = doc.parent(node)
+    while func is not None and not isinstance(func, cst.FunctionDef):
+        func = doc.parent(func)
+    if func is None:
+        return False
+    name = func.name.value
+    calls = 0
+    for other in doc.positions:
+        if isinstance(other, cst.Call):
+            callee = other.func
+            called = callee.attr.value if isinstance(callee, cst.Attribute) else getattr(callee, "value", None)
+            calls += called == name
+    return calls > 1
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return (outer.line, outer.column) <= (inner.line, inner.column) and (inner.end_line, inner.end_column) <= (
+        outer.end_line, outer.end_column)
+
+
+#: Names that refer to torch's parameter-free functional namespaces.
+_FUNCTIONAL_ROOTS = frozenset({"torch", "F", "functional"})
+
+
+def _is_torch_functional(doc: Document, func: cst.BaseExpression) -> bool:
+    """``torch.x``, ``F.x``, ``torch.nn.functional.x``: a callee without parameters of its own."""
+    while isinstance(func, cst.Attribute):
+        func = func.value
+    return isinstance(func, cst.Name) and func.value in _FUNCTIONAL_ROOTS and func is not None
+
+
 def _already_called(doc: Document, expr: cst.CSTNode, method: str) -> bool:
     """``expr`` is already the receiver of ``.method()`` (applying again would double it)."""
     attr = doc.parent(expr)
@@ -77,7 +122,19 @@ def _already_called(doc: Document, expr: cst.CSTNode, method: str) -> bool:
 
 
 def retain_graph(doc: Document, params: dict) -> Edits:
-    """Add ``retain_graph=True`` to the earlier backward / ``autograd.grad`` call."""
+    """Add ``retain_graph=True`` to the earlier backward / ``autograd.grad`` call.
+
+    Not offered when that call *is* the failing statement (the graph is carried
+    across loop iterations): retaining it would keep every iteration's graph alive,
+    and the optimizer step between iterations modifies the saved weights in place,
+    so the next backward fails anyway (torch: "modified by an inplace operation").
+    """
+    call, finding = params.get("call"), params.get("_finding")
+    if isinstance(call, Span) and isinstance(finding, Span) and _within(call, finding):
+        return None
+    node = _call(doc, call)
+    if node is not None and _in_shared_helper(doc, node):
+        return None
     return add_keyword(doc, {"call": params.get("call"), "keyword": "retain_graph", "value": "True"})
 
 

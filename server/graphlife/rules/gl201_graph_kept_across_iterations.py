@@ -1,0 +1,102 @@
+"""A tensor that carries a graph is stored where it outlives the loop iteration.
+
+## What it does
+Reports a graph-carrying tensor stored into something made before the loop: a
+list (`losses.append(loss)`), a dict (`history["loss"] = out`), an attribute of
+a long-lived object (`self.last = h`), a module-level container, or a running
+total (`total += loss`). Values made with `.item()`, `float()`, `.detach()`, or
+without a graph are fine.
+
+## Why is this bad?
+The stored tensor keeps its whole graph alive. When no backward consumes that
+graph (an evaluation loop collecting outputs, an activation kept for
+monitoring), every saved activation of every iteration stays in memory until
+the process runs out (warning). When the iteration's backward does consume it,
+the activations are freed but the graph nodes - and the chain of `+=`
+additions - still pile up each step (information).
+
+## What torch says
+Nothing: memory grows until `CUDA out of memory` / the host kills the process.
+
+## Example
+```python
+losses = []
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    losses.append(loss)
+```
+
+## Use instead
+```python
+    losses.append(loss.item())      # a Python number for logging
+    # or losses.append(loss.detach()) to keep a tensor
+```
+
+## Fixture line
+The statement that stores the value.
+"""
+
+from __future__ import annotations
+
+from graphlife.analysis.events import EventContext, StoreEvent, UnitEndEvent
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL201",
+    name="graph-kept-across-iterations",
+    severity=Severity.WARNING,
+    doc=RuleDoc(__doc__),
+    torch_message="",
+)
+
+
+def on_store(event: StoreEvent, ctx: EventContext) -> None:
+    pending = ctx.interpreter.__dict__.setdefault("_gl201_pending", [])
+    pending.append((event, ctx.interpreter.blame(event.stmt, None)))
+
+
+def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
+    pending = ctx.interpreter.__dict__.pop("_gl201_pending", [])
+    final = event.state
+    graph = ctx.graph
+    for store, stmt in pending:
+        _, reach = graph.reach(store.value.grad_fn, False)
+        keeps_saved = [n for n in reach if graph.nodes[n].saves_certain and n not in final.freed and n not in final.may_freed]
+        severity = Severity.WARNING if keeps_saved else Severity.INFORMATION
+        value_text = store.value.desc or "the value"
+        if severity is Severity.WARNING:
+            node = graph.nodes[min(keeps_saved)]
+            message = (
+                f"`{store.target}` keeps the graph of `{value_text}` alive after the iteration, and no backward frees it: "
+                f"the activations saved at line {node.site.lineno} (`{node.line_desc}`) pile up every iteration. "
+                "Store `.item()` (a number) or `.detach()` instead."
+            )
+            related = [Related(ctx.span(node.site), "saved activations kept alive from here")]
+        else:
+            message = (
+                f"`{store.target}` keeps the graph nodes of `{value_text}` alive after the iteration; its backward freed "
+                "the saved activations, but the nodes still pile up each step. Store `.item()` or `.detach()` instead."
+            )
+            related = []
+        fixes = []
+        expr = _stored_expr(ctx, stmt)
+        if expr is not None:
+            fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()`", {"expr": ctx.span(expr)}))
+            fixes.append(FixRecipe("use_detach", f"Store `{ctx.text(expr)}.detach()`", {"expr": ctx.span(expr)}))
+        ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)
+
+
+def _stored_expr(ctx, stmt):
+    """The expression stored by the statement (argument of append, value of an assignment)."""
+    import ast  # noqa: PLC0415
+
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and stmt.value.args:
+        return stmt.value.args[-1]
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+        return stmt.value
+    return None
+
+
+RULE.hooks = {"store": on_store, "unit_end": on_unit_end}

@@ -1,0 +1,84 @@
+"""State carried across iterations without `detach()`, plus `retain_graph=True`: the graph grows every step.
+
+## What it does
+Reports a backward with `retain_graph=True` inside a loop that reaches graph
+nodes built in earlier iterations through carried state (an RNN hidden state, a
+running average, `self.memory`).
+
+## Why is this bad?
+Each step's backward walks the whole history: memory and backward time grow
+linearly per step (quadratically in total) until the run crawls or dies. If an
+optimizer step follows, the parameters saved by old iterations change and
+GL102 fires too.
+
+## What torch says
+Nothing (or, with an optimizer step, the in-place version error of GL102).
+
+## Example
+```python
+for x in stream:
+    h = cell(x, h)
+    loss = h.pow(2).mean()
+    loss.backward(retain_graph=True)
+```
+
+## Use instead
+```python
+for x in stream:
+    h = cell(x, h.detach())
+    loss = h.pow(2).mean()
+    loss.backward()
+```
+
+## Fixture line
+The backward call with `retain_graph=True`.
+"""
+
+from __future__ import annotations
+
+from graphlife.analysis.events import BackwardEvent, EventContext
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL203",
+    name="carried-state-grows-graph",
+    severity=Severity.WARNING,
+    doc=RuleDoc(__doc__),
+    torch_message="",
+)
+
+
+def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+    interp = ctx.interpreter
+    if event.retain_graph is not True or not interp.loop_stack:
+        return
+    current = interp.iteration()
+    depth = len(current) - 1
+    older = [
+        n for n in sorted(event.must)
+        if len(ctx.graph.nodes[n].iteration) > depth
+        and ctx.graph.nodes[n].iteration[:depth] == current[:depth]
+        and ctx.graph.nodes[n].iteration[depth] < current[depth]
+    ]
+    if not older:
+        return
+    node = ctx.graph.nodes[older[-1]]
+    carried = ctx.carried_names(set(older), event.state)
+    name = carried[0][0] if carried else None
+    via = f" through `{name}`" if name else ""
+    message = (
+        f"This backward keeps the graph (`retain_graph=True`) and reaches the graph built at line {node.site.lineno} "
+        f"(`{node.line_desc}`) in an earlier iteration{via}: the graph grows every step. Detach the carried state at "
+        "the top of the loop and drop `retain_graph=True`."
+    )
+    fixes = []
+    if name:
+        loop = carried[0][1]
+        fixes.append(FixRecipe("detach_carried_state", f"Detach `{name}` at the top of each iteration",
+                               {"target": name, "loop": ctx.span(loop), "is_tuple": False, "maybe_none": False}))
+    stmt = interp.blame(event.stmt, event.root_expr)
+    interp.reporter.report(RULE, ctx.span(stmt), message, related=[Related(ctx.span(node.site), "built in an earlier iteration")], fixes=fixes)
+
+
+RULE.hooks = {"backward": on_backward}

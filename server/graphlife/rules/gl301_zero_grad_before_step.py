@@ -1,0 +1,66 @@
+"""`zero_grad()` between `backward()` and `step()`: the step applies zero gradients.
+
+## What it does
+Follows the gradients of each parameter through the loop: a backward fills
+them, `zero_grad()` (of the optimizer or the model, or `p.grad = None`) clears
+them, `step()` uses them. Reports the `zero_grad()` that clears gradients a
+backward just computed, before the `step()` that should have used them.
+
+## Why is this bad?
+The step sees zeros (or `None`) and the parameters never change: the model
+silently does not learn.
+
+## What torch says
+Nothing.
+
+## Example
+```python
+loss.backward()
+optimizer.zero_grad()
+optimizer.step()
+```
+
+## Use instead
+```python
+optimizer.zero_grad()
+loss.backward()
+optimizer.step()
+```
+
+## Fixture line
+The `zero_grad()` call between backward and step.
+"""
+
+from __future__ import annotations
+
+from graphlife.analysis.events import EventContext, StepEvent
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL301",
+    name="zero-grad-before-step",
+    severity=Severity.WARNING,
+    doc=RuleDoc(__doc__),
+    torch_message="",
+)
+
+
+def on_step(event: StepEvent, ctx: EventContext) -> None:
+    storages = event.storages
+    if not storages:
+        return
+    statuses = [event.state.grads.get(s) for s in storages]
+    if not all(st is not None and st[0] == "zeroed_after_backward" for st in statuses):
+        return
+    zero_stmt = statuses[0][1]
+    message = (
+        f"`{ctx.text(zero_stmt)}` clears the gradients the backward just computed, before `{ctx.text(event.call)}` "
+        "uses them: the step changes nothing. Move `zero_grad()` before the forward pass."
+    )
+    fixes = []
+    related = [Related(ctx.span(event.call), "this step sees zeroed gradients")]
+    ctx.interpreter.reporter.report(RULE, ctx.span(zero_stmt), message, related=related, fixes=fixes)
+
+
+RULE.hooks = {"step": on_step}

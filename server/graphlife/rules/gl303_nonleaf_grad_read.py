@@ -1,0 +1,82 @@
+"""Reading `.grad` of a tensor that is not a leaf and never called `retain_grad()`.
+
+## What it does
+Reports reads of `t.grad` where `t` was computed from tensors that require
+grad (an activation, a normalized input, a hidden state), so it is not a leaf,
+and `t.retain_grad()` was not called before the backward.
+
+## Why is this bad?
+Autograd only stores `.grad` on leaves. The read is always `None`: saliency
+maps, gradient-norm logs and FGSM steps built on it are silently wrong or crash
+later.
+
+## What torch says
+`UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward().`
+
+## Example
+```python
+h = model.encoder(x)
+loss = model.head(h).sum()
+loss.backward()
+print(h.grad.norm())
+```
+
+## Use instead
+```python
+h = model.encoder(x)
+h.retain_grad()
+loss = model.head(h).sum()
+loss.backward()
+```
+or `torch.autograd.grad(loss, h)`.
+
+## Fixture line
+The statement reading `.grad`.
+"""
+
+from __future__ import annotations
+
+from graphlife.analysis.events import EventContext, GradReadEvent
+from graphlife.analysis.values import TensorVal
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL303",
+    name="nonleaf-grad-read",
+    severity=Severity.WARNING,
+    doc=RuleDoc(__doc__),
+    torch_message="The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
+)
+
+
+def on_grad_read(event: GradReadEvent, ctx: EventContext) -> None:
+    tensor = event.tensor
+    if not isinstance(tensor, TensorVal) or tensor.leaf is not False or tensor.requires_grad is not True or tensor.retains_grad:
+        return
+    name = ctx.text(event.expr.value)
+    line = getattr(tensor.origin, "lineno", None)
+    message = (
+        f"`{name}` is not a leaf (computed at line {line}), so `{name}.grad` is always None unless "
+        f"`{name}.retain_grad()` is called before the backward."
+    )
+    fixes = []
+    anchor = _statement_after_origin(ctx, tensor.origin)
+    if anchor is not None:
+        fixes.append(FixRecipe("insert_after", f"Call `{name}.retain_grad()` after it is computed",
+                               {"anchor": ctx.span(anchor), "code": f"{name}.retain_grad()"}))
+    related = [Related(ctx.span(tensor.origin), "computed here")] if tensor.origin is not None else []
+    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+
+
+def _statement_after_origin(ctx, origin):
+    import ast  # noqa: PLC0415
+
+    current = origin
+    parents = ctx.interpreter.parents
+    while current is not None and not isinstance(current, ast.stmt):
+        current = parents.get(id(current))
+    return current
+
+
+RULE.hooks = {"grad_read": on_grad_read}

@@ -1,0 +1,122 @@
+"""Gradient accumulation (a step every k iterations) without dividing the loss by k.
+
+## What it does
+Reports a backward in a loop that steps the optimizer only every k iterations
+(`if (i + 1) % k == 0: optimizer.step()`) when the graph of the loss it
+backpropagates contains no scaling by a Python number (`loss / k`,
+`loss * (1 / k)`, `loss /= k`).
+
+## Why is this bad?
+The k backwards add up in `.grad`, so each step uses k times the average
+gradient: the effective learning rate is k times larger than intended.
+
+## What torch says
+Nothing.
+
+## Example
+```python
+loss = criterion(model(x), y)
+loss.backward()
+if (i + 1) % accum_steps == 0:
+    optimizer.step()
+    optimizer.zero_grad()
+```
+
+## Use instead
+```python
+loss = criterion(model(x), y) / accum_steps
+loss.backward()
+```
+
+## Fixture line
+The `.backward()` call of the unscaled loss.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.analysis.events import BackwardEvent, EventContext
+from graphlife.findings import FixRecipe, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL304",
+    name="accumulation-without-scaling",
+    severity=Severity.INFORMATION,
+    doc=RuleDoc(__doc__),
+    torch_message="",
+)
+
+SCALING_OPS = {
+    "Tensor.__truediv__", "Tensor.__itruediv__", "Tensor.__mul__", "Tensor.__rmul__", "Tensor.__imul__",
+    "Tensor.div", "Tensor.div_", "Tensor.mul", "Tensor.mul_", "torch.div", "torch.mul",
+}
+
+
+def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+    interp = ctx.interpreter
+    if event.kind != "backward" or not event.leaves or not interp.loop_stack:
+        return
+    divisor = _accumulation_divisor(interp, event.stmt)
+    if divisor is None:
+        return
+    current = interp.iteration()
+    for nid in event.may:
+        node = ctx.graph.nodes[nid]
+        if node.op in SCALING_OPS and "s" in node.pattern and node.iteration == current:
+            return  # the loss is scaled by a number in this iteration
+    root = ctx.text(event.root_expr) or "the loss"
+    message = (
+        f"The optimizer steps only every `{ctx.text(divisor)}` iterations, so `{root}`'s gradients add up "
+        f"`{ctx.text(divisor)}` times before each step: divide the loss by `{ctx.text(divisor)}` first "
+        "(the effective learning rate is that many times larger)."
+    )
+    fixes = []
+    if isinstance(event.root_expr, ast.Name):
+        fixes.append(FixRecipe("insert_before", f"Divide `{root}` by `{ctx.text(divisor)}` before the backward",
+                               {"anchor": ctx.span(event.stmt), "code": f"{root} = {root} / {ctx.text(divisor)}"}))
+    stmt = interp.blame(event.stmt, event.root_expr)
+    interp.reporter.report(RULE, ctx.span(stmt), message, fixes=fixes)
+
+
+def _accumulation_divisor(interp, stmt: ast.stmt) -> ast.expr | None:
+    """The k of an `if ... % k == ...:` that guards an optimizer step, in the backward's function or loop."""
+    scopes: list[ast.AST] = []
+    current = stmt
+    while id(current) in interp.parents:
+        current = interp.parents[id(current)]
+        if isinstance(current, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)):
+            scopes.append(current)
+            if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+    for loop, _ in reversed(interp.loop_stack):
+        scopes.append(loop)
+    for scope in scopes:
+        for node in ast.walk(scope):
+            if isinstance(node, ast.If) and _steps(node.body):
+                divisor = _modulus(node.test)
+                if divisor is not None:
+                    return divisor
+    return None
+
+
+def _steps(body: list[ast.stmt]) -> bool:
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
+                return True
+    return False
+
+
+def _modulus(test: ast.expr) -> ast.expr | None:
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Mod):
+            right = node.left.right
+            if isinstance(right, ast.Constant) and right.value in (0, 1):
+                return None
+            return right
+    return None
+
+
+RULE.hooks = {"backward": on_backward}

@@ -1,0 +1,70 @@
+"""An in-place change through `.data` of a tensor a pending graph saved: no error, wrong gradients.
+
+## What it does
+Reports in-place changes through `.data` (`w.data.clamp_(...)`,
+`p.data.mul_(...)`, `h.data /= norm`) of a tensor that a graph saved for a
+backward that runs afterwards.
+
+## Why is this bad?
+`.data` skips the version counter, so torch cannot notice that the saved value
+changed: the backward silently computes gradients from the new values - the
+error GL102 would have raised becomes a wrong model.
+
+## What torch says
+Nothing.
+
+## Example
+```python
+out = model(x)
+model.fc.weight.data.clamp_(-0.01, 0.01)   # the graph saved the old weight
+out.sum().backward()
+```
+
+## Use instead
+```python
+out.sum().backward()
+optimizer.step()
+with torch.no_grad():
+    model.fc.weight.clamp_(-0.01, 0.01)    # after the backward, version-checked
+```
+
+## Fixture line
+The statement changing `.data` in place.
+"""
+
+from __future__ import annotations
+
+from graphlife.analysis.events import BackwardEvent, EventContext
+from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.rules.base import Rule, RuleDoc
+
+RULE = Rule(
+    code="GL305",
+    name="data-bypasses-version-check",
+    severity=Severity.WARNING,
+    doc=RuleDoc(__doc__),
+    torch_message="",
+)
+
+
+def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+    state = event.state
+    for nid in sorted(event.must):
+        if nid in state.freed:
+            continue
+        node = ctx.graph.nodes[nid]
+        for saved in node.saves:
+            for watermark, site in state.data_bumps.get(saved.storage, ()):
+                if watermark > nid:
+                    message = (
+                        f"`{ctx.text(site)}` changes a tensor through `.data` after `{node.line_desc}` (line "
+                        f"{node.site.lineno}) saved it for the backward at line {event.stmt.lineno}: `.data` skips the "
+                        "version check, so that backward silently uses the new values. Change it after the backward, "
+                        "under `torch.no_grad()`."
+                    )
+                    related = [Related(ctx.span(node.site), "saved here"), Related(ctx.span(event.stmt), "this backward uses it")]
+                    ctx.interpreter.reporter.report(RULE, ctx.span(site), message, related=related)
+                    return
+
+
+RULE.hooks = {"backward": on_backward}
