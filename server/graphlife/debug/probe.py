@@ -65,7 +65,7 @@ may be added, none removed)::
       "version": 1 | null,                # version of the tensor now
       "saved_version": 0 | null,          # version it had when saved (modified only)
       "owner": "y" | null,                # a tensor in the frame sharing its storage
-      "message": "<what torch said when reading it>" | null
+      "message": "<what torch said when reading it>" | null   # modified only
     }
     Prediction = {
       "ok": true | false,
@@ -398,7 +398,8 @@ def _read_saved(fn, attr: str, torch) -> list[dict]:
 
 def _failed_record(message: str, label: str) -> dict:
     return {"attr": label, "state": "freed", "shape": None, "dtype": None, "bytes": None, "version": None,
-            "saved_version": None, "owner": None, "message": message, "_key": None, "_leaf_rg": False}
+            "saved_version": None, "owner": None, "message": None, "_message": message, "_key": None,
+            "_leaf_rg": False}
 
 
 def _tensor_record(t, label: str, state: str, message) -> dict:
@@ -562,17 +563,18 @@ def _predict_graph(entry: _Found, root: int, graphs: _Graphs, reach: list[int], 
                            f"Every tensor saved by the graph of `{entry.name}` is intact.")
     first = max(problems, key=lambda n: n.seq)  # the engine runs higher sequence numbers first
     rec = first.problem
+    message = rec.get("message") or rec.get("_message")
     if rec["state"] == "modified":
         owner = _owner_name(rec, frame)
         blame_all = [owner] if owner else []
         versions = (f" (saved at version {rec['saved_version']}, now at version {rec['version']})"
                     if rec.get("saved_version") is not None else "")
         what = f"`{owner}`" if owner else f"a tensor of shape {rec.get('shape')}"
-        return _prediction(False, "GL102", rec["message"], "modified", first.name, owner, blame_all,
+        return _prediction(False, "GL102", message, "modified", first.name, owner, blame_all,
                            f"{what} was saved by {first.name} for the backward and changed in place "
                            f"afterwards{versions}; use the out-of-place form.")
     reason, blame, blame_all, why = _blame_freed(entry, root, graphs, reach, frame)
-    return _prediction(False, "GL101", rec["message"], reason, first.name, blame, blame_all, why)
+    return _prediction(False, "GL101", message, reason, first.name, blame, blame_all, why)
 
 
 def _prediction(ok, code, message, reason, node, blame, blame_all, explanation) -> dict:
@@ -594,6 +596,29 @@ def _owner_name(rec: dict, frame: list):
                 return entry.name
             best = best or entry.name
     return best
+
+
+def _hops_to(graphs: _Graphs, start, targets: set, limit: int = 2000) -> int:
+    """Nodes between ``start`` and the nearest node of ``targets`` (breadth first, bounded)."""
+    if start is None:
+        return 1 << 30
+    if start in targets:
+        return 0
+    seen = {start}
+    level = [start]
+    depth = 0
+    while level and len(seen) < limit:
+        depth += 1
+        nxt = []
+        for i in level:
+            for j in graphs.nodes[i].children:
+                if j in targets:
+                    return depth
+                if j not in seen:
+                    seen.add(j)
+                    nxt.append(j)
+        level = nxt
+    return 1 << 30
 
 
 def _container_of(name: str) -> str:
@@ -647,7 +672,11 @@ def _blame_freed(entry: _Found, root: int, graphs: _Graphs, reach: list[int], fr
         carried.insert(0, name)  # a non-scalar reaching an old graph is itself carried state
     if carried:
         scalar = {other.name for other, _ in frame if _safe(lambda o=other: o.tensor.numel() == 1, False)}
-        carried.sort(key=lambda n: n in scalar)  # carried state is rarely a scalar; losses are
+        roots = {other.name: info.get("root") for other, info in frame}
+        hops = {n: _hops_to(graphs, roots.get(n), in_root) for n in carried}
+        # Carried state is rarely a scalar (losses are), and it is made right where it
+        # joins this step's graph (few nodes away), not by a later consumer of it.
+        carried.sort(key=lambda n: (n in scalar, hops[n]))
         return ("carried", carried[0], carried,
                 f"`{name}` reaches a graph an earlier backward freed through state carried across "
                 f"iterations ({', '.join('`' + c + '`' for c in carried[:4])}); detach the carried state "
