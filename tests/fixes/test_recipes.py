@@ -1,0 +1,212 @@
+"""Each recipe on small realistic snippets: the exact edit, comments kept, idempotence.
+
+The snippets go through the real checker, so a test also proves the rule and the
+recipe agree on the shape (a recipe that stops matching its rule's finding fails here).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from graphlife.checker import check
+from graphlife.findings import FixRecipe, Finding, Severity, Span
+from graphlife.fixes import compute_fixes, fix_source
+from graphlife.fixes.apply import apply_edits
+
+
+def _src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def _finding(*recipes: FixRecipe) -> Finding:
+    return Finding("GL000", "test", Severity.ERROR, Span(1, 1, 1, 2), "m", (), tuple(recipes))
+
+
+def _apply_first(source: str, *recipes: FixRecipe) -> str | None:
+    fixes = compute_fixes(_finding(*recipes), source)
+    return apply_edits(source, fixes[0].edits) if fixes else None
+
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+
+
+def test_detach_carried_state_from_checker_keeps_comments_and_is_idempotent():
+    source = HEADER + _src('''
+        rnn = nn.GRUCell(4, 8)
+        opt = torch.optim.SGD(rnn.parameters(), lr=0.1)
+        hidden = torch.zeros(2, 8)
+        for x in torch.randn(3, 2, 4):
+            # one step of truncated BPTT
+            hidden = rnn(x, hidden)  # carried
+            loss = hidden.pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        ''')
+    fixed = fix_source(source)
+    assert "    # one step of truncated BPTT\n    hidden = hidden.detach()\n    hidden = rnn(x, hidden)  # carried\n" in fixed
+    assert fix_source(fixed) == fixed
+    assert not [f for f in check(fixed) if f.code == "GL101"]
+
+
+def test_detach_carried_state_tuple_and_maybe_none_forms():
+    source = _src('''
+        state = None
+        for x in xs:
+            out, state = lstm(x, state)
+        ''')
+    loop = Span(2, 1, 3, 32)
+    tuple_fix = FixRecipe("detach_carried_state", "t", {"target": "state", "loop": loop, "is_tuple": True, "maybe_none": True})
+    assert _apply_first(source, tuple_fix) == _src('''
+        state = None
+        for x in xs:
+            if state is not None:
+                state = tuple(t.detach() for t in state)
+            out, state = lstm(x, state)
+        ''')
+
+
+def test_detach_carried_state_refuses_a_name_unbound_before_the_loop():
+    source = "for x in xs:\n    logits, state = model(x, state)\n    logits.sum().backward()\n"
+    recipe = FixRecipe("detach_carried_state", "t", {"target": "logits", "loop": Span(1, 1, 3, 28),
+                                                      "is_tuple": False, "maybe_none": False})
+    assert compute_fixes(_finding(recipe), source) == []
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("    probs += eps  # keep", "    probs = probs + eps  # keep"),
+    ("    action *= self.max_action", "    action = action * self.max_action"),
+    ("    x *= a + b", "    x = x * (a + b)"),
+    ("    x -= lr * g", "    x = x - lr * g"),
+    ("    x.add_(noise_std * torch.randn_like(x))", "    x = x.add(noise_std * torch.randn_like(x))"),
+    ("    probs.clamp_(EPS, 1 - EPS)", "    probs = probs.clamp(EPS, 1 - EPS)"),
+    ("    torch.relu_(h)", "    h = torch.relu(h)"),
+    ("    h = F.relu(h, inplace=True)", "    h = F.relu(h)"),
+])
+def test_out_of_place_forms(line, expected):
+    source = f"def f(x, h, probs, eps, a, b, lr, g, noise_std, EPS, self, action):\n{line}\n"
+    span = Span(2, 5, 2, len(line.split("  #")[0]) + 1)
+    recipe = FixRecipe("out_of_place", "t", {"stmt": span})
+    assert _apply_first(source, recipe) == f"def f(x, h, probs, eps, a, b, lr, g, noise_std, EPS, self, action):\n{expected}\n"
+
+
+def test_out_of_place_setitem_clones_first_and_constructions_drop_inplace():
+    source = "def f(scores, mask):\n    scores[mask] = 0.0\n"
+    fixed = _apply_first(source, FixRecipe("out_of_place", "t", {"stmt": Span(2, 5, 2, 23)}))
+    assert fixed == "def f(scores, mask):\n    scores = scores.clone()\n    scores[mask] = 0.0\n"
+    source = "net = nn.Sequential(\n    nn.Linear(2, 2),\n    nn.LeakyReLU(0.2, True),  # act\n)\n"
+    span = Span(3, 5, 3, 28)
+    fixed = _apply_first(source, FixRecipe("out_of_place", "t", {"stmt": span, "construction": span}))
+    assert fixed == "net = nn.Sequential(\n    nn.Linear(2, 2),\n    nn.LeakyReLU(0.2),  # act\n)\n"
+    source = "act = nn.ReLU(inplace=True)\n"
+    span = Span(1, 7, 1, 28)
+    assert _apply_first(source, FixRecipe("out_of_place", "t", {"stmt": span, "construction": span})) == "act = nn.ReLU()\n"
+
+
+def test_out_of_place_refuses_shapes_without_an_out_of_place_twin():
+    for line, end in (("    out['w'].masked_fill_(m, 0.0)", 34), ("    gate.zero_()", 17), ("    y = self.drop(y)", 21)):
+        source = f"def f(out, m, gate, self, y):\n{line}\n"
+        assert compute_fixes(_finding(FixRecipe("out_of_place", "t", {"stmt": Span(2, 5, 2, end)})), source) == []
+
+
+def test_wrap_no_grad_indents_like_neighbours_and_keeps_comments():
+    source = HEADER + _src('''
+        w = torch.randn(3, requires_grad=True)
+        for _ in range(2):
+            w.sum().backward()
+            w -= 0.1 * w.grad  # sgd
+            w.grad = None
+        ''')
+    fixed = fix_source(source)
+    assert "    with torch.no_grad():\n        w -= 0.1 * w.grad  # sgd\n    w.grad = None\n" in fixed
+    assert fix_source(fixed) == fixed
+    assert not [f for f in check(fixed) if f.code == "GL103"]
+
+
+def test_wrap_no_grad_needs_torch_imported_by_that_name():
+    source = "import torch as th\nw = th.ones(2, requires_grad=True)\nw.add_(1)\n"
+    assert compute_fixes(_finding(FixRecipe("wrap_no_grad", "t", {"stmt": Span(3, 1, 3, 10)})), source) == []
+
+
+def test_detach_expression_and_retain_graph():
+    source = "d_fake = D(fake)  # disc\n"
+    assert _apply_first(source, FixRecipe("detach_expression", "t", {"expr": Span(1, 12, 1, 16)})) == \
+        "d_fake = D(fake.detach())  # disc\n"
+    source = "l = F.mse_loss(value, y)\n"
+    assert compute_fixes(_finding(FixRecipe("detach_expression", "t", {"expr": Span(1, 16, 1, 21)})), source) == []
+    source = "loss.backward()\nloss.backward()\n"
+    assert _apply_first(source, FixRecipe("retain_graph", "t", {"call": Span(1, 1, 1, 16)})) == \
+        "loss.backward(retain_graph=True)\nloss.backward()\n"
+    source = "loss.backward(gradient=g)\n"
+    assert _apply_first(source, FixRecipe("retain_graph", "t", {"call": Span(1, 1, 1, 26)})) == \
+        "loss.backward(gradient=g, retain_graph=True)\n"
+
+
+def test_merge_backwards_only_for_adjacent_siblings():
+    source = "for b in bs:\n    loss_a.backward()\n    loss_b.backward()  # second\n    opt.step()\n"
+    recipe = FixRecipe("merge_backwards", "t", {"first": Span(2, 5, 2, 22), "second": Span(3, 5, 3, 22),
+                                                "first_root": "loss_a", "second_root": "loss_b"})
+    assert _apply_first(source, recipe) == "for b in bs:\n    (loss_a + loss_b).backward()  # second\n    opt.step()\n"
+    apart = "loss_a.backward()\nx = 1\nloss_b.backward()\n"
+    recipe = FixRecipe("merge_backwards", "t", {"first": Span(1, 1, 1, 18), "second": Span(3, 1, 3, 18),
+                                                "first_root": "loss_a", "second_root": "loss_b"})
+    assert compute_fixes(_finding(recipe), apart) == []
+
+
+@pytest.mark.parametrize(("stmt", "flag", "expected"), [
+    ("x_adv.requires_grad = True", True, "x_adv = x_adv.detach().requires_grad_()"),
+    ("x_adv.requires_grad = False", False, "x_adv = x_adv.detach()"),
+    ("x_adv.requires_grad_(False)", False, "x_adv = x_adv.detach()"),
+    ("x_adv.requires_grad_(requires_grad=False)", False, "x_adv = x_adv.detach()"),
+])
+def test_detach_requires_grad(stmt, flag, expected):
+    source = f"def f(x_adv):\n    {stmt}  # flag\n"
+    recipe = FixRecipe("detach_requires_grad", "t", {"stmt": Span(2, 5, 2, 5 + len(stmt)), "target": "x_adv", "flag": flag})
+    assert _apply_first(source, recipe) == f"def f(x_adv):\n    {expected}  # flag\n"
+
+
+def test_leaf_after_conversion_inference_mode_and_clone():
+    source = "w = torch.randn(3, requires_grad=True) * 0.01\n"
+    assert _apply_first(source, FixRecipe("leaf_after_conversion", "t", {"expr": Span(1, 5, 1, 46)})) == \
+        "w = (torch.randn(3) * 0.01).requires_grad_()\n"
+    source = "w = torch.randn(3, requires_grad=True).double()\n"
+    assert _apply_first(source, FixRecipe("leaf_after_conversion", "t", {"expr": Span(1, 5, 1, 48)})) == \
+        "w = torch.randn(3).double().requires_grad_()\n"
+    source = "with torch.inference_mode():  # cache\n    f = enc(x)\n"
+    assert _apply_first(source, FixRecipe("inference_mode_to_no_grad", "t", {"item": Span(1, 6, 1, 28)})) == \
+        "with torch.no_grad():  # cache\n    f = enc(x)\n"
+    source = "loss = F.mse_loss(p, t * 2)\n"
+    assert _apply_first(source, FixRecipe("clone_tensor", "t", {"expr": Span(1, 22, 1, 27)})) == \
+        "loss = F.mse_loss(p, (t * 2).clone())\n"
+
+
+def test_generic_recipes():
+    source = "y = model(x)\nloss = y.sum()\n"
+    assert _apply_first(source, FixRecipe("insert_before", "t", {"anchor": Span(2, 1, 2, 15), "code": "y.retain_grad()"})) == \
+        "y = model(x)\ny.retain_grad()\nloss = y.sum()\n"
+    source = "out = checkpoint(f, x)\n"
+    assert _apply_first(source, FixRecipe("add_keyword", "t", {"call": Span(1, 7, 1, 23), "keyword": "use_reentrant",
+                                                               "value": "False"})) == \
+        "out = checkpoint(f, x, use_reentrant=False)\n"
+    source = "loss.backward(retain_graph=True)\n"
+    assert _apply_first(source, FixRecipe("drop_keyword", "t", {"call": Span(1, 1, 1, 33), "keyword": "retain_graph"})) == \
+        "loss.backward()\n"
+    assert _apply_first(source, FixRecipe("replace_text", "t", {"span": Span(1, 1, 1, 5), "text": "total"})) == \
+        "total.backward(retain_graph=True)\n"
+    assert _apply_first(source, FixRecipe("ignore_comment", "t", {"line": 1, "code": "GL202"})) == \
+        "loss.backward(retain_graph=True)  # graphlife: ignore[GL202]\n"
+
+
+def test_preferred_is_first_and_unknown_kinds_are_skipped():
+    source = "loss.backward()\n"
+    fixes = compute_fixes(_finding(FixRecipe("no_such_kind", "x", {}),
+                                   FixRecipe("retain_graph", "keep", {"call": Span(1, 1, 1, 16)}),
+                                   FixRecipe("ignore_comment", "ignore", {"line": 1, "code": "GL101"})), source)
+    assert [(f.title, f.preferred) for f in fixes] == [("keep", True), ("ignore", False)]
+
+
+def test_fix_source_leaves_a_file_with_a_syntax_error_unchanged():
+    source = HEADER + "w = torch.ones(2, requires_grad=True)\nw += 1\ndef broken(:\n"
+    assert fix_source(source) == source
