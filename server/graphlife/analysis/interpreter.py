@@ -720,6 +720,21 @@ class Interpreter:
         obj = state.heap_write(ref.oid)
         element = self.iter_element(values, state) if isinstance(values, (HeapRef, TupleVal)) else values
         obj.elem = element if obj.elem is None else obj.elem.join(element)
+        items, more = obj.attrs.get("__items__"), self.known_items(values, state)
+        if isinstance(items, TupleVal) and more is not None and len(items.items) + len(more) <= 16:
+            obj.attrs["__items__"] = TupleVal(items.items + tuple(more))
+        else:
+            obj.attrs.pop("__items__", None)
+
+    def known_items(self, value: Value, state: State) -> list[Value] | None:
+        """The items of a tuple, or of a list whose contents are known (built from literals and appends)."""
+        if isinstance(value, TupleVal):
+            return list(value.items)
+        if isinstance(value, HeapRef) and value.oid in state.heap:
+            items = state.heap[value.oid].attrs.get("__items__")
+            if isinstance(items, TupleVal):
+                return list(items.items)
+        return None
 
     # -- expressions ----------------------------------------------------------------
     def eval(self, expr: ast.expr | None, state: State) -> Value:  # noqa: C901 (one dispatch)
@@ -885,8 +900,11 @@ class Interpreter:
             ):
                 # A parameter of a torch module (`layer.weight`): a leaf that requires grad unless frozen.
                 frozen = obj.frozen
+                bias = obj.extra.get("bias_storage")
+                weight = min(obj.param_storages - {bias}) if obj.param_storages - {bias} else bias
                 return TensorVal(requires_grad=(not frozen) if frozen is not None else None, leaf=True,
-                                 storage=next(iter(obj.param_storages)), is_param=True, origin=expr,
+                                 storage=bias if expr.attr.startswith("bias") or expr.attr == "in_proj_bias" else weight,
+                                 is_param=True, origin=expr,
                                  desc=self.text(expr), created_with_grad=obj.site)
             if obj is not None and obj.class_ref is not None:
                 method = self.find_method(obj.class_ref, expr.attr, state)
@@ -948,7 +966,11 @@ class Interpreter:
         for arg in call.args:
             value = self.eval(arg, state)
             if isinstance(arg, ast.Starred):
-                args.append(UNKNOWN)
+                items = self.known_items(value, state)
+                if items is None:
+                    args.append(UNKNOWN)
+                    break  # positions after an unknown *args are unknown
+                args.extend(items)
             else:
                 args.append(value)
         kwargs = {kw.arg: self.eval(kw.value, state) for kw in call.keywords if kw.arg is not None}

@@ -589,14 +589,16 @@ def make_module(interp, state, key: str, args, kwargs, call: ast.Call) -> Value:
     has_params = info is None or any(getattr(info.saved_for(p), "params", None) is not None for p in info.patterns())
     if info is not None:
         cases = [info.saved_for(p) for p in info.patterns()]
-        has_params = any(c is not None and c.params is not None for c in cases) and key not in ("nn.Dropout",)
+        has_params = any(c is not None and c.params for c in cases)
         if key in ("nn.Linear", "nn.Conv1d", "nn.Conv2d", "nn.Embedding", "nn.LSTM", "nn.GRU", "nn.RNN", "nn.LSTMCell",
                    "nn.GRUCell", "nn.RNNCell", "nn.LayerNorm", "nn.BatchNorm1d", "nn.BatchNorm2d", "nn.Bilinear",
                    "nn.ConvTranspose1d", "nn.ConvTranspose2d", "nn.GroupNorm", "nn.MultiheadAttention", "nn.PReLU",
                    "nn.EmbeddingBag", "nn.RMSNorm", "nn.TransformerEncoderLayer"):
             has_params = True
     if has_params:
-        obj.param_storages = frozenset({interp.fresh()})
+        # Two storages: the weights, and the bias (most modules save their weight, never their bias).
+        obj.param_storages = frozenset({interp.fresh(), interp.fresh()})
+        obj.extra["bias_storage"] = max(obj.param_storages)
         obj.extra["has_params"] = True if info is not None else None
     if info is not None and info.inplace_keyword:
         position = info.inplace_position
@@ -783,7 +785,8 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
                         interp.emit("saved", SavedEvent(stmt=interp.current_stmt(), state=state, site=call, tensor=value,
                                                         tensor_expr=exprs[index] if index < len(exprs) else None, op=key))
             if all(c.params for c in cases):
-                saves.extend(SavedRef(s, max(state.version_of(s)), "parameter", f"parameters of {interp.text(call.func)}") for s in sorted(storages))
+                saved_params = sorted(storages - {obj.extra.get("bias_storage")})
+                saves.extend(SavedRef(s, max(state.version_of(s)), "parameter", f"parameters of {interp.text(call.func)}") for s in saved_params)
             if all(c.result for c in cases) and result.storage is not None:
                 saves.append(SavedRef(result.storage, max(state.version_of(result.storage)), "result", interp.text(call)))
             node.saves = tuple(saves)
@@ -855,11 +858,14 @@ def call_container_method(interp, state, ref: HeapRef, obj, name: str, args, cal
         value = args[-1]
         writable = state.heap_write(ref.oid)
         writable.elem = value if writable.elem is None else writable.elem.join(value)
-        writable.attrs.pop("__items__", None)
+        items = writable.attrs.get("__items__")
+        if name == "append" and isinstance(items, TupleVal) and len(items.items) < 16:
+            writable.attrs["__items__"] = TupleVal(items.items + (value,))
+        else:
+            writable.attrs.pop("__items__", None)
         return NONE
     if name == "extend" and args:
         interp.list_extend(state, ref, args[0])
-        state.heap[ref.oid].attrs.pop("__items__", None)
         return NONE
     if name in ("pop", "get", "setdefault"):
         return obj.elem if obj.elem is not None else UNKNOWN

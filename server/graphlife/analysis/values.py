@@ -233,7 +233,12 @@ class HeapObject:
     def join(self, other: "HeapObject") -> "HeapObject":
         joined = self.copy()
         for key in set(self.attrs) | set(other.attrs):
-            joined.attrs[key] = join_values(self.attrs.get(key), other.attrs.get(key))
+            a, b = self.attrs.get(key), other.attrs.get(key)
+            if key == "__items__" and isinstance(a, TupleVal) and isinstance(b, TupleVal) and len(a.items) != len(b.items):
+                # The structure of a list built in a loop (layers of a Sequential): keep the longer shape.
+                joined.attrs[key] = a if len(a.items) > len(b.items) else b
+                continue
+            joined.attrs[key] = join_values(a, b)
         if self.elem is not None or other.elem is not None:
             joined.elem = join_values(self.elem, other.elem)
         joined.frozen = join_tri(self.frozen, other.frozen)

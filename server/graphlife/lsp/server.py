@@ -117,14 +117,14 @@ def create_server() -> GraphlifeServer:
                 types.MessageType.Warning)
             return
         section = answer[0] if answer else None
-        settings.update(section, "workspace/configuration (graphlife.*)")
+        settings.update(section, "workspace/configuration (graphlife.*)", "client")
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     @server.feature(types.INITIALIZE)
     @_guarded(server, "initialize")
     def initialize(params: types.InitializeParams) -> None:
-        settings.update(from_initialization_options(params.initialization_options), "initializationOptions")
+        settings.update(from_initialization_options(params.initialization_options), "initializationOptions", "init")
 
     @server.feature(types.INITIALIZED)
     @_guarded(server, "initialized")
@@ -212,7 +212,7 @@ def create_server() -> GraphlifeServer:
         if _supports(server, "workspace", "configuration"):
             await pull_configuration()
         elif isinstance(params.settings, dict) and "graphlife" in params.settings:
-            settings.update(params.settings["graphlife"], "didChangeConfiguration (graphlife.*)")
+            settings.update(params.settings["graphlife"], "didChangeConfiguration (graphlife.*)", "client")
         relint_all()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)

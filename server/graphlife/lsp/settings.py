@@ -36,33 +36,46 @@ class Settings:
     def __init__(self, report: Callable[[str], None]) -> None:
         self._report = report  # logs a problem message
         self._reported: set[str] = set()
-        self.raw: dict[str, Any] = {}
+        self._layers: dict[str, tuple[dict[str, Any], str]] = {}  # layer -> (raw settings, source name)
         self.debounce = DEFAULT_DEBOUNCE
         self.time_budget = DEFAULT_TIME_BUDGET
         self._base = Config()
 
-    def update(self, raw: Any, source: str) -> None:
-        """Replace the editor settings by ``raw`` (the ``graphlife`` section), logging problems."""
+    def update(self, raw: Any, source: str, layer: str = "client") -> None:
+        """Set one layer of editor settings (``"init"`` or ``"client"``) and recompute.
+
+        The ``client`` layer (workspace/configuration) is applied over the ``init``
+        layer (initializationOptions), key by key: a client that answers ``null``
+        or leaves a key out keeps what initializationOptions said.
+        """
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
             self._problem(f"{source}: the `graphlife` settings must be an object, got {type(raw).__name__}; ignored")
             raw = {}
-        raw = dict(raw)
-        debounce = raw.pop("debounce", None)
+        self._layers[layer] = (dict(raw), source)
+        self._recompute()
+
+    def _recompute(self) -> None:
+        config = Config()
         self.debounce = DEFAULT_DEBOUNCE
-        if debounce is not None:
-            if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and 0 <= debounce <= 10_000:
-                self.debounce = debounce / 1000.0
-            else:
-                self._problem(f"{source}: `debounce` must be a number of milliseconds (0-10000); using 300")
-        self.raw = raw
-        try:
-            self._base = Config().merged(raw, source)
-        except Exception as exc:  # noqa: BLE001 - a settings bug must never stop linting
-            self._problem(f"{source}: settings could not be read ({exc!r}); using the defaults")
-            self._base = Config()
-        for problem in self._base.problems:
+        for layer in ("init", "client"):
+            if layer not in self._layers:
+                continue
+            raw, source = self._layers[layer]
+            raw = dict(raw)
+            debounce = raw.pop("debounce", None)
+            if debounce is not None:
+                if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and 0 <= debounce <= 10_000:
+                    self.debounce = debounce / 1000.0
+                else:
+                    self._problem(f"{source}: `debounce` must be a number of milliseconds (0-10000); ignored")
+            try:
+                config = config.merged(raw, source)
+            except Exception as exc:  # noqa: BLE001 - a settings bug must never stop linting
+                self._problem(f"{source}: settings could not be read ({exc!r}); ignored")
+        self._base = config
+        for problem in config.problems:
             self._problem(problem)
 
     @property

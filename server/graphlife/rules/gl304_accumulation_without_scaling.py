@@ -64,7 +64,8 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     current = interp.iteration()
     for nid in event.may:
         node = ctx.graph.nodes[nid]
-        if node.op in SCALING_OPS and "s" in node.pattern and node.iteration == current:
+        scaled_by_number = len(node.pattern) == 2 and "1" in node.pattern and (set(node.pattern) - {"1"}) <= {"s", "?", "0"}
+        if node.op in SCALING_OPS and scaled_by_number and node.iteration == current:
             return  # the loss is scaled by a number in this iteration
     root = ctx.text(event.root_expr) or "the loss"
     message = (

@@ -223,14 +223,17 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, method: ast.FunctionDef, stmt: a
     backward = fn.backward
     if backward is None or len(stmt.targets) != 1 or not ctx_attribute(stmt.targets[0], ctx_var) or not starts_its_line(ctx, stmt):
         return None
+    if backward not in fn.node.body:
+        return None  # backward inherited from (and shared with) another class: leave it to the author
     back_ctx = method_ctx(fn, backward)
+    direct = {id(n) for n in walk_body(backward)}
     uses = []
     for owner in (fn.forward, fn.setup_context, backward):
         owner_ctx = method_ctx(fn, owner)
-        for node in walk_body(owner) if owner is not None else ():
+        for node in ast.walk(owner) if owner is not None else ():
             if ctx_attribute(node, owner_ctx) == attr and node is not stmt.targets[0]:
-                if owner is not backward or not isinstance(node.ctx, ast.Load):
-                    return None  # read or written elsewhere: leave it to the author
+                if owner is not backward or id(node) not in direct or not isinstance(node.ctx, ast.Load):
+                    return None  # read or written elsewhere (or in a closure): leave it to the author
                 uses.append(node)
     unpacking = saved_unpacking(backward)
     saves = save_for_backward_calls(method, ctx_var)

@@ -105,11 +105,18 @@ class _Flow:
         """The gradient name ``node`` is (a view of), or ``None``."""
         while True:
             if isinstance(node, ast.Name):
-                return node.id if node.id in names else None
+                return node.id if node.id in names and node.id != self.star else None
             if isinstance(node, ast.Attribute) and node.attr in _VIEW_ATTRIBUTES:
                 node = node.value
             elif isinstance(node, ast.Subscript):
-                if self.star and isinstance(node.value, ast.Name) and node.value.id == self.star and _basic_index(node.slice):
+                if (
+                    self.star
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == self.star
+                    and self.star in names
+                    and _basic_index(node.slice)
+                ):
+                    node._gl403_star = True  # type: ignore[attr-defined]
                     return ast.get_source_segment(self.ctx.source, node) or self.star
                 if not _basic_index(node.slice):
                     return None
@@ -227,13 +234,39 @@ def _stored(target: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
 
 
+def _star_root(node: ast.expr) -> str | None:
+    """``grads`` for ``grads[0]`` (and views of it), when ``grads`` is backward's ``*grads``; set by the flow."""
+    while True:
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and getattr(node, "_gl403_star", False):
+            return node.value.id
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return None
+
+
 def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr) -> list[FixRecipe]:
     fixes: list[FixRecipe] = []
     standalone = isinstance(target, ast.Name) and (
         isinstance(stmt, ast.AugAssign) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call))
     )
     clone = None
-    if name.isidentifier() and starts_its_line(ctx, stmt):
+    star = _star_root(target)
+    if star and starts_its_line(ctx, stmt):
+        indent = line_indent(ctx, stmt.lineno)
+        clone = FixRecipe(
+            "replace_text",
+            f"Clone `{star}` before changing it",
+            {
+                "span": point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
+                "text": f"{star} = tuple(g.clone() if g is not None else g for g in {star})\n{indent}",
+            },
+        )
+    elif name.isidentifier() and starts_its_line(ctx, stmt):
         indent = line_indent(ctx, stmt.lineno)
         clone = FixRecipe(
             "replace_text",
@@ -262,7 +295,7 @@ def check_module(ctx: ModuleContext) -> None:
         if not grads and not star:
             continue
         flow = _Flow(ctx, aliases, fn.name, star)
-        flow.block(backward.body, frozenset(grads), True)
+        flow.block(backward.body, frozenset(grads + ([star] if star else [])), True)
         for stmt, name, target in flow.found:
             shown = ast.get_source_segment(ctx.source, target) or name
             message = (

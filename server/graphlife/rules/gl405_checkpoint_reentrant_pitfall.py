@@ -135,15 +135,13 @@ def _inputs(call: ast.Call, sequential: bool) -> list[ast.expr] | None:
 
 
 def _insert_keyword(ctx: ModuleContext, call: ast.Call) -> FixRecipe | None:
-    """``, use_reentrant=False`` right before the closing parenthesis."""
-    span = ctx.span(call)
-    line = ctx.lines[span.end_line - 1]
-    if line[span.end_column - 2 : span.end_column - 1] != ")":
+    """``, use_reentrant=False`` right after the last argument (before any trailing comma)."""
+    arguments = [*call.args, *call.keywords]
+    if not arguments:
         return None
-    before = line[: span.end_column - 2].rstrip()
-    text = " use_reentrant=False" if before.endswith(",") else ", use_reentrant=False"
-    at = Span(span.end_line, span.end_column - 1, span.end_line, span.end_column - 1)
-    return FixRecipe("replace_text", "Pass `use_reentrant=False`", {"span": at, "text": text})
+    last = max((ctx.span(a) for a in arguments), key=lambda s: (s.end_line, s.end_column))
+    at = Span(last.end_line, last.end_column, last.end_line, last.end_column)
+    return FixRecipe("replace_text", "Pass `use_reentrant=False`", {"span": at, "text": ", use_reentrant=False"})
 
 
 def check_module(ctx: ModuleContext) -> None:

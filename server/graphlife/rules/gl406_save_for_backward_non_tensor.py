@@ -163,6 +163,12 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, 
         return None
     if not call.args or call.keywords:
         return None
+    if len(bad) == 1 and isinstance(call.args[bad[0]], (ast.Tuple, ast.List)):
+        packed = call.args[bad[0]]
+        elements = packed.elts  # type: ignore[attr-defined]
+        if elements and not any(isinstance(e, ast.Starred) or is_non_tensor_literal(e) for e in elements):
+            text = ", ".join(ast.get_source_segment(ctx.source, e) or "" for e in elements)
+            return FixRecipe("replace_text", "Pass the tensors one by one", {"span": ctx.span(packed), "text": text})
     used = ctx_attributes_used(fn)
     moved = {i: _attr_name(call.args[i], i, used) for i in bad}
     kept = [ast.get_source_segment(ctx.source, a) or "" for i, a in enumerate(call.args) if i not in moved]
