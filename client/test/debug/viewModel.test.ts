@@ -1,0 +1,104 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { parseSnapshot } from "../../src/debug/snapshot";
+import { buildRows, exceptionMarkdown, summary, type Row } from "../../src/debug/viewModel";
+import { loadSnapshot, snapshotText } from "./fixtures";
+
+function find(rows: Row[], id: string): Row | undefined {
+  for (const row of rows) {
+    if (row.id === id) return row;
+    const inner = find(row.children, id);
+    if (inner) return inner;
+  }
+  return undefined;
+}
+
+test("the exception explanation leads the view, with torch's words, why, fix and the blamed tensor", () => {
+  const rows = buildRows(loadSnapshot());
+  const first = rows[0];
+  assert.equal(first.id, "exception");
+  assert.equal(first.label, "GL102 inplace-modifies-saved-tensor");
+  assert.equal(first.expanded, true);
+  assert.match(first.description ?? "", /^one of the variables needed for gradient computation has been modified by an inplace operation/);
+  assert.doesNotMatch(first.description ?? "", /Hint:/);
+  const labels = first.children.map((c) => c.label);
+  assert.deepEqual(labels, ["torch said", "why", "fix", "the live objects point at"]);
+  assert.equal(first.children[3].description, "gate");
+});
+
+test("tensors that would fail come before containers and quiet tensors, as errors", () => {
+  const rows = buildRows(loadSnapshot());
+  const tensorRows = rows.filter((r) => r.contextValue === "graphlife.tensor");
+  assert.ok(tensorRows.length >= 5);
+  assert.ok(tensorRows.every((r) => r.icon === "error"));
+  const groupIndex = rows.findIndex((r) => r.id === "group/plain");
+  const lastError = rows.map((r) => r.icon).lastIndexOf("error");
+  assert.ok(groupIndex === -1 || groupIndex > lastError);
+  assert.ok(rows.findIndex((r) => r.label === "loss") > 0);
+});
+
+test("a carried-state error names the carried tensor and the failing node", () => {
+  const loss = find(buildRows(loadSnapshot()), "tensor/loss")!;
+  assert.equal(loss.tensorName, "loss");
+  assert.match(loss.description ?? "", /^float32\[\] · MeanBackward0 · \d+ nodes$/);
+  const prediction = loss.children[0];
+  assert.equal(prediction.label, "backward() would raise GL101 at MkldnnRnnLayerBackward0");
+  assert.equal(prediction.description, "carried — blame hidden[0]");
+  assert.match(prediction.tooltip ?? "", /Trying to backward through the graph a second time/);
+  const saved = loss.children.filter((c) => c.id.includes("/saved/"));
+  assert.ok(saved.length > 0);
+  assert.equal(saved[0].icon, "saved-freed");  // problems first
+  assert.ok(saved.some((s) => s.icon === "saved-ok"));
+});
+
+test("a modified saved tensor shows its versions and owner", () => {
+  const snap = loadSnapshot();
+  const rows = buildRows(snap);
+  const modified: Row[] = [];
+  const walk = (list: Row[]) => list.forEach((r) => { if (r.icon === "saved-modified") modified.push(r); walk(r.children); });
+  walk(rows);
+  assert.ok(modified.length > 0);
+  assert.match(modified[0].label, /^SigmoidBackward0\.result$/);
+  assert.match(modified[0].description ?? "", /modified · \[5, 2, 1\] · = gate · saved at v0, now v1/);
+});
+
+test("row ids are unique (VS Code keeps expansion state by id)", () => {
+  const ids: string[] = [];
+  const walk = (list: Row[]) => list.forEach((r) => { ids.push(r.id); walk(r.children); });
+  walk(buildRows(loadSnapshot()));
+  assert.equal(new Set(ids).size, ids.length);
+});
+
+test("containers, summary, empty and torch-less states", () => {
+  const snap = loadSnapshot();
+  const rows = buildRows(snap);
+  const containers = find(rows, "group/containers");
+  assert.ok(containers && containers.children.some((c) => c.label === "losses"));
+  assert.match(summary(snap), /^\d+ tensors · \d+ would fail$/);
+  assert.deepEqual(buildRows(undefined), []);
+  assert.equal(buildRows(undefined, "Running")[0].label, "Running");
+  const noTorch = parseSnapshot(JSON.stringify({ ...JSON.parse(snapshotText()), torch: null, tensors: [], containers: [] }));
+  assert.equal(buildRows(noTorch)[0].label, "torch is not imported in this program");
+  const leaking = parseSnapshot(JSON.stringify({
+    ...JSON.parse(snapshotText()), exception: null,
+    containers: [{ name: "history", kind: "list", items: 6, tensors: 6, graphs: 6, nodes: 40, saved_bytes: 4096, activation_bytes: 2048, leak: true, severity: "warning", explanation: "keeps 6 graphs" }],
+  }));
+  const leakRow = buildRows(leaking).find((r) => r.id === "container/history")!;
+  assert.equal(leakRow.icon, "warning");
+  assert.equal(leakRow.description, "list · 6 graphs · 40 nodes · keeps 2.0 KiB");
+  assert.match(summary(leaking), /1 leaking container$/);
+});
+
+test("markdown for the faulting line's hover", () => {
+  const md = exceptionMarkdown(loadSnapshot())!;
+  assert.match(md, /^\*\*GL102 inplace-modifies-saved-tensor\*\* \(error\)/);
+  assert.match(md, /## Fix\nUse the out-of-place form/);
+  assert.match(md, /point at `gate`/);
+});
+
+test("the parser refuses what is not a probe snapshot", () => {
+  assert.throws(() => parseSnapshot("'quoted repr'"), /did not return JSON/);
+  assert.throws(() => parseSnapshot(JSON.stringify({ schema: "other" })), /unexpected probe output/);
+  assert.throws(() => parseSnapshot(JSON.stringify({ schema: "graphlife.probe/1", error: "KeyError: x" })), /the probe failed: KeyError/);
+});
