@@ -1,0 +1,108 @@
+"""The proof, on every GL101-GL107 bad fixture whose finding carries a fix.
+
+For each fixture the preferred fixes are applied with ``fix_source`` (what
+``graphlife fix`` does) and:
+1. the fixed source parses, and fixing it again changes nothing;
+2. the analyzer no longer reports the fixture's code on a line marked
+   ``# expect: CODE`` (the markers survive the fix: comments are kept);
+3. the original script raises under torch and the fixed script runs to the end.
+
+Where a recipe cannot meet all three for a fixture's shape, ``compute_fixes``
+refuses it: those fixtures are listed in ``NOT_OFFERED`` with the reason, and the
+test asserts that nothing is offered for them (so a wrong edit never ships).
+"""
+
+from __future__ import annotations
+
+import ast
+import runpy
+import warnings
+from pathlib import Path
+
+import pytest
+
+from graphlife.checker import check
+from graphlife.fixes import compute_fixes, fix_source
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+CODES = ("GL101", "GL102", "GL103", "GL104", "GL105", "GL106", "GL107")
+
+#: fixture -> why its recipe is not offered for that shape.
+NOT_OFFERED = {
+    "GL101/bad_helper_backward_called_twice.py":
+        "retain_graph: the earlier backward is in a helper called twice; retaining there leaves a useless retain (GL202)",
+    "GL101/bad_lstm_hidden_carried_tuple.py":
+        "detach_carried_state targets `logits`, unbound before the loop; retain_graph on a loop-carried graph "
+        "fails after optimizer.step()",
+    "GL101/bad_total_loss_accumulated_backward_each_step.py":
+        "detach_carried_state targets `loss`, unbound before the loop; retain_graph on a loop-carried graph",
+    "GL101/bad_trainer_self_hidden_state.py": "retain_graph on a loop-carried graph fails after optimizer.step()",
+    "GL102/bad_attention_dict_masked_fill_inplace.py": "out_of_place: the receiver is a dict item, not rebindable",
+    "GL102/bad_dropout_inplace_attr_after_sigmoid.py": "out_of_place: module call with no `construction` span",
+    "GL102/bad_view_of_saved_output_zeroed.py": "out_of_place: `zero_()` has no out-of-place twin",
+    "GL105/bad_feature_visualization_rescaled_input.py": "leaf_after_conversion: no `requires_grad=True` in the expression",
+    "GL105/bad_reshaped_kernel.py": "leaf_after_conversion: no `requires_grad=True` in the expression",
+}
+
+
+def _cases() -> list[Path]:
+    out = []
+    for code in CODES:
+        for path in sorted((FIXTURES / code).glob("bad_*.py")):
+            source = path.read_text(encoding="utf-8")
+            if any(f.code == code and f.fixes for f in check(source, str(path))):
+                out.append(path)
+    return out
+
+
+CASES = _cases()
+
+
+def _marked(source: str, code: str) -> list[int]:
+    return [n for n, line in enumerate(source.splitlines(), 1) if "expect:" in line and code in line.split("expect:")[1]]
+
+
+def _run(source: str, tmp_path: Path, name: str) -> BaseException | None:
+    import torch  # noqa: F401, PLC0415 - imported once per process; the fixtures import it again for free
+
+    script = tmp_path / name
+    script.write_text(source, encoding="utf-8")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runpy.run_path(str(script), run_name="__main__")
+    except Exception as exc:  # noqa: BLE001 - the exception is the observation
+        return exc
+    return None
+
+
+def test_there_are_fixtures_to_prove():
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fix_is_proven_or_not_offered(path: Path, tmp_path: Path):
+    code = path.parent.name
+    key = f"{code}/{path.name}"
+    source = path.read_text(encoding="utf-8")
+    findings = [f for f in check(source, str(path)) if f.code == code]
+    offered = [fix for f in findings for fix in compute_fixes(f, source)]
+    if key in NOT_OFFERED:
+        assert offered == [], f"a fix is offered for a shape it was not proven on: {NOT_OFFERED[key]}"
+        return
+    assert offered, "the finding carries a recipe, but no fix was made for this fixture"
+
+    fixed = fix_source(source, str(path))
+    assert fixed != source
+    # 1. parses; fixing again changes nothing
+    ast.parse(fixed)
+    assert fix_source(fixed, str(path)) == fixed
+    # 2. the finding is gone from the marked statement(s)
+    marked = _marked(fixed, code)
+    assert marked, "the expect marker comment must survive the fix"
+    still = [f for f in check(fixed, str(path)) if f.code == code and f.line in marked]
+    assert not still, f"{code} still reported: {[f.message for f in still]}"
+    # 3. torch: the original raises, the fixed script runs to the end
+    assert _run(source, tmp_path, "original.py") is not None, "the bad fixture should fail under torch"
+    error = _run(fixed, tmp_path, "fixed.py")
+    assert error is None, f"the fixed script raised {type(error).__name__}: {error}"
