@@ -474,6 +474,18 @@ class Interpreter:
             return True
         if isinstance(expr, ast.Constant):
             return bool(expr.value)
+        if (
+            isinstance(expr, ast.Compare) and len(expr.ops) == 1 and isinstance(expr.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(expr.comparators[0], ast.Constant) and expr.comparators[0].value is None
+        ):
+            subject = self.eval_quiet(expr.left, state)
+            is_none = None
+            if isinstance(subject, NONE.__class__):
+                is_none = True
+            elif (isinstance(subject, TensorVal) and not subject.nullable) or isinstance(subject, (TupleVal, HeapRef)):
+                is_none = False
+            if is_none is not None:
+                return is_none if isinstance(expr.ops[0], ast.Is) else not is_none
         if isinstance(value, Number) and value.const is not None and isinstance(value.const, (bool, int)):
             return bool(value.const)
         return None
@@ -838,13 +850,27 @@ class Interpreter:
         return value
 
     def eval_comprehension(self, expr, state: State) -> Value:
+        """A comprehension is a loop: its element is evaluated twice, as a loop body would be."""
         inner = state.copy()
+        element: Value | None = None
         for generator in expr.generators:
             iterable = self.eval(generator.iter, inner)
             self.assign(generator.target, self.iter_element(iterable, inner), inner, None)
-            for condition in generator.ifs:
-                self.eval(condition, inner)
-        element = self.eval(expr.elt, inner) if not isinstance(expr, ast.DictComp) else self.eval(expr.value, inner)
+        self.loop_entry_envs.append((expr, inner))
+        try:
+            for index in range(2):
+                self.loop_stack.append((expr, index))
+                self.loop_entry_envs[-1] = (expr, inner)
+                try:
+                    for generator in expr.generators:
+                        for condition in generator.ifs:
+                            self.eval(condition, inner)
+                    value = self.eval(expr.elt, inner) if not isinstance(expr, ast.DictComp) else self.eval(expr.value, inner)
+                finally:
+                    self.loop_stack.pop()
+                element = value  # one evaluation stands for every element (a join would blur them)
+        finally:
+            self.loop_entry_envs.pop()
         # Keep effects (heap, versions, freed graphs) but not the comprehension's own names.
         env = state.env
         state.__dict__.update(inner.__dict__)

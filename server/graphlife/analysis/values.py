@@ -86,6 +86,8 @@ class TensorVal(Value):
     opaque: bool = False
     #: For ``t.grad``: the storages of the leaf (or parameters) whose gradient this is.
     grad_of: frozenset[int] = frozenset()
+    #: Joined with ``None`` on some path (``h = None`` before a loop): ``h is None`` is undecided.
+    nullable: bool = False
 
     def join(self, other: Value) -> Value:
         if self == other:
@@ -106,9 +108,10 @@ class TensorVal(Value):
                 device=self.device if self.device == other.device else None,
                 owner=self.owner if self.owner == other.owner else None,
                 via_data=self.via_data and other.via_data,
+                nullable=self.nullable or other.nullable,
             )
         if isinstance(other, (NoneValue, Unknown)):
-            return replace(self, certain=False, requires_grad=None if self.requires_grad else self.requires_grad)
+            return replace(self, certain=False, requires_grad=None if self.requires_grad else self.requires_grad, nullable=True)
         return UNKNOWN
 
 

@@ -26,9 +26,14 @@ def compute_fixes(finding: Finding, source: str, _doc: Document | None = None) -
     except cst.ParserSyntaxError:
         return []
     fixes: list[ResolvedFix] = []
+    kinds = {r.kind for r in finding.fixes}
     for recipe in finding.fixes:
         make = RECIPES.get(recipe.kind)
         if make is None:
+            continue
+        if recipe.kind == "detach_expression" and "merge_backwards" in kinds and _offers(doc, finding, "merge_backwards"):
+            # two adjacent backwards through a shared part: detaching the shared tensor would
+            # silently stop one loss from training it; the merged backward keeps both gradients
             continue
         try:
             edits = make(doc, {**recipe.params, "_finding": finding.span})
@@ -38,6 +43,17 @@ def compute_fixes(finding: Finding, source: str, _doc: Document | None = None) -
             continue
         fixes.append(ResolvedFix(recipe.title, not fixes, tuple(edits)))
     return fixes
+
+
+def _offers(doc: Document, finding: Finding, kind: str) -> bool:
+    for recipe in finding.fixes:
+        if recipe.kind == kind:
+            try:
+                if RECIPES[kind](doc, {**recipe.params, "_finding": finding.span}):
+                    return True
+            except Exception:  # noqa: BLE001
+                return False
+    return False
 
 
 def _parses(source: str) -> bool:

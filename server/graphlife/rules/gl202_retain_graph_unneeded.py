@@ -45,7 +45,7 @@ RULE = Rule(
 
 def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     record = ctx.interpreter.__dict__.setdefault("_gl202_backwards", [])
-    record.append((event, ctx.interpreter.blame(event.stmt, event.root_expr)))
+    record.append((event, event.stmt))  # the argument to drop is written here
 
 
 def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
