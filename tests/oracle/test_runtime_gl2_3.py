@@ -1,25 +1,25 @@
 """GL2xx/GL3xx fixtures under torch, and the meters themselves on throwaway fixtures.
 
 The fixture tests run here only while ``oracle.expectations.load_all`` does not
-import ``oracle.expect_gl2_3`` itself (it loads ``expectations_*`` modules); the
-import happens inside the test so that the generic ``test_runtime_truth.py``
+import ``oracle.expect_gl2_3`` itself (today it loads ``expectations_*`` modules);
+the import happens inside the test so that the generic ``test_runtime_truth.py``
 does not pick the codes up a second time.
 """
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from fixturelib import fixture_paths, load_fixture
+from oracle.expectations import load_all
 
-ORACLE_DIR = Path(__file__).resolve().parent
 CODES = {f"GL20{i}" for i in range(1, 6)} | {f"GL30{i}" for i in range(1, 6)}
-_LOADED_BY_HARNESS = any(
-    "expect_gl2_3" in p.read_text(encoding="utf-8") for p in ORACLE_DIR.glob("expectations_*.py")
-)
+load_all()  # what the generic test_runtime_truth.py runs
+_LOADED_BY_HARNESS = "oracle.expect_gl2_3" in sys.modules
 _PATHS = [] if _LOADED_BY_HARNESS else fixture_paths(codes=CODES)
 
 
