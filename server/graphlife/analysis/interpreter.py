@@ -113,6 +113,7 @@ class Interpreter:
         self.path_ends = False  # set when an inlined call never returns (it raised)
         self.backward_count = 0
         self.create_graph_seen = False
+        self.watch: tuple[ast.AST, list] | None = None  # (expression, records) for hover stories
         self.module_calls: list[list] = []  # per running loop: (module heap ref, call) pairs
         self.inlined: set[int] = set()  # functions analyzed by inlining from the module body  # values yielded by the generators being inlined
         self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
@@ -665,6 +666,8 @@ class Interpreter:
 
     # -- assignment -----------------------------------------------------------------
     def assign(self, target: ast.expr, value: Value, state: State, value_expr: ast.expr | None) -> None:
+        if self.watch is not None and target is self.watch[0]:
+            self.watch[1].append((value, state.copy()))
         if isinstance(target, ast.Name):
             if isinstance(value, TensorVal) and not value.desc:
                 value = replace(value, desc=target.id)
@@ -749,7 +752,13 @@ class Interpreter:
         return None
 
     # -- expressions ----------------------------------------------------------------
-    def eval(self, expr: ast.expr | None, state: State) -> Value:  # noqa: C901 (one dispatch)
+    def eval(self, expr: ast.expr | None, state: State) -> Value:
+        value = self._eval(expr, state)
+        if self.watch is not None and expr is self.watch[0]:
+            self.watch[1].append((value, state.copy()))  # the hover story's witness
+        return value
+
+    def _eval(self, expr: ast.expr | None, state: State) -> Value:  # noqa: C901 (one dispatch)
         if expr is None:
             return NONE
         if isinstance(expr, ast.Name):

@@ -1,0 +1,201 @@
+"""The graph-lifetime story of a tensor (or a `.backward(` call) at a position, for hover.
+
+No other tool can say this, and it comes straight from the engine: the file is
+interpreted once more with a *watch* on the expression under the cursor; the
+interpreter records the abstract value and state each time it evaluates that
+expression, and the backward and store events of the whole unit. The story
+then says whether the tensor requires grad, where its graph was built, which
+backward consumes (or already consumed) it, what changed it in place, and what
+keeps it alive.
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+
+from graphlife.analysis.positions import byte_to_char_column
+from graphlife.analysis.state import State
+from graphlife.analysis.values import TensorVal, TupleVal, Value
+
+MAX_LISTED = 4
+
+
+def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0) -> str | None:
+    """Markdown for the tensor name or `.backward(` call at 1-based ``line``/``column`` (characters)."""
+    from graphlife.checker import parse_tolerant  # noqa: PLC0415
+
+    tree, _ = parse_tolerant(source)
+    if tree is None:
+        return None
+    lines = source.splitlines()
+    target = _node_at(tree, lines, line, column)
+    if target is None:
+        return None
+    recorder = _Recorder(target)
+    _run(tree, source, lines, recorder, time.monotonic() + time_budget)
+    if isinstance(target, ast.Call):
+        return _backward_story(recorder, target, lines)
+    return _tensor_story(recorder, target, lines)
+
+
+# -- finding the expression under the cursor ----------------------------------------------------
+
+
+def _node_at(tree: ast.Module, lines: list[str], line: int, column: int) -> ast.AST | None:
+    """The innermost name / attribute chain, or a `.backward(...)` call whose name is under the cursor."""
+    best: ast.AST | None = None
+    best_size = None
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            if not (isinstance(func, ast.Attribute) and func.attr == "backward"):
+                continue
+            # the cursor on the word `backward`
+            start_line, end_line = func.end_lineno, func.end_lineno
+            text = lines[start_line - 1] if start_line - 1 < len(lines) else ""
+            end = byte_to_char_column(text, func.end_col_offset) + 1
+            start = end - len("backward")
+            if line == start_line and start <= column <= end:
+                return node
+            continue
+        if node.lineno != line or node.end_lineno != line:
+            continue
+        text = lines[line - 1] if line - 1 < len(lines) else ""
+        start = byte_to_char_column(text, node.col_offset) + 1
+        end = byte_to_char_column(text, node.end_col_offset) + 1
+        if isinstance(node, ast.Attribute):
+            # only the attribute name itself selects the chain (`self.h` on `h`)
+            start = end - len(node.attr)
+        if start <= column <= end:
+            size = end - start
+            if best is None or size <= best_size:
+                best, best_size = node, size
+    return best
+
+
+# -- running the engine with a watch ----------------------------------------------------------
+
+
+class _Recorder:
+    def __init__(self, target: ast.AST):
+        self.target = target
+        self.values: list[tuple[Value, State]] = []
+        self.backwards: list = []
+        self.stores: list = []
+        self.graph = None
+
+    def on_backward(self, event, ctx) -> None:
+        self.backwards.append(event)
+
+    def on_store(self, event, ctx) -> None:
+        self.stores.append(event)
+
+
+def _run(tree, source, lines, recorder: _Recorder, deadline: float) -> None:
+    from graphlife.analysis.interpreter import Interpreter, Timeout  # noqa: PLC0415
+    from graphlife.rules.base import Reporter  # noqa: PLC0415
+
+    interp = Interpreter(tree, source, lines, [], Reporter(), deadline)
+    interp.hooks = {"backward": [recorder.on_backward], "store": [recorder.on_store]}
+    interp.watch = (recorder.target, recorder.values)
+    try:
+        interp.run()
+    except (Timeout, RecursionError):
+        pass
+    recorder.graph = interp.graph
+    recorder.interp = interp
+
+
+# -- telling it -------------------------------------------------------------------------------
+
+
+def _tensor_story(recorder: _Recorder, target: ast.AST, lines: list[str]) -> str | None:
+    tensors = [(v, s) for v, s in recorder.values if isinstance(v, TensorVal)]
+    tuples = [(v, s) for v, s in recorder.values if isinstance(v, TupleVal)]
+    if not tensors and tuples:
+        tensors = [(item, s) for v, s in tuples for item in v.items if isinstance(item, TensorVal)]
+    if not tensors:
+        return None
+    name = ast.unparse(target)
+    value, state = tensors[-1]
+    graph = recorder.interp.graph
+    out = [f"**`{name}`** — graph lifetime (graphlife)"]
+    requires = {True: "yes", False: "no", None: "depends on the path"}[value.requires_grad]
+    leaf = {True: "a leaf", False: "not a leaf (computed)", None: "a leaf on some paths"}[value.leaf]
+    out.append(f"- requires grad: **{requires}**; {leaf}")
+    if value.requires_grad is False and value.why:
+        out.append(f"- no graph: {value.why}")
+    roots = set()
+    for v, _ in tensors:
+        roots |= set(v.grad_fn)
+    if roots:
+        _, reach = graph.reach(frozenset(roots), False)
+        built = sorted({graph.nodes[n].site.lineno for n in reach})
+        saving = sorted({graph.nodes[n].site.lineno for n in reach if graph.nodes[n].saves_certain})
+        out.append(f"- graph built at line{'s' if len(built) > 1 else ''} {_lines(built)} ({len(reach)} node{'s' if len(reach) != 1 else ''})")
+        if saving:
+            out.append(f"- saves tensors for backward at line{'s' if len(saving) > 1 else ''} {_lines(saving)}")
+        freed = sorted({state.freed[n].lineno for n in reach if n in state.freed})
+        if freed:
+            out.append(f"- **already freed** by the backward at line {_lines(freed)}: a second backward through it raises")
+        consumers = sorted({
+            e.stmt.lineno for e in recorder.backwards
+            if (e.may & reach) and e.stmt.lineno >= getattr(target, "lineno", 0)
+        })
+        if consumers:
+            retain = any(e.retain_graph for e in recorder.backwards if e.may & reach)
+            verb = "backpropagated" if retain else "consumed (and freed)"
+            out.append(f"- {verb} by the backward at line{'s' if len(consumers) > 1 else ''} {_lines(consumers)}")
+        elif not freed:
+            out.append("- no backward in this file reaches it: its saved tensors live as long as the tensor")
+        keepers = sorted({(e.target, e.stmt.lineno) for e in recorder.stores if set(e.value.grad_fn) & reach})
+        if keepers:
+            out.append("- kept alive by " + ", ".join(f"`{t}` (line {ln})" for t, ln in keepers[:MAX_LISTED]))
+        iterations = {graph.nodes[n].iteration for n in reach if graph.nodes[n].iteration}
+        if len(iterations) > 1:
+            newest = max(iterations)
+            carried = sorted({graph.nodes[n].site.lineno for n in reach if graph.nodes[n].iteration and graph.nodes[n].iteration < newest})
+            out.append(f"- reaches the graph of an earlier loop iteration (built at line {_lines(carried)}): state carried across iterations")
+    if value.storage is not None and state.bumps.get(value.storage):
+        changes = sorted({site.lineno for _, site in state.bumps[value.storage] if hasattr(site, "lineno")})
+        out.append(f"- changed in place at line{'s' if len(changes) > 1 else ''} {_lines(changes)} (version {max(state.version_of(value.storage))})")
+    if value.inference:
+        out.append("- an **inference tensor** (made under `torch.inference_mode()`): it cannot be saved for backward")
+    return "\n".join(out)
+
+
+def _backward_story(recorder: _Recorder, call: ast.Call, lines: list[str]) -> str | None:
+    events = [e for e in recorder.backwards if e.call is call]
+    if not events:
+        return None
+    graph = recorder.interp.graph
+    event = events[-1]
+    root = ast.unparse(call.func.value)
+    out = [f"**`{root}.backward()`** — graph lifetime (graphlife)"]
+    if not event.may:
+        if isinstance(event.root, TensorVal) and event.root.requires_grad is False:
+            out.append(f"- `{root}` has no graph: {event.root.why or 'it does not require grad'} — this backward raises")
+        else:
+            out.append("- the graph behind it is not known here (it comes from code graphlife cannot see)")
+        return "\n".join(out)
+    built = sorted({graph.nodes[n].site.lineno for n in event.may})
+    out.append(f"- walks {len(event.may)} graph node{'s' if len(event.may) != 1 else ''} built at line{'s' if len(built) > 1 else ''} {_lines(built)}")
+    freed_before = sorted({event.state.freed[n].lineno for n in event.may if n in event.state.freed})
+    if freed_before:
+        out.append(f"- part of it was **already freed** by the backward at line {_lines(freed_before)}: this raises")
+    if event.retain_graph is True:
+        out.append("- `retain_graph=True`: the saved tensors stay alive after it")
+    else:
+        out.append("- frees the saved tensors of every node it walks (a later backward through them raises)")
+    if event.leaves:
+        out.append(f"- accumulates into `.grad` of {len(event.leaves)} parameter group{'s' if len(event.leaves) != 1 else ''}")
+    return "\n".join(out)
+
+
+def _lines(numbers: list[int]) -> str:
+    if len(numbers) > 6:
+        return ", ".join(str(n) for n in numbers[:6]) + ", …"
+    return ", ".join(str(n) for n in numbers)
