@@ -128,9 +128,7 @@ def _tensor_story(recorder: _Recorder, target: ast.AST, lines: list[str]) -> str
     out.append(f"- requires grad: **{requires}**; {leaf}")
     if value.requires_grad is False and value.why:
         out.append(f"- no graph: {value.why}")
-    roots = set()
-    for v, _ in tensors:
-        roots |= set(v.grad_fn)
+    roots = set(value.grad_fn)  # the latest evaluation (the second unrolled iteration shows carried state)
     if roots:
         _, reach = graph.reach(frozenset(roots), False)
         built = sorted({graph.nodes[n].site.lineno for n in reach})
