@@ -260,7 +260,14 @@ async function main() {
     await page.screenshot({ path: path.join(shots, "e2e-quickfix-menu.png") });
     const index = offered.findIndex((t) => /no_grad/i.test(t));
     if (index < 0) fail(`no quick fix wrapping the update in torch.no_grad() was offered on line ${EXPECTED.GL103}; the menu has: ${JSON.stringify(offered)}`);
-    await menu.locator(".monaco-list-row").nth(index).click();
+    // Keyboard, as a user would: a pointer-block overlay swallows clicks while the menu opens.
+    const wanted = offered[index];
+    for (let i = 0; i < offered.length; i++) {
+      const focused = (await menu.locator(".monaco-list-row.focused").first().getAttribute("aria-label").catch(() => "")) ?? "";
+      if (wanted.includes(focused) && focused !== "") break;
+      await page.keyboard.press("ArrowDown");
+    }
+    await page.keyboard.press("Enter");
     await page.waitForFunction(
       () => {
         const text = [...document.querySelectorAll(".markers-panel .monaco-list-row")].map((r) => r.textContent).join("\n");
