@@ -31,12 +31,13 @@ EMOJI = f"""\
 import torch
 
 
-def train(w):
+def train():
+    w = torch.randn(3, requires_grad=True)
     loss = (w * w).sum()
     loss.backward()
 {EMOJI_PREFIX}loss.backward()
 """
-EMOJI_LINE = 6
+EMOJI_LINE = 7
 
 CLEAN = """\
 import torch
@@ -48,18 +49,19 @@ loss.backward()
 
 
 def big_file(functions: int) -> str:
-    """A generated training module: ``functions`` functions of ~10 lines, every 10th with a GL101."""
+    """A generated training module: ``functions`` functions of 10-11 lines, every 10th with a GL101."""
     parts = ["import torch\n", "import torch.nn as nn\n", "\n"]
     for index in range(functions):
         bug = "    loss.backward()\n" if index % 10 == 0 else ""
         parts.append(
-            f"def step_{index}(model, batch, optimizer):\n"
-            f"    optimizer.zero_grad()\n"
-            f"    out = model(batch)\n"
-            f"    loss = (out * out).mean() + {index} * 0.0\n"
+            f"def step_{index}(batch):\n"
+            f"    w = torch.randn(8, requires_grad=True)\n"
+            f"    out = batch * w + {index}\n"
+            f"    loss = (out * out).mean()\n"
             f"    loss.backward()\n"
             f"{bug}"
-            f"    optimizer.step()\n"
+            f"    with torch.no_grad():\n"
+            f"        w -= 0.1 * w.grad\n"
             f"    return loss.item()\n"
             f"\n\n"
         )

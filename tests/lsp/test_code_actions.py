@@ -1,0 +1,153 @@
+"""Quick fixes (resolved lazily), fix-all and "ignore on this line", applied and re-checked by the server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lsp_helpers import (
+    apply_text_edits,
+    edits_for_uri,
+    initialize,
+    open_document,
+    replace_all,
+    wait_for_publish,
+)
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+from sources import DOUBLE_BACKWARD, DOUBLE_BACKWARD_LINE, MANUAL_UPDATE
+
+pytestmark = pytest.mark.asyncio
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIX_ALL = "source.fixAll.graphlife"
+
+
+async def _actions(client, uri, diagnostic, only=None):
+    return await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic], only=only),
+        )
+    )
+
+
+async def _recheck(client, uri, new_text, version, old_text):
+    mark = len(client.published)
+    replace_all(client, uri, new_text, version, old_text)
+    return await wait_for_publish(client, uri, version=version, after=mark)
+
+
+async def test_ignore_action_writes_the_comment_and_silences_the_finding(client: LanguageClient, workdir):
+    await initialize(client)
+    uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
+    published = await wait_for_publish(client, uri, version=1)
+    diagnostic = next(d for d in published.diagnostics if d.code == "GL101")
+
+    actions = await _actions(client, uri, diagnostic)
+    ignore = [a for a in actions if a.title == "Ignore GL101 on this line"]
+    assert len(ignore) == 1
+    assert ignore[0].kind == types.CodeActionKind.QuickFix
+    assert ignore[0].edit is None, "edits are resolved lazily"
+    resolved = await client.code_action_resolve_async(ignore[0])
+    new_text = apply_text_edits(DOUBLE_BACKWARD, edits_for_uri(resolved.edit, uri))
+    assert new_text.splitlines()[DOUBLE_BACKWARD_LINE] == "loss.backward()  # graphlife: ignore[GL101]"
+
+    after = await _recheck(client, uri, new_text, 2, DOUBLE_BACKWARD)
+    assert "GL101" not in [d.code for d in after.diagnostics]
+
+
+async def test_ignore_action_extends_an_existing_ignore_comment(client: LanguageClient, workdir):
+    lines = DOUBLE_BACKWARD.splitlines()
+    lines[DOUBLE_BACKWARD_LINE] += "  # graphlife: ignore[GL202]"
+    text = "\n".join(lines) + "\n"
+    await initialize(client)
+    uri = open_document(client, workdir / "train.py", text)
+    published = await wait_for_publish(client, uri, version=1)
+    diagnostic = next(d for d in published.diagnostics if d.code == "GL101")
+    actions = await _actions(client, uri, diagnostic)
+    ignore = next(a for a in actions if a.title == "Ignore GL101 on this line")
+    resolved = await client.code_action_resolve_async(ignore)
+    new_text = apply_text_edits(text, edits_for_uri(resolved.edit, uri))
+    assert new_text.splitlines()[DOUBLE_BACKWARD_LINE] == "loss.backward()  # graphlife: ignore[GL202, GL101]"
+
+
+async def test_quick_fixes_are_listed_preferred_first_and_resolve_lazily(client: LanguageClient, workdir):
+    await initialize(client)
+    uri = open_document(client, workdir / "sgd.py", MANUAL_UPDATE)
+    published = await wait_for_publish(client, uri, version=1)
+    diagnostic = next(d for d in published.diagnostics if d.code == "GL103")
+    actions = await _actions(client, uri, diagnostic)
+    fixes = [a for a in actions if not a.title.startswith("Ignore ")]
+    assert fixes, "GL103 carries a fix (wrap the update in torch.no_grad())"
+    assert [a.is_preferred for a in fixes][0] is True
+    assert all(a.kind == types.CodeActionKind.QuickFix and a.edit is None for a in fixes)
+    resolved = await client.code_action_resolve_async(fixes[0])
+    new_text = apply_text_edits(MANUAL_UPDATE, edits_for_uri(resolved.edit, uri))
+    assert "torch.no_grad()" in new_text
+    after = await _recheck(client, uri, new_text, 2, MANUAL_UPDATE)
+    assert "GL103" not in [d.code for d in after.diagnostics]
+
+
+def _bad_fixtures() -> list[Path]:
+    return sorted(FIXTURES.glob("GL*/bad_*.py"))
+
+
+@pytest.mark.parametrize("path", _bad_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
+async def test_every_quick_fix_removes_its_finding(client: LanguageClient, workdir, path: Path):
+    """For each finding on a bad fixture, each offered fix, resolved and applied, removes that finding."""
+    source = path.read_text(encoding="utf-8")
+    await initialize(client)
+    uri = open_document(client, workdir / path.name, source)
+    published = await wait_for_publish(client, uri, version=1, timeout=30)
+    assert published.diagnostics, f"{path.name} is a bad fixture: the server must report it"
+    version = 1
+    for diagnostic in published.diagnostics:
+        actions = await _actions(client, uri, diagnostic)
+        fixes = [a for a in actions if a.diagnostics and a.diagnostics[0].range == diagnostic.range
+                 and a.diagnostics[0].code == diagnostic.code and not a.title.startswith("Ignore ")]
+        for action in fixes:
+            resolved = await client.code_action_resolve_async(action)
+            edits = edits_for_uri(resolved.edit, uri)
+            assert edits, f"{diagnostic.code} fix {action.title!r} resolved to no edit"
+            fixed = apply_text_edits(source, edits)
+            version += 1
+            after = await _recheck(client, uri, fixed, version, source)
+            same = [d for d in after.diagnostics if d.code == diagnostic.code]
+            before = [d for d in published.diagnostics if d.code == diagnostic.code]
+            assert len(same) < len(before), f"{action.title!r} did not remove {diagnostic.code}"
+            version += 1
+            await _recheck(client, uri, source, version, fixed)  # back to the original for the next fix
+
+
+async def test_fix_all_is_exactly_graphlife_fix(client: LanguageClient, workdir):
+    from graphlife.fixes import fix_source
+
+    await initialize(client)
+    path = workdir / "sgd.py"
+    uri = open_document(client, path, MANUAL_UPDATE)
+    published = await wait_for_publish(client, uri, version=1)
+    assert published.diagnostics
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+            context=types.CodeActionContext(diagnostics=[], only=[FIX_ALL]),
+        )
+    )
+    fix_all = [a for a in actions if a.kind == FIX_ALL]
+    assert len(fix_all) == 1
+    resolved = await client.code_action_resolve_async(fix_all[0])
+    new_text = apply_text_edits(MANUAL_UPDATE, edits_for_uri(resolved.edit, uri))
+    assert new_text == fix_source(MANUAL_UPDATE, str(path))
+    assert new_text != MANUAL_UPDATE
+
+
+async def test_no_source_actions_in_the_light_bulb_only_quick_fixes(client: LanguageClient, workdir):
+    await initialize(client)
+    uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
+    published = await wait_for_publish(client, uri, version=1)
+    diagnostic = next(d for d in published.diagnostics if d.code == "GL101")
+    actions = await _actions(client, uri, diagnostic, only=[types.CodeActionKind.Refactor])
+    assert not actions

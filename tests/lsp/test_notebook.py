@@ -1,0 +1,121 @@
+"""Notebooks (LSP 3.17 notebook sync): cells analyzed together, diagnostics on the right cell."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from lsp_helpers import initialize, wait_for_publish
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+pytestmark = pytest.mark.asyncio
+
+CELLS = [
+    (types.NotebookCellKind.Code, "import torch\n\nw = torch.randn(3, requires_grad=True)\n"),
+    (types.NotebookCellKind.Markup, "# The loss\nWe call backward twice below."),
+    (types.NotebookCellKind.Code, "loss = (w * w).sum()\nloss.backward()"),
+    (types.NotebookCellKind.Code, "%matplotlib inline\nprint('again')\nloss.backward()\n"),
+]
+
+
+def _open(client: LanguageClient, folder, cells=CELLS):
+    notebook_uri = (folder / "train.ipynb").as_uri()
+    cell_uris = [f"vscode-notebook-cell:{(folder / 'train.ipynb').as_posix()}#C{i}" for i in range(len(cells))]
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook_uri,
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[types.NotebookCell(kind=kind, document=uri) for (kind, _), uri in zip(cells, cell_uris)],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(
+                    uri=uri,
+                    language_id="python" if kind == types.NotebookCellKind.Code else "markdown",
+                    version=1,
+                    text=text,
+                )
+                for (kind, text), uri in zip(cells, cell_uris)
+            ],
+        )
+    )
+    return notebook_uri, cell_uris
+
+
+async def test_cells_are_analyzed_together_and_findings_land_on_their_cell(client: LanguageClient, workdir):
+    await initialize(client)
+    _, cells = _open(client, workdir)
+    last = await wait_for_publish(client, cells[3], version=1)
+    gl101 = [d for d in last.diagnostics if d.code == "GL101"]
+    assert len(gl101) == 1, last.diagnostics
+    assert gl101[0].range.start == types.Position(line=2, character=0)  # cell-relative
+    assert gl101[0].range.end == types.Position(line=2, character=len("loss.backward()"))
+    # the graph was freed by the backward in the loss cell: related information points there
+    assert any(r.location.uri == cells[2] and r.location.range.start.line == 1 for r in gl101[0].related_information or [])
+    for uri in (cells[0], cells[2]):
+        published = await wait_for_publish(client, uri, version=1)
+        assert [d for d in published.diagnostics if d.code == "GL101"] == []
+    assert all(p.uri != cells[1] for _, p in client.published), "markdown cells get no diagnostics"
+
+
+async def test_editing_a_cell_updates_that_cells_diagnostics(client: LanguageClient, workdir):
+    await initialize(client)
+    notebook_uri, cells = _open(client, workdir)
+    await wait_for_publish(client, cells[3], version=1)
+    mark = len(client.published)
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=notebook_uri, version=2),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=cells[3], version=2),
+                            changes=[
+                                types.TextDocumentContentChangePartial(
+                                    range=types.Range(
+                                        start=types.Position(line=2, character=0),
+                                        end=types.Position(line=2, character=len("loss.backward()")),
+                                    ),
+                                    text="print(loss.item())",
+                                )
+                            ],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
+    updated = await wait_for_publish(client, cells[3], version=2, after=mark)
+    assert [d for d in updated.diagnostics if d.code == "GL101"] == []
+
+
+async def test_closing_the_notebook_clears_every_cell(client: LanguageClient, workdir):
+    await initialize(client)
+    notebook_uri, cells = _open(client, workdir)
+    await wait_for_publish(client, cells[3], version=1)
+    await asyncio.sleep(0.2)
+    mark = len(client.published)
+    client.notebook_document_did_close(
+        types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=notebook_uri),
+            cell_text_documents=[types.TextDocumentIdentifier(uri=uri) for uri in cells],
+        )
+    )
+    cleared = await wait_for_publish(client, cells[3], after=mark)
+    assert list(cleared.diagnostics) == []
+
+
+async def test_hover_works_in_a_cell(client: LanguageClient, workdir):
+    await initialize(client)
+    _, cells = _open(client, workdir)
+    await wait_for_publish(client, cells[3], version=1)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=cells[3]), position=types.Position(line=2, character=6)
+        )
+    )
+    assert hover is not None
+    assert "GL101" in hover.contents.value
