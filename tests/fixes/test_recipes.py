@@ -210,3 +210,14 @@ def test_preferred_is_first_and_unknown_kinds_are_skipped():
 def test_fix_source_leaves_a_file_with_a_syntax_error_unchanged():
     source = HEADER + "w = torch.ones(2, requires_grad=True)\nw += 1\ndef broken(:\n"
     assert fix_source(source) == source
+
+
+def test_shared_part_prefers_merged_backward_over_detach():
+    source = "shared = enc(x)\nla = ha(shared).sum()\nlb = hb(shared).sum()\nla.backward()\nlb.backward()\n"
+    fixes = compute_fixes(_finding(
+        FixRecipe("detach_expression", "detach", {"expr": Span(2, 9, 2, 15)}),
+        FixRecipe("merge_backwards", "merge", {"first": Span(4, 1, 4, 14), "second": Span(5, 1, 5, 14),
+                                               "first_root": "la", "second_root": "lb"}),
+    ), source)
+    assert [f.title for f in fixes] == ["merge"]
+    assert apply_edits(source, fixes[0].edits).endswith("lb = hb(shared).sum()\n(la + lb).backward()\n")
