@@ -50,9 +50,24 @@ def _listing(findings, fixture) -> str:
     return "\n".join(rows)
 
 
+#: Bad fixtures the engine does not catch yet, with why. Strict: a fix makes the test fail
+#: until the entry is removed, so this list can only shrink honestly.
+KNOWN_MISSES: dict[str, str] = {}
+
+
+def _implemented(code: str) -> bool:
+    from graphlife.rules import rule_by_code
+
+    return rule_by_code(code) is not None
+
+
 @pytest.mark.parametrize("path", _PATHS, ids=_fixture_id)
-def test_fixture_findings(path: Path) -> None:
+def test_fixture_findings(path: Path, request) -> None:
     fixture = load_fixture(path)
+    if not _implemented(fixture.code):
+        pytest.skip(f"rule {fixture.code} is not implemented yet")
+    if fixture.id in KNOWN_MISSES:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_MISSES[fixture.id], strict=True))
     findings = check(fixture.source, str(path))
     code = fixture.code
     problems: list[str] = []
@@ -62,6 +77,8 @@ def test_fixture_findings(path: Path) -> None:
             problems.append(f"a bad fixture must mark at least one line with `# expect: {code}`")
         for line, codes in sorted(fixture.markers.items()):
             for wanted in codes:
+                if not _implemented(wanted):
+                    continue  # a second code whose rule does not exist yet
                 if not any(f.code == wanted and f.span.line == line for f in findings):
                     problems.append(f"missing {wanted} on line {line}: {fixture.line_text(line)}")
         for f in findings:

@@ -242,8 +242,11 @@ class HeapObject:
                 joined.attrs[key] = a if len(a.items) > len(b.items) else b
                 continue
             joined.attrs[key] = join_values(a, b)
-        if self.elem is not None or other.elem is not None:
-            joined.elem = join_values(self.elem, other.elem)
+        if self.elem is None or other.elem is None:
+            # An empty container has no elements: what may be inside is what the other side holds.
+            joined.elem = self.elem if other.elem is None else other.elem
+        else:
+            joined.elem = self.elem.join(other.elem)
         joined.frozen = join_tri(self.frozen, other.frozen)
         if self.opt_storages != other.opt_storages:
             joined.opt_storages = None if self.opt_storages is None or other.opt_storages is None else self.opt_storages | other.opt_storages
