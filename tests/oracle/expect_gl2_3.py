@@ -36,9 +36,12 @@ GL203  N vs 2N: nodes executed by each successive backward strictly grow and the
        last backward of the 2N run executes more than that of the N run; peak
        live saved tensors grow (bad) / both flat (good).
 GL204  torch's warning ``Using backward() with create_graph=True will create a
-       reference cycle`` and graph nodes still alive after the fixture's
-       namespace is dropped and ``gc.collect()`` ran: unreachable, uncollectable
-       (bad) / neither (good). Growth with STEPS is reported, not required.
+       reference cycle`` and graph nodes plus leaf tensors (parameters, inputs)
+       still alive after the fixture's namespace is dropped and ``gc.collect()``
+       ran: unreachable, uncollectable (bad) / none of these (good). Growth with
+       STEPS (per-batch inputs with ``requires_grad``) is reported by
+       :func:`gl204_leak_grows`, not required: with ``set_to_none`` every step
+       only the last step's graph and the model survive.
 GL205  N vs 2N: graph nodes that no backward ever executed ("built for
        nothing") > 0 and growing (bad) / 0 in both runs (good).
 GL301  some ``optimizer.step()`` applies only None/zero gradients although the
@@ -229,8 +232,10 @@ def _gl204_bad(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
     problems = _loop_grows(small, large)
     if not (small.warned(CREATE_GRAPH_WARNING) and large.warned(CREATE_GRAPH_WARNING)):
         problems.append(f"expected torch's warning {CREATE_GRAPH_WARNING!r}, but {small.outcome.describe()}")
-    if small.live_nodes_end == 0 or large.live_nodes_end == 0:
-        problems.append(f"expected graph nodes to survive the fixture (reference cycle), but none did:{details}")
+    if not (small.live_nodes_end and large.live_nodes_end and small.live_leaves_end and large.live_leaves_end):
+        problems.append(
+            f"expected graph nodes and the tensors they hold to survive the fixture (reference cycle), but they did not:{details}"
+        )
     return problems
 
 
@@ -239,8 +244,8 @@ def _gl204_good(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
     problems = _loop_grows(small, large)
     if small.warned(CREATE_GRAPH_WARNING) or large.warned(CREATE_GRAPH_WARNING):
         problems.append(f"torch warned {CREATE_GRAPH_WARNING!r}")
-    if small.live_nodes_end or large.live_nodes_end:
-        problems.append(f"graph nodes survived the fixture:{details}")
+    if small.live_nodes_end or large.live_nodes_end or small.live_leaves_end or large.live_leaves_end:
+        problems.append(f"graph nodes or leaf tensors survived the fixture:{details}")
     return problems
 
 

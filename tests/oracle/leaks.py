@@ -163,6 +163,7 @@ class Measurement:
     wasted_nodes: int = 0  # never executed by any backward (dead or alive at the end)
     live_saved_end: int = 0  # after the fixture's namespace is dropped and gc ran
     live_nodes_end: int = 0
+    live_leaves_end: int = 0  # leaf tensors (parameters, inputs) a backward reached, still alive after the run
     backwards: list[BackwardRecord] = field(default_factory=list)
     unneeded_retains: list[int] = field(default_factory=list)  # backward indices
     steps: list[StepRecord] = field(default_factory=list)
@@ -177,7 +178,8 @@ class Measurement:
         return (
             f"{self.globals_in or 'defaults'}: peak saved tensors {self.peak_saved}, peak graph nodes "
             f"{self.peak_nodes}, torch calls {self.torch_calls}, nodes built {self.nodes_created}, never executed {self.wasted_nodes}, "
-            f"alive after the run {self.live_nodes_end} nodes / {self.live_saved_end} saved, "
+            f"alive after the run {self.live_nodes_end} nodes / {self.live_saved_end} saved / "
+            f"{self.live_leaves_end} leaves, "
             f"{len(self.backwards)} backward calls (nodes executed: {_abbrev(executed)}), "
             f"{len(self.steps)} optimizer steps"
         )
@@ -257,6 +259,7 @@ class Meter(TorchFunctionMode):
         self._contrib: dict[int, torch.Tensor] = {}
         self._step_before: dict[int, tuple[list[torch.Tensor | None], list[torch.Tensor | None], list[torch.Tensor]]] = {}
         self.nonleaf_grad_reads: list[tuple[bool, bool]] = []
+        self._leaves_seen: dict[int, weakref.ref[torch.Tensor]] = {}  # leaves any backward reached (tensors hash by id only through this)
         self._stack = contextlib.ExitStack()
 
     # -- context ------------------------------------------------------------
@@ -372,6 +375,8 @@ class Meter(TorchFunctionMode):
             for root in roots:
                 self._mark(root)
         size, leaves = self._walk(roots)
+        for leaf in leaves:
+            self._leaves_seen.setdefault(id(leaf), weakref.ref(leaf))
         before: list[torch.Tensor | None] = []
         if self.track_optim:
             for leaf in leaves:
@@ -435,6 +440,9 @@ class Meter(TorchFunctionMode):
         self.steps.append(StepRecord(len(self.steps), type(optimizer).__name__, applied, fresh, update))
 
     # -- end of run ---------------------------------------------------------
+    def live_leaves(self) -> int:
+        return len({id(t) for t in (ref() for ref in self._leaves_seen.values()) if t is not None})
+
     def wasted_nodes(self) -> int:
         return self._wasted_dead + sum(1 for m in list(self.node_live) if m.hits == 0)
 
@@ -508,6 +516,7 @@ def run_measured(
         wasted_nodes=meter.wasted_nodes(),
         live_saved_end=len(meter.saved_live),
         live_nodes_end=len(meter.node_live),
+        live_leaves_end=meter.live_leaves(),
         backwards=meter.backwards,
         unneeded_retains=meter.unneeded_retains(),
         steps=meter.steps,
