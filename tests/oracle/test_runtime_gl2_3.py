@@ -149,3 +149,39 @@ def test_step_meter_sees_zeroed_stale_and_clipped_gradients(tmp_path: Path) -> N
     assert result["clipped"] == ([True] * 3, [False] * 3)
     assert result["zeroed"] == ([False] * 3, [True] * 3)
     assert result["stale"][0] == [True, False, False]
+
+
+def test_snapshot_reference_sees_data_changes_of_saved_tensors_only(tmp_path: Path) -> None:
+    from oracle.leaks import max_rel_diff, run_measured  # noqa: PLC0415
+
+    template = """\
+        import torch
+        torch.manual_seed(0)
+        w1 = torch.randn(3, 4, requires_grad=True)
+        w2 = torch.randn(4, 1, requires_grad=True)
+        loss = torch.tanh(torch.randn(5, 3) @ w1).matmul(w2).sum()
+        {change}
+        loss.backward()
+        """
+    diffs = {}
+    for name, change in {"saved": "w2.data.mul_(3)", "unsaved": "w1.data.mul_(3)", "none": "pass"}.items():
+        path = _write(tmp_path, template.format(change=change))
+        observed = run_measured(path, saved=None, nodes=False)
+        reference = run_measured(path, saved="snapshot", nodes=False)
+        pairs = zip(observed.backwards[0].leaf_grads, reference.backwards[0].leaf_grads)
+        diffs[name] = max(max_rel_diff(a, b) for a, b in pairs)
+    # w2 is saved (its input needs grad); w1 is not (x @ w1 with x constant saves x only)
+    assert diffs["saved"] > 0.1 and diffs["unsaved"] == 0.0 and diffs["none"] == 0.0, diffs
+
+
+def test_wasted_nodes_and_leaked_nodes(tmp_path: Path) -> None:
+    from oracle.leaks import run_measured  # noqa: PLC0415
+
+    wasted = _write(tmp_path, _LOOP.format(body="kept.append(loss.item())"))
+    assert run_measured(wasted, globals_in={"STEPS": 3}).wasted_nodes >= 3
+    used = _write(tmp_path, _LOOP.format(body="loss.backward()"))
+    assert run_measured(used, globals_in={"STEPS": 3}).wasted_nodes == 0
+    cycle = _write(tmp_path, _LOOP.format(body="loss.backward(create_graph=True)"))
+    m = run_measured(cycle, globals_in={"STEPS": 3}, saved=None)
+    assert m.live_nodes_end > 0 and m.live_leaves_end == 1, m.summary()
+    assert m.warned("create_graph=True will create a reference cycle")
