@@ -181,6 +181,9 @@ def test_gl402_name_bound_to_known_tuple_counts() -> None:
 
 def test_gl402_extra_trailing_none_is_accepted_but_extra_gradient_is_not() -> None:
     assert findings(_fn("ctx, x", "return g, None, None"), "GL402") == []
+    assert findings(_fn("ctx, x", "grads = (g, None)\nreturn grads"), "GL402") == []
+    assert findings(_fn("ctx, x", "return (g,) + (None,) * 2"), "GL402") == []
+    assert lines(_fn("ctx, x", "grads = (g, g)\nreturn grads"), "GL402") == [(11, "error")]
     assert lines(_fn("ctx, x", "return g, g * 2"), "GL402") == [(10, "error")]
 
 
@@ -257,6 +260,21 @@ def test_gl404_instance_only_created_is_information_instance_called_is_error() -
     assert lines(called, "GL404") == [(11, "error")]
     (finding,) = findings(called, "GL404")
     assert finding.related and finding.related[0].span.line == 12
+
+
+def test_gl404_instance_call_is_looked_up_in_the_binding_scope() -> None:
+    source = _fn(
+        "ctx, x",
+        "return g",
+        "def build():\n    fn = Fn()\n    return fn.apply\n\ndef other(fn, x):\n    return fn(x)\n",
+    )
+    assert lines(source, "GL404") == [(12, "information")]
+    held = _fn(
+        "ctx, x",
+        "return g",
+        "class Net:\n    def __init__(self):\n        self.act = Fn()\n\n    def forward(self, x):\n        return self.act(x)\n",
+    )
+    assert lines(held, "GL404") == [(13, "error")]
 
 
 def test_gl404_non_static_ctx_first_is_information_self_then_ctx_is_warning() -> None:

@@ -103,6 +103,7 @@ class _Kinds:
 
     def _bind(self, backward: ast.FunctionDef) -> None:
         simple: dict[str, list[ast.expr]] = {}
+        self.tuple_literals: dict[str, ast.Tuple] = {}
         other: set[str] = set()
         augmented: dict[str, list[ast.expr]] = {}
         from_saved: set[str] = set()
@@ -151,6 +152,9 @@ class _Kinds:
         for name in augmented:
             if name not in simple and self.env.get(name) != (TENSOR, 1):
                 self.env[name] = None
+        for name, values in simple.items():
+            if len(values) == 1 and isinstance(values[0], ast.Tuple) and name not in other and name not in augmented:
+                self.tuple_literals[name] = values[0]
 
     def kind(self, node: ast.expr | None) -> tuple[str, int] | None:
         if node is None:
@@ -234,15 +238,19 @@ def expected_counts(fn: FunctionClass, tree: ast.Module, classes: list[FunctionC
     return names, counts or set(range(required, total + 1))
 
 
-def _wrong(kind: tuple[str, int], value: ast.expr | None, expected: int) -> bool:
+def _wrong(kind: tuple[str, int], value: ast.expr | None, expected: int, kinds: "_Kinds | None" = None) -> bool:
+    """Certainly wrong for ``expected`` inputs: too few values, or an extra value that is not ``None``."""
     count = kind[1]
     if count < expected:
         return True
     if count > expected:
-        if isinstance(value, ast.Tuple):
-            extras = value.elts[expected:]
-            return not all(isinstance(e, ast.Constant) and e.value is None for e in extras)
-        return True
+        literal = value if isinstance(value, ast.Tuple) else None
+        if literal is None and isinstance(value, ast.Name) and kinds is not None:
+            literal = kinds.tuple_literals.get(value.id)
+        if literal is None:
+            return False  # e.g. `(g,) + (None,) * 2`: the extra values may all be None, which torch drops
+        extras = literal.elts[expected:]
+        return not all(isinstance(e, ast.Constant) and e.value is None for e in extras)
     return False
 
 
@@ -311,7 +319,7 @@ def check_module(ctx: ModuleContext) -> None:
         verdicts = []
         for ret in rets:
             kind = kinds.kind(ret.value)
-            wrong = kind is not None and all(_wrong(kind, ret.value, e) for e in counts)
+            wrong = kind is not None and all(_wrong(kind, ret.value, e, kinds) for e in counts)
             verdicts.append((ret, kind, wrong))
         every_path_wrong = all(w for _, _, w in verdicts)
         if _falls_through(backward.body) and any(not _wrong((ONE, 1), None, e) for e in counts):

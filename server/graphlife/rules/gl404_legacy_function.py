@@ -137,6 +137,26 @@ def _key(node: ast.AST) -> str | None:
     return None
 
 
+def _call_of_bound_instance(tree: ast.Module, target: ast.expr, assign: ast.Assign, parents: dict[int, ast.AST]) -> ast.Call | None:
+    """A call of what ``target`` was bound to: ``f(...)`` in the same function (or anywhere, for a
+    module-level name), ``self.f(...)`` in the same class."""
+    key = _key(target)
+    if key is None:
+        return None
+    wanted: tuple[type, ...] = (ast.ClassDef,) if isinstance(target, ast.Attribute) else (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    scope: ast.AST = tree
+    node: ast.AST | None = assign
+    while node is not None:
+        node = parents.get(id(node))
+        if isinstance(node, wanted):
+            scope = node
+            break
+    for candidate in ast.walk(scope):
+        if isinstance(candidate, ast.Call) and _key(candidate.func) == key:
+            return candidate
+    return None
+
+
 def check_module(ctx: ModuleContext) -> None:
     tree = ctx.tree
     assert isinstance(tree, ast.Module)
@@ -147,10 +167,6 @@ def check_module(ctx: ModuleContext) -> None:
         _check_methods(ctx, fn)
     statements = enclosing_statements(tree)
     parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    called: dict[str, ast.Call] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (key := _key(node.func)):
-            called.setdefault(key, node)
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in by_name):
             continue
@@ -162,10 +178,10 @@ def check_module(ctx: ModuleContext) -> None:
             severity = Severity.ERROR
         elif isinstance(parent, ast.Assign) and parent.value is node:
             for target in parent.targets:
-                key = _key(target)
-                if key and key in called:
+                call = _call_of_bound_instance(tree, target, parent, parents)
+                if call is not None:
                     severity = Severity.ERROR
-                    related.append(Related(ctx.span(called[key]), f"the `{fn.name}` instance is called here"))
+                    related.append(Related(ctx.span(call), f"the `{fn.name}` instance is called here"))
         if severity is Severity.ERROR:
             message = (
                 f"`{fn.name}()` instantiates the autograd Function and the instance is called: torch raises "
