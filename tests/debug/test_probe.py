@@ -353,3 +353,30 @@ def test_exception_record_names_rule_and_blame():
     exc = snap["exception"]
     assert (exc["code"], exc["name"], exc["blame"]) == ("GL102", "inplace-modifies-saved-tensor", "y")
     assert snapshot({}, exception="ValueError: nope")["exception"]["code"] is None
+
+
+def test_two_losses_sharing_an_encoder_blame_the_loss_backpropagated_first():
+    torch.manual_seed(0)
+    enc, cls_head, reg_head = nn.Linear(4, 6), nn.Linear(6, 3), nn.Linear(6, 1)
+    z = torch.relu(enc(torch.randn(5, 4)))
+    losses = {"cls": cls_head(z).logsumexp(1).mean(), "reg": reg_head(z).pow(2).mean()}
+    del z  # the shared encoder output is not in the frame: only the losses are
+    losses["cls"].backward()
+    snap = snapshot({"losses": losses})
+    pred = assert_predicted(snap, "losses['reg']", losses["reg"])
+    assert (pred["code"], pred["reason"], pred["blame"]) == ("GL101", "shared", "losses['cls']")
+
+
+def test_running_average_with_its_graph_is_the_carried_state():
+    torch.manual_seed(0)
+    enc = nn.Linear(6, 3)
+    center = torch.zeros(3)
+    for step in range(2):
+        feats = torch.sigmoid(enc(torch.randn(4, 6)))
+        center = 0.9 * center + 0.1 * feats.mean(0)
+        loss = (feats - center).pow(2).mean()
+        if step == 0:
+            loss.backward()
+    snap = snapshot({"enc": enc, "feats": feats, "center": center, "loss": loss})
+    pred = assert_predicted(snap, "loss", loss)
+    assert (pred["code"], pred["reason"], pred["blame"]) == ("GL101", "carried", "center")

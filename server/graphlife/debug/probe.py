@@ -621,6 +621,23 @@ def _hops_to(graphs: _Graphs, start, targets: set, limit: int = 2000) -> int:
     return 1 << 30
 
 
+def _consumed_region(graphs: _Graphs, start: int, limit: int = 20000) -> set:
+    """Nodes a backward from ``start`` would have freed: reachable through freed nodes
+    and nodes that save nothing, stopping at nodes whose saved tensors are intact."""
+    region = set()
+    stack = [start]
+    while stack and len(region) < limit:
+        i = stack.pop()
+        if i in region:
+            continue
+        node = graphs.nodes[i]
+        if node.saved and (node.problem is None or node.problem["state"] != "freed"):
+            continue
+        region.add(i)
+        stack.extend(node.children)
+    return region
+
+
 def _container_of(name: str) -> str:
     """``history['train'][3]`` -> ``history['train']``; ``self.h`` -> ``self``."""
     if name.endswith("]") and "[" in name:
@@ -652,31 +669,49 @@ def _blame_freed(entry: _Found, root: int, graphs: _Graphs, reach: list[int], fr
         return ("consumed", name, [name],
                 f"The graph of `{name}` was already backpropagated without retain_graph=True, "
                 "which freed its saved tensors; recompute the forward pass or sum the losses into one backward.")
-    shared = []
-    carried = []
+    shared = []    # named parts of this graph that an earlier backward went through
+    siblings = []  # other outputs already backpropagated through a part this graph shares
+    carried = []   # live state from outside this graph that reaches the freed part
+    inside = []    # live values inside this graph that reach the freed part
     for other, info in frame:
-        if other is entry or info.get("root") is None:
+        if other is entry or info.get("root") is None or info.get("reach_set") is None:
             continue
         r = info["root"]
-        if r in freed and r in in_root:
+        reaches = bool(info["reach_set"] & freed)
+        consumed = nodes[r].problem is not None and nodes[r].problem["state"] == "freed"
+        if consumed and r in in_root:
             shared.append((nodes[r].seq, other.name))
-        elif r not in in_root and info.get("reach_set") is not None and info["reach_set"] & freed:
+        elif consumed and reaches and _consumed_region(graphs, r) & freed:
+            siblings.append(other.name)
+        elif r not in in_root and reaches:
             carried.append(other.name)
+        elif reaches:
+            inside.append(other.name)
     if shared:
         shared.sort(reverse=True)
         names = [n for _, n in shared]
         return ("shared", names[0], names,
                 f"`{names[0]}` is part of the graph of `{name}`, and an earlier backward through it freed "
                 f"its saved tensors; backward through `{names[0]}` only once (sum the losses), or detach it.")
+    scalar = {other.name for other, _ in frame if _safe(lambda o=other: o.tensor.numel() == 1, False)}
+    if siblings:
+        siblings.sort(key=lambda n: n not in scalar)  # the loss that was backpropagated first
+        return ("shared", siblings[0], siblings,
+                f"`{name}` shares part of its graph with `{siblings[0]}`, whose backward already freed it; "
+                "sum the losses into one backward, or retain_graph=True on the first one.")
     if _safe(lambda: entry.tensor.numel() != 1, False):
         carried.insert(0, name)  # a non-scalar reaching an old graph is itself carried state
+    roots = {other.name: info.get("root") for other, info in frame}
     if carried:
-        scalar = {other.name for other, _ in frame if _safe(lambda o=other: o.tensor.numel() == 1, False)}
-        roots = {other.name: info.get("root") for other, info in frame}
         hops = {n: _hops_to(graphs, roots.get(n), in_root) for n in carried}
         # Carried state is rarely a scalar (losses are), and it is made right where it
         # joins this step's graph (few nodes away), not by a later consumer of it.
         carried.sort(key=lambda n: (n in scalar, hops[n]))
+    elif inside:
+        # A running value (an EMA, self.h) used by this step and built on the last step's graph.
+        hops = {n: _hops_to(graphs, roots.get(n), freed) for n in inside}
+        carried = sorted(inside, key=lambda n: (n in scalar, hops[n]))
+    if carried:
         return ("carried", carried[0], carried,
                 f"`{name}` reaches a graph an earlier backward freed through state carried across "
                 f"iterations ({', '.join('`' + c + '`' for c in carried[:4])}); detach the carried state "
