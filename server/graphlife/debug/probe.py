@@ -678,10 +678,11 @@ def _blame_freed(entry: _Found, root: int, graphs: _Graphs, reach: list[int], fr
             continue
         r = info["root"]
         reaches = bool(info["reach_set"] & freed)
-        consumed = nodes[r].problem is not None and nodes[r].problem["state"] == "freed"
+        region = _consumed_region(graphs, r) if reaches else set()
+        consumed = any(nodes[i].problem is not None and nodes[i].problem["state"] == "freed" for i in region)
         if consumed and r in in_root:
             shared.append((nodes[r].seq, other.name))
-        elif consumed and reaches and _consumed_region(graphs, r) & freed:
+        elif consumed and region & freed:
             siblings.append(other.name)
         elif r not in in_root and reaches:
             carried.append(other.name)
