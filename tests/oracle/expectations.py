@@ -70,10 +70,10 @@ def register(
 
 
 def load_all() -> dict[str, Expectation]:
-    """Import every ``oracle.expectations_*`` module (they register themselves) and return the registry."""
+    """Import every ``oracle.expectations_*`` / ``oracle.expect_*`` module (they register themselves)."""
     package_dir = Path(__file__).resolve().parent
     for info in pkgutil.iter_modules([str(package_dir)]):
-        if info.name.startswith("expectations_"):
+        if info.name.startswith(("expectations_", "expect_")):
             importlib.import_module(f"oracle.{info.name}")
     return EXPECTATIONS
 

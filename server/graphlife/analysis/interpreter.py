@@ -118,6 +118,7 @@ class Interpreter:
         self.inlined: set[int] = set()  # functions analyzed by inlining from the module body  # values yielded by the generators being inlined
         self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
         self.loop_entry_envs: list[tuple[ast.AST, State]] = []
+        self.loop_pre_states: list[State] = []  # the state before each running loop started
         self.parents: dict[int, ast.AST] = {}
         for parent in ast.walk(tree):
             for child in ast.iter_child_nodes(parent):
@@ -579,6 +580,7 @@ class Interpreter:
         first_node, backwards_before = len(self.graph.nodes), self.backward_count
         self.module_calls.append([])
         self.loop_entry_envs.append((stmt, state))
+        self.loop_pre_states.append(state.copy())
         try:
             for index, bind in enumerate(binders):
                 self.loop_stack.append((stmt, index))
@@ -599,6 +601,7 @@ class Interpreter:
                     exits.append(current.copy())
         finally:
             self.loop_entry_envs.pop()
+            self.loop_pre_states.pop()
             calls = self.module_calls.pop()
         if not infinite or not exits:
             exits.append(current)
@@ -866,6 +869,7 @@ class Interpreter:
             iterable = self.eval(generator.iter, inner)
             self.assign(generator.target, self.iter_element(iterable, inner), inner, None)
         self.loop_entry_envs.append((expr, inner))
+        self.loop_pre_states.append(inner.copy())
         try:
             for index in range(2):
                 self.loop_stack.append((expr, index))
@@ -880,6 +884,7 @@ class Interpreter:
                 element = value  # one evaluation stands for every element (a join would blur them)
         finally:
             self.loop_entry_envs.pop()
+            self.loop_pre_states.pop()
         # Keep effects (heap, versions, freed graphs) but not the comprehension's own names.
         env = state.env
         state.__dict__.update(inner.__dict__)
@@ -1120,8 +1125,11 @@ class Interpreter:
             return []
         found: list[tuple[str, ast.AST]] = []
         loop, entry = self.loop_entry_envs[-1]
+        before = self.loop_pre_states[-1].env if self.loop_pre_states else {}
         candidates: list[tuple[str, Value]] = []
         for name, value in sorted(entry.env.items()):
+            if name not in before:
+                continue  # first bound inside the loop: a leftover of the last iteration, not carried state
             candidates.append((name, value))
             if isinstance(value, HeapRef) and value.oid in entry.heap:
                 obj = entry.heap[value.oid]

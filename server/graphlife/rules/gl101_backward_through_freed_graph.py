@@ -114,8 +114,8 @@ def _fixes(event, ctx, node, freeing, carried, state, stmt) -> list[FixRecipe]:
         from graphlife.analysis.values import TupleVal  # noqa: PLC0415
 
         is_tuple = isinstance(value, TupleVal)
-        entry_value = _entry_value(interp, name)
-        maybe_none = entry_value is None or type(entry_value).__name__ in ("NoneValue",) or _may_be_none(entry_value)
+        before = interp.loop_pre_states[-1] if interp.loop_pre_states else state
+        maybe_none = _may_be_none(_lookup(interp, name, before))
         fixes.append(FixRecipe(
             "detach_carried_state", f"Detach `{name}` at the top of each iteration",
             {"target": name, "loop": ctx.span(loop), "is_tuple": is_tuple, "maybe_none": maybe_none},
@@ -154,23 +154,14 @@ def _lookup(interp, name: str, state):
     return value
 
 
-def _entry_value(interp, name: str):
-    """The value the carried name had before the loop started."""
-    for loop, _entry in interp.loop_entry_envs[-1:]:
-        parent_state = None
-        for stmt_loop, state in interp.loop_entry_envs:
-            if stmt_loop is loop:
-                parent_state = state
-        if parent_state is not None:
-            return _lookup(interp, name, parent_state)
-    return None
-
-
 def _may_be_none(value) -> bool:
+    """Before the loop, could the carried state be None (`hidden = None`)? Then the detach needs a guard."""
     from graphlife.analysis.values import TensorVal, TupleVal  # noqa: PLC0415
 
-    if isinstance(value, (TensorVal, TupleVal)):
-        return not (value.certain if isinstance(value, TensorVal) else True)
+    if isinstance(value, TupleVal):
+        return False
+    if isinstance(value, TensorVal):
+        return value.nullable
     return True
 
 

@@ -39,7 +39,7 @@ The statement that stores the value.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import EventContext, StoreEvent, UnitEndEvent
+from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.rules.base import Rule, RuleDoc
 
@@ -53,16 +53,26 @@ RULE = Rule(
 
 
 def on_store(event: StoreEvent, ctx: EventContext) -> None:
+    if event.kind in ("attribute", "setitem") and _overwrites(event):
+        return  # an overwritten slot keeps one graph, not one per iteration (torch measures it flat)
     pending = ctx.interpreter.__dict__.setdefault("_gl201_pending", [])
-    pending.append((event, ctx.interpreter.blame(event.stmt, None)))
+    pending.append((event, ctx.interpreter.blame(event.stmt, None), ctx.current_loop()))
+
+
+def on_loop_end(event: LoopEndEvent, ctx: EventContext) -> None:
+    ctx.interpreter.__dict__.setdefault("_gl201_loops", {})[id(event.loop)] = event.backwards
 
 
 def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
     pending = ctx.interpreter.__dict__.pop("_gl201_pending", [])
+    loops = ctx.interpreter.__dict__.pop("_gl201_loops", {})
     final = event.state
     graph = ctx.graph
-    for store, stmt in pending:
+    for store, stmt, loop in pending:
         _, reach = graph.reach(store.value.grad_fn, False)
+        consumed_later = all(n in final.freed for n in store.value.grad_fn)
+        if loop is not None and loops.get(id(loop)) == 0 and consumed_later:
+            continue  # a time loop collecting states for the backward after it (BPTT): not a leak
         keeps_saved = [n for n in reach if graph.nodes[n].saves_certain and n not in final.freed and n not in final.may_freed]
         severity = Severity.WARNING if keeps_saved else Severity.INFORMATION
         value_text = store.value.desc or "the value"
@@ -99,4 +109,18 @@ def _stored_expr(ctx, stmt):
     return None
 
 
-RULE.hooks = {"store": on_store, "unit_end": on_unit_end}
+def _overwrites(event: StoreEvent) -> bool:
+    """`self.last = h` / `history["loss"] = out`: the same slot each time (a constant key or an attribute)."""
+    import ast  # noqa: PLC0415
+
+    stmt = event.stmt
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    for target in targets:
+        if isinstance(target, ast.Attribute):
+            return True
+        if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+            return True
+    return False
+
+
+RULE.hooks = {"store": on_store, "loop_end": on_loop_end, "unit_end": on_unit_end}

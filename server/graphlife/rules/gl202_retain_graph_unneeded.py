@@ -61,6 +61,8 @@ def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
     for current, stmt in backwards:
         if current.retain_graph is not True or not current.may or id(stmt) in needed or id(stmt) in reported:
             continue
+        if current.create_graph is True:
+            continue  # higher-order gradients need the graph kept (torch measures it retained and used)
         if not any(ctx.graph.nodes[n].saves_certain for n in current.may):
             continue
         reported.add(id(stmt))
