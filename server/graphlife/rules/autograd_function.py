@@ -35,6 +35,55 @@ CHECKPOINT_FUNCTIONS = frozenset({"torch.utils.checkpoint.checkpoint"})
 CHECKPOINT_SEQUENTIAL = frozenset({"torch.utils.checkpoint.checkpoint_sequential"})
 
 
+# --------------------------------------------------------------------------- one pass over the file
+
+
+class Index:
+    """One traversal of the tree: nodes by kind, each node's parent and innermost statement."""
+
+    KINDS = (ast.Import, ast.ImportFrom, ast.ClassDef, ast.Call, ast.Assign)
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.by_kind: dict[type, list[ast.AST]] = {kind: [] for kind in self.KINDS}
+        self.parents: dict[int, ast.AST] = {}
+        self.statements: dict[int, ast.stmt] = {}
+        stack: list[tuple[ast.AST, ast.stmt | None]] = [(tree, None)]
+        kinds = self.by_kind
+        while stack:
+            node, stmt = stack.pop()
+            bucket = kinds.get(type(node))
+            if bucket is not None:
+                bucket.append(node)
+            if isinstance(node, ast.stmt):
+                stmt = node
+            elif stmt is not None:
+                self.statements[id(node)] = stmt
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, ast.AST):
+                    self.parents[id(value)] = node
+                    stack.append((value, stmt))
+                elif isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            self.parents[id(item)] = node
+                            stack.append((item, stmt))
+        for bucket in kinds.values():
+            bucket.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+
+    def of(self, kind: type) -> list:
+        return self.by_kind[kind]
+
+
+def index(tree: ast.Module) -> Index:
+    """The :class:`Index` of ``tree``, built once per tree."""
+    cached = getattr(tree, "_graphlife_gl4_index", None)
+    if cached is None:
+        cached = Index(tree)
+        tree._graphlife_gl4_index = cached  # type: ignore[attr-defined]
+    return cached
+
+
 # --------------------------------------------------------------------------- import aliases
 
 
@@ -43,7 +92,8 @@ class Aliases:
 
     def __init__(self, tree: ast.Module) -> None:
         self.names: dict[str, str] = {}
-        for node in ast.walk(tree):
+        found = index(tree)
+        for node in sorted([*found.of(ast.Import), *found.of(ast.ImportFrom)], key=lambda n: n.lineno):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -179,7 +229,7 @@ def forward_inputs(fn: "FunctionClass") -> list[ast.arg]:
 
 def find_function_classes(tree: ast.Module, aliases: Aliases) -> list[FunctionClass]:
     """Every class of the file that subclasses ``torch.autograd.Function`` (directly or via local classes)."""
-    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    classes: list[ast.ClassDef] = index(tree).of(ast.ClassDef)
     by_name: dict[str, list[ast.ClassDef]] = {}
     for node in classes:
         by_name.setdefault(node.name, []).append(node)
@@ -262,16 +312,15 @@ def apply_calls(tree: ast.Module, classes: list[FunctionClass]) -> list[ApplyCal
         return None
 
     bound: dict[str, FunctionClass] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and (target := apply_target(node.value)) is not None:
+    found = index(tree)
+    for node in found.of(ast.Assign):
+        if (target := apply_target(node.value)) is not None:
             for name in node.targets:
                 key = _target_key(name)
                 if key:
                     bound[key] = target
     calls = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in found.of(ast.Call):
         fn = apply_target(node.func)
         if fn is None:
             key = _target_key(node.func)
@@ -465,33 +514,11 @@ def ctx_attributes_used(fn: FunctionClass) -> set[str]:
     return used
 
 
-def enclosing_statements(tree: ast.AST) -> dict[int, ast.stmt]:
-    """``id(node)`` -> the innermost statement that holds it, for every expression node."""
-    result: dict[int, ast.stmt] = {}
-    stack: list[tuple[ast.AST, ast.stmt | None]] = [(tree, None)]
-    while stack:
-        node, stmt = stack.pop()
-        current = node if isinstance(node, ast.stmt) else stmt
-        if current is not None and not isinstance(node, ast.stmt):
-            result[id(node)] = current
-        for child in ast.iter_child_nodes(node):
-            stack.append((child, current))
-    return result
-
-
 def report_span(ctx: ModuleContext, node: ast.AST, stmt: ast.stmt | None) -> Span:
     """The node's span when it starts its statement's first line, else the statement's (markers sit there)."""
     if stmt is None or getattr(node, "lineno", None) == stmt.lineno:
         return ctx.span(node)
     return ctx.span(stmt)
-
-
-def scopes(tree: ast.Module) -> Iterator[tuple[ast.AST, list[ast.stmt]]]:
-    """The module and every function: ``(node, body)``."""
-    yield tree, tree.body
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node, node.body
 
 
 def scope_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -503,3 +530,33 @@ def scope_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def segment(ctx: ModuleContext, node: ast.AST) -> str:
+    """The source text of a node (``ast.get_source_segment`` re-splits the whole file on every call)."""
+    return source_of(ctx, ctx.span(node))
+
+
+class ModuleAnalysis:
+    """What every GL4xx rule needs about one file, computed once per file and shared by the rules."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.aliases = Aliases(tree)
+        self.classes = find_function_classes(tree, self.aliases)
+        self.calls = apply_calls(tree, self.classes) if self.classes else []
+
+        found = index(tree)
+        self.index = found
+        self.parents = found.parents
+        self.statements = found.statements
+
+
+def analysis(ctx: ModuleContext) -> ModuleAnalysis:
+    """The shared :class:`ModuleAnalysis` of the file behind ``ctx``."""
+    cached = getattr(ctx, "_gl4_analysis", None)
+    if cached is None or cached.tree is not ctx.tree:
+        assert isinstance(ctx.tree, ast.Module)
+        cached = ModuleAnalysis(ctx.tree)
+        ctx._gl4_analysis = cached  # type: ignore[attr-defined]
+    return cached

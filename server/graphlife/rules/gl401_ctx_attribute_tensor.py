@@ -51,12 +51,12 @@ import ast
 
 from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.rules.autograd_function import (
+    analysis,
+    segment,
     Aliases,
     FunctionClass,
-    apply_calls,
     call_params,
     ctx_attribute,
-    find_function_classes,
     forward_inputs,
     is_non_tensor_literal,
     merge_edits,
@@ -250,7 +250,7 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, method: ast.FunctionDef, stmt: a
         parent = next((s for s in walk_body(method) if isinstance(s, ast.Expr) and s.value is save), None)
         if parent is None or save.keywords or any(isinstance(a, ast.Starred) for a in save.args) or not alone:
             return None
-        args = [ast.get_source_segment(ctx.source, a) or "" for a in save.args]
+        args = [segment(ctx, a) or "" for a in save.args]
         new_save = f"{ctx_var}.save_for_backward({', '.join([*args, value.id])})"
         delete_assign = (Span(stmt_span.line, 1, stmt_span.end_line + 1, 1), "")
         if stmt_span.end_line >= len(ctx.lines) or not starts_its_line(ctx, parent):
@@ -270,7 +270,7 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, method: ast.FunctionDef, stmt: a
     if assign is not None:
         if len(names) != count:
             return None
-        edits.append((ctx.span(assign), unpacking_text([*names, local], ast.get_source_segment(ctx.source, assign.value) or "")))
+        edits.append((ctx.span(assign), unpacking_text([*names, local], segment(ctx, assign.value) or "")))
     else:
         if count:
             return None
@@ -300,9 +300,8 @@ def _indent(ctx: ModuleContext, stmt: ast.stmt) -> str:
 def check_module(ctx: ModuleContext) -> None:
     tree = ctx.tree
     assert isinstance(tree, ast.Module)
-    aliases = Aliases(tree)
-    classes = find_function_classes(tree, aliases)
-    calls = apply_calls(tree, classes)
+    shared = analysis(ctx)
+    aliases, classes, calls = shared.aliases, shared.classes, shared.calls
     for fn in classes:
         if fn.forward is None:
             continue
@@ -338,18 +337,19 @@ def check_module(ctx: ModuleContext) -> None:
                         )
                     else:
                         continue
-                    message = (
-                        f"`{ctx_var}.{attr} = {value.id}` keeps the {role} tensor `{value.id}` of `{fn.name}` as a ctx "
-                        f"attribute: {why}. Use `{ctx_var}.save_for_backward({value.id})` and read it from "
-                        f"`ctx.saved_tensors` in backward."
-                    )
-                    fix = _fix(ctx, fn, method, stmt, attr, value, ctx_var)
                     related = []
                     if fn.backward is not None:
                         back_ctx = method_ctx(fn, fn.backward)
                         reads = [n for n in walk_body(fn.backward) if ctx_attribute(n, back_ctx) == attr]
                         if reads:
                             related.append(Related(ctx.span(reads[0]), f"backward reads `{back_ctx}.{attr}` here"))
+                    read_at = f" (it reads `{attr}` at line {related[0].span.line})" if related else ""
+                    message = (
+                        f"`{ctx_var}.{attr} = {value.id}` keeps the {role} tensor `{value.id}` of `{fn.name}` as a ctx "
+                        f"attribute: {why}. Use `{ctx_var}.save_for_backward({value.id})` and read it from "
+                        f"`ctx.saved_tensors` in backward{read_at}."
+                    )
+                    fix = _fix(ctx, fn, method, stmt, attr, value, ctx_var)
                     ctx.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=(fix,) if fix else ())
 
 

@@ -51,13 +51,13 @@ import ast
 
 from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.rules.autograd_function import (
+    analysis,
+    segment,
     Aliases,
     FunctionClass,
-    apply_calls,
     call_params,
     ctx_attribute,
     def_line_span,
-    find_function_classes,
     returns,
     takes_self_before_ctx,
     walk_body,
@@ -211,7 +211,7 @@ def _names(target: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
-def expected_counts(fn: FunctionClass, tree: ast.Module, classes: list[FunctionClass]) -> tuple[list[str], set[int]] | None:
+def expected_counts(fn: FunctionClass, calls: list) -> tuple[list[str], set[int]] | None:
     """Forward's input names and the input counts its ``apply`` calls can pass (``None``: unknown)."""
     forward = fn.forward
     if forward is None or forward.args.vararg or forward.args.kwarg:
@@ -227,8 +227,7 @@ def expected_counts(fn: FunctionClass, tree: ast.Module, classes: list[FunctionC
     if required == total:
         return names, {total}
     counts: set[int] = set()
-    calls = [c for c in apply_calls(tree, classes) if c.fn is fn]
-    for call in calls:
+    for call in (c for c in calls if c.fn is fn):
         count = call.argument_count()
         if count is None:
             counts = set()
@@ -288,7 +287,7 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
         if any(isinstance(e, ast.Starred) for e in value.elts) or len(value.elts) > target:
             return None
         span = ctx.span(value)
-        inner = ", ".join(ast.get_source_segment(ctx.source, e) or "" for e in value.elts)
+        inner = ", ".join(segment(ctx, e) or "" for e in value.elts)
         extra = target - len(value.elts)
         text = "(" + inner + ", None" * extra + ("," if target == 1 else "") + ")"
         return FixRecipe("replace_text", "Return a tuple (a list counts as one gradient)", {"span": span, "text": text})
@@ -302,13 +301,13 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
 def check_module(ctx: ModuleContext) -> None:
     tree = ctx.tree
     assert isinstance(tree, ast.Module)
-    aliases = Aliases(tree)
-    classes = find_function_classes(tree, aliases)
+    shared = analysis(ctx)
+    aliases, classes = shared.aliases, shared.classes
     for fn in classes:
         backward, forward = fn.backward, fn.forward
         if backward is None or forward is None or takes_self_before_ctx(forward) or takes_self_before_ctx(backward):
             continue  # a misbound legacy method (GL404): its arity means nothing
-        expected = expected_counts(fn, tree, classes)
+        expected = expected_counts(fn, shared.calls)
         if expected is None:
             continue
         names, counts = expected
@@ -330,7 +329,7 @@ def check_module(ctx: ModuleContext) -> None:
                 continue
             got = kind[1]
             message = (
-                f"backward of `{fn.name}` returns {got} gradient{'s' if got != 1 else ''} here, but forward takes "
+                f"backward of `{fn.name}` returns {got} gradient{'s' if got != 1 else ''} here, but forward (line {forward.lineno}) takes "
                 f"{shown} input{'s' if shown != '1' else ''} after ctx ({', '.join(f'`{n}`' for n in names)}): torch raises "
                 f"`RuntimeError: function {fn.name}Backward returned an incorrect number of gradients "
                 f"(expected {shown}, got {got})` at the first backward. Return one gradient per input, "

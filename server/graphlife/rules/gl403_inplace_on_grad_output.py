@@ -51,9 +51,10 @@ import ast
 
 from graphlife.findings import FixRecipe, Severity
 from graphlife.rules.autograd_function import (
+    analysis,
+    segment,
     Aliases,
     call_params,
-    find_function_classes,
     line_indent,
     point,
     starts_its_line,
@@ -117,7 +118,7 @@ class _Flow:
                     and _basic_index(node.slice)
                 ):
                     node._gl403_star = True  # type: ignore[attr-defined]
-                    return ast.get_source_segment(self.ctx.source, node) or self.star
+                    return segment(self.ctx, node) or self.star
                 if not _basic_index(node.slice):
                     return None
                 node = node.value
@@ -283,9 +284,10 @@ def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr) -> l
 def check_module(ctx: ModuleContext) -> None:
     tree = ctx.tree
     assert isinstance(tree, ast.Module)
-    aliases = Aliases(tree)
+    shared = analysis(ctx)
+    aliases = shared.aliases
     seen: set[int] = set()
-    for fn in find_function_classes(tree, aliases):
+    for fn in shared.classes:
         backward = fn.backward
         if backward is None or id(backward) in seen or takes_self_before_ctx(backward):
             continue
@@ -297,7 +299,7 @@ def check_module(ctx: ModuleContext) -> None:
         flow = _Flow(ctx, aliases, fn.name, star)
         flow.block(backward.body, frozenset(grads + ([star] if star else [])), True)
         for stmt, name, target in flow.found:
-            shown = ast.get_source_segment(ctx.source, target) or name
+            shown = segment(ctx, target) or name
             message = (
                 f"`{shown}` is the gradient `{fn.name}.backward` received, changed in place here: autograd can hand "
                 f"the same tensor to other branches (a skip connection `x + f(x)`, the expanded ones of `.sum()`), "

@@ -53,11 +53,9 @@ import ast
 
 from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.rules.autograd_function import (
-    Aliases,
+    analysis,
     FunctionClass,
     def_line_span,
-    enclosing_statements,
-    find_function_classes,
     is_classmethod,
     is_static,
     takes_self_before_ctx,
@@ -160,15 +158,17 @@ def _call_of_bound_instance(tree: ast.Module, target: ast.expr, assign: ast.Assi
 def check_module(ctx: ModuleContext) -> None:
     tree = ctx.tree
     assert isinstance(tree, ast.Module)
-    aliases = Aliases(tree)
-    classes = find_function_classes(tree, aliases)
+    shared = analysis(ctx)
+    aliases, classes = shared.aliases, shared.classes
     by_name = {fn.name: fn for fn in classes}
     for fn in classes:
         _check_methods(ctx, fn)
-    statements = enclosing_statements(tree)
-    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in by_name):
+    if not classes:
+        return
+    statements = shared.statements
+    parents = shared.parents
+    for node in shared.index.of(ast.Call):
+        if not (isinstance(node.func, ast.Name) and node.func.id in by_name):
             continue
         fn = by_name[node.func.id]
         parent = parents.get(id(node))
@@ -184,7 +184,8 @@ def check_module(ctx: ModuleContext) -> None:
                     related.append(Related(ctx.span(call), f"the `{fn.name}` instance is called here"))
         if severity is Severity.ERROR:
             message = (
-                f"`{fn.name}()` instantiates the autograd Function and the instance is called: torch raises "
+                f"`{fn.name}()` instantiates the autograd Function and the instance is called"
+                f"{f' (line {related[0].span.line})' if related else ''}: torch raises "
                 f"`RuntimeError: Legacy autograd function with non-static forward method is deprecated` on every "
                 f"call. Use `{fn.name}.apply(...)` instead."
             )

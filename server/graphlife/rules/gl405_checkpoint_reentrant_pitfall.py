@@ -45,14 +45,14 @@ import ast
 
 from graphlife.findings import FixRecipe, Severity, Span
 from graphlife.rules.autograd_function import (
+    analysis,
+    segment,
     CHECKPOINT_FUNCTIONS,
     CHECKPOINT_SEQUENTIAL,
     Aliases,
-    enclosing_statements,
     is_non_tensor_literal,
     report_span,
     scope_nodes,
-    scopes,
 )
 from graphlife.rules.base import ModuleContext, Rule, RuleDoc
 
@@ -144,68 +144,79 @@ def _insert_keyword(ctx: ModuleContext, call: ast.Call) -> FixRecipe | None:
     return FixRecipe("replace_text", "Pass `use_reentrant=False`", {"span": at, "text": ", use_reentrant=False"})
 
 
+def _scope_of(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST | None:
+    """The function whose body holds ``node`` (``None``: the module)."""
+    current = parents.get(id(node))
+    while current is not None:
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return current
+        current = parents.get(id(current))
+    return None
+
+
 def check_module(ctx: ModuleContext) -> None:
     tree = ctx.tree
     assert isinstance(tree, ast.Module)
-    aliases = Aliases(tree)
-    statements = enclosing_statements(tree)
-    for scope, body in scopes(tree):
-        params: set[str] = set()
-        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            params = {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
-        no_grad: _NoGrad | None = None
-        for node in scope_nodes(body):
-            if not isinstance(node, ast.Call):
-                continue
-            resolved = aliases.resolve(node.func)
-            sequential = resolved in CHECKPOINT_SEQUENTIAL
-            if resolved not in CHECKPOINT_FUNCTIONS and not sequential:
-                continue
-            if no_grad is None:
-                no_grad = _NoGrad(body, aliases, params)
-            keyword = next((k for k in node.keywords if k.arg == "use_reentrant"), None)
-            has_kwargs = any(k.arg is None for k in node.keywords)
-            if keyword is None and has_kwargs:
-                continue
-            explicit_true = keyword is not None and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
-            if keyword is not None and not explicit_true:
-                continue
-            inputs = _inputs(node, sequential)
-            no_input_grad = inputs is not None and all(no_grad.certain(i) for i in inputs)
-            if explicit_true and not no_input_grad:
-                continue
-            name = resolved.rsplit(".", 1)[-1] if resolved else "checkpoint"
-            shown = ", ".join(f"`{ast.get_source_segment(ctx.source, i)}`" for i in inputs or [])
-            fixes: list[FixRecipe] = []
-            if no_input_grad:
-                variant = "`use_reentrant=True`" if explicit_true else "the default reentrant variant"
-                message = (
-                    f"`{name}` runs {variant} on inputs that cannot require grad ({shown or 'none'}): torch warns "
-                    f"`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
-                    f"the checkpointed block get no gradients. Pass `use_reentrant=False`."
-                )
-                severity = Severity.WARNING
-            else:
-                message = (
-                    f"`{name}` without `use_reentrant=`: torch 2.13 warns that it `should be passed explicitly` "
-                    f"(omitting it is announced to raise) and still runs the reentrant variant, which gives no "
-                    f"gradients when no input requires grad. Pass `use_reentrant=False`."
-                )
-                severity = Severity.INFORMATION
-            if explicit_true:
-                fixes.append(
-                    FixRecipe("replace_text", "Use `use_reentrant=False`", {"span": ctx.span(keyword.value), "text": "False"})  # type: ignore[union-attr]
-                )
-            else:
-                fixes.append(
-                    FixRecipe("add_keyword", "Pass `use_reentrant=False`", {"call": ctx.span(node), "keyword": "use_reentrant", "value": "False"})
-                )
-                insert = _insert_keyword(ctx, node)
-                if insert:
-                    fixes.append(insert)
-            ctx.reporter.report(
-                RULE, report_span(ctx, node, statements.get(id(node))), message, severity=severity, fixes=fixes
+    shared = analysis(ctx)
+    aliases = shared.aliases
+    if not any(name.startswith("torch.utils.checkpoint") or name in ("torch", "torch.utils") for name in aliases.names.values()):
+        return
+    scopes: dict[int, _NoGrad] = {}
+    for node in shared.index.of(ast.Call):
+        resolved = aliases.resolve(node.func)
+        sequential = resolved in CHECKPOINT_SEQUENTIAL
+        if resolved not in CHECKPOINT_FUNCTIONS and not sequential:
+            continue
+        scope = _scope_of(node, shared.parents) or tree
+        no_grad = scopes.get(id(scope))
+        if no_grad is None:
+            params: set[str] = set()
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                params = {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
+            no_grad = scopes[id(scope)] = _NoGrad(scope.body, aliases, params)  # type: ignore[attr-defined]
+        keyword = next((k for k in node.keywords if k.arg == "use_reentrant"), None)
+        has_kwargs = any(k.arg is None for k in node.keywords)
+        if keyword is None and has_kwargs:
+            continue
+        explicit_true = keyword is not None and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+        if keyword is not None and not explicit_true:
+            continue
+        inputs = _inputs(node, sequential)
+        no_input_grad = inputs is not None and all(no_grad.certain(i) for i in inputs)
+        if explicit_true and not no_input_grad:
+            continue
+        name = resolved.rsplit(".", 1)[-1] if resolved else "checkpoint"
+        shown = ", ".join(f"`{segment(ctx, i)}`" for i in inputs or [])
+        fixes: list[FixRecipe] = []
+        if no_input_grad:
+            variant = "`use_reentrant=True`" if explicit_true else "the default reentrant variant"
+            message = (
+                f"`{name}` runs {variant} on inputs that cannot require grad ({shown or 'none'}): torch warns "
+                f"`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
+                f"the checkpointed block get no gradients. Pass `use_reentrant=False`."
             )
+            severity = Severity.WARNING
+        else:
+            message = (
+                f"`{name}` without `use_reentrant=`: torch 2.13 warns that it `should be passed explicitly` "
+                f"(omitting it is announced to raise) and still runs the reentrant variant, which gives no "
+                f"gradients when no input requires grad. Pass `use_reentrant=False`."
+            )
+            severity = Severity.INFORMATION
+        if explicit_true:
+            fixes.append(
+                FixRecipe("replace_text", "Use `use_reentrant=False`", {"span": ctx.span(keyword.value), "text": "False"})  # type: ignore[union-attr]
+            )
+        else:
+            fixes.append(
+                FixRecipe("add_keyword", "Pass `use_reentrant=False`", {"call": ctx.span(node), "keyword": "use_reentrant", "value": "False"})
+            )
+            insert = _insert_keyword(ctx, node)
+            if insert:
+                fixes.append(insert)
+        ctx.reporter.report(
+            RULE, report_span(ctx, node, shared.statements.get(id(node))), message, severity=severity, fixes=fixes
+        )
 
 
 RULE.check_module = check_module

@@ -45,11 +45,10 @@ import ast
 
 from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.rules.autograd_function import (
-    Aliases,
+    analysis,
+    segment,
     FunctionClass,
-    apply_calls,
     ctx_attributes_used,
-    find_function_classes,
     forward_inputs,
     is_non_tensor_literal,
     line_indent,
@@ -167,17 +166,17 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, 
         packed = call.args[bad[0]]
         elements = packed.elts  # type: ignore[attr-defined]
         if elements and not any(isinstance(e, ast.Starred) or is_non_tensor_literal(e) for e in elements):
-            text = ", ".join(ast.get_source_segment(ctx.source, e) or "" for e in elements)
+            text = ", ".join(segment(ctx, e) or "" for e in elements)
             return FixRecipe("replace_text", "Pass the tensors one by one", {"span": ctx.span(packed), "text": text})
     used = ctx_attributes_used(fn)
     moved = {i: _attr_name(call.args[i], i, used) for i in bad}
-    kept = [ast.get_source_segment(ctx.source, a) or "" for i, a in enumerate(call.args) if i not in moved]
+    kept = [segment(ctx, a) or "" for i, a in enumerate(call.args) if i not in moved]
     first, last = ctx.span(call.args[0]), ctx.span(call.args[-1])
     indent = line_indent(ctx, stmt.lineno)
     edits: list[tuple[Span, str]] = [(Span(first.line, first.column, last.end_line, last.end_column), ", ".join(kept))]
     stmt_span = ctx.span(stmt)
     assigns = "".join(
-        f"\n{indent}{ctx_var}.{attr} = {ast.get_source_segment(ctx.source, call.args[i])}" for i, attr in moved.items()
+        f"\n{indent}{ctx_var}.{attr} = {segment(ctx, call.args[i])}" for i, attr in moved.items()
     )
     edits.append((Span(stmt_span.end_line, stmt_span.end_column, stmt_span.end_line, stmt_span.end_column), assigns))
     if fn.backward is not None:
@@ -193,7 +192,7 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, 
             back_indent = line_indent(ctx, assign.lineno)
             lines = []
             if rest:
-                lines.append(unpacking_text(rest, ast.get_source_segment(ctx.source, assign.value) or ""))
+                lines.append(unpacking_text(rest, segment(ctx, assign.value) or ""))
             lines += [f"{names[i]} = {back_ctx}.{attr}" for i, attr in moved.items()]
             edits.append((ctx.span(assign), f"\n{back_indent}".join(lines)))
     merged = merge_edits(ctx, edits)
@@ -210,9 +209,8 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, 
 def check_module(ctx: ModuleContext) -> None:
     tree = ctx.tree
     assert isinstance(tree, ast.Module)
-    aliases = Aliases(tree)
-    classes = find_function_classes(tree, aliases)
-    calls = apply_calls(tree, classes)
+    shared = analysis(ctx)
+    aliases, classes, calls = shared.aliases, shared.classes, shared.calls
     for fn in classes:
         for method in (fn.forward, fn.setup_context):
             ctx_var = method_ctx(fn, method)
@@ -240,9 +238,9 @@ def check_module(ctx: ModuleContext) -> None:
                 target = stmt if stmt is not None else call
                 first = bad[0]
                 arg = call.args[first]
-                text = ast.get_source_segment(ctx.source, arg) or "?"
+                text = segment(ctx, arg) or "?"
                 kind = _describe(_literal_for(fn, method, arg, calls))
-                names = ", ".join(f"`{ast.get_source_segment(ctx.source, call.args[i])}`" for i in bad)
+                names = ", ".join(f"`{segment(ctx, call.args[i])}`" for i in bad)
                 message = (
                     f"`{ctx_var}.save_for_backward` in `{fn.name}.{method.name}` gets {names}, which "
                     f"{'is not a tensor' if len(bad) == 1 else 'are not tensors'}: torch raises `TypeError: "
