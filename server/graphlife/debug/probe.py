@@ -695,19 +695,20 @@ def _blame_freed(entry: _Found, root: int, graphs: _Graphs, reach: list[int], fr
                 f"`{names[0]}` is part of the graph of `{name}`, and an earlier backward through it freed "
                 f"its saved tensors; backward through `{names[0]}` only once (sum the losses), or detach it.")
     scalar = {other.name for other, _ in frame if _safe(lambda o=other: o.tensor.numel() == 1, False)}
-    if siblings:
+    roots = {other.name: info.get("root") for other, info in frame}
+    if not siblings and _safe(lambda: entry.tensor.numel() != 1, False):
+        carried.insert(0, name)  # a non-scalar reaching an old graph is itself carried state
+    if carried:
+        # Live state from an earlier step explains more than the earlier step's loss
+        # (which also freed it). Carried state is rarely a scalar (losses are), and it is
+        # made right where it joins this step's graph, not by a later consumer of it.
+        hops = {n: _hops_to(graphs, roots.get(n), in_root) for n in carried}
+        carried.sort(key=lambda n: (n in scalar, hops[n]))
+    elif siblings:
         siblings.sort(key=lambda n: n not in scalar)  # the loss that was backpropagated first
         return ("shared", siblings[0], siblings,
                 f"`{name}` shares part of its graph with `{siblings[0]}`, whose backward already freed it; "
                 "sum the losses into one backward, or retain_graph=True on the first one.")
-    if _safe(lambda: entry.tensor.numel() != 1, False):
-        carried.insert(0, name)  # a non-scalar reaching an old graph is itself carried state
-    roots = {other.name: info.get("root") for other, info in frame}
-    if carried:
-        hops = {n: _hops_to(graphs, roots.get(n), in_root) for n in carried}
-        # Carried state is rarely a scalar (losses are), and it is made right where it
-        # joins this step's graph (few nodes away), not by a later consumer of it.
-        carried.sort(key=lambda n: (n in scalar, hops[n]))
     elif inside:
         # A running value (an EMA, self.h) used by this step and built on the last step's graph.
         hops = {n: _hops_to(graphs, roots.get(n), freed) for n in inside}
