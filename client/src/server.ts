@@ -68,8 +68,9 @@ export class ServerManager implements vscode.Disposable {
   async pushSettings(): Promise<void> {
     const client = this.client;
     if (!client || !client.isRunning()) return;
+    // VS Code supports the pull model, so the server re-asks per folder; the payload is for servers that do not.
     const settings = this.settingsFor(this.defaultResource());
-    await client.sendNotification(DidChangeConfigurationNotification.type, { settings });
+    await client.sendNotification(DidChangeConfigurationNotification.type, { settings: { graphlife: settings } });
   }
 
   dispose(): void {

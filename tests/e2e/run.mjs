@@ -341,6 +341,18 @@ async function main() {
     await page.screenshot({ path: path.join(shots, "e2e-notebook.png") });
   }, { fatal: false });
 
+  await step("graphlife.ignore in the workspace settings takes GL101 away without a restart", async () => {
+    fs.mkdirSync(path.join(dirs.ws, ".vscode"), { recursive: true });
+    fs.writeFileSync(path.join(dirs.ws, ".vscode", "settings.json"), JSON.stringify({ "graphlife.ignore": ["GL101"] }));
+    await showProblems();
+    await page.waitForFunction(
+      () => !document.querySelector(".markers-panel")?.textContent.includes("GL101"),
+      null,
+      { timeout: 30_000 },
+    );
+    if (graphlifeLog().split("Restarting the server").length > 2) fail("a settings change restarted the server");
+  }, { fatal: false });
+
   await step("an interpreter that does not exist gives one notification with a Select Interpreter button", async () => {
     // Workspace settings: VS Code watches the workspace folder (the trusted workspace may set the interpreter).
     fs.mkdirSync(path.join(dirs.ws, ".vscode"), { recursive: true });
