@@ -262,6 +262,22 @@ def test_gl404_instance_only_created_is_information_instance_called_is_error() -
     assert finding.related and finding.related[0].span.line == 12
 
 
+def test_gl404_no_static_fix_when_init_holds_state() -> None:
+    source = textwrap.dedent("""
+        from torch.autograd import Function
+
+        class Gate(Function):
+            def __init__(self, slope):
+                super().__init__()
+                self.slope = slope
+
+            def forward(self, x):
+                return x * self.slope
+        """)
+    (finding,) = [f for f in check(source) if f.code == "GL404"]
+    assert finding.severity is Severity.INFORMATION and finding.fixes == ()
+
+
 def test_gl404_instance_call_is_looked_up_in_the_binding_scope() -> None:
     source = _fn(
         "ctx, x",
@@ -559,7 +575,7 @@ NO_FIX = {
     "GL401/bad_tuple_assignment_to_ctx.py",  # `ctx.a, ctx.b = a, b`
     "GL401/bad_sigmoid_output_subclass.py",  # read in a closure, backward shared by the base class
     "GL402/bad_extra_non_none_gradient.py",  # which gradient is extra is the author's call
-    "GL404/bad_legacy_constructor_arguments.py",  # `Fn(0.2)(x)`: the constructor argument must move
+    "GL404/bad_legacy_constructor_arguments.py",  # `Fn(0.2)(x)` and state set in `__init__`: it must move
 }
 FIXABLE = [p for p in _bad_fixtures() if p.name.startswith("bad_") and f"{p.parent.name}/{p.name}" not in NO_FIX]
 

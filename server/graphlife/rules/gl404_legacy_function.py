@@ -123,7 +123,8 @@ def _check_methods(ctx: ModuleContext, fn: FunctionClass) -> None:
                 f"Declare it `@staticmethod` with `ctx` first."
             )
             severity = Severity.INFORMATION
-        fix = _static_fix(ctx, method, drop_first=misbound)
+        # State set up in `__init__` lives on the instance, which `apply` never creates: no safe rewrite.
+        fix = None if "__init__" in fn.methods else _static_fix(ctx, method, drop_first=misbound)
         ctx.reporter.report(RULE, def_line_span(ctx, method), message, severity=severity, fixes=(fix,) if fix else ())
 
 
