@@ -100,6 +100,18 @@ def _static_fix(ctx: ModuleContext, method: ast.FunctionDef, drop_first: bool) -
     return FixRecipe("replace_text", "Make it a @staticmethod taking ctx first", {"span": span, "text": text})
 
 
+def _uses_own_methods(fn: FunctionClass, method: ast.FunctionDef) -> bool:
+    """``self.helper(...)`` where ``helper`` is a method of the class: the ctx would not have it."""
+    params = [*method.args.posonlyargs, *method.args.args]
+    if not params:
+        return False
+    first = params[0].arg
+    return any(
+        isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == first and node.attr in fn.methods
+        for node in ast.walk(method)
+    )
+
+
 def _check_methods(ctx: ModuleContext, fn: FunctionClass) -> None:
     for name in ("forward", "backward"):
         method = fn.methods.get(name)
@@ -124,7 +136,7 @@ def _check_methods(ctx: ModuleContext, fn: FunctionClass) -> None:
             )
             severity = Severity.INFORMATION
         # State set up in `__init__` lives on the instance, which `apply` never creates: no safe rewrite.
-        fix = None if "__init__" in fn.methods else _static_fix(ctx, method, drop_first=misbound)
+        fix = None if "__init__" in fn.methods or _uses_own_methods(fn, method) else _static_fix(ctx, method, drop_first=misbound)
         ctx.reporter.report(RULE, def_line_span(ctx, method), message, severity=severity, fixes=(fix,) if fix else ())
 
 
