@@ -247,7 +247,10 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, method: ast.FunctionDef, stmt: a
     alone = line_text[stmt_span.end_column - 1 :].strip() == "" or line_text[stmt_span.end_column - 1 :].strip().startswith("#")
     if saves:
         save = saves[0]
-        parent = next((s for s in walk_body(method) if isinstance(s, ast.Expr) and s.value is save), None)
+        # both at the top level of the method: moving a save across a branch would change what is saved
+        parent = next((s for s in method.body if isinstance(s, ast.Expr) and s.value is save), None)
+        if stmt not in method.body:
+            return None
         if parent is None or save.keywords or any(isinstance(a, ast.Starred) for a in save.args) or not alone:
             return None
         args = [segment(ctx, a) or "" for a in save.args]
