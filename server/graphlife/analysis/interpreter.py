@@ -41,6 +41,7 @@ from graphlife.rules.base import ModuleContext, Reporter, Rule
 
 MAX_INLINE_DEPTH = 6
 MAX_EXACT_UNROLL = 8
+HEAP_GC_THRESHOLD = 64
 
 
 @dataclass
@@ -103,6 +104,8 @@ class Interpreter:
             for name, hook in rule.hooks.items():
                 self.hooks.setdefault(name, []).append(hook)
         self.ctx = EventContext(self)
+        self._text_cache: dict[int, str] = {}
+        self._generator_cache: dict[int, bool] = {}
         self.graph = GraphStore()
         self._next_id = 1
         self.stmt_stack: list[ast.stmt] = []  # innermost statement last (across inlined calls)
@@ -134,15 +137,33 @@ class Interpreter:
         return node_span(node, self.lines)
 
     def text(self, node: ast.AST | None) -> str:
+        """The source text of a node (shortened), from the lines already split: this is on the hot path."""
         if node is None:
             return ""
-        segment = ast.get_source_segment(self.source, node)
+        key = id(node)
+        cached = self._text_cache.get(key)
+        if cached is not None:
+            return cached
+        segment = self._segment(node)
         if segment is None:
             try:
-                return ast.unparse(node)
+                segment = ast.unparse(node)
             except Exception:  # noqa: BLE001
-                return ""
-        return segment if len(segment) <= 80 else segment[:77] + "..."
+                segment = ""
+        segment = segment if len(segment) <= 80 else segment[:77] + "..."
+        self._text_cache[key] = segment
+        return segment
+
+    def _segment(self, node: ast.AST) -> str | None:
+        line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        col, end_col = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+        if None in (line, end_line, col, end_col) or end_line > len(self.lines):
+            return None
+        if line == end_line:
+            return self.lines[line - 1].encode("utf-8")[col:end_col].decode("utf-8", "replace")
+        first = self.lines[line - 1].encode("utf-8")[col:].decode("utf-8", "replace")
+        last = self.lines[end_line - 1].encode("utf-8")[:end_col].decode("utf-8", "replace")
+        return "\n".join([first, *self.lines[line:end_line - 1], last])
 
     def current_stmt(self) -> ast.stmt:
         return self.stmt_stack[-1]
@@ -1048,7 +1069,7 @@ class Interpreter:
             return UNKNOWN
         if isinstance(node, ast.AsyncFunctionDef):
             return UNKNOWN
-        is_generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node))
+        is_generator = self.is_generator(node)
         decorators = [self.text(d) for d in node.decorator_list]
         callee_state = state.copy()
         env = {k: v for k, v in state.env.items() if isinstance(v, (QualName, FunctionRef, ClassRef))}
@@ -1103,6 +1124,8 @@ class Interpreter:
         caller_env, caller_grad, caller_inference = state.env, state.grad_enabled, state.inference_mode
         state.__dict__.update(after.__dict__)
         state.env, state.grad_enabled, state.inference_mode = caller_env, caller_grad, caller_inference
+        if len(state.heap) > HEAP_GC_THRESHOLD:
+            self.collect_garbage(state, [result_value for _, result_value in flow.returns] + list(yielded or ()))
         if yielded is not None:
             # A generator: what the caller iterates over is the join of what it yields.
             ref = self.new_list(state, (), site, literal=False)
@@ -1117,6 +1140,57 @@ class Interpreter:
         if flow.normal.reachable:
             result = NONE if result is None else result.join(NONE)
         return result if result is not None else UNKNOWN
+
+    def collect_garbage(self, state: State, extra_roots: list[Value]) -> None:
+        """Drop heap objects nothing can reach any more (a returned helper's locals).
+
+        Without this, every inlined call leaves its objects in the heap and each
+        state copy or join pays for them: quadratic on large files.
+        """
+        roots: list[Value] = list(state.env.values()) + extra_roots
+        for _, entry in self.loop_entry_envs:
+            roots.extend(entry.env.values())
+        for pre in self.loop_pre_states:
+            roots.extend(pre.env.values())
+        live: set[int] = set()
+        stack = roots
+        while stack:
+            value = stack.pop()
+            if isinstance(value, HeapRef):
+                if value.oid in live or value.oid not in state.heap:
+                    continue
+                live.add(value.oid)
+                obj = state.heap[value.oid]
+                stack.extend(obj.attrs.values())
+                if obj.elem is not None:
+                    stack.append(obj.elem)
+                stack.extend(v for v in obj.extra.values() if isinstance(v, Value))
+            elif isinstance(value, TupleVal):
+                stack.extend(value.items)
+            elif isinstance(value, TensorVal) and value.owner is not None:
+                stack.append(HeapRef(value.owner))
+            elif isinstance(value, FunctionRef) and value.bound_self is not None:
+                stack.append(value.bound_self)
+            elif isinstance(value, BoundMethod):
+                stack.append(value.receiver)
+        if len(live) < len(state.heap):
+            state.heap = {oid: obj for oid, obj in state.heap.items() if oid in live}
+
+    def is_generator(self, node: ast.AST) -> bool:
+        """Does the function yield (its own body, not nested functions)? Cached: calls are frequent."""
+        cached = self._generator_cache.get(id(node))
+        if cached is None:
+            cached = False
+            stack = list(ast.iter_child_nodes(node))
+            while stack:
+                child = stack.pop()
+                if isinstance(child, (ast.Yield, ast.YieldFrom)):
+                    cached = True
+                    break
+                if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                    stack.extend(ast.iter_child_nodes(child))
+            self._generator_cache[id(node)] = cached
+        return cached
 
     # -- carried state --------------------------------------------------------------
     def carried_names(self, node_ids: set[int], state: State) -> list[tuple[str, ast.AST]]:

@@ -83,6 +83,14 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
 
 def _accumulation_divisor(interp, stmt: ast.stmt) -> ast.expr | None:
     """The k of an `if ... % k == ...:` that guards an optimizer step, in the backward's function or loop."""
+    cache = interp.__dict__.setdefault("_gl304_divisors", {})
+    key = (id(stmt), tuple(id(loop) for loop, _ in interp.loop_stack))
+    if key not in cache:
+        cache[key] = _find_divisor(interp, stmt)
+    return cache[key]
+
+
+def _find_divisor(interp, stmt: ast.stmt) -> ast.expr | None:
     scopes: list[ast.AST] = []
     current = stmt
     while id(current) in interp.parents:
