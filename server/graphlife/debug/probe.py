@@ -94,6 +94,7 @@ may be added, none removed)::
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
@@ -115,8 +116,10 @@ MAX_TENSORS = 500
 #: Graph nodes read in all, and per tensor's graph.
 MAX_NODES = 100000
 MAX_NODES_PER_GRAPH = 20000
-#: Saved-tensor records listed per tensor (the counts cover all of them).
-MAX_SAVED_LISTED = 32
+#: Saved-tensor records listed per tensor: problems (modified/freed/hooked) first, then
+#: a few intact ones; the counts and bytes cover all of them.
+MAX_SAVED_LISTED = 16
+MAX_OK_LISTED = 4
 #: Wall-time budget in seconds.
 TIME_BUDGET = 2.0
 #: Gradients larger than this get no norm (computing it would cost real time).
@@ -316,7 +319,7 @@ def _walk(namespace: dict, torch, budget: _Budget):
 class _Node:
     """What one autograd node holds, read once per probe run."""
 
-    __slots__ = ("fn", "name", "seq", "children", "saved", "problem")
+    __slots__ = ("fn", "name", "seq", "children", "saved", "problem", "hooked", "storages")
 
     def __init__(self, fn):
         self.fn = fn
@@ -325,6 +328,8 @@ class _Node:
         self.children: list[int] = []
         self.saved: list[dict] = []
         self.problem: dict | None = None  # the first modified/freed record
+        self.hooked = False
+        self.storages: list = []  # (storage key, bytes, is a leaf that requires grad) of live saved tensors
 
 
 _ATTRS_BY_TYPE: dict[type, tuple] = {}
@@ -422,6 +427,7 @@ class _Graphs:
         self.nodes: list[_Node] = []
         self.index: dict[int, int] = {}
         self._keep: list = []  # holds node objects so ids stay unique during the run
+        self._reach: dict[int, tuple[list[int], bool]] = {}
 
     def node_id(self, fn) -> int | None:
         """Read ``fn`` and everything below it; return its index (None when out of budget)."""
@@ -466,6 +472,11 @@ class _Graphs:
                 node.saved.append(rec)
                 if node.problem is None and rec["state"] in ("modified", "freed"):
                     node.problem = rec
+                if rec["state"] == "hooked":
+                    node.hooked = True
+                key = rec.get("_key")
+                if key is not None and rec["state"] in ("ok", "modified"):
+                    node.storages.append((key[0], key[1], bool(rec.get("_leaf_rg"))))
         index = len(self.nodes)
         self.nodes.append(node)
         self.index[id(fn)] = index
@@ -473,7 +484,13 @@ class _Graphs:
         return index
 
     def reach(self, root: int) -> tuple[list[int], bool]:
-        """Indices reachable from ``root`` (bounded), and whether the bound cut it."""
+        """Indices reachable from ``root`` (bounded), and whether the bound cut it (cached)."""
+        known = self._reach.get(root)
+        if known is None:
+            known = self._reach[root] = self._walk_from(root)
+        return known
+
+    def _walk_from(self, root: int) -> tuple[list[int], bool]:
         seen = {root}
         order = [root]
         stack = [root]
@@ -494,19 +511,31 @@ def _is_accumulate(node: _Node) -> bool:
 
 def _graph_summary(graphs: _Graphs, reach: list[int], truncated: bool, leaf_keys: set, owners: dict) -> dict:
     states = {"ok": 0, "modified": 0, "freed": 0, "hooked": 0}
-    saved = []
+    problems = []
+    intact = []
     storages: dict = {}
+    nodes = graphs.nodes
     for i in reach:
-        for rec in graphs.nodes[i].saved:
-            states[rec["state"]] = states.get(rec["state"], 0) + 1
-            saved.append(rec)
-            key = rec.get("_key")
-            if key is not None and rec["state"] in ("ok", "modified"):
-                storages[key[0]] = (key[1], rec.get("_leaf_rg") or key[0] in leaf_keys)
-    order = {"modified": 0, "freed": 1, "hooked": 2, "ok": 3}
-    saved.sort(key=lambda r: (order.get(r["state"], 9), -(r.get("seq") or 0)))
+        node = nodes[i]
+        if not node.saved:
+            continue
+        for rec in node.saved:
+            state = rec["state"]
+            states[state] += 1
+            if state == "ok":
+                if len(intact) < MAX_OK_LISTED:
+                    intact.append(rec)
+            else:
+                problems.append(rec)
+        for key, nbytes, leaf in node.storages:
+            storages[key] = (nbytes, leaf or key in leaf_keys)
+    order = {"modified": 0, "freed": 1, "hooked": 2}
+    if len(problems) > MAX_SAVED_LISTED:
+        problems = heapq.nsmallest(MAX_SAVED_LISTED, problems, key=lambda r: (order[r["state"]], -(r.get("seq") or 0)))
+    else:
+        problems.sort(key=lambda r: (order[r["state"]], -(r.get("seq") or 0)))
     listed = []
-    for rec in saved[:MAX_SAVED_LISTED]:
+    for rec in problems + intact:
         out = {k: v for k, v in rec.items() if not k.startswith("_")}
         key = rec.get("_key")
         if key is not None and key[0] in owners:
@@ -515,7 +544,7 @@ def _graph_summary(graphs: _Graphs, reach: list[int], truncated: bool, leaf_keys
     return {
         "nodes": len(reach),
         "nodes_truncated": truncated,
-        "saved_count": len(saved),
+        "saved_count": sum(states.values()),
         "states": states,
         "saved": listed,
         "saved_bytes": sum(n for n, _ in storages.values()),
@@ -552,8 +581,9 @@ def _predict(entry: _Found, t, root: int | None, graphs: _Graphs, reach: list[in
 
 def _predict_graph(entry: _Found, root: int, graphs: _Graphs, reach: list[int], frame: list) -> dict:
     """The outcome of a backward through the graph of ``entry`` (a gradient given if needed)."""
-    problems = [graphs.nodes[i] for i in reach if graphs.nodes[i].problem is not None]
-    hooked = any(rec["state"] == "hooked" for i in reach for rec in graphs.nodes[i].saved)
+    nodes = graphs.nodes
+    problems = [nodes[i] for i in reach if nodes[i].problem is not None]
+    hooked = any(nodes[i].hooked for i in reach)
     if not problems:
         if hooked:
             return _prediction(True, None, None, "hooked", None, None, [],
@@ -775,14 +805,18 @@ def _components(graphs: _Graphs, roots: list[int]) -> int:
             a = parent[a]
         return a
 
+    nodes = graphs.nodes
     for k, r in enumerate(roots):
-        reach, _ = graphs.reach(r)
-        for i in reach:
-            if _is_accumulate(graphs.nodes[i]):
-                continue
-            other = owner.setdefault(i, k)
-            if other != k:
-                parent[find(k)] = find(other)
+        touched = set()
+        for i in graphs.reach(r)[0]:
+            other = owner.get(i)
+            if other is None:
+                if nodes[i].name != "AccumulateGrad":  # parameters do not join graphs
+                    owner[i] = k
+            elif other != k:
+                touched.add(other)
+        for other in touched:
+            parent[find(k)] = find(other)
     return len({find(k) for k in range(len(roots))})
 
 
@@ -808,10 +842,8 @@ def _containers(found_info: list, containers: list, graphs: _Graphs, leaf_keys: 
             union.update(graphs.reach(r)[0])
         storages: dict = {}
         for i in union:
-            for rec in graphs.nodes[i].saved:
-                key = rec.get("_key")
-                if key is not None and rec["state"] in ("ok", "modified"):
-                    storages[key[0]] = (key[1], rec.get("_leaf_rg") or key[0] in leaf_keys)
+            for key, nbytes, leaf in graphs.nodes[i].storages:
+                storages[key] = (nbytes, leaf or key in leaf_keys)
         n_graphs = _components(graphs, roots)
         saved_bytes = sum(n for n, _ in storages.values())
         act = sum(n for n, leaf in storages.values() if not leaf)
