@@ -146,31 +146,50 @@ class State:
         return result
 
     def _join(self, other: "State") -> "State":
+        """Join two paths. States that share an ancestor hold the very same objects for most
+        entries, so each map is first compared whole (a C-speed identity check) and only the
+        entries that differ are joined one by one."""
         out = State()
-        for name in set(self.env) | set(other.env):
-            a, b = self.env.get(name), other.env.get(name)
-            out.env[name] = a if a is b else join_values(a, b)
-        for oid in set(self.heap) | set(other.heap):
-            a, b = self.heap.get(oid), other.heap.get(oid)
-            out.heap[oid] = a if b is None or a is b else b if a is None else a.join(b)
-        for storage in set(self.versions) | set(other.versions):
-            out.versions[storage] = self.version_of(storage) | other.version_of(storage)
-        for storage in set(self.bumps) | set(other.bumps):
-            merged = self.bumps.get(storage, ()) + tuple(
-                b for b in other.bumps.get(storage, ()) if b not in self.bumps.get(storage, ())
-            )
-            out.bumps[storage] = merged
-        for storage in set(self.grads) | set(other.grads):
-            a, b = self.grads.get(storage), other.grads.get(storage)
-            out.grads[storage] = a if a == b else ("unknown", None)
-        for storage in set(self.data_bumps) | set(other.data_bumps):
-            merged_bumps = self.data_bumps.get(storage, ()) + tuple(
-                b for b in other.data_bumps.get(storage, ()) if b not in self.data_bumps.get(storage, ())
-            )
-            out.data_bumps[storage] = merged_bumps
-        out.freed = {n: s for n, s in self.freed.items() if n in other.freed}
-        out.may_freed = {**other.may_freed, **self.may_freed}
+        out.env = _merge(self.env, other.env, join_values)
+        out.heap = _merge(self.heap, other.heap, _join_objects)
+        out.versions = _merge(self.versions, other.versions,
+                              lambda a, b: (a or frozenset({0})) | (b or frozenset({0})))
+        out.bumps = _merge(self.bumps, other.bumps, _merge_sequences)
+        out.grads = _merge(self.grads, other.grads, lambda a, b: a if a == b else ("unknown", None))
+        out.data_bumps = _merge(self.data_bumps, other.data_bumps, _merge_sequences)
+        if self.freed == other.freed:
+            out.freed = dict(self.freed)
+        else:
+            out.freed = {n: s for n, s in self.freed.items() if n in other.freed}
+        out.may_freed = dict(self.may_freed) if self.may_freed == other.may_freed else {**other.may_freed, **self.may_freed}
         out.grad_enabled = join_tri(self.grad_enabled, other.grad_enabled)
         out.inference_mode = join_tri(self.inference_mode, other.inference_mode)
         out.reachable = True
         return out
+
+
+def _merge(a: dict, b: dict, join) -> dict:
+    """``a`` and ``b`` joined key by key, touching only the keys whose values differ."""
+    if a == b:
+        return dict(a)
+    out = dict(a)
+    for key, value_b in b.items():
+        value_a = a.get(key)
+        if value_a is not value_b:
+            out[key] = join(value_a, value_b)
+    for key in a.keys() - b.keys():
+        out[key] = join(a[key], None)
+    return out
+
+
+def _join_objects(a: HeapObject | None, b: HeapObject | None) -> HeapObject:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a.join(b)
+
+
+def _merge_sequences(a: tuple | None, b: tuple | None) -> tuple:
+    a, b = a or (), b or ()
+    return a + tuple(item for item in b if item not in a)
