@@ -7,6 +7,10 @@ names are resolved through the file's imports and simple aliases
 one of its bases resolves to ``torch.autograd.Function`` or is itself such a
 class of the same file.
 
+One pass over the tree (:class:`Index`) and the shared :class:`ModuleAnalysis`
+(aliases, Function classes, ``apply`` calls) are computed once per file and
+reused by all six rules.
+
 Also here: the region edit used by fixes that touch forward *and* backward (a
 :class:`~graphlife.findings.FixRecipe` of kind ``replace_text`` carries one
 span, so several small edits are merged into one replacement of the smallest
