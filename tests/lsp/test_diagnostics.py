@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from lsp_helpers import (
     initialize,
+    wait_for_log,
     open_document,
     replace_all,
     utf16_len,
@@ -142,6 +143,7 @@ async def test_a_slow_analysis_overtaken_by_an_edit_is_dropped(slow_client: Lang
     await asyncio.sleep(0.5)
     versions = [p.version for _, p in slow_client.published if p.uri == uri]
     assert versions == [2], "the result for version 1 must never be published"
+    await wait_for_log(slow_client, "stopped a stale analysis")  # and it did not keep running
 
 
 async def test_lint_on_change_off_waits_for_save(client: LanguageClient, workdir):

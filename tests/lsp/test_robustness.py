@@ -102,6 +102,7 @@ async def test_a_document_closed_mid_analysis_gets_no_late_diagnostics(slow_clie
     for_uri = [p for _, p in slow_client.published if p.uri == uri]
     assert for_uri, "closing publishes an empty list to clear the document"
     assert all(list(p.diagnostics) == [] for p in for_uri), "nothing may be published for a closed document"
+    await wait_for_log(slow_client, "the document was closed")
     # and the server still works (requests for the closed document get empty answers)
     hover = await slow_client.text_document_hover_async(
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=5, character=3))

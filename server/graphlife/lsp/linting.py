@@ -2,9 +2,12 @@
 
 Why it is shaped this way:
 
-- The checker runs on one worker thread, never on the event loop, so that
+- The checker runs on worker threads, never on the event loop, so that
   ``didChange``, hover and cancellation keep flowing while a big file is being
-  analyzed (one thread: two analyses at once would only fight over the GIL).
+  analyzed. One analysis at a time per document (a newer request waits for the
+  running one, then runs only if it is still the newest), but different
+  documents do not wait for each other: a 50,000-line file being analyzed must
+  not hold back the diagnostics of the small file the user is typing in.
 - A request bumps the key's *generation*; a result is published only if no
   newer request came and the documents still have the versions it analyzed.
   An analysis of version 3 that finishes after version 4 arrived is dropped,
@@ -29,6 +32,7 @@ from lsprotocol import types
 
 from graphlife.config import Config
 from graphlife.findings import Finding
+from graphlife.lsp.cancel import Cancelled, Job, Runner
 from graphlife.lsp.debounce import Debouncer
 from graphlife.lsp.diagnostics import diagnostics_by_uri
 from graphlife.lsp.documents import Snapshot, current_stamp, take_snapshot
@@ -37,6 +41,10 @@ from graphlife.lsp.log import log, log_exception
 #: Test and debugging knob: an artificial delay (ms) inside each analysis, to make
 #: "a slow analysis is overtaken by a newer version" reproducible.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+#: Analyses of different documents that may run at once.
+WORKERS = 3
+#: Seconds past the checker's own time box after which a running analysis is stopped.
+HARD_LIMIT_GRACE = 5.0
 _TEST_DELAY = float(os.environ.get("GRAPHLIFE_LSP_TEST_DELAY_MS", "0") or 0) / 1000.0
 
 
@@ -60,7 +68,10 @@ class Linter:
         self.server = server
         self.settings = settings
         self.debouncer = Debouncer()
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphlife-check")
+        self.executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="graphlife-check")
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.runner = Runner(self.executor)
+        self._running: dict[str, Job] = {}  # key -> the analysis running for it
         self._generation: dict[str, int] = {}
         self._results: dict[str, Analysis] = {}
         self._published: dict[str, set[str]] = {}  # key -> URIs that got diagnostics
@@ -73,6 +84,7 @@ class Linter:
         """Analyze ``key`` after the debounce (or ``delay`` seconds), superseding earlier requests."""
         generation = self._generation.get(key, 0) + 1
         self._generation[key] = generation
+        self._cancel_running(key, "a newer version arrived")
         wait = self.settings.debounce if delay is None else delay
         self.debouncer.schedule(key, wait, lambda: self._lint(key, generation))
 
@@ -80,20 +92,33 @@ class Linter:
         """The document or notebook closed: drop pending work and clear its diagnostics."""
         self._generation[key] = self._generation.get(key, 0) + 1
         self.debouncer.cancel(key)
+        self._cancel_running(key, "the document was closed")
         self._results.pop(key, None)
         self._last_cache.pop(key, None)
         self._last_report.pop(key, None)
+        self._locks.pop(key, None)
         for uri in set(uris) | self._published.pop(key, set()):
             self._send(uri, None, [])
+
+    def _cancel_running(self, key: str, reason: str) -> None:
+        job = self._running.get(key)
+        if job is not None:
+            self.runner.cancel(job, reason)
 
     def result(self, key: str) -> Analysis | None:
         return self._results.get(key)
 
     # -- running the checker ----------------------------------------------------------------
 
+    def _lock(self, key: str) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
+
     async def _lint(self, key: str, generation: int) -> None:
         try:
-            analysis = await self.analyze(key)
+            async with self._lock(key):
+                if generation != self._generation.get(key):
+                    return  # a newer request came while an older analysis was running
+                analysis = await self.analyze(key)
             if analysis is None:
                 return
             if generation != self._generation.get(key):
@@ -114,8 +139,23 @@ class Linter:
         if snapshot is None:
             return None
         config = self.settings.config_for(snapshot.path)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, self._check, snapshot, config)
+        job, future = self.runner.submit(key, self._check, snapshot, config)
+        self._running[key] = job
+        limit = self.settings.time_budget + HARD_LIMIT_GRACE
+        timer = asyncio.get_running_loop().call_later(limit, self.runner.cancel, job, f"it ran over {limit:.0f} s")
+        try:
+            return await future
+        except Cancelled:
+            if job.reason.startswith("it ran over"):
+                log(self.server, f"stopped the analysis of {snapshot.path or key}: {job.reason} (the checker's time "
+                    "box did not stop it); its previous diagnostics stay", types.MessageType.Warning)
+            else:
+                log(self.server, f"stopped a stale analysis of {key}: {job.reason}", types.MessageType.Log)
+            return None
+        finally:
+            timer.cancel()
+            if self._running.get(key) is job:
+                del self._running[key]
 
     async def fresh(self, key: str) -> Analysis | None:
         """The analysis of what the editor shows now: the published one, or a new one."""
@@ -125,13 +165,17 @@ class Linter:
         known = self._results.get(key)
         if known is not None and known.snapshot.stamp == stamp:
             return known
-        analysis = await self.analyze(key)
+        async with self._lock(key):
+            known = self._results.get(key)  # the analysis we waited for may be the one we need
+            if known is not None and known.snapshot.stamp == current_stamp(self.server.workspace, key):
+                return known
+            analysis = await self.analyze(key)
         if analysis is not None and current_stamp(self.server.workspace, key) == analysis.snapshot.stamp:
             self._results[key] = analysis
         return analysis
 
     def run_in_worker(self, function, *args):
-        """Run ``function(*args)`` on the checker's thread (libcst fixes are slow too)."""
+        """Run ``function(*args)`` on a worker thread (libcst fixes and stories are slow too)."""
         return asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
 
     def _check(self, snapshot: Snapshot, config: Config) -> Analysis:
@@ -139,7 +183,9 @@ class Linter:
 
         started = time.perf_counter()
         if _TEST_DELAY:
-            time.sleep(_TEST_DELAY)
+            end = time.monotonic() + _TEST_DELAY
+            while time.monotonic() < end:  # short sleeps: a cancellation lands between them
+                time.sleep(0.01)
         config_key = repr(config)
         cached = self._last_cache.get(snapshot.key)
         extra_notes: list[str] = []
