@@ -105,6 +105,8 @@ class Interpreter:
                 self.hooks.setdefault(name, []).append(hook)
         self.ctx = EventContext(self)
         self._text_cache: dict[int, str] = {}
+        self.globals: dict[str, Value] = {}
+        # Names a module-level definition shares with another binding stay in the states.
         self._generator_cache: dict[int, bool] = {}
         self.graph = GraphStore()
         self._next_id = 1
@@ -123,9 +125,15 @@ class Interpreter:
         self.loop_entry_envs: list[tuple[ast.AST, State]] = []
         self.loop_pre_states: list[State] = []  # the state before each running loop started
         self.parents: dict[int, ast.AST] = {}
+        self._binding_counts: dict[str, int] = {}
         for parent in ast.walk(tree):
             for child in ast.iter_child_nodes(parent):
                 self.parents[id(child)] = parent
+            if isinstance(parent, ast.Name) and isinstance(parent.ctx, ast.Store):
+                self._binding_counts[parent.id] = self._binding_counts.get(parent.id, 0) + 1
+            elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self._binding_counts[parent.name] = self._binding_counts.get(parent.name, 0) + 1
+        self.rebound = {name: count > 1 for name, count in self._binding_counts.items()}
         self.emitting = True
 
     # -- small helpers --------------------------------------------------------------
@@ -380,9 +388,9 @@ class Interpreter:
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             self.exec_import(stmt, state)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            state.env[stmt.name] = FunctionRef(node=stmt, key=id(stmt))
+            self.bind_definition(stmt, stmt.name, FunctionRef(node=stmt, key=id(stmt)), state)
         elif isinstance(stmt, ast.ClassDef):
-            state.env[stmt.name] = self.class_ref(stmt, state)
+            self.bind_definition(stmt, stmt.name, self.class_ref(stmt, state), state)
         elif isinstance(stmt, ast.If):
             return self.exec_if(stmt, state)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -422,20 +430,29 @@ class Interpreter:
             return self.exec_match(stmt, state)
         return Flow(normal=state)
 
+    def bind_definition(self, stmt: ast.stmt, name: str, value: Value, state: State) -> None:
+        """Top-level imports, functions and classes live in one shared table, not in every state:
+        copying and joining states then costs nothing for them (large files have hundreds)."""
+        if self.parents.get(id(stmt)) is self.tree and not self.rebound.get(name):
+            self.globals[name] = value
+            state.env.pop(name, None)
+        else:
+            state.env[name] = value
+
     def exec_import(self, stmt: ast.Import | ast.ImportFrom, state: State) -> None:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.asname:
-                    state.env[alias.asname] = QualName(alias.name)
+                    self.bind_definition(stmt, alias.asname, QualName(alias.name), state)
                 else:
                     top = alias.name.split(".")[0]
-                    state.env[top] = QualName(top)
+                    self.bind_definition(stmt, top, QualName(top), state)
         else:
             module = stmt.module or ""
             for alias in stmt.names:
                 if alias.name == "*":
                     continue
-                state.env[alias.asname or alias.name] = QualName(f"{module}.{alias.name}" if module else alias.name)
+                self.bind_definition(stmt, alias.asname or alias.name, QualName(f"{module}.{alias.name}" if module else alias.name), state)
 
     def class_ref(self, node: ast.ClassDef, state: State) -> ClassRef:
         is_module = False
@@ -788,6 +805,8 @@ class Interpreter:
         if isinstance(expr, ast.Name):
             if expr.id in state.env:
                 return state.env[expr.id]
+            if expr.id in self.globals:
+                return self.globals[expr.id]
             return torch_api.builtin_name(expr.id)
         if isinstance(expr, ast.Constant):
             return NONE if expr.value is None else Number(expr.value)
@@ -1072,9 +1091,8 @@ class Interpreter:
         is_generator = self.is_generator(node)
         decorators = [self.text(d) for d in node.decorator_list]
         callee_state = state.copy()
-        env = {k: v for k, v in state.env.items() if isinstance(v, (QualName, FunctionRef, ClassRef))}
-        # Module-level names visible to the callee (globals) stay visible.
-        env.update({k: v for k, v in state.env.items()})
+        # The caller's names stay visible to the callee (an approximation of globals and closures).
+        env = dict(state.env)
         params = node.args.posonlyargs + node.args.args
         positional = list(args)
         if func.bound_self is not None and "staticmethod" not in decorators:

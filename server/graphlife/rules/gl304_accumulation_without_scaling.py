@@ -101,12 +101,23 @@ def _find_divisor(interp, stmt: ast.stmt) -> ast.expr | None:
                 break
     for loop, _ in reversed(interp.loop_stack):
         scopes.append(loop)
-    for scope in scopes:
-        for node in ast.walk(scope):
+    guards = interp.__dict__.get("_gl304_guards")
+    if guards is None:
+        # Every `if ... % k == ...:` that guards a step, found once per file.
+        guards = []
+        for node in ast.walk(interp.tree):
             if isinstance(node, ast.If) and _steps(node.body):
                 divisor = _modulus(node.test)
                 if divisor is not None:
-                    return divisor
+                    guards.append((node, divisor))
+        interp._gl304_guards = guards
+    scope_ids = {id(scope) for scope in scopes}
+    for node, divisor in guards:
+        current = node
+        while id(current) in interp.parents:
+            current = interp.parents[id(current)]
+            if id(current) in scope_ids:
+                return divisor
     return None
 
 

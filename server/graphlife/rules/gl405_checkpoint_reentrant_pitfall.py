@@ -6,7 +6,8 @@ Flags calls of `torch.utils.checkpoint.checkpoint` and `checkpoint_sequential`
 that use the reentrant variant (explicitly or by default) when no input of the
 checkpointed block can require grad: every input is a fresh tensor made without
 `requires_grad=True`, a `.detach()`ed tensor, a non-tensor, or a local name bound
-only to those (warning).
+only to those; in a module's `forward(self, x)`, `x` counts when every call of
+the module's instances in the file passes such a tensor (warning).
 
 ## Why is this bad?
 torch 2.13 still defaults to the reentrant variant, warns on every call without
@@ -42,6 +43,7 @@ The statement with the `checkpoint(...)` call carries `# expect: GL405`.
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
 from graphlife.findings import FixRecipe, Severity, Span
 from graphlife.rules.autograd_function import (
@@ -50,6 +52,7 @@ from graphlife.rules.autograd_function import (
     CHECKPOINT_FUNCTIONS,
     CHECKPOINT_SEQUENTIAL,
     Aliases,
+    ModuleAnalysis,
     is_non_tensor_literal,
     report_span,
     scope_nodes,
@@ -78,10 +81,18 @@ _KEEPS_NO_GRAD = frozenset(
 class _NoGrad:
     """Which expressions of one scope certainly do not require grad."""
 
-    def __init__(self, body: list[ast.stmt], aliases: Aliases, params: set[str]) -> None:
+    def __init__(
+        self,
+        body: list[ast.stmt],
+        aliases: Aliases,
+        params: set[str],
+        param_without_grad: Callable[[str], bool] | None = None,
+    ) -> None:
         self.aliases = aliases
         self.bindings: dict[str, list[ast.expr]] = {}
-        self.unknown: set[str] = set(params)
+        self.params = set(params)
+        self.param_without_grad = param_without_grad
+        self.unknown: set[str] = set()
         simple: set[int] = set()
         for node in scope_nodes(body):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -90,13 +101,26 @@ class _NoGrad:
         for node in scope_nodes(body):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in simple:
                 self.unknown.add(node.id)  # bound by a loop, unpacking, augmented assignment...
+            elif isinstance(node, ast.Attribute) and node.attr in ("requires_grad_", "requires_grad"):
+                base = node.value
+                while isinstance(base, (ast.Attribute, ast.Subscript)):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    self.unknown.add(base.id)  # `x.requires_grad_()` / `x.requires_grad = True` somewhere
         self._active: set[str] = set()
 
     def certain(self, node: ast.expr) -> bool:
         if is_non_tensor_literal(node) or (isinstance(node, ast.Constant) and node.value is None):
             return True
         if isinstance(node, ast.Name):
-            if node.id in self.unknown or node.id not in self.bindings or node.id in self._active:
+            if node.id in self.unknown or node.id in self._active:
+                return False
+            if node.id in self.params:
+                if self.param_without_grad is None or not self.param_without_grad(node.id):
+                    return False
+                if node.id not in self.bindings:
+                    return True
+            elif node.id not in self.bindings:
                 return False
             self._active.add(node.id)
             try:
@@ -144,6 +168,70 @@ def _insert_keyword(ctx: ModuleContext, call: ast.Call) -> FixRecipe | None:
     return FixRecipe("replace_text", "Pass `use_reentrant=False`", {"span": at, "text": ", use_reentrant=False"})
 
 
+def _params(scope: ast.AST) -> set[str]:
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
+    return set()
+
+
+def _no_grad_of(scope: ast.AST, shared: ModuleAnalysis, *, callers: bool) -> _NoGrad:
+    """The scope's facts; for a method (``forward(self, x)``), ``x`` is decided by the calls of the
+    class's instances in this file (one level: the callers' own parameters stay unknown)."""
+    oracle = _method_param_oracle(scope, shared) if callers else None
+    return _NoGrad(scope.body, shared.aliases, _params(scope), oracle)  # type: ignore[attr-defined]
+
+
+def _method_param_oracle(scope: ast.AST, shared: ModuleAnalysis) -> Callable[[str], bool] | None:
+    klass = shared.parents.get(id(scope))
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(klass, ast.ClassDef):
+        return None
+    if scope.name != "forward" or any(d for d in scope.decorator_list):
+        return None  # only `instance(x)` reaches forward, through nn.Module.__call__
+    positional = [a.arg for a in [*scope.args.posonlyargs, *scope.args.args]][1:]
+    calls = _instance_calls(klass, shared)
+    if not calls:
+        return None
+    caller_facts: dict[int, _NoGrad] = {}
+
+    def without_grad(name: str) -> bool:
+        if name not in positional:
+            return False
+        index = positional.index(name)
+        for call in calls:
+            if any(isinstance(a, ast.Starred) for a in call.args[: index + 1]) or index >= len(call.args):
+                return False
+            caller = _scope_of(call, shared.parents) or shared.tree
+            facts = caller_facts.get(id(caller))
+            if facts is None:
+                facts = caller_facts[id(caller)] = _no_grad_of(caller, shared, callers=False)
+            if not facts.certain(call.args[index]):
+                return False
+        return True
+
+    return without_grad
+
+
+def _instance_calls(klass: ast.ClassDef, shared: ModuleAnalysis) -> list[ast.Call]:
+    """Calls ``m(...)`` of every ``m = Klass(...)`` of the file, looked up in the binding's scope."""
+    calls: list[ast.Call] = []
+    for assign in shared.index.of(ast.Assign):
+        value = assign.value
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == klass.name):
+            continue
+        for target in assign.targets:
+            if not isinstance(target, ast.Name):
+                return []  # held as an attribute or in a container: other code may call it
+            scope = _scope_of(assign, shared.parents) or shared.tree
+            for node in ast.walk(scope):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == target.id:
+                    calls.append(node)
+                elif isinstance(node, ast.Name) and node.id == target.id and isinstance(node.ctx, ast.Load):
+                    parent = shared.parents.get(id(node))
+                    if not (isinstance(parent, ast.Call) and parent.func is node) and not isinstance(parent, ast.Attribute):
+                        return []  # passed on somewhere: other callers are possible
+    return calls
+
+
 def _scope_of(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST | None:
     """The function whose body holds ``node`` (``None``: the module)."""
     current = parents.get(id(node))
@@ -170,10 +258,7 @@ def check_module(ctx: ModuleContext) -> None:
         scope = _scope_of(node, shared.parents) or tree
         no_grad = scopes.get(id(scope))
         if no_grad is None:
-            params: set[str] = set()
-            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                params = {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
-            no_grad = scopes[id(scope)] = _NoGrad(scope.body, aliases, params)  # type: ignore[attr-defined]
+            no_grad = scopes[id(scope)] = _no_grad_of(scope, shared, callers=True)
         keyword = next((k for k in node.keywords if k.arg == "use_reentrant"), None)
         has_kwargs = any(k.arg is None for k in node.keywords)
         if keyword is None and has_kwargs:
