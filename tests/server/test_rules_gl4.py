@@ -365,6 +365,24 @@ def test_gl405_reentrant_on_fresh_or_detached_inputs_is_a_warning() -> None:
     assert findings(grad, "GL405") == []
 
 
+def test_gl405_module_forward_input_decided_by_the_instance_calls() -> None:
+    template = (
+        CKPT
+        + "class Net(torch.nn.Module):\n"
+        + "    def forward(self, x):\n"
+        + "        return checkpoint(self.block, x, use_reentrant=True)\n\n"
+        + "def main():\n"
+        + "    net = Net()\n"
+        + "    batch = {batch}\n"
+        + "    return net(batch)\n"
+    )
+    assert lines(template.format(batch="torch.randn(2, 3)"), "GL405") == [(5, "warning")]
+    assert findings(template.format(batch="torch.randn(2, 3, requires_grad=True)"), "GL405") == []
+    assert findings(template.format(batch="torch.randn(2, 3).requires_grad_()"), "GL405") == []
+    passed_on = template.format(batch="torch.randn(2, 3)").replace("return net(batch)", "return run(net, batch)")
+    assert findings(passed_on, "GL405") == []
+
+
 def test_gl405_missing_keyword_is_information_with_keyword_fixes() -> None:
     source = CKPT + "def f(block, x):\n    return checkpoint(block, x,)\n"
     (finding,) = findings(source, "GL405")
