@@ -11,7 +11,7 @@ import { StatusBar } from "./statusBar";
 
 let manager: ServerManager | undefined;
 
-export async function activate(context: vscode.ExtensionContext): Promise<void> {
+export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel("graphlife", { log: true });
   const status = new StatusBar();
   manager = new ServerManager(context, log, status);
@@ -31,18 +31,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidGrantWorkspaceTrust(() => server.restart("the workspace is now trusted")),
   );
 
-  // Follow the Python extension: a new active environment means a new server,
-  // unless graphlife.interpreter pins one.
-  const api = await pythonApi(log);
-  if (api) {
-    context.subscriptions.push(
-      api.environments.onDidChangeActiveEnvironmentPath(() => {
-        const pinned = vscode.workspace.getConfiguration("graphlife").get<unknown[]>("interpreter", []);
-        if (!Array.isArray(pinned) || pinned.length === 0) void server.restart("the Python extension's active environment changed");
-      }),
-    );
-  }
-
   // The inspector is another module's job; its failure must not take the diagnostics down.
   try {
     registerAutogradInspector(context, log);
@@ -50,8 +38,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     log.error(`The Autograd debug view could not start: ${String(error)}`);
   }
 
-  // Not awaited: activation must not wait for a Python process to come up.
+  // Not awaited: activation must not wait for a Python process (or the Python extension) to come up.
   void server.start();
+  void followPythonExtension(context, server, log);
+}
+
+/** A new active environment in the Python extension means a new server, unless graphlife.interpreter pins one. */
+async function followPythonExtension(context: vscode.ExtensionContext, server: ServerManager, log: vscode.LogOutputChannel): Promise<void> {
+  const api = await pythonApi(log);
+  if (!api) return;
+  context.subscriptions.push(
+    api.environments.onDidChangeActiveEnvironmentPath(() => {
+      const pinned = vscode.workspace.getConfiguration("graphlife").get<unknown[]>("interpreter", []);
+      if (!Array.isArray(pinned) || pinned.length === 0) void server.restart("the Python extension's active environment changed");
+    }),
+  );
 }
 
 export async function deactivate(): Promise<void> {

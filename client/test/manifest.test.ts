@@ -1,0 +1,56 @@
+// The manifest is the contract with VS Code, the language server (settings of
+// issue 5) and the debug inspector (its view and command ids): check what users
+// and the other parts rely on.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+
+import { SERVER_KEYS } from "../src/settings";
+
+const root = path.resolve(__dirname, "../../..");
+const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
+const properties: Record<string, { description?: string; markdownDescription?: string; scope?: string; default?: unknown }> =
+  manifest.contributes.configuration.properties;
+
+test("every server setting and the client settings are declared with a description", () => {
+  const expected = [...SERVER_KEYS.map((k) => `graphlife.${k}`), "graphlife.interpreter", "graphlife.trace.server"];
+  assert.deepEqual(Object.keys(properties).sort(), expected.sort());
+  for (const [key, spec] of Object.entries(properties)) {
+    assert.ok((spec.description ?? spec.markdownDescription ?? "").length > 20, `${key} needs a description`);
+    assert.notEqual(spec.default, undefined, `${key} needs a default`);
+  }
+});
+
+test("the interpreter is machine-overridable and restricted in untrusted workspaces", () => {
+  assert.equal(properties["graphlife.interpreter"].scope, "machine-overridable");
+  assert.deepEqual(manifest.capabilities.untrustedWorkspaces, {
+    supported: "limited",
+    description: manifest.capabilities.untrustedWorkspaces.description,
+    restrictedConfigurations: ["graphlife.interpreter"],
+  });
+});
+
+test("activation on Python files and notebooks only; never a dependency on the Python extension", () => {
+  assert.deepEqual(manifest.activationEvents, ["onLanguage:python", "onNotebook:jupyter-notebook"]);
+  assert.equal(manifest.extensionDependencies, undefined);
+  assert.ok(!manifest.activationEvents.some((e: string) => e.startsWith("onDebug")), "the debug view must cost nothing without a debug session");
+});
+
+test("commands: restart, logs, and the debug inspector's ids", () => {
+  const commands = new Map<string, string>(manifest.contributes.commands.map((c: { command: string; title: string; category?: string }) => [c.command, c.category ? `${c.category}: ${c.title}` : c.title]));
+  assert.equal(commands.get("graphlife.restart"), "graphlife: Restart Server");
+  assert.equal(commands.get("graphlife.showLogs"), "graphlife: Show Logs");
+  assert.equal(commands.get("graphlife.autograd.refresh"), "graphlife: Refresh Autograd View");
+  assert.equal(commands.get("graphlife.autograd.drawGraph"), "graphlife: Draw Autograd Graph");
+  assert.ok(commands.has("graphlife.autograd.explainException"));
+  const debugViews = manifest.contributes.views.debug as { id: string; name: string }[];
+  assert.ok(debugViews.some((v) => v.id === "graphlife.autograd" && v.name === "Autograd"));
+  const itemMenu = manifest.contributes.menus["view/item/context"] as { command: string; when: string }[];
+  assert.ok(itemMenu.some((m) => m.command === "graphlife.autograd.drawGraph" && m.when.includes("view == graphlife.autograd")));
+});
+
+test("the snippets file is contributed for python and exists", () => {
+  assert.deepEqual(manifest.contributes.snippets, [{ language: "python", path: "./snippets/python.json" }]);
+  assert.ok(fs.existsSync(path.join(root, "snippets", "python.json")));
+});
