@@ -20,12 +20,18 @@ if [ -f "$STAMP" ] && [ -f "$CS/out/node/entry.js" ]; then
   exit 0
 fi
 
-for tool in npm node rg; do
+# node-gyp builds the native modules (kerberos, node-pty, spdlog, ...): it needs make,
+# a C++ compiler and python3.
+for tool in npm node rg make g++ python3; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "install-code-server: '$tool' is missing (apt-get install ripgrep libkrb5-dev chromium; Node 20 with npm)" >&2
+    echo "install-code-server: '$tool' is missing (apt-get install ripgrep libkrb5-dev chromium make g++ python3; Node 20 with npm)" >&2
     exit 1
   fi
 done
+case "$(node --version)" in
+  v20.*) ;;
+  *) echo "install-code-server: code-server $VERSION runs on Node 20; this is Node $(node --version)" >&2 ;;
+esac
 
 log() { echo "install-code-server: $*" >&2; }
 mkdir -p "$ROOT"
