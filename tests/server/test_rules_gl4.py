@@ -480,6 +480,24 @@ def test_gl401_non_tensors_and_intermediates_are_fine(statement: str, signature:
     assert findings(_attr(statement, signature, extra), "GL401") == []
 
 
+def test_gl401_module_input_is_not_a_tensor() -> None:
+    source = textwrap.dedent("""
+        import torch
+
+        class RunModule(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, module):
+                ctx.module = module
+                ctx.weight_shape = module.weight.shape
+                return module(x)
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, None
+        """)
+    assert findings(source, "GL401") == []
+
+
 def test_gl401_input_without_tensor_evidence_is_not_flagged() -> None:
     source = _attr("ctx.scale = scale", ret="y * 2")
     assert findings(source, "GL401") == []

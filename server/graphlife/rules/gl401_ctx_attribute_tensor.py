@@ -82,7 +82,10 @@ RULE = Rule(
 _NOT_TENSOR_EVIDENCE = frozenset(
     "real imag conjugate is_integer hex as_integer_ratio bit_length to_bytes numerator denominator format join "
     "upper lower split strip replace startswith endswith encode append extend index count pop items keys values "
-    "get copy insert remove sort reverse update".split()
+    "get copy insert remove sort reverse update "
+    # what an nn.Module passed to apply shares with tensors, or has of its own
+    "weight bias parameters named_parameters buffers modules children state_dict training forward train eval "
+    "to cuda cpu float double half type apply zero_grad requires_grad_".split()
 )
 _FACTORIES = frozenset(
     "zeros ones empty full randn rand arange linspace tensor as_tensor randint eye zeros_like ones_like "
@@ -135,6 +138,8 @@ class _Inputs:
                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in wanted:
                     if node.attr not in _NOT_TENSOR_EVIDENCE:
                         self.tensor.add(node.value.id)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in wanted:
+                    self.not_tensor.add(node.func.id)  # called like a function or module: not a tensor
                 elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
                     for side in (node.left, node.right):
                         if isinstance(side, ast.Name) and side.id in wanted:
