@@ -80,11 +80,13 @@ async function step(name, fn, { fatal = true } = {}) {
   try {
     return await fn();
   } catch (error) {
-    const shot = path.join(work, `failure-${failures.length + 1}.png`);
-    if (page) await page.screenshot({ path: shot }).catch(() => undefined);
     console.error(`\ne2e: FAIL in step "${name}": ${error instanceof Error ? error.message : error}`);
-    console.error(`e2e: failure screenshot: ${shot}`);
-    console.error(`e2e: graphlife output channel:\n${graphlifeLog()}`);
+    if (page) {
+      const shot = path.join(work, `failure-${failures.length + 1}.png`);
+      await page.screenshot({ path: shot }).catch(() => undefined);
+      console.error(`e2e: failure screenshot: ${shot}`);
+      console.error(`e2e: graphlife output channel:\n${graphlifeLog()}`);
+    }
     failures.push(name);
     process.exitCode = 1;
     if (fatal) throw error;
@@ -153,6 +155,21 @@ async function main() {
     const out = `${r.stdout}\n${r.stderr}`;
     if (r.status !== 0 || !/successfully installed/i.test(out)) fail(`code-server could not install the .vsix:\n${out}`);
   });
+
+  await step("the server in the .vsix answers `initialize` on every Python 3.10+ on this machine", async () => {
+    const installed = fs.readdirSync(dirs.ext).find((d) => d.startsWith("graphlife.graphlife-"));
+    if (!installed) fail(`the extension is not in ${dirs.ext}`);
+    const bundled = path.join(dirs.ext, installed, "bundled");
+    const pythons = findPythons();
+    if (pythons.length === 0) fail("no Python 3.10+ found to run the server");
+    const broken = [];
+    for (const { exe, tag } of pythons) {
+      const result = await lspInitialize(exe, bundled, tag);
+      log(`  ${exe} (${tag}): ${result.ok ? "ok" : result.error}`);
+      if (!result.ok) broken.push(`${exe} (${tag}): ${result.error}`);
+    }
+    if (broken.length > 0) fail(`the bundled server does not start on:\n${broken.join("\n")}`);
+  }, { fatal: false });
 
   const port = await freePort();
   await step(`start code-server on 127.0.0.1:${port}`, async () => {
@@ -369,6 +386,51 @@ async function main() {
     log(`status bar: ${statusLabel}`);
     if (await page.locator(".notification-toast", { hasText: "graphlife could not find" }).count() !== 1) fail("more than one notification about the interpreter");
   }, { fatal: false });
+}
+
+/** Python 3.10+ interpreters on this machine (system, pyenv), one per minor version. */
+function findPythons() {
+  const dirsToSearch = ["/usr/bin", "/usr/local/bin", ...(process.env.PYENV_ROOT || process.env.HOME ? [path.join(process.env.PYENV_ROOT || path.join(process.env.HOME, ".pyenv"), "versions")] : [])];
+  const candidates = [];
+  for (const dir of dirsToSearch) {
+    if (!fs.existsSync(dir)) continue;
+    if (dir.endsWith("versions")) {
+      for (const v of fs.readdirSync(dir)) candidates.push(path.join(dir, v, "bin", "python3"));
+    } else {
+      for (const f of fs.readdirSync(dir)) if (/^python3\.\d+$/.test(f)) candidates.push(path.join(dir, f));
+    }
+  }
+  const byTag = new Map();
+  for (const exe of candidates) {
+    const r = spawnSync(exe, ["-c", "import sys; print('cp%d%d' % sys.version_info[:2]) if sys.version_info >= (3, 10) else None"], { encoding: "utf8" });
+    const tag = r.status === 0 ? r.stdout.trim() : "";
+    if (tag.startsWith("cp") && !byTag.has(tag)) byTag.set(tag, exe);
+  }
+  return [...byTag].map(([tag, exe]) => ({ exe, tag }));
+}
+
+/** Starts `python -m graphlife lsp` the way the client does and waits for the answer to `initialize`. */
+function lspInitialize(exe, bundled, tag) {
+  return new Promise((resolve) => {
+    const env = { PATH: "/usr/bin:/bin", PYTHONPATH: [path.join(bundled, "libs", tag), path.join(bundled, "libs", "common"), bundled].join(path.delimiter) };
+    const child = spawn(exe, ["-m", "graphlife", "lsp"], { env, stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    const done = (result) => {
+      clearTimeout(timer);
+      child.kill();
+      resolve(result);
+    };
+    const timer = setTimeout(() => done({ ok: false, error: `no answer in 20 s; stderr: ${err.trim().split("\n").slice(-2).join(" ")}` }), 20_000);
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      if (/"id":\s*1\b/.test(out) && out.includes('"capabilities"')) done({ ok: true });
+    });
+    child.stderr.on("data", (chunk) => (err += chunk));
+    child.on("exit", (code) => done({ ok: false, error: `exited with ${code}: ${err.trim().split("\n").slice(-1)[0] ?? ""}` }));
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { processId: null, rootUri: null, capabilities: {} } });
+    child.stdin.write(`Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  });
 }
 
 async function runCommand(title) {
