@@ -18,7 +18,7 @@ import {
   State,
 } from "vscode-languageclient/node";
 
-import { chooseInterpreter, describeSource } from "./interpreter";
+import { chooseInterpreter, describeSource, parseInterpreterSetting } from "./interpreter";
 import { activeInterpreter, isPythonExtensionInstalled, pythonApi } from "./pythonExtension";
 import { findWorkingInterpreter, formatVersion, MINIMUM_PYTHON } from "./pythonVersion";
 import { serverLaunch } from "./serverCommand";
@@ -103,8 +103,9 @@ export class ServerManager implements vscode.Disposable {
   private async resolveInterpreter(resource: vscode.Uri | undefined) {
     const config = vscode.workspace.getConfiguration("graphlife", resource);
     const setting = config.get<unknown>("interpreter");
-    const api = await pythonApi(this.log);
-    const fromPython = await activeInterpreter(api, resource, this.log);
+    // Ask the Python extension only when the setting does not decide (asking activates that extension).
+    const pinned = parseInterpreterSetting(setting).command.length > 0;
+    const fromPython = pinned ? undefined : await activeInterpreter(await pythonApi(this.log), resource, this.log);
     const folder = (resource && vscode.workspace.getWorkspaceFolder(resource)) ?? vscode.workspace.workspaceFolders?.[0];
     const choice = chooseInterpreter({
       setting,
