@@ -279,6 +279,17 @@ class Hostile:
         raise RuntimeError("__getattr__ ran")
 
 
+class Disguised:
+    """Claims to be a tensor through a __class__ property (mocks do this): user code."""
+
+    calls = 0
+
+    @property
+    def __class__(self):
+        Disguised.calls += 1
+        return torch.Tensor
+
+
 def test_fails_soft_on_odd_objects():
     cyc = []
     cyc.append(cyc)
@@ -293,6 +304,8 @@ def test_fails_soft_on_odd_objects():
         "param": nn.Parameter(torch.ones(2)),
         "deep": [[[[[[torch.ones(1) * 1]]]]]],
         "big": [0] * 100_000,
+        "disguised": [Disguised()],
+        "mapping": {Disguised(): torch.ones(1) * 2},
     }
     text = PROBE["snapshot_json"](odd)
     snap = json.loads(text)
@@ -301,6 +314,8 @@ def test_fails_soft_on_odd_objects():
     assert by_name(snap, "inf")["is_inference"] and by_name(snap, "inf")["version"] is None
     assert by_name(snap, "param")["is_parameter"]
     assert not any(n.startswith("deep[0][0][0][0][0]") for n in names)  # depth bound
+    assert "mapping[<Disguised>]" in names
+    assert Disguised.calls == 0
 
 
 def test_time_budget_is_honoured():

@@ -123,7 +123,7 @@ MAX_OK_LISTED = 4
 #: Wall-time budget in seconds.
 TIME_BUDGET = 2.0
 #: Gradients larger than this get no norm (computing it would cost real time).
-MAX_NORM_NUMEL = 10_000_000
+MAX_NORM_NUMEL = 4_000_000
 
 _VERSION_RE = re.compile(r"is at version (\d+); expected version (\d+)")
 _SHAPE_RE = re.compile(r"\[\w+(?:\.\w+)* \[([\d, ]*)\]\]")
@@ -217,9 +217,9 @@ class _ContainerSeen:
 
 
 def _key_text(key) -> str:
-    if isinstance(key, str):
+    if type(key) is str:
         return repr(key) if len(key) <= 60 else repr(key[:57] + "...")
-    if isinstance(key, (int, float, bool)) or key is None:
+    if type(key) in (int, float, bool) or key is None:
         return repr(key)
     return "<" + _type_name(key) + ">"
 
@@ -253,9 +253,10 @@ def _walk(namespace: dict, torch, budget: _Budget):
             break
         if (budget.objects & 255) == 0 and budget.out_of_time():
             break
-        if isinstance(value, _SKIP_TYPES):
+        cls = type(value)  # never isinstance(): a __class__ property is user code
+        if issubclass(cls, _SKIP_TYPES):
             continue
-        if isinstance(value, tensor_cls):
+        if issubclass(cls, tensor_cls):
             entry = found.get(id(value))
             if entry is not None:
                 if len(entry.aliases) < 8:
@@ -273,19 +274,19 @@ def _walk(namespace: dict, torch, budget: _Budget):
         children = []
         kind = None
         try:
-            if isinstance(value, (list, tuple)):
-                kind = "tuple" if isinstance(value, tuple) else "list"
+            if issubclass(cls, (list, tuple)):
+                kind = "tuple" if issubclass(cls, tuple) else "list"
                 for index, item in enumerate(value[:MAX_ITEMS]):
                     children.append((f"{name}[{index}]", item, via_module))
-            elif isinstance(value, dict):
+            elif issubclass(cls, dict):
                 kind = "dict"
                 for index, (key, item) in enumerate(list(value.items())):
                     if index >= MAX_ITEMS:
                         break
                     children.append((f"{name}[{_key_text(key)}]", item, via_module))
-            elif optim_cls is not None and isinstance(value, optim_cls):
+            elif optim_cls is not None and issubclass(cls, optim_cls):
                 continue  # its params are the model's; its state is not a graph
-            elif module_cls is not None and isinstance(value, module_cls):
+            elif module_cls is not None and issubclass(cls, module_cls):
                 kind = "module"
                 attrs = _instance_dict(value) or {}
                 for group in ("_parameters", "_buffers", "_modules"):
@@ -298,7 +299,7 @@ def _walk(namespace: dict, torch, budget: _Budget):
                         children.append((f"{name}.{key}", item, via_module))
             else:
                 attrs = _instance_dict(value)
-                if attrs is None or type(value).__module__ in ("builtins", "torch", "typing"):
+                if attrs is None or cls.__module__ in ("builtins", "torch", "typing"):
                     continue
                 kind = "object"
                 for key, item in list(attrs.items())[:MAX_ITEMS]:
@@ -767,7 +768,7 @@ def _tensor_info(entry: _Found, torch) -> dict:
             norm = None
             if _safe(lambda: g.numel(), MAX_NORM_NUMEL + 1) <= MAX_NORM_NUMEL:
                 with torch.no_grad():
-                    norm = _safe(lambda: float(torch.linalg.vector_norm(g.detach().double())))
+                    norm = _safe(lambda: float(torch.linalg.vector_norm(g.detach(), dtype=torch.float64)))
             grad = {"shape": _shape(g), "norm": norm}
     fn = _safe(lambda: t.grad_fn)
     key = _storage_key(t)
