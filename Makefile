@@ -3,7 +3,7 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.graphlife-installed
 
-.PHONY: run test venv test-python test-node test-e2e vsix node clean
+.PHONY: run test venv test-python test-node test-e2e vsix node clean bench
 
 $(STAMP): server/pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -41,6 +41,17 @@ test-e2e: node vsix
 # The venv's pip fetches the server's wheels for every supported Python (tools/bundle_python.py).
 vsix: node venv
 	PYTHON=$(abspath $(PY)) npm run package
+
+# Speed, on demand (never a pass/fail test): ratios against ast.parse and TorchFix, in one run.
+TORCHFIX_VENV := .cache/torchfix-venv
+$(TORCHFIX_VENV)/bin/torchfix:
+	python3 -m venv $(TORCHFIX_VENV)
+	$(TORCHFIX_VENV)/bin/pip install -q torchfix
+
+bench: venv $(TORCHFIX_VENV)/bin/torchfix
+	$(PY) benchmarks/bench_check.py --torchfix $(TORCHFIX_VENV)/bin/torchfix
+	@for b in benchmarks/lsp_latency.py benchmarks/probe_bench.py; do \
+	  if [ -f $$b ]; then $(PY) $$b || exit 1; fi; done
 
 clean:
 	rm -rf $(VENV) node_modules dist client/out bundled
