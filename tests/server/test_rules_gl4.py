@@ -498,6 +498,28 @@ def test_gl401_module_input_is_not_a_tensor() -> None:
     assert findings(source, "GL401") == []
 
 
+def test_gl401_objects_with_attributes_are_not_tensors() -> None:
+    source = textwrap.dedent("""
+        import torch
+        import torch.distributed as dist
+
+        class Sync(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, group, meta, mesh: "DeviceMesh"):
+                ctx.group = group
+                ctx.meta = meta
+                ctx.mesh = mesh
+                dist.all_reduce(x, group=group)
+                size = dist.get_world_size(group)
+                return x * meta.scale / size
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, None, None, None
+        """)
+    assert findings(source, "GL401") == []
+
+
 def test_gl401_input_without_tensor_evidence_is_not_flagged() -> None:
     source = _attr("ctx.scale = scale", ret="y * 2")
     assert findings(source, "GL401") == []

@@ -78,20 +78,22 @@ RULE = Rule(
     torch_message="",
 )
 
-#: Attributes that numbers, strings and containers have too: no evidence of a tensor.
-_NOT_TENSOR_EVIDENCE = frozenset(
-    "real imag conjugate is_integer hex as_integer_ratio bit_length to_bytes numerator denominator format join "
-    "upper lower split strip replace startswith endswith encode append extend index count pop items keys values "
-    "get copy insert remove sort reverse update "
-    # what an nn.Module passed to apply shares with tensors, or has of its own
-    "weight bias parameters named_parameters buffers modules children state_dict training forward train eval "
-    "to cuda cpu float double half type apply zero_grad requires_grad_".split()
+#: Attributes and methods that, used on a forward input, show it is a tensor (arbitrary objects,
+#: process groups, meshes, metadata and modules have attributes too: only these count).
+_TENSOR_ATTRIBUTES = frozenset(
+    "shape dtype device size dim ndim numel view view_as reshape reshape_as t mT contiguous clone detach sum mean "
+    "exp log sigmoid tanh relu clamp clamp_min clamp_max abs sign pow sqrt rsqrt matmul mm bmm mv mul add sub div "
+    "unsqueeze squeeze expand expand_as permute transpose flatten unflatten new_zeros new_ones new_empty new_full "
+    "new_tensor is_floating_point norm masked_fill gather scatter index_select chunk split cumsum softmax "
+    "log_softmax type_as narrow select unbind argmax argmin where addmm grad_fn is_leaf requires_grad "
+    "data_ptr stride storage_offset nelement element_size is_contiguous square reciprocal neg".split()
 )
+#: torch namespaces whose functions take a tensor first (not torch.distributed & co).
+_TENSOR_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.special.", "torch.linalg.", "torch.fft.")
 _FACTORIES = frozenset(
     "zeros ones empty full randn rand arange linspace tensor as_tensor randint eye zeros_like ones_like "
     "empty_like full_like".split()
 )
-_NON_TENSOR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "tuple", "list", "dict", "complex"})
 
 
 def _annotation_name(node: ast.expr | None) -> str | None:
@@ -119,8 +121,8 @@ class _Inputs:
             annotation = _annotation_name(param.annotation)
             if annotation == "Tensor":
                 self.tensor.add(param.arg)
-            elif annotation in _NON_TENSOR_ANNOTATIONS:
-                self.not_tensor.add(param.arg)
+            elif annotation is not None or isinstance(param.annotation, ast.expr):
+                self.not_tensor.add(param.arg)  # annotated as something else (or a union): trust the author
             default = defaults.get(param.arg)
             if default is not None and is_non_tensor_literal(default):
                 self.not_tensor.add(param.arg)
@@ -136,7 +138,7 @@ class _Inputs:
         for method in body_methods:
             for node in walk_body(method):
                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in wanted:
-                    if node.attr not in _NOT_TENSOR_EVIDENCE:
+                    if node.attr in _TENSOR_ATTRIBUTES:
                         self.tensor.add(node.value.id)
                 elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in wanted:
                     self.not_tensor.add(node.func.id)  # called like a function or module: not a tensor
@@ -146,13 +148,18 @@ class _Inputs:
                             self.tensor.add(side.id)
                 elif isinstance(node, ast.Call):
                     resolved = aliases.resolve(node.func)
-                    if resolved and resolved.startswith("torch.") and resolved.rsplit(".", 1)[-1] not in _FACTORIES:
+                    namespace, _, function = (resolved or "").rpartition(".")
+                    if (
+                        f"{namespace}." in _TENSOR_NAMESPACES
+                        and function not in _FACTORIES
+                        and not function.startswith("is_")
+                    ):
                         if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in wanted:
                             self.tensor.add(node.args[0].id)
                     if ctx_attribute(node.func, method_ctx(fn, method)) == "save_for_backward":
                         self.tensor.update(a.id for a in node.args if isinstance(a, ast.Name) and a.id in wanted)
         # backward returns a gradient (not `None`) for it: torch accepts that only for tensor inputs.
-        if fn.backward is not None:
+        if fn.backward is not None and not forward.args.vararg:
             for ret in returns(fn.backward):
                 values = ret.value.elts if isinstance(ret.value, ast.Tuple) else [ret.value]
                 if len(values) != len(names) or any(isinstance(v, ast.Starred) for v in values):
@@ -190,17 +197,20 @@ def _setup_context_names(fn: FunctionClass) -> tuple[dict[str, str], set[str]]:
     inputs_name, output_name = params[1], params[2]
     forward_names = [a.arg for a in forward_inputs(fn)]
     local_inputs: dict[str, str] = {}
-    outputs = {output_name}
+    # The whole output, when forward returns one value (elements of a returned tuple may be non-tensors).
+    single = fn.forward is not None and all(
+        r.value is not None and not isinstance(r.value, (ast.Tuple, ast.List)) for r in returns(fn.forward)
+    )
+    outputs = {output_name} if single else set()
     for stmt in method.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name):
             target = stmt.targets[0]
-            elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
             if stmt.value.id == inputs_name and isinstance(target, (ast.Tuple, ast.List)):
-                for index, elt in enumerate(elts):
+                for index, elt in enumerate(target.elts):
+                    if isinstance(elt, ast.Starred):
+                        break
                     if isinstance(elt, ast.Name) and index < len(forward_names):
                         local_inputs[elt.id] = forward_names[index]
-            elif stmt.value.id == output_name:
-                outputs.update(e.id for e in elts if isinstance(e, ast.Name))
     return local_inputs, outputs
 
 
