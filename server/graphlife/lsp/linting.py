@@ -72,6 +72,7 @@ class Linter:
         self._locks: dict[str, asyncio.Lock] = {}
         self.runner = Runner(self.executor)
         self._running: dict[str, Job] = {}  # key -> the analysis running for it
+        self._gave_up: dict[str, tuple] = {}  # key -> stamp whose analysis ran over the hard limit
         self._generation: dict[str, int] = {}
         self._results: dict[str, Analysis] = {}
         self._published: dict[str, set[str]] = {}  # key -> URIs that got diagnostics
@@ -97,6 +98,7 @@ class Linter:
         self._last_cache.pop(key, None)
         self._last_report.pop(key, None)
         self._locks.pop(key, None)
+        self._gave_up.pop(key, None)
         for uri in set(uris) | self._published.pop(key, set()):
             self._send(uri, None, [])
 
@@ -147,6 +149,7 @@ class Linter:
             return await future
         except Cancelled:
             if job.reason.startswith("it ran over"):
+                self._gave_up[key] = snapshot.stamp
                 log(self.server, f"stopped the analysis of {snapshot.path or key}: {job.reason} (the checker's time "
                     "box did not stop it); its previous diagnostics stay", types.MessageType.Warning)
             else:
@@ -157,19 +160,36 @@ class Linter:
             if self._running.get(key) is job:
                 del self._running[key]
 
-    async def fresh(self, key: str) -> Analysis | None:
-        """The analysis of what the editor shows now: the published one, or a new one."""
+    async def fresh(self, key: str, wait: float = 3.0) -> Analysis | None:
+        """The analysis of what the editor shows now: the published one, or a new one.
+
+        Hover and code actions call this; they wait at most ``wait`` seconds for an
+        analysis already running for the document (a request must not hang behind
+        a huge file) and do not retry a text whose analysis had to be stopped.
+        """
         stamp = current_stamp(self.server.workspace, key)
         if stamp is None:
             return None
         known = self._results.get(key)
         if known is not None and known.snapshot.stamp == stamp:
             return known
-        async with self._lock(key):
+        if self._gave_up.get(key) == stamp:
+            return None
+        lock = self._lock(key)
+        try:
+            await asyncio.wait_for(lock.acquire(), wait)
+        except asyncio.TimeoutError:
+            return None
+        try:
+            stamp = current_stamp(self.server.workspace, key)
             known = self._results.get(key)  # the analysis we waited for may be the one we need
-            if known is not None and known.snapshot.stamp == current_stamp(self.server.workspace, key):
+            if known is not None and known.snapshot.stamp == stamp:
                 return known
+            if stamp is None or self._gave_up.get(key) == stamp:
+                return None
             analysis = await self.analyze(key)
+        finally:
+            lock.release()
         if analysis is not None and current_stamp(self.server.workspace, key) == analysis.snapshot.stamp:
             self._results[key] = analysis
         return analysis

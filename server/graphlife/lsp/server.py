@@ -148,7 +148,10 @@ def create_server() -> GraphlifeServer:
                 )
             except Exception as exc:  # noqa: BLE001
                 log(server, f"could not watch pyproject.toml files ({exc!r})", types.MessageType.Log)
-        await warm
+        try:
+            await warm
+        except Exception as exc:  # noqa: BLE001 - a broken engine must not stop settings and documents
+            log_exception(server, "loading the checker", exc)
         relint_all()
         log(server, f"graphlife {__version__} language server ready", types.MessageType.Info)
 
