@@ -25,6 +25,14 @@ unpacked, state unknown. ``backward_prediction`` is derived from those facts in
 the order torch's engine runs the nodes (highest sequence number first); the
 message it predicts is the one torch gave when the saved tensor was read.
 
+The tensor to blame: for ``modified``, the frame's tensor sharing the saved
+tensor's storage. For ``freed`` (GL101), in this order: ``consumed`` (nothing in
+the graph is intact: this very tensor was backpropagated), ``stored`` (it is
+built from tensors in a container whose graphs were consumed), ``shared`` (a
+named part of its graph, or another loss whose backward freed the shared part),
+``carried`` (live state from an earlier step that reaches the freed part: an RNN
+hidden state, a running average), else ``freed`` (the tensor itself).
+
 Snapshot JSON (``schema`` = ``"graphlife.probe/1"``; keys are stable, new keys
 may be added, none removed)::
 
