@@ -990,6 +990,8 @@ class Interpreter:
                 method = self.find_method(obj.class_ref, expr.attr, state)
                 if method is not None:
                     return FunctionRef(node=method, key=id(method), bound_self=receiver)
+                if obj.kind == "module" and expr.attr not in torch_api.MODULE_METHODS:
+                    return UNKNOWN  # set by a torch base class (`self.weight` of an nn.Linear subclass)
             return BoundMethod(receiver, expr.attr)
         if isinstance(receiver, ClassRef):
             method = self.find_method(receiver, expr.attr, state)

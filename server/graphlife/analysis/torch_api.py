@@ -74,6 +74,12 @@ DTYPES = {
 }
 RNN_OUTPUTS = {"nn.LSTM": "lstm", "nn.GRU": "rnn", "nn.RNN": "rnn", "nn.LSTMCell": "lstmcell", "nn.GRUCell": "cell", "nn.RNNCell": "cell"}
 CONTAINERS = {"nn.Sequential", "nn.ModuleList", "nn.ModuleDict", "nn.ParameterList"}
+#: Methods every nn.Module has (the engine models these; other unknown attributes are unknown values).
+MODULE_METHODS = {
+    "parameters", "named_parameters", "train", "eval", "to", "cuda", "cpu", "double", "float", "half", "apply",
+    "requires_grad_", "zero_grad", "share_memory", "forward", "children", "modules", "state_dict",
+    "load_state_dict", "register_buffer", "add_module", "register_forward_hook", "named_modules", "buffers",
+}
 
 
 def canonical(name: str) -> str:
@@ -97,6 +103,16 @@ def new_tensor(interp: "Interpreter", site: ast.AST, *, requires_grad: bool | No
         requires_grad=requires_grad, leaf=True, storage=interp.fresh(), origin=site, desc=desc,
         created_with_grad=site if requires_grad else None, **extra,
     )
+
+
+def may_carry_graph(value: Value) -> bool:
+    """A value that is not a known tensor but could be one (anything we could not interpret).
+
+    Only tensors, Python numbers, None and our own containers are known; everything else
+    (an unknown call's result, an attribute we could not resolve) might be a tensor that
+    requires grad, so it can never be the basis of "this has no graph".
+    """
+    return not isinstance(value, (TensorVal, Number, NoneValue, TupleVal, HeapRef, QualName, ContextVal))
 
 
 def pattern_char(value: Value) -> str:
@@ -133,7 +149,7 @@ def apply_op(
     """A differentiable op on abstract inputs: result facts, a graph node, what it saves."""
     info = info if info is not None else optable.lookup(key)
     tensors = [v for v in inputs if isinstance(v, TensorVal)]
-    any_unknown = any(isinstance(v, Unknown) for v in inputs)
+    any_unknown = any(may_carry_graph(v) for v in inputs)
     if info is not None and not info.returns_tensor:
         return Number(None)
     if not tensors and not any_unknown:
@@ -244,7 +260,7 @@ def apply_inplace(
     inputs = [target, *args]
     tensors = [v for v in inputs if isinstance(v, TensorVal)]
     grads = [t.requires_grad for t in tensors]
-    if state.grad_enabled is False or (all(g is False for g in grads) and not any(isinstance(v, Unknown) for v in inputs)):
+    if state.grad_enabled is False or (all(g is False for g in grads) and not any(may_carry_graph(v) for v in inputs)):
         return target
     needs = True if any(grads) else None
     parents = frozenset().union(*(t.grad_fn for t in tensors))
@@ -450,13 +466,26 @@ def call_qualname(interp: "Interpreter", state: State, name: str, args: list[Val
     return UNKNOWN
 
 
-def flatten_tensor_args(args: list[Value], state: State) -> list[Value]:
+def flatten_tensor_args(args: list[Value], state: State, depth: int = 0) -> list[Value]:
+    """The tensors inside the arguments (``torch.cat([a, b])``), with UNKNOWN for what could be one."""
     flat: list[Value] = []
     for arg in args:
-        if isinstance(arg, (TupleVal, HeapRef)):
-            flat.extend(tensors_in(arg, state))
-        elif isinstance(arg, (TensorVal, Unknown)):
+        if isinstance(arg, TensorVal):
             flat.append(arg)
+        elif isinstance(arg, TupleVal) and depth < 4:
+            flat.extend(flatten_tensor_args(list(arg.items), state, depth + 1))
+        elif isinstance(arg, HeapRef) and depth < 4:
+            obj = state.heap.get(arg.oid)
+            if obj is None:
+                flat.append(UNKNOWN)
+            elif obj.kind in ("list", "dict"):
+                items = obj.attrs.get("__items__")
+                if isinstance(items, TupleVal):
+                    flat.extend(flatten_tensor_args(list(items.items), state, depth + 1))
+                elif obj.elem is not None:
+                    flat.extend(flatten_tensor_args([obj.elem], state, depth + 1))
+        elif may_carry_graph(arg):
+            flat.append(UNKNOWN)
     return flat
 
 

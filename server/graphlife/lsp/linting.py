@@ -194,9 +194,20 @@ class Linter:
             self._results[key] = analysis
         return analysis
 
-    def run_in_worker(self, function, *args):
-        """Run ``function(*args)`` on a worker thread (libcst fixes and stories are slow too)."""
-        return asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
+    async def run_in_worker(self, function, *args):
+        """Run ``function(*args)`` on a worker thread (libcst fixes and hover stories are slow too).
+
+        When the request is cancelled (VS Code cancels a hover as soon as the mouse
+        moves on), the work is stopped as well instead of occupying a worker.
+        """
+        job, future = self.runner.submit(getattr(function, "__name__", "work"), function, *args)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self.runner.cancel(job, "the request was cancelled")
+            raise
+        except Cancelled:
+            return None
 
     def _check(self, snapshot: Snapshot, config: Config) -> Analysis:
         from graphlife.checker import check_source  # noqa: PLC0415
