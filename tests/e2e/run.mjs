@@ -6,7 +6,10 @@
 // right lines, a hover explaining the finding, a quick fix from the light-bulb menu
 // that makes GL103 go away (and GL101 stay), the graphlife status bar item, the
 // Show Logs and Restart Server commands, a notebook whose cells are checked together,
-// and one clear notification when the interpreter is missing.
+// a settings change reaching the server, one clear notification when the interpreter
+// is missing, the server of the .vsix starting on every Python 3.10+ found, and, with
+// a stand-in for the Python extension (fake-python-extension/), the server following
+// that extension's active environment.
 // Screenshots go to docs/screenshots/ (the README shows them).
 //
 // The server runs on the system's python3 with the libraries bundled in the .vsix:
@@ -56,7 +59,7 @@ function fail(message) {
 }
 
 /** The graphlife output channel as written by the extension host, to show why something did not happen. */
-function graphlifeLog() {
+function graphlifeLog(tail = 6000) {
   const found = [];
   const walk = (dir) => {
     for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []) {
@@ -66,7 +69,7 @@ function graphlifeLog() {
     }
   };
   walk(path.join(dirs.user, "logs"));
-  return found.map((f) => `--- ${f}\n${fs.readFileSync(f, "utf8").slice(-6000)}`).join("\n") || "(no graphlife log was written: the extension did not activate)";
+  return found.map((f) => `--- ${f}\n${fs.readFileSync(f, "utf8").slice(-tail)}`).join("\n") || "(no graphlife log was written: the extension did not activate)";
 }
 
 const failures = [];
@@ -279,14 +282,14 @@ async function main() {
   }, { fatal: false });
 
   await step("graphlife: Restart Server restarts it and the findings come back", async () => {
-    const readyBefore = (graphlifeLog().match(/language server ready/g) ?? []).length;
+    const readyBefore = (graphlifeLog(Infinity).match(/language server ready/g) ?? []).length;
     await runCommand("graphlife: Restart Server");
     const deadline = Date.now() + 60_000;
-    while ((graphlifeLog().match(/language server ready/g) ?? []).length <= readyBefore) {
+    while ((graphlifeLog(Infinity).match(/language server ready/g) ?? []).length <= readyBefore) {
       if (Date.now() > deadline) fail("no new server came up after the restart");
       await page.waitForTimeout(500);
     }
-    if (!graphlifeLog().includes("Restarting the server: asked by the user")) fail("the log does not say the server was restarted");
+    if (!graphlifeLog(Infinity).includes("Restarting the server: asked by the user")) fail("the log does not say the server was restarted");
     await showProblems();
     await page.waitForFunction(
       (codes) => {
@@ -367,7 +370,7 @@ async function main() {
       null,
       { timeout: 30_000 },
     );
-    if (graphlifeLog().split("Restarting the server").length > 2) fail("a settings change restarted the server");
+    if (graphlifeLog(Infinity).split("Restarting the server").length > 2) fail("a settings change restarted the server");
   }, { fatal: false });
 
   await step("an interpreter that does not exist gives one notification with a Select Interpreter button", async () => {
@@ -386,6 +389,51 @@ async function main() {
     log(`status bar: ${statusLabel}`);
     if (await page.locator(".notification-toast", { hasText: "graphlife could not find" }).count() !== 1) fail("more than one notification about the interpreter");
   }, { fatal: false });
+
+  await step("with the Python extension installed, the server runs on its active environment and follows a change", async () => {
+    const pythons = findPythons();
+    if (pythons.length === 0) fail("no Python 3.10+ found to offer in the Python extension");
+    const first = pythons[0].exe;
+    const newest = [...pythons].sort((a, b) => Number(b.tag.slice(3)) - Number(a.tag.slice(3)));
+    const second = (newest.find((p) => p.exe !== first) ?? pythons[0]).exe;
+    fs.rmSync(path.join(dirs.ws, ".vscode"), { recursive: true, force: true }); // no graphlife.interpreter any more
+    const settingsFile = path.join(dirs.user, "User", "settings.json");
+    fs.writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(fs.readFileSync(settingsFile, "utf8")), "fakePython.interpreters": [first, second] }, null, 2));
+    const fakeVsix = path.join(work, "fake-python.vsix");
+    const vsce = path.join(root, "node_modules", "@vscode", "vsce", "vsce");
+    const packed = spawnSync(process.execPath, [vsce, "package", "--no-dependencies", "--skip-license", "--allow-missing-repository", "--out", fakeVsix], {
+      cwd: path.join(root, "tests/e2e/fake-python-extension"),
+      encoding: "utf8",
+    });
+    if (packed.status !== 0) fail(`could not package the fake Python extension:\n${packed.stdout}${packed.stderr}`);
+    const installed = spawnSync(process.execPath, [entry, "--extensions-dir", dirs.ext, "--user-data-dir", dirs.user, "--install-extension", fakeVsix], { encoding: "utf8" });
+    if (!/successfully installed/i.test(`${installed.stdout}${installed.stderr}`)) fail(`could not install the fake Python extension:\n${installed.stdout}${installed.stderr}`);
+    await page.reload();
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+    const fromPython = `at ${first} (from the Python extension's active environment)`;
+    await waitForLog((text) => text.includes(fromPython), `the server did not start on the Python extension's environment (${first})`);
+    await runCommand("Python: Select Interpreter");
+    const pick = page.locator(".quick-input-widget .monaco-list-row", { hasText: second }).first();
+    await page.locator(".quick-input-widget input").fill(second);
+    await pick.waitFor({ state: "visible", timeout: 10_000 });
+    await page.keyboard.press("Enter");
+    await waitForLog(
+      (text) => text.includes("Restarting the server: the Python extension's active environment changed") && text.lastIndexOf(`at ${second} (from the Python extension's`) > text.indexOf(fromPython),
+      `the server did not follow the Python extension to ${second}`,
+    );
+    await waitForLog((text) => {
+      const started = text.lastIndexOf(`at ${second} (from the Python extension's`);
+      return started >= 0 && text.indexOf("language server ready", started) > started;
+    }, `the server on ${second} did not come up`);
+    log(`followed the Python extension from ${first} to ${second}`);
+  }, { fatal: false });
+}
+
+async function waitForLog(predicate, message, timeout = 60_000) {
+  for (const deadline = Date.now() + timeout; Date.now() < deadline; await page.waitForTimeout(500)) {
+    if (predicate(graphlifeLog(Infinity))) return;
+  }
+  fail(message);
 }
 
 /** Python 3.10+ interpreters on this machine (system, pyenv), one per minor version. */
