@@ -118,18 +118,8 @@ class _Kinds:
                         (from_saved if saved and isinstance(target, (ast.Tuple, ast.List)) else other).add(name)
             elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 augmented.setdefault(node.target.id, []).append(node.value)
-            elif isinstance(node, (ast.AnnAssign, ast.For, ast.With, ast.NamedExpr, ast.comprehension, ast.ExceptHandler, ast.Import, ast.ImportFrom, ast.Delete)):
-                for child in ast.walk(node.target if isinstance(node, (ast.AnnAssign, ast.For, ast.NamedExpr, ast.comprehension)) else node):
-                    if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
-                        other.add(child.id)
-                if isinstance(node, ast.With):
-                    for item in node.items:
-                        if item.optional_vars is not None:
-                            other.update(_names(item.optional_vars))
-                if isinstance(node, ast.ExceptHandler) and node.name:
-                    other.add(node.name)
-                if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    other.update((a.asname or a.name).split(".")[0] for a in node.names)
+            else:
+                other.update(_bound_otherwise(node))
         for name in from_saved:
             if name not in other and name not in simple and name not in augmented:
                 self.env[name] = (TENSOR, 1)
@@ -205,6 +195,21 @@ class _Kinds:
         if isinstance(node, ast.Attribute) and node.attr in {"T", "mT", "H", "mH", "data"} and self.kind(node.value) == (TENSOR, 1):
             return (TENSOR, 1)
         return None
+
+
+def _bound_otherwise(node: ast.AST) -> set[str]:
+    """Names a statement binds other than by ``name = value`` (loops, with, imports, walrus, except, del)."""
+    if isinstance(node, (ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr, ast.comprehension)):
+        return set(_names(node.target))
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return {name for item in node.items if item.optional_vars is not None for name in _names(item.optional_vars)}
+    if isinstance(node, ast.ExceptHandler):
+        return {node.name} if node.name else set()
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, ast.Delete):
+        return {name for target in node.targets for name in _names(target)}
+    return set()
 
 
 def _names(target: ast.AST) -> list[str]:
