@@ -228,8 +228,11 @@ async function main() {
   });
 
   await step("the status bar shows the graphlife server running", async () => {
-    const item = page.locator(".statusbar-item", { hasText: "graphlife" });
-    await item.first().waitFor({ timeout: 30_000 });
+    await page.waitForFunction(
+      () => [...document.querySelectorAll(".statusbar-item")].some((e) => /graphlife.*language server: running/s.test(e.getAttribute("aria-label") ?? "")),
+      null,
+      { timeout: 30_000 },
+    );
   });
 
   const problems = await step("the Problems panel lists GL101 and GL103 on the right lines", async () => {
@@ -361,9 +364,9 @@ async function main() {
     await page.screenshot({ path: path.join(shots, "e2e-notebook.png") });
   }, { fatal: false });
 
-  await step("graphlife.ignore in the workspace settings takes GL101 away without a restart", async () => {
+  await step("graphlife.ignore in the workspace settings takes GL101 away without a restart; trace.server traces", async () => {
     fs.mkdirSync(path.join(dirs.ws, ".vscode"), { recursive: true });
-    fs.writeFileSync(path.join(dirs.ws, ".vscode", "settings.json"), JSON.stringify({ "graphlife.ignore": ["GL101"] }));
+    fs.writeFileSync(path.join(dirs.ws, ".vscode", "settings.json"), JSON.stringify({ "graphlife.ignore": ["GL101"], "graphlife.trace.server": "messages" }));
     await showProblems();
     await page.waitForFunction(
       () => !document.querySelector(".markers-panel")?.textContent.includes("GL101"),
@@ -371,6 +374,8 @@ async function main() {
       { timeout: 30_000 },
     );
     if (graphlifeLog(Infinity).split("Restarting the server").length > 2) fail("a settings change restarted the server");
+    // graphlife.trace.server: the LSP messages now appear in the graphlife output channel.
+    await waitForLog((text) => /\[Trace - [^\]]*\] (Sending|Received) /.test(text), "graphlife.trace.server = messages did not trace the LSP messages", 20_000);
   }, { fatal: false });
 
   await step("an interpreter that does not exist gives one notification with a Select Interpreter button", async () => {
