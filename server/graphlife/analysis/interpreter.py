@@ -1044,6 +1044,14 @@ class Interpreter:
     # -- calls ----------------------------------------------------------------------
     def eval_call(self, call: ast.Call, state: State) -> Value:
         func = self.eval(call.func, state)
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and (
+            func is UNKNOWN or (isinstance(func, BoundMethod) and not isinstance(func.receiver, (TensorVal, HeapRef)))
+        ):
+            # `x.backward()` on something we could not interpret: still a backward (it fills
+            # gradients we cannot see), never the basis of a finding about its own graph.
+            kwargs = {kw.arg: self.eval(kw.value, state) for kw in call.keywords if kw.arg is not None}
+            return torch_api.do_backward(self, state, UNKNOWN, call.func.value, kwargs, call, "backward",
+                                         args=[self.eval(a, state) for a in call.args])
         args: list[Value] = []
         for arg in call.args:
             value = self.eval(arg, state)

@@ -45,6 +45,8 @@ class Node:
     leaves: frozenset[int] = frozenset()
     #: The requires-grad pattern of the inputs (``"1s"``: a tensor and a Python number).
     pattern: str = ""
+    #: Some input could not be interpreted: the graph behind it (and its leaves) is unknown.
+    partial: bool = False
 
 
 @dataclass

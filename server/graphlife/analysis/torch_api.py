@@ -214,6 +214,7 @@ def apply_op(
         op=key, site=site, parents=parents, parents_certain=parents_certain, saves=tuple(saves),
         saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
         leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
+        partial=any_unknown,
     )
     return replace(result, grad_fn=frozenset({node.nid}), certain=parents_certain and needs_grad is True, leaf=False)
 
@@ -298,9 +299,27 @@ def binop(interp: "Interpreter", state: State, op: ast.operator, left: Value, ri
         return apply_op(interp, state, f"Tensor.__r{name}__", [right, left], [right_expr, left_expr], site)
     if isinstance(left, Number) and isinstance(right, Number):
         return Number(None)
-    if isinstance(left, HeapRef) and isinstance(right, HeapRef):
-        return left
+    if isinstance(op, ast.Add) and isinstance(left, (HeapRef, TupleVal)) and isinstance(right, (HeapRef, TupleVal)):
+        return concatenate(interp, state, left, right, site)
     return UNKNOWN
+
+
+def concatenate(interp, state: State, left: Value, right: Value, site) -> Value:
+    """``[a] + items``: a new list holding what both hold."""
+    if isinstance(left, TupleVal) and isinstance(right, TupleVal):
+        return TupleVal(left.items + right.items)
+    left_items, right_items = interp.known_items(left, state), interp.known_items(right, state)
+    if left_items is not None and right_items is not None:
+        return interp.new_list(state, tuple(left_items + right_items), site, literal=True)
+    ref = interp.new_list(state, (), site, literal=False)
+    element = None
+    for part in (left, right):
+        value = interp.iter_element(part, state)
+        if value is not UNKNOWN or element is None:
+            element = value if element is None else element.join(value)
+    state.heap[ref.oid].elem = element
+    state.heap[ref.oid].attrs["__parts__"] = TupleVal((left, right))  # each part keeps its own element
+    return ref
 
 
 # -- grad modes ----------------------------------------------------------------------------
@@ -697,6 +716,12 @@ def iter_param_values(interp, state, value: Value, expr: ast.expr | None, depth:
         if obj.kind == "list":
             items = obj.attrs.get("__items__")
             item_exprs = expr.elts if isinstance(expr, (ast.List, ast.Tuple)) else None
+            parts = obj.attrs.get("__parts__")
+            if isinstance(parts, TupleVal) and items is None:
+                part_exprs = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [None, None]
+                for part, part_expr in zip(parts.items, part_exprs):
+                    yield from iter_param_values(interp, state, part, part_expr, depth + 1)
+                return
             if isinstance(items, TupleVal):
                 for index, item in enumerate(items.items):
                     sub_expr = item_exprs[index] if item_exprs and index < len(item_exprs) else None
@@ -970,7 +995,7 @@ def call_optimizer_method(interp, state, ref: HeapRef, name: str, args, kwargs, 
         for storage in sorted(obj.opt_storages or ()):
             state.bump(storage, interp.current_stmt())
             status = state.grads.get(storage)
-            if status is not None and status[0] == "acc":
+            if status is not None and status[0] in ("acc", "acc_stale"):
                 state.grads[storage] = ("acc_stepped", interp.current_stmt())
         return NONE
     if name == "zero_grad":
@@ -987,7 +1012,7 @@ def zero_grads(interp, state: State, storages, site, *, set_to_none) -> None:
                                            set_to_none=set_to_none))
     for storage in storages or ():
         previous = state.grads.get(storage)
-        if previous is not None and previous[0] == "acc":
+        if previous is not None and previous[0] in ("acc", "acc_stale"):
             state.grads[storage] = ("zeroed_after_backward", interp.current_stmt())
         else:
             state.grads[storage] = ("zeroed_none" if set_to_none else "zeroed", interp.current_stmt())
@@ -1147,7 +1172,14 @@ def do_backward(interp: "Interpreter", state: State, root: Value, root_expr, kwa
                                           retain_graph=retain_flag, kind=kind, must=must, may=may,
                                           create_graph=create_flag, leaves=frozenset(leaves)))
     interp.backward_count += 1
-    state.set_grads(leaves, "acc", stmt)
+    if kind == "backward" and (not may or any(interp.graph.nodes[n].partial for n in may)):
+        # Part of this graph is unknown, so are the gradients it fills: forget what we knew.
+        for storage in list(state.grads):
+            state.grads[storage] = ("unknown", None)
+    for storage in leaves:
+        previous = state.grads.get(storage)
+        stale = previous is not None and previous[0] in ("acc_stepped", "acc_stale")
+        state.grads[storage] = ("acc_stale", previous[1]) if stale else ("acc", stmt)
     if retain_flag is False:
         for nid in must:
             state.freed.setdefault(nid, stmt)

@@ -70,7 +70,7 @@ def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
     graph = ctx.graph
     for store, stmt, loop in pending:
         _, reach = graph.reach(store.value.grad_fn, False)
-        consumed_later = all(n in final.freed for n in store.value.grad_fn)
+        consumed_later = all(n in final.freed or n in final.may_freed for n in store.value.grad_fn)
         if loop is not None and loops.get(id(loop)) == 0 and consumed_later:
             continue  # a time loop collecting states for the backward after it (BPTT): not a leak
         keeps_saved = [n for n in reach if graph.nodes[n].saves_certain and n not in final.freed and n not in final.may_freed]

@@ -37,7 +37,7 @@ The `optimizer.step()` call.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import BackwardEvent, EventContext
+from graphlife.analysis.events import EventContext, StepEvent
 from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.rules.base import Rule, RuleDoc
 
@@ -50,28 +50,29 @@ RULE = Rule(
 )
 
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
-    if not event.leaves:
+def on_step(event: StepEvent, ctx: EventContext) -> None:
+    """The step uses gradients a backward added on top of ones an earlier step already used."""
+    storages = event.storages
+    if not storages:
         return
-    statuses = [event.state.grads.get(s) for s in event.leaves]
-    stale = [st for st in statuses if st is not None and st[0] == "acc_stepped"]
-    if not stale or len(stale) != len(statuses):
+    statuses = [event.state.grads.get(s) for s in storages]
+    if not all(st is not None and st[0] == "acc_stale" for st in statuses):
         return
-    step_stmt = stale[0][1]
+    earlier_step = statuses[0][1]
     message = (
-        f"Gradients are never reset: `{ctx.text(step_stmt)}` used them, and the backward at line {event.stmt.lineno} "
-        "adds the next ones on top, so every step applies the sum of all earlier gradients. "
-        "Call `optimizer.zero_grad()` at the top of each iteration."
+        f"Gradients are never reset: `{ctx.text(event.call)}` applies the new gradients on top of the ones "
+        f"{'`' + ctx.text(earlier_step) + '` (line ' + str(earlier_step.lineno) + ') already used' if earlier_step is not None else 'an earlier step already used'}, "
+        "so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each iteration."
     )
     loop = ctx.current_loop()
     fixes = []
     if loop is not None and getattr(loop, "body", None):
-        receiver = _optimizer_text(ctx, step_stmt)
+        receiver = _optimizer_text(ctx, event.stmt)
         if receiver:
             fixes.append(FixRecipe("insert_before", f"Call `{receiver}.zero_grad()` at the top of the loop",
                                    {"anchor": ctx.span(loop.body[0]), "code": f"{receiver}.zero_grad()"}))
-    related = [Related(ctx.span(event.stmt), "the next backward accumulates on top")]
-    ctx.interpreter.reporter.report(RULE, ctx.span(step_stmt), message, related=related, fixes=fixes)
+    related = [Related(ctx.span(earlier_step), "an earlier step used these gradients")] if earlier_step is not None else []
+    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
 
 
 def _optimizer_text(ctx, stmt) -> str:
@@ -83,4 +84,4 @@ def _optimizer_text(ctx, stmt) -> str:
     return ""
 
 
-RULE.hooks = {"backward": on_backward}
+RULE.hooks = {"step": on_step}

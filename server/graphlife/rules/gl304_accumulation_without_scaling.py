@@ -58,7 +58,7 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     interp = ctx.interpreter
     if event.kind != "backward" or not event.leaves or not interp.loop_stack:
         return
-    divisor = _accumulation_divisor(interp, event.stmt)
+    divisor = _accumulation_divisor(interp, event.stmt, event)
     if divisor is None:
         return
     current = interp.iteration()
@@ -81,16 +81,56 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     interp.reporter.report(RULE, ctx.span(stmt), message, fixes=fixes)
 
 
-def _accumulation_divisor(interp, stmt: ast.stmt) -> ast.expr | None:
-    """The k of an `if ... % k == ...:` that guards an optimizer step, in the backward's function or loop."""
+def _accumulation_divisor(interp, stmt: ast.stmt, event: BackwardEvent) -> ast.expr | None:
+    """The k of an `if ... % k == ...:` guarding the step of the optimizer this backward fills,
+    when the backward itself runs every iteration (outside that guard)."""
     cache = interp.__dict__.setdefault("_gl304_divisors", {})
     key = (id(stmt), tuple(id(loop) for loop, _ in interp.loop_stack))
     if key not in cache:
-        cache[key] = _find_divisor(interp, stmt)
-    return cache[key]
+        cache[key] = _find_guard(interp, stmt)
+    found = cache[key]
+    if found is None:
+        return None
+    guard, divisor = found
+    for node in ast.walk(guard):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
+            optimizer = interp.eval_quiet(node.func.value, event.state)
+            obj = event.state.heap.get(optimizer.oid) if hasattr(optimizer, "oid") else None
+            shared = (obj.opt_storages & event.leaves) if obj is not None and obj.kind == "optimizer" and obj.opt_storages else set()
+            # Accumulating: an earlier backward's gradients may still be there (not certainly zeroed or
+            # stepped), and the guarded optimizer is not zeroed unconditionally next to the guard.
+            if shared and all(event.state.grads.get(s, ("",))[0] in ("acc", "unknown") for s in shared) \
+                    and not _zeroed_beside(interp, guard, ast.unparse(node.func.value)):
+                return divisor
+    return None
 
 
-def _find_divisor(interp, stmt: ast.stmt) -> ast.expr | None:
+def _zeroed_beside(interp, guard: ast.If, optimizer: str) -> bool:
+    """`optimizer.zero_grad()` as a sibling statement of the guard: runs every iteration."""
+    parent = interp.parents.get(id(guard))
+    for field_name in ("body", "orelse"):
+        body = getattr(parent, field_name, None)
+        if isinstance(body, list) and guard in body:
+            for stmt in body:
+                call = stmt.value if isinstance(stmt, ast.Expr) else None
+                if (
+                    isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "zero_grad" and ast.unparse(call.func.value) == optimizer
+                ):
+                    return True
+    return False
+
+
+def _inside(interp, node: ast.AST, container: ast.AST) -> bool:
+    current = node
+    while id(current) in interp.parents:
+        current = interp.parents[id(current)]
+        if current is container:
+            return True
+    return False
+
+
+def _find_guard(interp, stmt: ast.stmt):
     scopes: list[ast.AST] = []
     current = stmt
     while id(current) in interp.parents:
@@ -113,11 +153,13 @@ def _find_divisor(interp, stmt: ast.stmt) -> ast.expr | None:
         interp._gl304_guards = guards
     scope_ids = {id(scope) for scope in scopes}
     for node, divisor in guards:
+        if _inside(interp, stmt, node):
+            continue  # the backward runs only with the step: no accumulation
         current = node
         while id(current) in interp.parents:
             current = interp.parents[id(current)]
             if id(current) in scope_ids:
-                return divisor
+                return node, divisor
     return None
 
 
