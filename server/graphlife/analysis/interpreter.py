@@ -230,7 +230,6 @@ class Interpreter:
                 continue  # already analyzed with the caller's values, which know more
             try:
                 self.emitting = True
-                self.graph = GraphStore()
                 state = self.function_entry_state(func, owner)
                 self.run_unit(func.body, state, func)
             except Timeout:

@@ -54,7 +54,12 @@ def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
     for index, (current, stmt) in enumerate(backwards):
         if current.retain_graph is not True or not current.may:
             continue
-        later = any(other.may & current.may for other, _ in backwards[index + 1:])
+        later = any(
+            (other.may & current.may)
+            # a later backward on a value we could not interpret may well reach it
+            or not other.may
+            for other, _ in backwards[index + 1:]
+        )
         if later:
             needed.add(id(stmt))
     reported = set()
