@@ -4,7 +4,8 @@
 import * as vscode from "vscode";
 
 import { registerAutogradInspector } from "./debug";
-import { pythonApi } from "./pythonExtension";
+import { parseInterpreterSetting } from "./interpreter";
+import { isPythonExtensionInstalled, pythonApi } from "./pythonExtension";
 import { selectInterpreter, ServerManager } from "./server";
 import { changeKind } from "./settings";
 import { StatusBar } from "./statusBar";
@@ -43,16 +44,37 @@ export function activate(context: vscode.ExtensionContext): void {
   void followPythonExtension(context, server, log);
 }
 
-/** A new active environment in the Python extension means a new server, unless graphlife.interpreter pins one. */
+function interpreterPinned(): boolean {
+  const pinned = vscode.workspace.getConfiguration("graphlife").get<unknown>("interpreter");
+  return parseInterpreterSetting(pinned).command.length > 0;
+}
+
+/**
+ * A new active environment in the Python extension means a new server, unless
+ * graphlife.interpreter pins one; so does the Python extension being installed or
+ * removed while VS Code runs.
+ */
 async function followPythonExtension(context: vscode.ExtensionContext, server: ServerManager, log: vscode.LogOutputChannel): Promise<void> {
-  const api = await pythonApi(log);
-  if (!api) return;
+  let listener: vscode.Disposable | undefined;
+  const subscribe = async () => {
+    listener?.dispose();
+    listener = undefined;
+    const api = await pythonApi(log);
+    listener = api?.environments.onDidChangeActiveEnvironmentPath(() => {
+      if (!interpreterPinned()) void server.restart("the Python extension's active environment changed");
+    });
+  };
+  let present = isPythonExtensionInstalled();
   context.subscriptions.push(
-    api.environments.onDidChangeActiveEnvironmentPath(() => {
-      const pinned = vscode.workspace.getConfiguration("graphlife").get<unknown[]>("interpreter", []);
-      if (!Array.isArray(pinned) || pinned.length === 0) void server.restart("the Python extension's active environment changed");
+    { dispose: () => listener?.dispose() },
+    vscode.extensions.onDidChange(() => {
+      if (isPythonExtensionInstalled() === present) return;
+      present = !present;
+      void subscribe();
+      if (!interpreterPinned()) void server.restart(`the Python extension was ${present ? "installed" : "removed"}`);
     }),
   );
+  await subscribe();
 }
 
 export async function deactivate(): Promise<void> {
