@@ -51,7 +51,7 @@ def iter_python_files(paths: list[str]) -> tuple[list[str], list[str]]:
         elif path.is_dir():
             for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info"))
-                files.extend(os.path.join(root, n) for n in sorted(names) if n.endswith(".py"))
+                files.extend(os.path.join(root, n) for n in sorted(names) if n.endswith((".py", ".ipynb")))
         else:
             missing.append(raw)
     return files, missing
@@ -77,6 +77,8 @@ def _check_one(args: tuple[str, Config, str]) -> FileReport:
     from graphlife.checker import check_source  # noqa: PLC0415
 
     report = FileReport(path=path)
+    if path.endswith(".ipynb"):
+        return _check_notebook(path, base_config, report)
     try:
         source = read_source(path)
     except (OSError, ValueError) as exc:
@@ -96,6 +98,41 @@ def _check_one(args: tuple[str, Config, str]) -> FileReport:
         report.fixed_source = fix_source(source, path, config)
     elif mode in ("fix", "diff") and result.syntax_errors:
         report.notes.append("not fixed: the file has a syntax error")
+    return report
+
+
+def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileReport:
+    """A notebook's code cells, analyzed together in cell order; findings point into their cell."""
+    from graphlife.checker import check_source  # noqa: PLC0415
+    from graphlife.lsp.notebooks import CellText, join_cells  # noqa: PLC0415
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            notebook = json.load(handle)
+        cells = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
+        texts = ["".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", "")) for c in cells]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        report.read_error = f"not a readable notebook: {exc}"
+        return report
+    source, placed = join_cells([CellText(uri=str(i + 1), text=text, version=None) for i, text in enumerate(texts)])
+    config = config_for_path(base_config, path)
+    result = check_source(source, path, config)
+    report.notes.extend(config.problems + tuple(result.notes))
+
+    def locate(line: int) -> tuple[int, int]:
+        for cell in reversed(placed):
+            if line > cell.line_offset:
+                return int(cell.uri), line - cell.line_offset
+        return 1, line
+
+    report.lines = source.splitlines()
+    for finding in result.findings:
+        data = finding.to_json(path)
+        data["cell"], data["cell_line"] = locate(finding.line)
+        for related in data["related"]:
+            related["cell"], related["cell_line"] = locate(related["line"])
+        report.findings.append(data)
+    report.syntax_errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
     return report
 
 
@@ -122,7 +159,8 @@ def render_text(reports: list[FileReport], out) -> None:
         for finding in report.findings:
             severity = finding["severity"]
             counts[severity] = counts.get(severity, 0) + 1
-            head = f"{paint(report.path, '1')}:{finding['line']}:{finding['column']}: "
+            where = f"cell {finding['cell']}:{finding['cell_line']}" if "cell" in finding else str(finding["line"])
+            head = f"{paint(report.path, '1')}:{where}:{finding['column']}: "
             out.write(f"{head}{paint(finding['code'], '1')} {paint(severity, SEVERITY_COLOURS.get(severity, '0'))}: {finding['message']}\n")
             if 0 < finding["line"] <= len(report.lines):
                 text = report.lines[finding["line"] - 1]

@@ -153,3 +153,22 @@ def test_many_files_are_checked_in_parallel(project: Path) -> None:
         (project / f"copy_{index}.py").write_text(DOUBLE_BACKWARD)
     payload = json.loads(run("check", "--format", "json", str(project)).stdout)
     assert sum(1 for f in payload["findings"] if f["code"] == "GL101") == 13
+
+
+def test_notebook_cells_are_checked_together(tmp_path: Path) -> None:
+    cells = [
+        "import torch\nw = torch.randn(3, requires_grad=True)\n",
+        "%matplotlib inline\nloss = (w * w).sum()\nloss.backward()\n",
+        "loss.backward()\n",
+    ]
+    notebook = {
+        "cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None} for text in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    path = tmp_path / "train.ipynb"
+    path.write_text(json.dumps(notebook))
+    proc = run("check", str(tmp_path))
+    assert proc.returncode == 1
+    assert f"{path}:cell 3:1:1: GL101 error" in proc.stdout
+    payload = json.loads(run("check", "--format", "json", str(path)).stdout)
+    assert [(f["cell"], f["cell_line"], f["code"]) for f in payload["findings"]] == [(3, 1, "GL101")]
