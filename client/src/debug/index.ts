@@ -23,8 +23,11 @@ export function registerAutogradInspector(context: vscode.ExtensionContext, log:
     ),
     view.onDidChangeVisibility((e) => e.visible && inspector.onVisible()),
     vscode.debug.onDidChangeActiveStackItem((item) => inspector.onActiveStackItem(item)),
+    vscode.debug.onDidTerminateDebugSession((session) => inspector.clear(session)),
     vscode.commands.registerCommand("graphlife.autograd.refresh", () => inspector.refresh()),
     vscode.commands.registerCommand("graphlife.autograd.drawGraph", (row?: Row) => inspector.drawGraph(row)),
     vscode.commands.registerCommand("graphlife.autograd.explainException", () => inspector.explainException()),
   );
+  // Activated while a program is already stopped (a debug session started first).
+  if (vscode.debug.activeStackItem) inspector.onActiveStackItem(vscode.debug.activeStackItem);
 }

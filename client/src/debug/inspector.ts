@@ -41,6 +41,8 @@ export class AutogradInspector implements vscode.Disposable {
   private hover?: vscode.Disposable;
   private panel?: vscode.WebviewPanel;
   private probePathCache?: string | null;
+  /** Sessions with a tracker; others (started before activation) are followed through the active stack item. */
+  private readonly tracked = new Set<string>();
 
   constructor(
     private readonly extensionPath: string,
@@ -51,6 +53,7 @@ export class AutogradInspector implements vscode.Disposable {
 
   /** Debug adapter tracker callbacks for one session. */
   tracker(session: vscode.DebugSession): vscode.DebugAdapterTracker {
+    this.tracked.add(session.id);
     return {
       onDidSendMessage: (m: { type?: string; event?: string; body?: { threadId?: number; reason?: string } }) => {
         if (m.type !== "event") return;
@@ -60,7 +63,10 @@ export class AutogradInspector implements vscode.Disposable {
       onWillReceiveMessage: (m: { type?: string; command?: string }) => {
         if (m.type === "request" && m.command && RESUMING.has(m.command)) this.clear(session);
       },
-      onWillStopSession: () => this.clear(session),
+      onWillStopSession: () => {
+        this.tracked.delete(session.id);
+        this.clear(session);
+      },
     };
   }
 
@@ -163,12 +169,42 @@ export class AutogradInspector implements vscode.Disposable {
     if (this.stale) void this.probe();
   }
 
-  /** The user picked another frame in the Call Stack view. */
+  /**
+   * The focused frame changed: the user picked another frame of a stop we follow, or
+   * a session without a tracker (started before this extension activated) stopped.
+   */
   onActiveStackItem(item: vscode.DebugThread | vscode.DebugStackFrame | undefined): void {
-    if (!item || !("frameId" in item) || !this.stop || item.session.id !== this.stop.session.id) return;
+    const session = item?.session;
+    if (!session || !DEBUG_TYPES.includes(session.type)) return;
+    if (!this.tracked.has(session.id)) {
+      if (item && "frameId" in item) void this.onUntrackedStop(item);
+      else this.clear(session);  // running again
+      return;
+    }
+    if (!item || !("frameId" in item) || !this.stop || session.id !== this.stop.session.id) return;
     if (item.frameId === this.stop.frameId) return;
     this.stop = { ...this.stop, frameId: item.frameId, framePath: undefined, frameLine: undefined };
     if (this.view.visible) void this.probe(++this.generation);
+    else this.stale = true;
+  }
+
+  private async onUntrackedStop(frame: vscode.DebugStackFrame): Promise<void> {
+    if (this.stop?.session.id === frame.session.id && this.stop.frameId === frame.frameId) return;
+    const generation = ++this.generation;
+    // The stop reason is unknown here, and exceptionInfo at a breakpoint makes debugpy
+    // print a traceback into the Debug Console, so an untracked stop gets no exception
+    // explanation (sessions started after activation have a tracker and get it).
+    const stop: Stop = { session: frame.session, threadId: frame.threadId, reason: "unknown", frameId: frame.frameId };
+    try {
+      const trace = (await frame.session.customRequest("stackTrace", { threadId: frame.threadId, startFrame: 0, levels: 30 })) as { stackFrames: StackFrame[] };
+      const found = trace.stackFrames.find((f) => f.id === frame.frameId);
+      if (found) Object.assign(stop, { framePath: found.source?.path, frameLine: found.line });
+    } catch {
+      // the frame stays anonymous: no hover
+    }
+    if (generation !== this.generation) return;
+    this.stop = stop;
+    if (this.view.visible || stop.exception) await this.probe(generation);
     else this.stale = true;
   }
 
