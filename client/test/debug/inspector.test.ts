@@ -30,6 +30,7 @@ function fakeSession(id: string, evaluate: (args: Record<string, unknown>) => Pr
   const requests: Request[] = [];
   return {
     id,
+    type: "debugpy",
     requests,
     customRequest(command: string, args: Record<string, unknown> = {}) {
       requests.push({ command, args });
@@ -162,4 +163,33 @@ test("draw graph evaluates graph_json for the row's tensor and shows an SVG", as
   assert.equal(panel.title, "Autograd: loss");
   assert.match(panel.webview.html, /<svg xmlns=/);
   assert.ok(fake.window);
+});
+
+test("a session started before activation is followed through the focused frame", async () => {
+  const { inspector, tree } = await setup();
+  const session = fakeSession("early", () => Promise.resolve({ result: snapshotText() }));
+  inspector.onActiveStackItem({ session, threadId: 3, frameId: USER_FRAME.id } as never);
+  await settle();
+  const evaluate = session.requests.find((r) => r.command === "evaluate")!;
+  assert.equal(evaluate.args.frameId, USER_FRAME.id);
+  assert.ok(!session.requests.some((r) => r.command === "exceptionInfo"));  // debugpy would log a traceback
+  assert.ok(tree.getChildren().length > 1);
+  inspector.onActiveStackItem({ session, threadId: 3 } as never);  // a thread, no frame: running again
+  assert.deepEqual(tree.getChildren(), []);
+  const node = fakeSession("node", () => Promise.resolve({ result: snapshotText() }));
+  inspector.onActiveStackItem({ session: { ...node, type: "node" }, threadId: 1, frameId: 1 } as never);
+  await settle();
+  assert.equal(node.requests.length, 0);  // other debuggers are left alone
+});
+
+test("picking another frame of a tracked stop probes that frame", async () => {
+  const { inspector } = await setup();
+  const session = fakeSession("s8", () => Promise.resolve({ result: snapshotText() }));
+  inspector.tracker(session as never).onDidSendMessage!(stopped("breakpoint", 3));
+  await settle();
+  inspector.onActiveStackItem({ session, threadId: 3, frameId: USER_FRAME.id } as never);  // the same frame: nothing
+  inspector.onActiveStackItem({ session, threadId: 3, frameId: 42 } as never);
+  await settle();
+  const frames = session.requests.filter((r) => r.command === "evaluate").map((r) => r.args.frameId);
+  assert.deepEqual(frames, [USER_FRAME.id, 42]);
 });
