@@ -171,7 +171,7 @@ async def test_unneeded_retain_graph_is_faded_out(client: LanguageClient, workdi
     published = await wait_for_publish(client, uri, version=1)
     gl202 = [d for d in published.diagnostics if d.code == "GL202"]
     assert len(gl202) == 1, published.diagnostics
-    assert gl202[0].tags == [types.DiagnosticTag.Unnecessary]
+    assert list(gl202[0].tags) == [types.DiagnosticTag.Unnecessary]
     assert gl202[0].severity == types.DiagnosticSeverity.Information
 
 

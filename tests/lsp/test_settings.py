@@ -104,3 +104,23 @@ async def test_a_non_object_settings_section_is_logged(client: LanguageClient, w
     uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
     published = await wait_for_publish(client, uri, version=1)
     assert _gl101(published)
+
+
+async def test_editing_pyproject_relints_open_documents(client: LanguageClient, tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    await initialize(client, root=project)
+    assert any(r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES for r in client.registrations)
+    uri = open_document(client, project / "train.py", DOUBLE_BACKWARD)
+    first = await wait_for_publish(client, uri, version=1)
+    assert _gl101(first)
+
+    (project / "pyproject.toml").write_text('[tool.graphlife]\nignore = ["GL1"]\n')
+    mark = len(client.published)
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=(project / "pyproject.toml").as_uri(), type=types.FileChangeType.Created)]
+        )
+    )
+    relinted = await wait_for_publish(client, uri, version=1, after=mark)
+    assert _gl101(relinted) == []

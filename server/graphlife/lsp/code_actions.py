@@ -1,11 +1,12 @@
 """Code actions: quick fixes, fix-all, and "ignore on this line".
 
-The light bulb is asked for actions on every cursor move, so listing them must
-be cheap: a quick fix per fix recipe the finding carries (titles are known
-without touching libcst), the best one marked preferred, and the edits computed
-only when the user picks one (``codeAction/resolve``) by the same
-:func:`graphlife.fixes.compute_fixes` that ``graphlife fix`` uses — the editor
-applies exactly what the command line applies. ``source.fixAll.graphlife`` is
+One quick fix per fix that :func:`graphlife.fixes.compute_fixes` can really
+make on this code (a recipe that does not apply to the code at hand is not
+offered: a light-bulb item that does nothing is worse than none), the best one
+marked preferred. The light bulb asks on every cursor move, so the fixes of a
+finding are computed once per analyzed text (only for the findings under the
+cursor) and cached; the edits travel only when the user picks one
+(``codeAction/resolve``). They are the edits ``graphlife fix`` applies. ``source.fixAll.graphlife`` is
 :func:`graphlife.fixes.fix_source` on the whole document (so
 ``editor.codeActionsOnSave`` works). The ignore action writes
 ``# graphlife: ignore[GL101]`` on the finding's first line, or adds the code to
@@ -57,6 +58,26 @@ def _span_data(span: Span) -> list[int]:
     return [span.line, span.column, span.end_line, span.end_column]
 
 
+def findings_in(analysis: Analysis, start: tuple[int, int], end: tuple[int, int]) -> list[Finding]:
+    """The findings whose span overlaps a range (1-based positions of the analyzed source)."""
+    return [finding for finding in analysis.findings if overlaps(finding.span, start, end)]
+
+
+def fixes_for(analysis: Analysis, finding: Finding) -> list:
+    """The fixes ``compute_fixes`` makes for ``finding`` on the analyzed text, cached on the analysis.
+
+    Runs on a worker thread (libcst). A failing fix is logged by the caller's
+    guard and simply not offered.
+    """
+    compute_fixes, _ = fixes_api()
+    if compute_fixes is None or not finding.fixes:
+        return []
+    key = (finding.code, finding.span)
+    if key not in analysis.fix_cache:
+        analysis.fix_cache[key] = list(compute_fixes(finding, analysis.snapshot.source))
+    return analysis.fix_cache[key]
+
+
 def list_actions(
     analysis: Analysis,
     uri: str,
@@ -64,31 +85,33 @@ def list_actions(
     end: tuple[int, int],
     only: list[str] | None,
     codec,
+    fixes: dict | None = None,
 ) -> list[types.CodeAction]:
-    """The actions for a range (1-based positions of the analyzed source), edits left to resolve."""
+    """The actions for a range (1-based positions of the analyzed source), edits left to resolve.
+
+    ``fixes`` maps ``(code, span)`` of each finding in the range to its computed fixes.
+    """
     actions: list[types.CodeAction] = []
     key = analysis.snapshot.key
-    compute_fixes, fix_source = fixes_api()
+    fixes = fixes or {}
+    _, fix_source = fixes_api()
     if kind_wanted(only, types.CodeActionKind.QuickFix):
-        for finding in analysis.findings:
-            if not overlaps(finding.span, start, end):
-                continue
+        for finding in findings_in(analysis, start, end):
             converted = to_diagnostic(finding, analysis.snapshot, codec)
             if converted is None or converted[0] != uri:
                 continue
             diagnostic = converted[1]
             base = {"key": key, "uri": uri, "code": finding.code, "span": _span_data(finding.span)}
-            if compute_fixes is not None:
-                for index, recipe in enumerate(finding.fixes):
-                    actions.append(
-                        types.CodeAction(
-                            title=recipe.title,
-                            kind=types.CodeActionKind.QuickFix,
-                            diagnostics=[diagnostic],
-                            is_preferred=index == 0,
-                            data={**base, "action": "fix", "index": index, "title": recipe.title},
-                        )
+            for index, fix in enumerate(fixes.get((finding.code, finding.span), [])):
+                actions.append(
+                    types.CodeAction(
+                        title=fix.title,
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diagnostic],
+                        is_preferred=bool(fix.preferred),
+                        data={**base, "action": "fix", "index": index, "title": fix.title},
                     )
+                )
             if not _ends_with_backslash(analysis, finding.span.line):
                 actions.append(
                     types.CodeAction(
@@ -221,7 +244,9 @@ __all__ = [
     "FIX_ALL_KIND",
     "edits_for",
     "find_finding",
+    "findings_in",
     "fixes_api",
+    "fixes_for",
     "ignore_edit",
     "list_actions",
     "span_to_range",

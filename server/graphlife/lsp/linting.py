@@ -59,6 +59,8 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     reused: bool = False
+    #: (code, span) -> the fixes compute_fixes made for that finding on this text (filled on demand).
+    fix_cache: dict = field(default_factory=dict)
 
 
 class Linter:

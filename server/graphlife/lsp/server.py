@@ -264,13 +264,18 @@ def create_server() -> GraphlifeServer:
             return []
         analysis, segment, line, column = start
         end_line, end_column = client_to_char(segment.lines, params.range.end, server.workspace.position_codec)
+        start_pos, end_pos = (line, column), (end_line + segment.line_offset, end_column)
+        fixes = {}
+        if actions_mod.kind_wanted(params.context.only, types.CodeActionKind.QuickFix):
+            for finding in actions_mod.findings_in(analysis, start_pos, end_pos):
+                try:
+                    fixes[(finding.code, finding.span)] = (
+                        await linter.run_in_worker(actions_mod.fixes_for, analysis, finding) or []
+                    )
+                except Exception as exc:  # noqa: BLE001 - a broken fix must not hide the others
+                    log_exception(server, f"computing the fixes of {finding.code}", exc)
         listed = actions_mod.list_actions(
-            analysis,
-            segment.uri,
-            (line, column),
-            (end_line + segment.line_offset, end_column),
-            params.context.only,
-            server.workspace.position_codec,
+            analysis, segment.uri, start_pos, end_pos, params.context.only, server.workspace.position_codec, fixes
         )
         if _supports(server, "text_document", "code_action", "resolve_support"):
             return listed
@@ -310,14 +315,8 @@ def create_server() -> GraphlifeServer:
             edit = actions_mod.ignore_edit(analysis, finding)
             edits = [edit] if edit is not None else []
         else:
-            compute_fixes, _ = actions_mod.fixes_api()
-            if compute_fixes is None:
-                return action
-            fixes = await linter.run_in_worker(compute_fixes, finding, analysis.snapshot.source)
+            fixes = await linter.run_in_worker(actions_mod.fixes_for, analysis, finding) or []
             chosen = next((fix for fix in fixes if fix.title == data.get("title")), None)
-            if chosen is None and fixes and len(fixes) == len(finding.fixes):
-                index = data.get("index", 0)
-                chosen = fixes[index] if isinstance(index, int) and 0 <= index < len(fixes) else None
             edits = list(chosen.edits) if chosen is not None else []
             if chosen is None:
                 log(server, f"{finding.code}: the fix `{data.get('title')}` cannot be applied to this code",
