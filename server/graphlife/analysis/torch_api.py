@@ -588,6 +588,10 @@ def parse_dtype(value: Value | None, expr: ast.expr | None) -> str | None:
 
 
 def make_factory(interp, state, short: str, args, kwargs, call: ast.Call) -> Value:
+    out = kwargs.get("out")
+    if isinstance(out, TensorVal):
+        # `torch.rand(shape, out=buffer)` fills an existing tensor in place.
+        return apply_inplace(interp, state, f"torch.{short}(out=)", out, kwarg_expr(call, "out"), [], call, info=None)
     flag = const_bool(kwargs.get("requires_grad")) if "requires_grad" in kwargs else False
     dtype = parse_dtype(kwargs.get("dtype"), kwarg_expr(call, "dtype"))
     device_value = kwargs.get("device")
@@ -969,7 +973,14 @@ def call_module_method(interp, state, ref: HeapRef, name: str, args, kwargs, cal
     if name in ("children", "modules"):
         out = interp.new_object(state, "list", call)
         return out
-    if name in ("state_dict", "load_state_dict", "register_buffer", "add_module", "register_forward_hook"):
+    if name in ("register_buffer", "register_parameter", "add_module") and len(args) >= 2:
+        if isinstance(args[0], Number) and isinstance(args[0].const, str):
+            value = args[1]
+            if name == "register_parameter" and isinstance(value, TensorVal):
+                value = replace(value, is_param=True)
+            state.heap_write(ref.oid).attrs[args[0].const] = value
+        return NONE
+    if name in ("state_dict", "load_state_dict", "register_forward_hook"):
         return UNKNOWN
     return UNKNOWN
 
