@@ -21,18 +21,21 @@ FIXED = ["gan_fixed.py", "lstm_fixed.py", "inplace_fixed.py", "backward_fixed.py
 
 @pytest.mark.parametrize("name", sorted(BUGGY))
 def test_buggy_example_raises_under_torch(name):
-    torch = pytest.importorskip("torch")
-    del torch
-    proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0
-    assert BUGGY[name][1] in proc.stderr
+    pytest.importorskip("torch")
+    from oracle.runner import run_fixture  # torch imported once per worker, not per example
+
+    outcome = run_fixture(EXAMPLES / name)
+    assert outcome.raised, outcome.describe()
+    assert BUGGY[name][1] in outcome.exc_message
 
 
 @pytest.mark.parametrize("name", FIXED)
 def test_fixed_example_runs_clean(name):
     pytest.importorskip("torch")
-    proc = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    from oracle.runner import run_fixture
+
+    outcome = run_fixture(EXAMPLES / name)
+    assert not outcome.raised, outcome.describe()
 
 
 def test_checker_flags_exactly_the_buggy_examples():
