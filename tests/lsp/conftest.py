@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from lsp_helpers import FAKE_TORCH_DIR, SERVER_COMMAND, make_client, server_env_with, stop
+from lsp_helpers import FAKE_TORCH_DIR, SERVER_COMMAND, initialize, make_client, server_env_with, stop
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 
@@ -40,6 +40,17 @@ async def slow_client(lsp_client: LanguageClient):
 )
 async def no_torch_client(lsp_client: LanguageClient):
     """A server that finds a booby-trapped ``torch`` first on its path."""
+    yield
+    await stop(lsp_client)
+
+
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client, server_env=server_env_with()),
+)
+async def shared_client(lsp_client: LanguageClient):
+    """One initialized server for a whole test module (tests use distinct documents)."""
+    await initialize(lsp_client)
     yield
     await stop(lsp_client)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from lsp_helpers import (
     apply_text_edits,
@@ -19,7 +17,6 @@ from sources import DOUBLE_BACKWARD, DOUBLE_BACKWARD_LINE, MANUAL_UPDATE
 
 pytestmark = pytest.mark.asyncio
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIX_ALL = "source.fixAll.graphlife"
 
 
@@ -88,37 +85,6 @@ async def test_quick_fixes_are_listed_preferred_first_and_resolve_lazily(client:
     assert "torch.no_grad()" in new_text
     after = await _recheck(client, uri, new_text, 2, MANUAL_UPDATE)
     assert "GL103" not in [d.code for d in after.diagnostics]
-
-
-def _bad_fixtures() -> list[Path]:
-    return sorted(FIXTURES.glob("GL*/bad_*.py"))
-
-
-@pytest.mark.parametrize("path", _bad_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
-async def test_every_quick_fix_removes_its_finding(client: LanguageClient, workdir, path: Path):
-    """For each finding on a bad fixture, each offered fix, resolved and applied, removes that finding."""
-    source = path.read_text(encoding="utf-8")
-    await initialize(client)
-    uri = open_document(client, workdir / path.name, source)
-    published = await wait_for_publish(client, uri, version=1, timeout=30)
-    assert published.diagnostics, f"{path.name} is a bad fixture: the server must report it"
-    version = 1
-    for diagnostic in published.diagnostics:
-        actions = await _actions(client, uri, diagnostic)
-        fixes = [a for a in actions if a.diagnostics and a.diagnostics[0].range == diagnostic.range
-                 and a.diagnostics[0].code == diagnostic.code and not a.title.startswith("Ignore ")]
-        for action in fixes:
-            resolved = await client.code_action_resolve_async(action)
-            edits = edits_for_uri(resolved.edit, uri)
-            assert edits, f"{diagnostic.code} fix {action.title!r} resolved to no edit"
-            fixed = apply_text_edits(source, edits)
-            version += 1
-            after = await _recheck(client, uri, fixed, version, source)
-            same = [d for d in after.diagnostics if d.code == diagnostic.code]
-            before = [d for d in published.diagnostics if d.code == diagnostic.code]
-            assert len(same) < len(before), f"{action.title!r} did not remove {diagnostic.code}"
-            version += 1
-            await _recheck(client, uri, source, version, fixed)  # back to the original for the next fix
 
 
 async def test_fix_all_is_exactly_graphlife_fix(client: LanguageClient, workdir):
