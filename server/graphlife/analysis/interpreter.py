@@ -106,6 +106,7 @@ class Interpreter:
         self.ctx = EventContext(self)
         self._text_cache: dict[int, str] = {}
         self.globals: dict[str, Value] = {}
+        self._module_names: State | None = None
         # Names a module-level definition shares with another binding stay in the states.
         self._generator_cache: dict[int, bool] = {}
         self.graph = GraphStore()
@@ -273,12 +274,15 @@ class Interpreter:
 
     def function_entry_state(self, func: ast.FunctionDef, owner: ast.ClassDef | None) -> State:
         """Module-level names known (imports, classes, functions, simple globals); params unknown."""
-        state = State()
-        self.emitting = False
-        try:
-            self.bind_module_definitions(state)
-        finally:
-            self.emitting = True
+        if self._module_names is None:
+            # Once per file: module-level names a function sees (imports, defs, constants).
+            self._module_names = State()
+            self.emitting = False
+            try:
+                self.bind_module_definitions(self._module_names)
+            finally:
+                self.emitting = True
+        state = self._module_names.copy()
         args = func.args.posonlyargs + func.args.args
         is_static = any(self.text(d) == "staticmethod" for d in func.decorator_list)
         for index, arg in enumerate(args):
