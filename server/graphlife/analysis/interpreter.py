@@ -736,7 +736,7 @@ class Interpreter:
                 return
             if isinstance(receiver, TensorVal) and target.attr in ("data", "grad"):
                 if target.attr == "data":
-                    torch_api.data_assignment(self, state, receiver, target.value, value)
+                    pass  # `t.data = other` swaps the storage behind the graph's back; not modeled
                 elif receiver.leaf:
                     storages = torch_api.param_storages(receiver, state)
                     torch_api.zero_grads(self, state, storages, target, set_to_none=isinstance(value, type(NONE)))

@@ -187,7 +187,6 @@ def apply_op(
         storage=storage, inference=inference, origin=site, desc=interp.text(site), why=why, why_site=why_site,
     )
     if not needs_grad and needs_grad is not None:
-        check_inference_inputs(interp, state, key, inputs, input_exprs, site, info)
         return result
     parents = frozenset().union(*(t.grad_fn for t in tensors)) if tensors else frozenset()
     # Unknown inputs may add edges, but never remove the known ones: the known parents stay certain.
@@ -199,15 +198,7 @@ def apply_op(
         cases = case_override or info.saved_for_all(pattern)
         if cases:
             saves_certain = all(c.saves_anything for c in cases)
-            saved_inputs = set.intersection(*(set(c.saved) for c in cases))
-            for index in sorted(saved_inputs):
-                value = inputs[index]
-                if isinstance(value, TensorVal):
-                    if value.storage is not None:
-                        saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", interp.text(input_exprs[index]) if index < len(input_exprs) else ""))
-                    if value.inference:
-                        interp.emit("saved", SavedEvent(stmt=interp.current_stmt(), state=state, site=site, tensor=value,
-                                                        tensor_expr=input_exprs[index] if index < len(input_exprs) else None, op=key))
+            saves.extend(saved_inputs(interp, state, cases, inputs, input_exprs, site, key))
             if all(c.result for c in cases) and storage is not None:
                 saves.append(SavedRef(storage, max(state.version_of(storage)), "result", interp.text(site)))
     node = interp.graph.add(
@@ -236,9 +227,21 @@ def leaf_storages(tensors: list[TensorVal], state: State) -> frozenset[int]:
     return frozenset(out)
 
 
-def check_inference_inputs(interp, state, key, inputs, input_exprs, site, info) -> None:
-    """No graph is built, so nothing is saved: inference tensors are fine here."""
-    return None
+def saved_inputs(interp, state: State, cases, inputs: list[Value], exprs: list, site, key: str) -> list[SavedRef]:
+    """The inputs every possible case saves, at their current versions; an inference tensor among
+    them is a ``saved`` event (torch refuses to save it)."""
+    refs: list[SavedRef] = []
+    for index in sorted(set.intersection(*(set(c.saved) for c in cases))):
+        value = inputs[index]
+        expr = exprs[index] if index < len(exprs) else None
+        if not isinstance(value, TensorVal):
+            continue
+        if value.storage is not None:
+            refs.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", interp.text(expr)))
+        if value.inference:
+            interp.emit("saved", SavedEvent(stmt=interp.current_stmt(), state=state, site=site, tensor=value,
+                                            tensor_expr=expr, op=key))
+    return refs
 
 
 def apply_inplace(
@@ -379,11 +382,6 @@ def set_requires_grad(interp: "Interpreter", state: State, target: TensorVal, ta
         frozen = (not flag) if (flag is not None and interp.loop_stack) else None
         state.heap_write(target.owner).frozen = frozen
         mark_children_frozen(state, HeapRef(target.owner), frozen)
-
-
-def data_assignment(interp, state, receiver: TensorVal, receiver_expr, value: Value) -> None:
-    """``t.data = other``: replaces the storage without a version bump."""
-    return None
 
 
 def rebind(interp: "Interpreter", state: State, expr: ast.expr | None, value: Value) -> None:
@@ -833,15 +831,7 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
         node = interp.graph.nodes[next(iter(result.grad_fn))]
         saves = []
         if cases:
-            saved_inputs = set.intersection(*(set(c.saved) for c in cases))
-            for index in sorted(saved_inputs):
-                value = inputs[index]
-                if isinstance(value, TensorVal):
-                    if value.storage is not None:
-                        saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", interp.text(exprs[index]) if index < len(exprs) else ""))
-                    if value.inference:
-                        interp.emit("saved", SavedEvent(stmt=interp.current_stmt(), state=state, site=call, tensor=value,
-                                                        tensor_expr=exprs[index] if index < len(exprs) else None, op=key))
+            saves.extend(saved_inputs(interp, state, cases, inputs, exprs, call, key))
             if all(c.params for c in cases):
                 saved_params = sorted(storages - {obj.extra.get("bias_storage")})
                 saves.extend(SavedRef(s, max(state.version_of(s)), "parameter", f"parameters of {interp.text(call.func)}") for s in saved_params)
