@@ -95,16 +95,17 @@ export function renderSvg(g: GraphDrawing): string {
   const placed = layout(g);
   const legendHeight = 28;
   const out: string[] = [];
-  const w = Math.max(placed.width, 520);
+  const w = Math.max(placed.width, 720);
   const h = placed.height + legendHeight;
   out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" font-family="monospace" font-size="12">`);
   out.push(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#888"/></marker></defs>`);
   let lx = 10;
   for (const state of ["ok", "modified", "freed", "hooked", "leaf"]) {
     const s = STATE_STYLE[state];
+    const text = state === "leaf" ? "leaf (AccumulateGrad)" : `saved ${state}`;
     out.push(`<rect x="${lx}" y="6" width="14" height="14" fill="${s.fill}" stroke="${s.stroke}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/>`);
-    out.push(`<text x="${lx + 18}" y="17" fill="currentColor">${state === "leaf" ? "leaf (AccumulateGrad)" : `saved ${state}`}</text>`);
-    lx += state === "leaf" ? 170 : 110;
+    out.push(`<text x="${lx + 18}" y="17" fill="currentColor">${text}</text>`);
+    lx += 18 + Math.ceil(text.length * CHAR_WIDTH) + 16;
   }
   out.push(`<g transform="translate(0 ${legendHeight})">`);
   for (const [a, b] of g.edges) {

@@ -8,7 +8,7 @@ import * as vscode from "vscode";
 
 import { firstSentence } from "./format";
 import { exceptionHtml, graphHtml } from "./panelHtml";
-import { evaluateArguments, graphExpression, isUserFrame, probeCandidates, snapshotExpression } from "./probeExpression";
+import { evaluateArguments, graphExpression, isUserFrame, localPath, probeCandidates, snapshotExpression } from "./probeExpression";
 import { parseGraph, parseSnapshot, type Snapshot } from "./snapshot";
 import type { AutogradTreeProvider } from "./treeProvider";
 import { buildRows, exceptionMarkdown, summary, type Row } from "./viewModel";
@@ -142,7 +142,7 @@ export class AutogradInspector implements vscode.Disposable {
     this.hover = undefined;
     const markdown = exceptionMarkdown(snap);
     if (!markdown || !snap.exception?.code || !stop.framePath || !stop.frameLine) return;
-    const path = stop.framePath;
+    const path = localPath(stop.framePath);
     const line = stop.frameLine - 1;
     this.hover = vscode.languages.registerHoverProvider({ scheme: "file", language: "python" }, {
       provideHover(document, position) {

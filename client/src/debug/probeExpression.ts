@@ -38,3 +38,17 @@ export function isUserFrame(sourcePath: string | undefined): boolean {
   if (!sourcePath) return false;
   return !/[\\/](site-packages|dist-packages)[\\/]|[\\/]lib[\\/]python\d|^<frozen/.test(sourcePath);
 }
+
+/**
+ * A frame's source path as a file path. In a remote window (code-server, SSH, WSL)
+ * VS Code hands DAP paths to extensions as URIs (`vscode-remote://host/tmp/train.py`);
+ * documents there are `file:` URIs, so compare paths.
+ */
+export function localPath(sourcePath: string): string {
+  if (!/^[a-z][\w+.-]*:\/\//i.test(sourcePath)) return sourcePath;
+  try {
+    return decodeURIComponent(new URL(sourcePath).pathname);
+  } catch {
+    return sourcePath;
+  }
+}

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { evaluateArguments, graphExpression, isUserFrame, probeCandidates, pyString, snapshotExpression } from "../../src/debug/probeExpression";
+import { evaluateArguments, graphExpression, isUserFrame, localPath, probeCandidates, pyString, snapshotExpression } from "../../src/debug/probeExpression";
 
 test("the probe is looked up in the bundled layout first, then the repository layout", () => {
   assert.deepEqual(probeCandidates("/ext"), ["/ext/bundled/graphlife/debug/probe.py", "/ext/server/graphlife/debug/probe.py"]);
@@ -24,4 +24,10 @@ test("user frames are told from library frames", () => {
   assert.ok(!isUserFrame("/venv/lib/python3.11/site-packages/torch/_tensor.py"));
   assert.ok(!isUserFrame("/usr/lib/python3.11/runpy.py"));
   assert.ok(!isUserFrame(undefined));
+});
+
+test("remote windows give frame paths as URIs; the hover compares file paths", () => {
+  assert.equal(localPath("vscode-remote://127.0.0.1:39167/tmp/ws/train%20it.py"), "/tmp/ws/train it.py");
+  assert.equal(localPath("/tmp/ws/train.py"), "/tmp/ws/train.py");
+  assert.equal(localPath("C:\\work\\train.py"), "C:\\work\\train.py");
 });

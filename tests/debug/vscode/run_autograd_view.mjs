@@ -105,6 +105,25 @@ async function main() {
     log(`view at the breakpoint:\n${text.slice(text.indexOf("AUTOGRAD"), text.indexOf("AUTOGRAD") + 600)}`);
     for (const want of ["tensors · 2 would fail", "gate", "saved at v0, now v1"]) if (!text.includes(want)) throw new Error(`the view does not mention ${want}`);
 
+    log("draw the graph of `loss`");
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("F1");
+    await page.keyboard.type("graphlife: Draw Autograd Graph");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "Draw Autograd Graph" }).first().waitFor({ timeout: 10_000 });
+    await page.keyboard.press("Enter");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "loss" }).first().waitFor({ timeout: 20_000 });
+    await page.keyboard.type("loss");
+    await page.keyboard.press("Enter");
+    const svg = await until("the graph picture", async () => {
+      for (const frame of page.frames()) {
+        const html = await frame.content().catch(() => "");
+        if (html.includes("<svg") && html.includes("SigmoidBackward0")) return html;
+      }
+      return false;
+    }, 60_000);
+    if (!/data-state="modified"/.test(svg) || !svg.includes("AccumulateGrad (model.proj.weight)")) throw new Error("the picture lacks the modified node or the named leaf");
+    await page.screenshot({ path: path.join(shots, "autograd-graph.png") });
+
     log("continue into the error");
     await page.keyboard.press("F5");
     const after = await until("the exception explanation", async () => {
@@ -112,6 +131,18 @@ async function main() {
       return /GL102 inplace-modifies-saved-tensor/.test(t) ? t : false;
     }, 120_000);
     await page.screenshot({ path: path.join(shots, "autograd-view-exception.png") });
+    log("hover on the faulting line (Show Hover: the editor's hover, not the debugger's)");
+    const word = page.locator(".monaco-editor .view-line", { hasText: "loss.backward()" }).first().locator("span span").first();
+    await until("the hover with the rule", async () => {
+      await word.click();
+      await page.keyboard.press("F1");
+      await page.keyboard.type("Show or Focus Hover");
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: "Show or Focus Hover" }).first().waitFor({ timeout: 10_000 });
+      await page.keyboard.press("Enter");
+      await page.waitForTimeout(2000);
+      return (await page.locator(".monaco-hover").allInnerTexts()).join("\n").includes("GL102 inplace-modifies-saved-tensor");
+    }, 60_000);
+    await page.screenshot({ path: path.join(shots, "autograd-hover.png") });
     log(`view on the exception:\n${after.slice(after.indexOf("AUTOGRAD"), after.indexOf("AUTOGRAD") + 600)}`);
     log(`PASS (screenshots in ${shots})`);
   } catch (e) {
