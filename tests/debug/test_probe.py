@@ -290,6 +290,21 @@ class Disguised:
         return torch.Tensor
 
 
+class Sneaky(list):
+    """A list subclass whose item access is user code (it must not run)."""
+
+    def __getitem__(self, index):
+        raise AssertionError("__getitem__ ran")
+
+    def __iter__(self):
+        raise AssertionError("__iter__ ran")
+
+
+class SneakyDict(dict):
+    def items(self):
+        raise AssertionError("items ran")
+
+
 def test_fails_soft_on_odd_objects():
     cyc = []
     cyc.append(cyc)
@@ -306,6 +321,8 @@ def test_fails_soft_on_odd_objects():
         "big": [0] * 100_000,
         "disguised": [Disguised()],
         "mapping": {Disguised(): torch.ones(1) * 2},
+        "sneaky": Sneaky([torch.ones(1) * 3]),
+        "sneaky_dict": SneakyDict(k=torch.ones(1) * 4),
     }
     text = PROBE["snapshot_json"](odd)
     snap = json.loads(text)
@@ -315,6 +332,7 @@ def test_fails_soft_on_odd_objects():
     assert by_name(snap, "param")["is_parameter"]
     assert not any(n.startswith("deep[0][0][0][0][0]") for n in names)  # depth bound
     assert "mapping[<Disguised>]" in names
+    assert {"sneaky[0]", "sneaky_dict['k']"} <= names
     assert Disguised.calls == 0
 
 

@@ -103,6 +103,7 @@ may be added, none removed)::
 from __future__ import annotations
 
 import heapq
+import itertools
 import json
 import os
 import re
@@ -251,7 +252,7 @@ def _walk(namespace: dict, torch, budget: _Budget):
     seen_objects: set[int] = set()
     queue = deque()
     for name, value in list(namespace.items()):
-        if isinstance(name, str) and not (name.startswith("__") and name.endswith("__")):
+        if type(name) is str and not (name.startswith("__") and name.endswith("__")):
             queue.append((name, value, 0, (), False))
     while queue:
         name, value, depth, ancestors, via_module = queue.popleft()
@@ -282,15 +283,15 @@ def _walk(namespace: dict, torch, budget: _Budget):
         children = []
         kind = None
         try:
+            # The base types' own methods: a subclass's __getitem__/items is user code.
             if issubclass(cls, (list, tuple)):
                 kind = "tuple" if issubclass(cls, tuple) else "list"
-                for index, item in enumerate(value[:MAX_ITEMS]):
+                base = tuple if kind == "tuple" else list
+                for index, item in enumerate(itertools.islice(base.__iter__(value), MAX_ITEMS)):
                     children.append((f"{name}[{index}]", item, via_module))
             elif issubclass(cls, dict):
                 kind = "dict"
-                for index, (key, item) in enumerate(list(value.items())):
-                    if index >= MAX_ITEMS:
-                        break
+                for key, item in itertools.islice(dict.items(value), MAX_ITEMS):
                     children.append((f"{name}[{_key_text(key)}]", item, via_module))
             elif optim_cls is not None and issubclass(cls, optim_cls):
                 continue  # its params are the model's; its state is not a graph
@@ -303,7 +304,7 @@ def _walk(namespace: dict, torch, budget: _Budget):
                         for key, item in list(sub.items())[:MAX_ITEMS]:
                             children.append((f"{name}.{key}", item, True))
                 for key, item in list(attrs.items())[:MAX_ITEMS]:
-                    if isinstance(key, str) and not key.startswith("_") and key != "training":
+                    if type(key) is str and not key.startswith("_") and key != "training":
                         children.append((f"{name}.{key}", item, via_module))
             else:
                 attrs = _instance_dict(value)
@@ -311,7 +312,7 @@ def _walk(namespace: dict, torch, budget: _Budget):
                     continue
                 kind = "object"
                 for key, item in list(attrs.items())[:MAX_ITEMS]:
-                    if isinstance(key, str) and not key.startswith("__"):
+                    if type(key) is str and not key.startswith("__"):
                         children.append((f"{name}.{key}", item, via_module))
         except Exception:  # noqa: BLE001 - a container that refuses to be read
             continue
