@@ -413,3 +413,17 @@ def test_running_average_with_its_graph_is_the_carried_state():
     snap = snapshot({"enc": enc, "feats": feats, "center": center, "loss": loss})
     pred = assert_predicted(snap, "loss", loss)
     assert (pred["code"], pred["reason"], pred["blame"]) == ("GL101", "carried", "center")
+
+
+def test_probe_runs_from_source_alone():
+    """The client's fallback for a remote debuggee: exec of the source in a fresh dict, no file."""
+    source = PROBE_PATH.read_text()
+    x = torch.randn(3, requires_grad=True)
+    loss = (x.exp() * x).sum()
+    loss.backward()
+    frame = {"x": x, "loss": loss}
+    expression = (f"(lambda g: (exec(compile({source!r}, {str(PROBE_PATH)!r}, 'exec'), g), g)[1])"
+                  "({'__name__': '<graphlife-probe>'})['snapshot_json']({**globals(), **locals()})")
+    snap = json.loads(eval(expression, {}, frame))  # noqa: S307 - what debugpy does in the frame
+    assert by_name(snap, "loss")["backward_prediction"]["code"] == "GL101"
+    assert sorted(frame) == ["loss", "x"]

@@ -8,7 +8,10 @@ import * as vscode from "vscode";
 
 import { firstSentence } from "./format";
 import { exceptionHtml, graphHtml } from "./panelHtml";
-import { evaluateArguments, graphExpression, isUserFrame, localPath, probeCandidates, snapshotExpression } from "./probeExpression";
+import {
+  evaluateArguments, graphExpression, inlineGraphExpression, inlineSnapshotExpression, isUserFrame, localPath,
+  probeCandidates, probeMissing, snapshotExpression,
+} from "./probeExpression";
 import { parseGraph, parseSnapshot, type Snapshot } from "./snapshot";
 import type { AutogradTreeProvider } from "./treeProvider";
 import { buildRows, exceptionMarkdown, summary, type Row } from "./viewModel";
@@ -43,6 +46,8 @@ export class AutogradInspector implements vscode.Disposable {
   private probePathCache?: string | null;
   /** Sessions with a tracker; others (started before activation) are followed through the active stack item. */
   private readonly tracked = new Set<string>();
+  /** Sessions whose debuggee cannot read the probe file: the source is sent inline. */
+  private readonly inline = new Set<string>();
 
   constructor(
     private readonly extensionPath: string,
@@ -115,7 +120,9 @@ export class AutogradInspector implements vscode.Disposable {
     this.view.message = "Reading the autograd graph…";
     try {
       const started = Date.now();
-      const reply = (await stop.session.customRequest("evaluate", evaluateArguments(snapshotExpression(probePath, stop.exception), stop.frameId))) as { result: string };
+      const reply = await this.evaluateProbe(stop, probePath,
+        () => snapshotExpression(probePath, stop.exception),
+        (source) => inlineSnapshotExpression(source, probePath, stop.exception));
       if (generation !== this.generation) return;
       const snap = parseSnapshot(reply.result);
       this.log.debug(`autograd probe: ${snap.tensors.length} tensors in ${snap.elapsed_ms} ms (round trip ${Date.now() - started} ms)`);
@@ -128,6 +135,22 @@ export class AutogradInspector implements vscode.Disposable {
       this.log.warn(`autograd probe failed: ${String(err)}`);
       this.show(undefined, `Could not read the autograd graph: ${String(err).slice(0, 200)}`);
     }
+  }
+
+  /** Evaluate in the stop's frame by path; where the debuggee cannot see the file, inline. */
+  private async evaluateProbe(stop: Stop, probePath: string, byPath: () => string, inline: (source: string) => string): Promise<{ result: string }> {
+    const evaluate = (expression: string) =>
+      stop.session.customRequest("evaluate", evaluateArguments(expression, stop.frameId!)) as Thenable<{ result: string }>;
+    if (!this.inline.has(stop.session.id)) {
+      try {
+        return await evaluate(byPath());
+      } catch (err) {
+        if (!probeMissing(err)) throw err;
+        this.log.info("autograd view: the debuggee cannot read probe.py; sending it inline");
+        this.inline.add(stop.session.id);
+      }
+    }
+    return evaluate(inline(fs.readFileSync(probePath, "utf8")));
   }
 
   private show(snap: Snapshot | undefined, status?: string): void {
@@ -230,7 +253,8 @@ export class AutogradInspector implements vscode.Disposable {
       if (!name) return;
     }
     try {
-      const reply = (await stop.session.customRequest("evaluate", evaluateArguments(graphExpression(probePath, name), stop.frameId))) as { result: string };
+      const tensor = name;
+      const reply = await this.evaluateProbe(stop, probePath, () => graphExpression(probePath, tensor), (source) => inlineGraphExpression(source, probePath, tensor));
       this.showPanel(`Autograd: ${name}`, graphHtml(parseGraph(reply.result)));
     } catch (err) {
       void vscode.window.showErrorMessage(`graphlife: could not draw the graph of ${name}: ${String(err).slice(0, 200)}`);

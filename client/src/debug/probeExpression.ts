@@ -28,6 +28,29 @@ export function graphExpression(probePath: string, tensorName: string): string {
   return `__import__('runpy').run_path(${pyString(probePath)})['graph_json'](${NAMESPACE}, ${pyString(tensorName)})`;
 }
 
+/**
+ * The same calls with the probe's source inline, for a debuggee that cannot see the
+ * extension's files (attached over SSH, in a container): the probe runs in a fresh
+ * dict, like run_path, and still binds no name in the frame.
+ */
+export function inlineProbe(source: string, probePath: string): string {
+  return `(lambda g: (exec(compile(${pyString(source)}, ${pyString(probePath)}, 'exec'), g), g)[1])({'__name__': '<graphlife-probe>'})`;
+}
+
+export function inlineSnapshotExpression(source: string, probePath: string, exception?: string): string {
+  const extra = exception ? `, exception=${pyString(exception)}` : "";
+  return `${inlineProbe(source, probePath)}['snapshot_json'](${NAMESPACE}${extra})`;
+}
+
+export function inlineGraphExpression(source: string, probePath: string, tensorName: string): string {
+  return `${inlineProbe(source, probePath)}['graph_json'](${NAMESPACE}, ${pyString(tensorName)})`;
+}
+
+/** What debugpy says when run_path cannot find the probe on the debuggee's side. */
+export function probeMissing(error: unknown): boolean {
+  return /FileNotFoundError|No such file or directory|can't find '__main__'/.test(String(error));
+}
+
 /** The DAP evaluate arguments that return the whole string unquoted (see shared notes). */
 export function evaluateArguments(expression: string, frameId: number) {
   return { expression, frameId, context: "repl", format: { rawString: true } };

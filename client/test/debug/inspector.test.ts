@@ -48,7 +48,7 @@ async function setup(visible = true) {
   const { AutogradTreeProvider } = await import("../../src/debug/treeProvider");
   const tree = new AutogradTreeProvider();
   const view = { visible, message: undefined as string | undefined, description: undefined as string | undefined };
-  const log = { warn: (m: string) => recorded.errors.push(m), debug: () => undefined };
+  const log = { warn: (m: string) => recorded.errors.push(m), info: () => undefined, debug: () => undefined };
   const inspector = new AutogradInspector(repoRoot(), log as never, tree as never, view as never);
   return { inspector, tree, view };
 }
@@ -192,4 +192,27 @@ test("picking another frame of a tracked stop probes that frame", async () => {
   await settle();
   const frames = session.requests.filter((r) => r.command === "evaluate").map((r) => r.args.frameId);
   assert.deepEqual(frames, [USER_FRAME.id, 42]);
+});
+
+test("a debuggee that cannot read probe.py gets the source inline, from then on", async () => {
+  const { inspector, tree } = await setup();
+  const session = fakeSession("remote", (args) => {
+    const expression = String(args.expression);
+    if (expression.startsWith("__import__('runpy')")) {
+      return Promise.reject(new Error("FileNotFoundError: [Errno 2] No such file or directory: '/ext/probe.py'"));
+    }
+    return Promise.resolve({ result: snapshotText() });
+  });
+  const tracker = inspector.tracker(session as never);
+  tracker.onDidSendMessage!(stopped("breakpoint", 3));
+  await settle();
+  assert.ok(tree.getChildren().length > 1, JSON.stringify(tree.getChildren()).slice(0, 300) + recorded.errors.slice(-2).join(" | "));
+  tracker.onWillReceiveMessage!({ type: "request", command: "next" });
+  tracker.onDidSendMessage!(stopped("step", 3));
+  await settle();
+  const kinds = session.requests.filter((r) => r.command === "evaluate").map((r) => String(r.args.expression).startsWith("(lambda g:") ? "inline" : "path");
+  assert.deepEqual(kinds, ["path", "inline", "inline"]);
+  const inline = String(session.requests.filter((r) => r.command === "evaluate")[1].args.expression);
+  assert.match(inline, /^\(lambda g: \(exec\(compile\(".*", ".*probe\.py", 'exec'\), g\), g\)\[1\]\)\(\{'__name__': '<graphlife-probe>'\}\)\['snapshot_json'\]\(\{\*\*globals\(\), \*\*locals\(\)\}\)$/s);
+  assert.ok(inline.includes("def snapshot_json("));
 });
