@@ -67,22 +67,35 @@ def _client() -> LanguageClient:
 
     def publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
         client.published.append((time.perf_counter(), params))
+        client.arrived.set()
 
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
     features[types.CLIENT_REGISTER_CAPABILITY] = lambda client, params: None
     register_lsp_features(client, features)
     client.published = []
+    client.arrived = asyncio.Event()
     return client
 
 
-async def _wait(client: LanguageClient, uri: str, version: int, timeout: float = 300.0) -> tuple[float, int]:
+#: The server stops an analysis after its time box (5 s) + 5 s; nothing is published then.
+WAIT_SECONDS = 20.0
+
+
+async def _wait(client: LanguageClient, uri: str, version: int, timeout: float = WAIT_SECONDS) -> tuple[float, int] | None:
+    """When the diagnostics of ``version`` arrived and how many; ``None`` if they never came."""
     deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
+    while True:  # event-driven: polling would steal the CPU the server needs on 2 cores
         for stamp, params in client.published:
             if params.uri == uri and params.version == version:
                 return stamp, len(params.diagnostics)
-        await asyncio.sleep(0.002)
-    raise TimeoutError(f"no diagnostics for {uri} v{version} within {timeout} s")
+        client.arrived.clear()
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            return None
+        try:
+            await asyncio.wait_for(client.arrived.wait(), remaining)
+        except asyncio.TimeoutError:
+            return None
 
 
 def _rss_mb(pid: int) -> float:
@@ -123,8 +136,9 @@ async def run(edits: int) -> dict:
                 text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=source)
             )
         )
-        stamp, findings = await _wait(client, uri, 1)
-        open_ms = (stamp - opened) * 1000
+        got = await _wait(client, uri, 1)
+        open_ms = (got[0] - opened) * 1000 if got else float("inf")
+        findings = got[1] if got else 0
         latencies = []
         lines = source.split("\n")
         targets = [i for i, text in enumerate(lines) if text.startswith("    out = batch * w")]
@@ -149,9 +163,15 @@ async def run(edits: int) -> dict:
                     ],
                 )
             )
-            stamp, _ = await _wait(client, uri, version)
-            latencies.append((stamp - sent) * 1000 - DEBOUNCE_MS)
+            got = await _wait(client, uri, version)
+            latencies.append((got[0] - sent) * 1000 - DEBOUNCE_MS if got else float("inf"))
+        inside = [
+            float(m.message.rsplit(" in ", 1)[1].split()[0])
+            for m in client.log_messages
+            if f"train_{size}.py:" in m.message and "finding(s) in" in m.message
+        ]
         results["sizes"][size] = {
+            "inside_ms": statistics.median(inside) if inside else float("nan"),
             "lines": source.count("\n"),
             "findings": findings,
             "open_ms": open_ms,
@@ -172,7 +192,8 @@ def report(results: dict, edits: int) -> str:
         ok = "yes" if data["latency_median"] <= target else "**no**"
         rows.append(
             f"| {data['lines']} | {data['findings']} | {data['open_ms']:.0f} | {data['latency_median']:.0f} | "
-            f"{data['latency_max']:.0f} | {target} | {ok} | {data['engine_ms']:.0f} |"
+            f"{data['latency_max']:.0f} | {target} | {ok} | {data['inside_ms']:.0f} | {data['engine_ms']:.0f} |"
+            .replace("inf", "none (stopped)")
         )
     memory_ok = "yes" if results["rss_end"] < 80 else "**no**"
     return "\n".join(
@@ -185,8 +206,8 @@ def report(results: dict, edits: int) -> str:
             "(one appended ` + 0` in one function each).",
             "",
             "| lines | findings | open -> diagnostics (ms) | change -> diagnostics beyond debounce, median (ms) "
-            "| max (ms) | target (ms) | met | checker alone, whole file (ms) |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| max (ms) | target (ms) | met | checker inside the server, median (ms) | checker alone, whole file (ms) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
             *rows,
             "",
             f"Resident memory of the server: {results['rss_start']:.0f} MB after initialize, "
@@ -196,7 +217,8 @@ def report(results: dict, edits: int) -> str:
             "has no per-function entry point, so the server can only cache whole-file results (an",
             "unchanged text, e.g. a save after the edits were analyzed, costs nothing). The latency",
             "beyond the debounce is therefore the checker's time on the whole file plus a few ms of",
-            "protocol work; see the last column.",
+            "protocol work; see the last column. \"none (stopped)\": the analysis ran past the checker's",
+            "time box + 5 s and the server stopped it (the previous diagnostics stay, a log line says so).",
             "",
         ]
     )

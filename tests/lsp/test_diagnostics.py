@@ -182,3 +182,17 @@ async def test_a_large_file_is_analyzed_and_reported(client: LanguageClient, wor
     uri = open_document(client, workdir / "big.py", source)
     published = await wait_for_publish(client, uri, version=1, timeout=60)
     assert _codes(published).count("GL101") == 20
+
+
+async def test_positions_follow_a_negotiated_utf32_encoding(client: LanguageClient, workdir):
+    """A client that offers only UTF-32 gets code-point columns: emoji count one each."""
+    from lsp_helpers import vscode_capabilities
+
+    caps = vscode_capabilities()
+    caps.general.position_encodings = [types.PositionEncodingKind.Utf32]
+    result = await initialize(client, capabilities=caps)
+    assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf32
+    uri = open_document(client, workdir / "emoji.py", EMOJI)
+    published = await wait_for_publish(client, uri, version=1)
+    gl101 = [d for d in published.diagnostics if d.code == "GL101"]
+    assert [d.range.start.character for d in gl101] == [len(EMOJI_PREFIX)]
