@@ -31,13 +31,11 @@ CODES = ("GL101", "GL102", "GL103", "GL104", "GL105", "GL106", "GL107")
 NOT_OFFERED = {
     "GL101/bad_helper_backward_called_twice.py":
         "retain_graph: the earlier backward is in a helper called twice; retaining there leaves a useless retain (GL202)",
-    "GL101/bad_lstm_hidden_carried_tuple.py":
-        "detach_carried_state targets `logits`, unbound before the loop; retain_graph on a loop-carried graph "
-        "fails after optimizer.step()",
     "GL101/bad_total_loss_accumulated_backward_each_step.py":
         "detach_carried_state targets `loss`, unbound before the loop; retain_graph on a loop-carried graph",
     "GL101/bad_trainer_self_hidden_state.py": "retain_graph on a loop-carried graph fails after optimizer.step()",
     "GL102/bad_attention_dict_masked_fill_inplace.py": "out_of_place: the receiver is a dict item, not rebindable",
+    "GL102/bad_out_argument_resamples_saved_noise.py": "out_of_place: `torch.rand(..., out=buffer)` has no rebinding form",
     "GL102/bad_dropout_inplace_attr_after_sigmoid.py": "out_of_place: module call with no `construction` span",
     "GL102/bad_view_of_saved_output_zeroed.py": "out_of_place: `zero_()` has no out-of-place twin",
     "GL105/bad_feature_visualization_rescaled_input.py": "leaf_after_conversion: no `requires_grad=True` in the expression",
