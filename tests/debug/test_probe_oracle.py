@@ -91,6 +91,8 @@ def run_with_predictions(path: Path, lines: dict[int, ast.expr]):
 
     error = None
     old = sys.gettrace()
+    # A fixture may flip process-wide autograd switches; the next test must not inherit them.
+    saved_modes = (torch.is_grad_enabled(), torch.is_anomaly_enabled(), torch.get_default_dtype())
     sys.settrace(global_trace)
     try:
         with warnings.catch_warnings():
@@ -100,6 +102,9 @@ def run_with_predictions(path: Path, lines: dict[int, ast.expr]):
         error = exc
     finally:
         sys.settrace(old)
+        torch.set_grad_enabled(saved_modes[0])
+        torch.autograd.set_detect_anomaly(saved_modes[1])
+        torch.set_default_dtype(saved_modes[2])
     return hits, error
 
 
