@@ -14,6 +14,6 @@ const build = spawnSync(process.execPath, [path.join(root, "client", "build.mjs"
 if (build.status !== 0) process.exit(build.status ?? 1);
 const run = spawnSync(process.execPath, [path.join(root, "tests", "debug", "vscode", "run_autograd_view.mjs")], {
   stdio: "inherit",
-  env: { ...process.env, GRAPHLIFE_AUTOGRAD_SHOTS: path.join(root, "docs", "screenshots") },
+  env: process.env,
 });
 process.exit(run.status ?? 1);
