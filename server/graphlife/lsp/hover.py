@@ -13,7 +13,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from graphlife.findings import Finding
-from graphlife.lsp.linting import Analysis
+from graphlife.lsp.linting import ISOLATE_CHARS, Analysis
 
 try:  # the engine's stories are being written; hover still explains findings without them
     from graphlife.analysis.stories import story_at as _story_at
@@ -60,7 +60,10 @@ def story(source: str, line: int, column: int) -> str | None:
 def hover_markdown(analysis: Analysis, line: int, column: int) -> str | None:
     """Everything to show at a 1-based position of the analyzed source, or ``None``."""
     parts = [finding_markdown(f) for f in analysis.findings if contains(f, line, column)]
-    told = story(analysis.snapshot.source, line, column)
+    # The story re-interprets the file on a server thread; on a file big enough to be
+    # checked in a child process, its parse alone would freeze the server.
+    big = len(analysis.snapshot.source) > ISOLATE_CHARS
+    told = None if big else story(analysis.snapshot.source, line, column)
     if told:
         parts.append(told)
     return SEPARATOR.join(parts) if parts else None

@@ -23,16 +23,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import re
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable
 
 from lsprotocol import types
 
 from graphlife.config import Config
 from graphlife.findings import Finding
-from graphlife.lsp.cancel import Cancelled, Job, Runner
+from graphlife.lsp.cancel import Cancelled, Runner
 from graphlife.lsp.debounce import Debouncer
 from graphlife.lsp.diagnostics import diagnostics_by_uri
 from graphlife.lsp.documents import Snapshot, current_stamp, take_snapshot
@@ -54,6 +57,18 @@ def _load_malloc_trim():
 
 
 _MALLOC_TRIM = _load_malloc_trim()
+
+def _prepare(source: str) -> tuple[str, list[str]]:
+    """The text handed to the checker, and notes about what had to be changed."""
+    if _LONE_SURROGATE.search(source):
+        # Text the editor decoded from invalid bytes: one replacement character each keeps
+        # every position where it was, and the rest of the file is still analyzed.
+        return _LONE_SURROGATE.sub("\ufffd", source), ["contains bytes that are not valid UTF-8; they were read as U+FFFD"]
+    return source, []
+
+
+#: Sources longer than this (characters, ~15,000 lines) are analyzed in a child process.
+ISOLATE_CHARS = 500_000
 
 #: Seconds past the checker's own time box after which a running analysis is stopped.
 HARD_LIMIT_GRACE = 5.0
@@ -85,7 +100,7 @@ class Linter:
         self.executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="graphlife-check")
         self._locks: dict[str, asyncio.Lock] = {}
         self.runner = Runner(self.executor)
-        self._running: dict[str, Job] = {}  # key -> the analysis running for it
+        self._running: dict[str, Callable[[str], None]] = {}  # key -> stops the analysis running for it
         self._gave_up: dict[str, tuple] = {}  # key -> stamp whose analysis ran over the hard limit
         self._generation: dict[str, int] = {}
         self._results: dict[str, Analysis] = {}
@@ -117,9 +132,9 @@ class Linter:
             self._send(uri, None, [])
 
     def _cancel_running(self, key: str, reason: str) -> None:
-        job = self._running.get(key)
-        if job is not None:
-            self.runner.cancel(job, reason)
+        cancel = self._running.get(key)
+        if cancel is not None:
+            cancel(reason)
 
     def result(self, key: str) -> Analysis | None:
         return self._results.get(key)
@@ -150,29 +165,92 @@ class Linter:
             log_exception(self.server, f"analysis of {key}", exc)
 
     async def analyze(self, key: str) -> Analysis | None:
-        """Check a snapshot of ``key`` on the worker thread; ``None`` when it is not open."""
+        """Check a snapshot of ``key`` off the event loop; ``None`` when it is not open or was stopped.
+
+        Big files go to a child process (:mod:`graphlife.lsp.isolated`): parsing
+        them would hold the GIL, and so freeze the event loop, for seconds.
+        """
         snapshot = take_snapshot(self.server.workspace, key)
         if snapshot is None:
             return None
         config = self.settings.config_for(snapshot.path)
-        job, future = self.runner.submit(key, self._check, snapshot, config)
-        self._running[key] = job
         limit = self.settings.time_budget + HARD_LIMIT_GRACE
-        timer = asyncio.get_running_loop().call_later(limit, self.runner.cancel, job, f"it ran over {limit:.0f} s")
+        stop_reason: list[str] = []
+        if len(snapshot.source) > ISOLATE_CHARS:
+            process_box: list = []
+
+            def cancel(reason: str) -> None:
+                if not stop_reason:
+                    stop_reason.append(reason)
+                    for process in process_box:
+                        if process.returncode is None:
+                            process.kill()
+
+            work = self._check_isolated(snapshot, config, process_box, stop_reason)
+        else:
+            job, future = self.runner.submit(key, self._check, snapshot, config)
+
+            def cancel(reason: str) -> None:
+                if not stop_reason:
+                    stop_reason.append(reason)
+                self.runner.cancel(job, reason)
+
+            work = future
+        self._running[key] = cancel
+        timer = asyncio.get_running_loop().call_later(limit, cancel, f"it ran over {limit:.0f} s")
         try:
-            return await future
+            return await work
         except Cancelled:
-            if job.reason.startswith("it ran over"):
+            reason = stop_reason[0] if stop_reason else "stopped"
+            if reason.startswith("it ran over"):
                 self._gave_up[key] = snapshot.stamp
-                log(self.server, f"stopped the analysis of {snapshot.path or key}: {job.reason} (the checker's time "
+                log(self.server, f"stopped the analysis of {snapshot.path or key}: {reason} (the checker's time "
                     "box did not stop it); its previous diagnostics stay", types.MessageType.Warning)
             else:
-                log(self.server, f"stopped a stale analysis of {key}: {job.reason}", types.MessageType.Log)
+                log(self.server, f"stopped a stale analysis of {key}: {reason}", types.MessageType.Log)
             return None
         finally:
             timer.cancel()
-            if self._running.get(key) is job:
+            if self._running.get(key) is cancel:
                 del self._running[key]
+
+    async def _check_isolated(self, snapshot: Snapshot, config: Config, process_box: list, stop_reason: list) -> Analysis:
+        """:meth:`_check` in a child process that a cancellation kills."""
+        started = time.perf_counter()
+        config_key = repr(config)
+        cached = self._last_cache.get(snapshot.key)
+        if cached is not None and cached[0] == snapshot.source and cached[1] == config_key:
+            return self._analysis(snapshot, config, cached[2], started, reused=True)
+        source, notes = _prepare(snapshot.source)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "graphlife.lsp.isolated",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        process_box.append(process)
+        if stop_reason:
+            process.kill()
+        request = {"source": source, "path": snapshot.path, "config": config, "time_budget": self.settings.time_budget}
+        out, err = await process.communicate(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        if stop_reason:
+            raise Cancelled(stop_reason[0])
+        if process.returncode != 0:
+            raise RuntimeError(f"the isolated checker exited with {process.returncode}: {err.decode(errors='replace')[-2000:]}")
+        result = pickle.loads(out)  # noqa: S301 - our own child process, fed by us
+        result.notes[:0] = notes
+        self._last_cache[snapshot.key] = (snapshot.source, config_key, result)
+        return self._analysis(snapshot, config, result, started, reused=False)
+
+    @staticmethod
+    def _analysis(snapshot: Snapshot, config: Config, result, started: float, reused: bool) -> Analysis:
+        return Analysis(
+            snapshot=snapshot,
+            config=config,
+            findings=list(result.findings),
+            syntax_errors=list(result.syntax_errors),
+            notes=list(result.notes),
+            seconds=time.perf_counter() - started,
+            reused=reused,
+        )
 
     async def fresh(self, key: str, wait: float = 3.0) -> Analysis | None:
         """The analysis of what the editor shows now: the published one, or a new one.
@@ -233,34 +311,18 @@ class Linter:
                 time.sleep(0.01)
         config_key = repr(config)
         cached = self._last_cache.get(snapshot.key)
-        extra_notes: list[str] = []
         if cached is not None and cached[0] == snapshot.source and cached[1] == config_key:
-            result, reused = cached[2], True
-        else:
-            source = snapshot.source
-            if _LONE_SURROGATE.search(source):
-                # Text the editor decoded from invalid bytes: one replacement character each keeps
-                # every position where it was, and the rest of the file is still analyzed.
-                source = _LONE_SURROGATE.sub("\ufffd", source)
-                extra_notes.append("contains bytes that are not valid UTF-8; they were read as U+FFFD")
-            result = check_source(source, snapshot.path, config, time_budget=self.settings.time_budget)
-            result.notes[:0] = extra_notes
-            reused = False
-            self._last_cache[snapshot.key] = (snapshot.source, config_key, result)
-            if _MALLOC_TRIM is not None and len(source) > 100_000:
-                # The syntax tree and abstract states of a big file are garbage now, but
-                # the allocator keeps their pages: without this the server's resident
-                # memory stays at the peak of the largest analysis it ever ran.
-                _MALLOC_TRIM(0)
-        return Analysis(
-            snapshot=snapshot,
-            config=config,
-            findings=list(result.findings),
-            syntax_errors=list(result.syntax_errors),
-            notes=list(result.notes),
-            seconds=time.perf_counter() - started,
-            reused=reused,
-        )
+            return self._analysis(snapshot, config, cached[2], started, reused=True)
+        source, notes = _prepare(snapshot.source)
+        result = check_source(source, snapshot.path, config, time_budget=self.settings.time_budget)
+        result.notes[:0] = notes
+        self._last_cache[snapshot.key] = (snapshot.source, config_key, result)
+        if _MALLOC_TRIM is not None and len(source) > 100_000:
+            # The syntax tree and abstract states of a big file are garbage now, but
+            # the allocator keeps their pages: without this the server's resident
+            # memory stays at the peak of the largest analysis it ever ran.
+            _MALLOC_TRIM(0)
+        return self._analysis(snapshot, config, result, started, reused=False)
 
     # -- publishing ---------------------------------------------------------------------------
 
