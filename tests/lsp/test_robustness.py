@@ -191,7 +191,7 @@ def _read_response(stream, request_id) -> dict:
 
 async def test_raw_invalid_utf8_bytes_on_the_wire_are_survived():
     """A message body that is not UTF-8 is logged and skipped; the next request is answered."""
-    process = subprocess.Popen(SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         process.stdin.write(_message({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                                       "params": {"processId": None, "rootUri": None, "capabilities": {}}}))
@@ -209,13 +209,15 @@ async def test_raw_invalid_utf8_bytes_on_the_wire_are_survived():
         if process.poll() is None:
             process.kill()
         process.wait(timeout=5)
+        process.stdin.close()
+        process.stdout.close()
 
 
 async def test_tcp_mode_for_debugging_the_server():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    process = subprocess.Popen([*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"], stderr=subprocess.PIPE)
+    process = subprocess.Popen([*SERVER_COMMAND, "--tcp", f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -226,8 +228,7 @@ async def test_tcp_mode_for_debugging_the_server():
                 if time.monotonic() > deadline or process.poll() is not None:
                     raise
                 time.sleep(0.1)
-        with connection:
-            stream = connection.makefile("rwb")
+        with connection, connection.makefile("rwb") as stream:
             stream.write(_message({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                                    "params": {"processId": None, "rootUri": None, "capabilities": {}}}))
             stream.flush()

@@ -160,7 +160,10 @@ def create_server() -> GraphlifeServer:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     @_guarded(server, "didOpen")
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
-        linter.request(key_for(server.workspace, params.text_document.uri), delay=0)
+        document = params.text_document
+        if document.language_id not in ("python", "") and not document.uri.endswith((".py", ".pyi")):
+            return  # e.g. a markdown file: not Python, nothing to check
+        linter.request(key_for(server.workspace, document.uri), delay=0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @_guarded(server, "didChange")
