@@ -67,13 +67,13 @@ def to_diagnostic(finding: Finding, snapshot: Snapshot, codec: PositionCodec) ->
         if other is not None:
             related.append(
                 types.DiagnosticRelatedInformation(
-                    location=types.Location(uri=other[0], range=other[1]), message=item.message
+                    location=types.Location(uri=other[0], range=other[1]), message=snapshot.user_text(item.message)
                 )
             )
     url = _docs_url(finding.code)
     diagnostic = types.Diagnostic(
         range=rng,
-        message=finding.message,
+        message=snapshot.user_text(finding.message),
         severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
         code=finding.code,
         code_description=types.CodeDescription(href=url) if url else None,

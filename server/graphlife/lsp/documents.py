@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from graphlife.lsp.notebooks import CellText, JoinedCell, join_cells
+from graphlife.lsp.notebooks import CellText, JoinedCell, cell_relative_lines, join_cells
 from graphlife.lsp.positions import split_lines
 
 #: The notebook type and cell language whose cells we analyze.
@@ -40,6 +40,12 @@ class Snapshot:
             if line > segment.line_offset:
                 return segment if line - segment.line_offset <= max(len(segment.lines), 1) else None
         return None
+
+    def user_text(self, text: str) -> str:
+        """A message with its line numbers as the user sees them (cell-relative in a notebook)."""
+        if not self.is_notebook:
+            return text
+        return cell_relative_lines(text, self.segment_for_line)
 
     def segment_for_uri(self, uri: str) -> JoinedCell | None:
         wanted = unquote(uri)
@@ -68,11 +74,13 @@ def take_snapshot(workspace, key: str) -> Snapshot | None:
     notebook = workspace.get_notebook_document(notebook_uri=key)
     if notebook is not None:
         cells: list[CellText] = []
-        for cell in _code_cells(notebook):
+        for number, cell in enumerate(notebook.cells, start=1):
+            if cell.kind != types.NotebookCellKind.Code:
+                continue
             doc = workspace.text_documents.get(unquote(cell.document))
             if doc is None or (doc.language_id or CELL_LANGUAGE) != CELL_LANGUAGE:
                 continue
-            cells.append(CellText(cell.document, doc.source, doc.version))
+            cells.append(CellText(cell.document, doc.source, doc.version, number))
         source, segments = join_cells(cells)
         stamp = (notebook.version, tuple((c.uri, c.version) for c in cells))
         return Snapshot(key, source, fs_path(key), segments, stamp, True)

@@ -31,11 +31,11 @@ def contains(finding: Finding, line: int, column: int) -> bool:
     return (line, column) <= (span.end_line, span.end_column)
 
 
-def finding_markdown(finding: Finding) -> str:
-    """The finding's message, then its rule's explanation."""
-    parts = [f"**graphlife {finding.code}** ({finding.name}): {finding.message}"]
+def finding_markdown(finding: Finding, user_text=lambda text: text) -> str:
+    """The finding's message, then its rule's explanation (``user_text`` fixes notebook line numbers)."""
+    parts = [f"**graphlife {finding.code}** ({finding.name}): {user_text(finding.message)}"]
     if finding.related:
-        parts.append("\n".join(f"- line {r.span.line}: {r.message}" for r in finding.related))
+        parts.append("\n".join(user_text(f"- line {r.span.line}: {r.message}") for r in finding.related))
     try:
         from graphlife.rules import rule_by_code  # noqa: PLC0415
 
@@ -59,13 +59,14 @@ def story(source: str, line: int, column: int) -> str | None:
 
 def hover_markdown(analysis: Analysis, line: int, column: int) -> str | None:
     """Everything to show at a 1-based position of the analyzed source, or ``None``."""
-    parts = [finding_markdown(f) for f in analysis.findings if contains(f, line, column)]
+    user_text = analysis.snapshot.user_text
+    parts = [finding_markdown(f, user_text) for f in analysis.findings if contains(f, line, column)]
     # The story re-interprets the file on a server thread; on a file big enough to be
     # checked in a child process, its parse alone would freeze the server.
     big = len(analysis.snapshot.source) > ISOLATE_CHARS
     told = None if big else story(analysis.snapshot.source, line, column)
     if told:
-        parts.append(told)
+        parts.append(user_text(told))
     return SEPARATOR.join(parts) if parts else None
 
 

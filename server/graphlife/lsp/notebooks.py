@@ -13,6 +13,7 @@ so the rest of the notebook still parses.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from graphlife.lsp.positions import split_lines
@@ -25,6 +26,7 @@ class CellText:
     uri: str
     text: str
     version: int | None
+    number: int = 0  # 1-based position in the notebook, markdown cells included (what the user counts)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class JoinedCell:
     version: int | None
     line_offset: int  # lines of the joined source before this cell
     lines: tuple[str, ...]  # the cell's own text, for position conversion
+    number: int = 0  # 1-based position in the notebook (0 for a plain file)
 
 
 def _blank_ipython(lines: list[str]) -> list[str]:
@@ -64,8 +67,32 @@ def join_cells(cells: list[CellText]) -> tuple[str, tuple[JoinedCell, ...]]:
             body = lines[:-1]  # a trailing newline is not an extra line of code
         else:
             body = lines
-        joined.append(JoinedCell(cell.uri, cell.version, offset, tuple(lines)))
+        joined.append(JoinedCell(cell.uri, cell.version, offset, tuple(lines), cell.number))
         parts.extend(_blank_ipython(body))
         offset += len(body)
     source = "\n".join(parts) + ("\n" if parts else "")
     return source, tuple(joined)
+
+
+_LINE_NUMBERS = re.compile(r"\b(lines?) (\d+(?:(?:-|, | and )\d+)*)")
+
+
+def cell_relative_lines(text: str, segment_for_line) -> str:
+    """Rewrite "line 14" / "lines 5, 6" of the joined source as lines of their cells.
+
+    The engine's messages name lines of the source it analyzed; in a notebook
+    that is the joined source, which the user never sees. ``segment_for_line``
+    maps a joined line to its :class:`JoinedCell`.
+    """
+
+    def one(number: str) -> str:
+        segment = segment_for_line(int(number))
+        if segment is None:
+            return number
+        return f"{int(number) - segment.line_offset} (cell {segment.number})"
+
+    def replace(match: re.Match) -> str:
+        numbers = re.sub(r"\d+", lambda m: one(m.group(0)), match.group(2))
+        return f"{match.group(1)} {numbers}"
+
+    return _LINE_NUMBERS.sub(replace, text)
