@@ -238,7 +238,7 @@ async def test_tcp_mode_for_debugging_the_server():
         process.wait(timeout=5)
 
 
-def test_the_lsp_package_does_not_import_torch():
+async def test_the_lsp_package_does_not_import_torch():
     """Importing the whole server stack leaves torch unimported (checked in a fresh interpreter)."""
     code = (
         "import sys, graphlife.lsp.server, graphlife.lsp.hover, graphlife.lsp.code_actions, graphlife.checker\n"
