@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.protocol import default_converter
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 SERVER_COMMAND = [sys.executable, "-m", "graphlife", "lsp"]

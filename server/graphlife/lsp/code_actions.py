@@ -28,7 +28,7 @@ from lsprotocol import types
 from graphlife.findings import Finding, Span
 from graphlife.lsp.diagnostics import locate, to_diagnostic
 from graphlife.lsp.linting import Analysis
-from graphlife.lsp.positions import document_end, span_to_range, split_lines
+from graphlife.lsp.positions import document_end, split_lines
 
 FIX_ALL_KIND = "source.fixAll.graphlife"
 _EXISTING_IGNORE = re.compile(r"#\s*graphlife\s*:\s*ignore\[(?P<codes>[^\]]*)\]", re.I)
@@ -249,7 +249,6 @@ __all__ = [
     "fixes_for",
     "ignore_edit",
     "list_actions",
-    "span_to_range",
     "whole_document_edit",
     "workspace_edit",
 ]

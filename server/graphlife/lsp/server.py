@@ -23,7 +23,8 @@ from pygls.lsp.server import LanguageServer
 from graphlife import __version__
 from graphlife.lsp import code_actions as actions_mod
 from graphlife.lsp import hover as hover_mod
-from graphlife.lsp.documents import CELL_LANGUAGE, NOTEBOOK_TYPE, current_stamp, key_for, open_keys
+from graphlife.lsp.diagnostics import locate
+from graphlife.lsp.documents import CELL_LANGUAGE, NOTEBOOK_TYPE, current_stamp, fs_path, key_for, open_keys
 from graphlife.lsp.linting import Linter
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.positions import client_to_char
@@ -243,8 +244,6 @@ def create_server() -> GraphlifeServer:
         codec = server.workspace.position_codec
         for finding in analysis.findings:
             if hover_mod.contains(finding, line, column):
-                from graphlife.lsp.diagnostics import locate  # noqa: PLC0415
-
                 where = locate(analysis.snapshot, finding.span, codec)
                 if where is not None and where[0] == segment.uri:
                     rng = where[1]
@@ -339,9 +338,8 @@ def _warm_up() -> None:
     check_source("x = 1\n", None)
 
 
-def _path_of(server: GraphlifeServer, key: str):
-    from graphlife.lsp.documents import fs_path  # noqa: PLC0415
-
+def _path_of(server: GraphlifeServer, key: str) -> str | None:
+    """The file path whose pyproject.toml applies to ``key`` (a document or notebook URI)."""
     return fs_path(key)
 
 
