@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from lsp_helpers import initialize, open_document, wait_for_log, wait_for_publish
+from lsp_helpers import initialize, open_document, vscode_capabilities, wait_for_log, wait_for_publish
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from sources import DOUBLE_BACKWARD
@@ -124,3 +124,26 @@ async def test_editing_pyproject_relints_open_documents(client: LanguageClient, 
     )
     relinted = await wait_for_publish(client, uri, version=1, after=mark)
     assert _gl101(relinted) == []
+
+
+async def test_each_workspace_folder_gets_its_own_settings(client: LanguageClient, tmp_path):
+    """Multi-root: the client answers workspace/configuration per folder (scopeUri); the innermost folder wins."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    client.set_configuration({"graphlife": {"debounce": 0}})
+    client.set_configuration({"graphlife": {"ignore": ["GL101"], "debounce": 0}}, scope_uri=second.as_uri())
+    params = types.InitializeParams(
+        capabilities=vscode_capabilities(),
+        root_uri=tmp_path.as_uri(),
+        workspace_folders=[
+            types.WorkspaceFolder(uri=first.as_uri(), name="first"),
+            types.WorkspaceFolder(uri=second.as_uri(), name="second"),
+        ],
+    )
+    await client.initialize_session(params)
+    await wait_for_log(client, "language server ready")
+    in_first = open_document(client, first / "train.py", DOUBLE_BACKWARD)
+    in_second = open_document(client, second / "train.py", DOUBLE_BACKWARD)
+    assert len(_gl101(await wait_for_publish(client, in_first, version=1))) == 1
+    assert _gl101(await wait_for_publish(client, in_second, version=1)) == []

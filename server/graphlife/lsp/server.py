@@ -111,14 +111,23 @@ def create_server() -> GraphlifeServer:
     async def pull_configuration() -> None:
         if not _supports(server, "workspace", "configuration"):
             return
+        folder_uris = [folder.uri for folder in server.workspace.folders.values()]
         try:
-            answer = await asyncio.wait_for(server.workspace_configuration_async(configuration_params()), 10)
+            answer = await asyncio.wait_for(
+                server.workspace_configuration_async(configuration_params(folder_uris)), 10
+            )
         except Exception as exc:  # noqa: BLE001 - a client that fails the request keeps its old settings
             log(server, f"workspace/configuration failed ({exc!r}); keeping the previous settings",
                 types.MessageType.Warning)
             return
-        section = answer[0] if answer else None
-        settings.update(section, "workspace/configuration (graphlife.*)", "client")
+        answer = list(answer or [])
+        settings.update(answer[0] if answer else None, "workspace/configuration (graphlife.*)", "client")
+        folders = {}
+        for uri, raw in zip(folder_uris, answer[1:]):
+            path = fs_path(uri)
+            if path:
+                folders[path] = (raw, f"workspace/configuration (graphlife.*) for folder {path}")
+        settings.update_folders(folders)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -220,6 +229,12 @@ def create_server() -> GraphlifeServer:
             await pull_configuration()
         elif isinstance(params.settings, dict) and "graphlife" in params.settings:
             settings.update(params.settings["graphlife"], "didChangeConfiguration (graphlife.*)", "client")
+        relint_all()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    @_guarded(server, "didChangeWorkspaceFolders")
+    async def workspace_folders_changed(params: types.DidChangeWorkspaceFoldersParams) -> None:
+        await pull_configuration()  # pygls already updated the folder list; settings are per folder
         relint_all()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)

@@ -18,6 +18,7 @@ still apply.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Mapping
 
 from lsprotocol import types
@@ -40,6 +41,9 @@ class Settings:
         self.debounce = DEFAULT_DEBOUNCE
         self.time_budget = DEFAULT_TIME_BUDGET
         self._base = Config()
+        #: Multi-root workspaces: folder path -> (raw settings the client gave for that folder, source).
+        self._folders: dict[str, tuple[dict[str, Any], str]] = {}
+        self._folder_bases: dict[str, Config] = {}
 
     def update(self, raw: Any, source: str, layer: str = "client") -> None:
         """Set one layer of editor settings (``"init"`` or ``"client"``) and recompute.
@@ -56,13 +60,39 @@ class Settings:
         self._layers[layer] = (dict(raw), source)
         self._recompute()
 
-    def _recompute(self) -> None:
-        config = Config()
-        self.debounce = DEFAULT_DEBOUNCE
-        for layer in ("init", "client"):
-            if layer not in self._layers:
+    def update_folders(self, folders: dict[str, tuple[Any, str]]) -> None:
+        """Per-folder answers of ``workspace/configuration`` (``scopeUri`` = the folder), replacing the old ones.
+
+        A folder's answer is the client's settings as they apply in that folder
+        (user, workspace and folder settings resolved), so it takes the place of
+        the global answer for the files under the folder.
+        """
+        self._folders = {}
+        for folder, (raw, source) in folders.items():
+            if raw is None:
                 continue
-            raw, source = self._layers[layer]
+            if not isinstance(raw, Mapping):
+                self._problem(f"{source}: the `graphlife` settings must be an object, got {type(raw).__name__}; ignored")
+                continue
+            self._folders[folder] = (dict(raw), source)
+        self._recompute()
+
+    def _recompute(self) -> None:
+        self.debounce = DEFAULT_DEBOUNCE
+        self._base = self._layered(["init", "client"], self._layers)
+        self._folder_bases = {
+            folder: self._layered(["init", folder], {**self._layers, folder: layer}, keep_debounce=True)
+            for folder, layer in self._folders.items()
+        }
+
+    def _layered(self, order: list[str], layers: dict, keep_debounce: bool = False) -> Config:
+        """A config built from ``Config()`` with the given layers applied in order."""
+        config = Config()
+        saved_debounce = self.debounce
+        for layer in order:
+            if layer not in layers:
+                continue
+            raw, source = layers[layer]
             raw = dict(raw)
             debounce = raw.pop("debounce", None)
             if debounce is not None:
@@ -74,22 +104,33 @@ class Settings:
                 config = config.merged(raw, source)
             except Exception as exc:  # noqa: BLE001 - a settings bug must never stop linting
                 self._problem(f"{source}: settings could not be read ({exc!r}); ignored")
-        self._base = config
+        if keep_debounce:  # the debounce is one server-wide value: the global answer's
+            self.debounce = saved_debounce
         for problem in config.problems:
             self._problem(problem)
+        return config
 
     @property
     def base(self) -> Config:
         """The editor's settings alone (before pyproject.toml)."""
         return self._base
 
+    def editor_config_for(self, path: str | None) -> Config:
+        """The editor's settings for a file: its workspace folder's (innermost) if it has any, else the global ones."""
+        if path:
+            folders = [f for f in self._folder_bases if path == f or path.startswith(f.rstrip(os.sep) + os.sep)]
+            if folders:
+                return self._folder_bases[max(folders, key=len)]
+        return self._base
+
     def config_for(self, path: str | None) -> Config:
         """The config for one file: the editor's settings with its pyproject.toml on top."""
+        base = self.editor_config_for(path)
         try:
-            config = config_for_path(self._base, path)
+            config = config_for_path(base, path)
         except Exception as exc:  # noqa: BLE001
             self._problem(f"{path}: pyproject.toml settings could not be used ({exc!r}); using the editor's")
-            return self._base
+            return base
         for problem in config.problems:
             self._problem(problem)
         return config
@@ -109,6 +150,9 @@ def from_initialization_options(options: Any) -> Any:
     return options
 
 
-def configuration_params() -> types.ConfigurationParams:
-    """The ``workspace/configuration`` request for the ``graphlife`` section."""
-    return types.ConfigurationParams(items=[types.ConfigurationItem(section="graphlife")])
+def configuration_params(folder_uris: list[str] = ()) -> types.ConfigurationParams:
+    """The ``workspace/configuration`` request: the ``graphlife`` section globally, then per workspace folder."""
+    return types.ConfigurationParams(
+        items=[types.ConfigurationItem(section="graphlife")]
+        + [types.ConfigurationItem(section="graphlife", scope_uri=uri) for uri in folder_uris]
+    )
