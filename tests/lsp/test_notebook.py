@@ -121,3 +121,25 @@ async def test_hover_works_in_a_cell(client: LanguageClient, workdir):
     )
     assert hover is not None
     assert "GL101" in hover.contents.value
+
+
+async def test_ignore_action_edits_the_cell(client: LanguageClient, workdir):
+    await initialize(client)
+    _, cells = _open(client, workdir)
+    last = await wait_for_publish(client, cells[3], version=1)
+    diagnostic = next(d for d in last.diagnostics if d.code == "GL101")
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=cells[3]),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    ignore = next(a for a in actions if a.title == "Ignore GL101 on this line")
+    resolved = await client.code_action_resolve_async(ignore)
+    changes = resolved.edit.document_changes
+    assert [c.text_document.uri for c in changes] == [cells[3]]
+    assert changes[0].text_document.version == 1
+    (edit,) = changes[0].edits
+    assert edit.range.start == types.Position(line=2, character=len("loss.backward()"))
+    assert edit.new_text == "  # graphlife: ignore[GL101]"
