@@ -74,6 +74,7 @@ def fixes_for(analysis: Analysis, finding: Finding) -> list:
         return []
     key = (finding.code, finding.span)
     if key not in analysis.fix_cache:
+        analysis.fix_cache[key] = []  # a fix that raises is reported once, not on every cursor move
         analysis.fix_cache[key] = list(compute_fixes(finding, analysis.snapshot.source))
     return analysis.fix_cache[key]
 
