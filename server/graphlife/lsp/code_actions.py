@@ -26,6 +26,7 @@ from typing import Any
 from lsprotocol import types
 
 from graphlife.findings import Finding, Span
+from graphlife.lsp.cancel import Cancelled
 from graphlife.lsp.diagnostics import locate, to_diagnostic
 from graphlife.lsp.linting import Analysis
 from graphlife.lsp.positions import document_end, split_lines
@@ -74,8 +75,14 @@ def fixes_for(analysis: Analysis, finding: Finding) -> list:
         return []
     key = (finding.code, finding.span)
     if key not in analysis.fix_cache:
-        analysis.fix_cache[key] = []  # a fix that raises is reported once, not on every cursor move
-        analysis.fix_cache[key] = list(compute_fixes(finding, analysis.snapshot.source))
+        try:
+            fixes = list(compute_fixes(finding, analysis.snapshot.source))
+        except Cancelled:  # the request went away: compute it next time
+            raise
+        except Exception:
+            analysis.fix_cache[key] = []  # a fix that raises is reported once, not on every cursor move
+            raise
+        analysis.fix_cache[key] = fixes
     return analysis.fix_cache[key]
 
 
