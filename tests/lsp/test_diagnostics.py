@@ -196,3 +196,14 @@ async def test_positions_follow_a_negotiated_utf32_encoding(client: LanguageClie
     published = await wait_for_publish(client, uri, version=1)
     gl101 = [d for d in published.diagnostics if d.code == "GL101"]
     assert [d.range.start.character for d in gl101] == [len(EMOJI_PREFIX)]
+
+
+async def test_a_save_lets_the_analysis_of_the_same_text_finish(slow_client: LanguageClient, workdir):
+    """Saving right after an edit must not throw away an analysis of exactly that text."""
+    await initialize(slow_client, debounce_ms=0)
+    uri = open_document(slow_client, workdir / "train.py", DOUBLE_BACKWARD)
+    await asyncio.sleep(0.5)  # the (1.5 s) analysis of version 1 is running
+    slow_client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    published = await wait_for_publish(slow_client, uri, version=1, timeout=30)
+    assert "GL101" in _codes(published)
+    assert not any("stopped a stale analysis" in m.message for m in slow_client.log_messages)

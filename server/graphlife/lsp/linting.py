@@ -115,6 +115,7 @@ class Linter:
         self._locks: dict[str, asyncio.Lock] = {}
         self.runner = Runner(self.executor)
         self._running: dict[str, Callable[[str], None]] = {}  # key -> stops the analysis running for it
+        self._running_stamp: dict[str, tuple] = {}  # key -> the versions that analysis is checking
         self._gave_up: dict[str, tuple] = {}  # key -> stamp whose analysis ran over the hard limit
         self._generation: dict[str, int] = {}
         self._results: dict[str, Analysis] = {}
@@ -124,11 +125,18 @@ class Linter:
 
     # -- requests -------------------------------------------------------------------------
 
-    def request(self, key: str, delay: float | None = None) -> None:
-        """Analyze ``key`` after the debounce (or ``delay`` seconds), superseding earlier requests."""
+    def request(self, key: str, delay: float | None = None, same_text_may_finish: bool = False) -> None:
+        """Analyze ``key`` after the debounce (or ``delay`` seconds), superseding earlier requests.
+
+        The analysis running for ``key`` is stopped, unless ``same_text_may_finish``
+        (a save) and it is checking exactly the current text: then its result is
+        cached and the new request answers from the cache.
+        """
         generation = self._generation.get(key, 0) + 1
         self._generation[key] = generation
-        self._cancel_running(key, "a newer version arrived")
+        running = self._running_stamp.get(key)
+        if not (same_text_may_finish and running == current_stamp(self.server.workspace, key)):
+            self._cancel_running(key, "a newer version arrived")
         wait = self.settings.debounce if delay is None else delay
         self.debouncer.schedule(key, wait, lambda: self._lint(key, generation))
 
@@ -213,6 +221,7 @@ class Linter:
 
             work = future
         self._running[key] = cancel
+        self._running_stamp[key] = snapshot.stamp
         timer = asyncio.get_running_loop().call_later(limit, cancel, f"it ran over {limit:.0f} s")
         try:
             return await work
@@ -229,6 +238,7 @@ class Linter:
             timer.cancel()
             if self._running.get(key) is cancel:
                 del self._running[key]
+                self._running_stamp.pop(key, None)
 
     async def _check_isolated(self, snapshot: Snapshot, config: Config, process_box: list, stop_reason: list) -> Analysis:
         """:meth:`_check` in a child process that a cancellation kills."""

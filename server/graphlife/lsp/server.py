@@ -186,7 +186,7 @@ def create_server() -> GraphlifeServer:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     @_guarded(server, "didSave")
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
-        linter.request(key_for(server.workspace, params.text_document.uri), delay=0)
+        linter.request(key_for(server.workspace, params.text_document.uri), delay=0, same_text_may_finish=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     @_guarded(server, "didClose")
@@ -213,7 +213,7 @@ def create_server() -> GraphlifeServer:
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
     @_guarded(server, "notebookDocument/didSave")
     def notebook_save(params: types.DidSaveNotebookDocumentParams) -> None:
-        linter.request(params.notebook_document.uri, delay=0)
+        linter.request(params.notebook_document.uri, delay=0, same_text_may_finish=True)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     @_guarded(server, "notebookDocument/didClose")
