@@ -10,6 +10,8 @@ Modules, one job each:
 - :mod:`.notebooks` — joining notebook cells (magics blanked) and the line map.
 - :mod:`.debounce` — per-document timers so typing does not start an analysis per key.
 - :mod:`.linting` — runs the checker off the event loop, drops stale results, caches.
+- :mod:`.cancel` — stops a stale or runaway analysis inside its worker thread.
+- :mod:`.isolated` — the checker in a killable child process, for files too big to parse in-server.
 - :mod:`.diagnostics` — ``Finding`` -> ``Diagnostic``.
 - :mod:`.code_actions` — quick fixes (resolved lazily), fix-all, "ignore on this line".
 - :mod:`.hover` — the rule's explanation and the graph-lifetime story.
