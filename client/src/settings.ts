@@ -1,6 +1,6 @@
 // Editor settings -> what the language server is told. No `vscode` import (node tests).
 //
-// The server reads `enable`, `select`, `ignore`, `severity`, `lintOnChange`
+// The server reads `enable`, `select`, `ignore`, `severity`, `lintOnChange`, `debounce`
 // (graphlife/config.py). They go out as `initializationOptions: {settings}` on start
 // and as the answer to `workspace/configuration` for section `graphlife`. Values of
 // the wrong shape are dropped here with a message, so the log says which setting the
@@ -15,6 +15,7 @@ export interface ServerSettings {
   ignore: string[];
   severity: Record<string, SeverityLevel>;
   lintOnChange: boolean;
+  debounce: number; // ms after the last change before the server analyzes again
 }
 
 export const DEFAULT_SETTINGS: ServerSettings = {
@@ -23,10 +24,11 @@ export const DEFAULT_SETTINGS: ServerSettings = {
   ignore: [],
   severity: {},
   lintOnChange: true,
+  debounce: 300,
 };
 
 /** The keys of `graphlife.*` that the server uses; the rest (interpreter, trace) stay in the client. */
-export const SERVER_KEYS = ["enable", "select", "ignore", "severity", "lintOnChange"] as const;
+export const SERVER_KEYS = ["enable", "select", "ignore", "severity", "lintOnChange", "debounce"] as const;
 
 export type SettingReader = (key: string) => unknown;
 
@@ -56,6 +58,13 @@ function bool(key: string, value: unknown, fallback: boolean, problems: string[]
   if (value === undefined || value === null) return fallback;
   if (typeof value === "boolean") return value;
   problems.push(`graphlife.${key} must be true or false; using ${fallback}.`);
+  return fallback;
+}
+
+function milliseconds(key: string, value: unknown, fallback: number, problems: string[]): number {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value === "number" && Number.isFinite(value) && value >= 0 && value <= 5000) return value;
+  problems.push(`graphlife.${key} must be a number of milliseconds between 0 and 5000; using ${fallback}.`);
   return fallback;
 }
 
@@ -91,6 +100,7 @@ export function serverSettings(read: SettingReader): { settings: ServerSettings;
     ignore: codes("ignore", read("ignore"), problems),
     severity: severity(read("severity"), problems),
     lintOnChange: bool("lintOnChange", read("lintOnChange"), DEFAULT_SETTINGS.lintOnChange, problems),
+    debounce: milliseconds("debounce", read("debounce"), DEFAULT_SETTINGS.debounce, problems),
   };
   return { settings, problems };
 }

