@@ -28,5 +28,6 @@ RECIPES: dict[str, Recipe] = {
     "add_keyword": expressions.add_keyword,
     "drop_keyword": expressions.drop_keyword,
     "insert_before": statements.insert_before,
+    "insert_after": statements.insert_after,
     "ignore_comment": expressions.ignore_comment,
 }

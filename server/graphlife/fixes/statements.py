@@ -214,6 +214,26 @@ def insert_before(doc: Document, params: dict) -> Edits:
     return None if edit is None else [edit]
 
 
+def insert_after(doc: Document, params: dict) -> Edits:
+    """A line after a simple statement, at its indentation (GL303: `h.retain_grad()` once `h` exists)."""
+    anchor, code = params.get("anchor"), params.get("code")
+    if not isinstance(code, str) or "\n" in code or not isinstance(anchor, Span):
+        return None
+    stmt = doc.statement(anchor)
+    if stmt is None or not isinstance(stmt, cst.SimpleStatementLine):
+        return None  # after a compound statement the right place is ambiguous
+    try:
+        cst.parse_statement(code)
+    except cst.ParserSyntaxError:
+        return None
+    span = doc.span_of(stmt)
+    if not doc.starts_line(span):
+        return None
+    indent = doc.line_text(span.line)[: span.column - 1]
+    after = span.end_line + 1
+    return [TextEdit(Span(after, 1, after, 1), f"{indent}{code}{doc.newline}")]
+
+
 # --------------------------------------------------------------------------- merge_backwards
 
 

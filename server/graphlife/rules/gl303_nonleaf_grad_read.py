@@ -62,11 +62,25 @@ def on_grad_read(event: GradReadEvent, ctx: EventContext) -> None:
     )
     fixes = []
     anchor = _statement_after_origin(ctx, tensor.origin)
-    if anchor is not None:
-        fixes.append(FixRecipe("insert_after", f"Call `{name}.retain_grad()` after it is computed",
-                               {"anchor": ctx.span(anchor), "code": f"{name}.retain_grad()"}))
+    bound = _bound_name(ctx, anchor, tensor.origin)
+    if anchor is not None and bound and bound == name:
+        # retain_grad() right where the name that is read is bound; when the read goes through
+        # another name (a loop variable over a list of states) the right place is not certain.
+        fixes.append(FixRecipe("insert_after", f"Call `{bound}.retain_grad()` after it is computed",
+                               {"anchor": ctx.span(anchor), "code": f"{bound}.retain_grad()"}))
     related = [Related(ctx.span(tensor.origin), "computed here")] if tensor.origin is not None else []
     ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+
+
+def _bound_name(ctx, stmt, origin) -> str:
+    """`h` in `h = cell(x, h)` when the whole value is the tensor's origin; else nothing."""
+    import ast  # noqa: PLC0415
+
+    if isinstance(stmt, ast.Assign) and stmt.value is origin and len(stmt.targets) == 1:
+        target = stmt.targets[0]
+        if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+            return ctx.text(target)
+    return ""
 
 
 def _statement_after_origin(ctx, origin):
