@@ -93,7 +93,7 @@ def write_section(section: str) -> None:
     start = text.find("## Checker")
     if start >= 0:
         end = text.find("\n## ", start + 1)
-        text = text[:start] + section + (text[end + 1:] if end >= 0 else "")
+        text = text[:start] + section.rstrip("\n") + "\n\n" + (text[end + 1:] if end >= 0 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS.write_text(text)
