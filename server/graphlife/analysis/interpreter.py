@@ -108,7 +108,6 @@ class Interpreter:
         self.globals: dict[str, Value] = {}
         self._module_names: State | None = None
         # Names a module-level definition shares with another binding stay in the states.
-        self._generator_cache: dict[int, bool] = {}
         self.graph = GraphStore()
         self._next_id = 1
         self.stmt_stack: list[ast.stmt] = []  # innermost statement last (across inlined calls)
@@ -127,14 +126,29 @@ class Interpreter:
         self.loop_pre_states: list[State] = []  # the state before each running loop started
         self.parents: dict[int, ast.AST] = {}
         self._binding_counts: dict[str, int] = {}
+        self.if_nodes: list[ast.If] = []  # for rules that look for guards (GL304)
+        yields: list[ast.AST] = []
         for parent in ast.walk(tree):
             for child in ast.iter_child_nodes(parent):
                 self.parents[id(child)] = parent
+            if isinstance(parent, ast.If):
+                self.if_nodes.append(parent)
+            elif isinstance(parent, (ast.Yield, ast.YieldFrom)):
+                yields.append(parent)
             if isinstance(parent, ast.Name) and isinstance(parent.ctx, ast.Store):
                 self._binding_counts[parent.id] = self._binding_counts.get(parent.id, 0) + 1
             elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._binding_counts[parent.name] = self._binding_counts.get(parent.name, 0) + 1
         self.rebound = {name: count > 1 for name, count in self._binding_counts.items()}
+        # Generator functions: the function each yield belongs to (no second walk per call).
+        self._generators: set[int] = set()
+        for node in yields:
+            current = node
+            while id(current) in self.parents:
+                current = self.parents[id(current)]
+                if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    self._generators.add(id(current))
+                    break
         self.emitting = True
 
     # -- small helpers --------------------------------------------------------------
@@ -1208,20 +1222,8 @@ class Interpreter:
             state.heap = {oid: obj for oid, obj in state.heap.items() if oid in live}
 
     def is_generator(self, node: ast.AST) -> bool:
-        """Does the function yield (its own body, not nested functions)? Cached: calls are frequent."""
-        cached = self._generator_cache.get(id(node))
-        if cached is None:
-            cached = False
-            stack = list(ast.iter_child_nodes(node))
-            while stack:
-                child = stack.pop()
-                if isinstance(child, (ast.Yield, ast.YieldFrom)):
-                    cached = True
-                    break
-                if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                    stack.extend(ast.iter_child_nodes(child))
-            self._generator_cache[id(node)] = cached
-        return cached
+        """Does the function yield (its own body, not nested functions)?"""
+        return id(node) in self._generators
 
     # -- carried state --------------------------------------------------------------
     def carried_names(self, node_ids: set[int], state: State) -> list[tuple[str, ast.AST]]:

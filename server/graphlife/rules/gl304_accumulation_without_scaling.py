@@ -145,8 +145,8 @@ def _find_guard(interp, stmt: ast.stmt):
     if guards is None:
         # Every `if ... % k == ...:` that guards a step, found once per file.
         guards = []
-        for node in ast.walk(interp.tree):
-            if isinstance(node, ast.If) and _steps(node.body):
+        for node in interp.if_nodes:
+            if _steps(node.body):
                 divisor = _modulus(node.test)
                 if divisor is not None:
                     guards.append((node, divisor))
