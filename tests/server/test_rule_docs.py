@@ -1,0 +1,30 @@
+"""Each rule documents itself, and docs/rules.md (where every diagnostic links) is generated from that."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphlife.rules import all_rules
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_rules_page_is_current():
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_rule_docs.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_rule_documents_itself(rule):
+    for section in ("What it does", "Why is this bad?", "Example", "Use instead"):
+        assert rule.doc.section(section), f"{rule.code} has no `## {section}` section"
+    if rule.severity.value == "error":
+        assert rule.doc.section("What torch says"), f"{rule.code} (error) must quote what torch raises"
+    anchor = rule.docs_url.split("#", 1)[1]
+    page = (ROOT / "docs" / "rules.md").read_text()
+    assert f"## {rule.code} {rule.name}" in page and anchor == f"{rule.code.lower()}-{rule.name}"
