@@ -53,6 +53,7 @@ import ast
 from graphlife.analysis.events import BackwardEvent, EventContext
 from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.rules.base import Rule, RuleDoc
+from graphlife.rules.carried import detach_recipe
 
 RULE = Rule(
     code="GL101",
@@ -110,16 +111,7 @@ def _fixes(event, ctx, node, freeing, carried, state, stmt) -> list[FixRecipe]:
     interp = ctx.interpreter
     if carried:
         name, loop = carried[0]
-        value = _lookup(interp, name, state)
-        from graphlife.analysis.values import TupleVal  # noqa: PLC0415
-
-        is_tuple = isinstance(value, TupleVal)
-        before = interp.loop_pre_states[-1] if interp.loop_pre_states else state
-        maybe_none = _may_be_none(_lookup(interp, name, before))
-        fixes.append(FixRecipe(
-            "detach_carried_state", f"Detach `{name}` at the top of each iteration",
-            {"target": name, "loop": ctx.span(loop), "is_tuple": is_tuple, "maybe_none": maybe_none},
-        ))
+        fixes.append(detach_recipe(ctx, name, loop, state))
     else:
         detach = _gan_detach_site(event, ctx, node, freeing)
         if detach is not None:
@@ -139,30 +131,6 @@ def _fixes(event, ctx, node, freeing, carried, state, stmt) -> list[FixRecipe]:
             fixes.append(FixRecipe("retain_graph", "Keep the graph with `retain_graph=True` (keeps its memory alive)",
                                    {"call": ctx.span(call)}))
     return fixes
-
-
-def _lookup(interp, name: str, state):
-    parts = name.split(".")
-    value = state.env.get(parts[0])
-    for attr in parts[1:]:
-        from graphlife.analysis.values import HeapRef  # noqa: PLC0415
-
-        if isinstance(value, HeapRef) and value.oid in state.heap:
-            value = state.heap[value.oid].attrs.get(attr)
-        else:
-            return None
-    return value
-
-
-def _may_be_none(value) -> bool:
-    """Before the loop, could the carried state be None (`hidden = None`)? Then the detach needs a guard."""
-    from graphlife.analysis.values import TensorVal, TupleVal  # noqa: PLC0415
-
-    if isinstance(value, TupleVal):
-        return False
-    if isinstance(value, TensorVal):
-        return value.nullable
-    return True
 
 
 def _backward_call(stmt: ast.stmt) -> ast.Call | None:

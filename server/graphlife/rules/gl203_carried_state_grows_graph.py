@@ -39,6 +39,7 @@ from __future__ import annotations
 from graphlife.analysis.events import BackwardEvent, EventContext
 from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.rules.base import Rule, RuleDoc
+from graphlife.rules.carried import detach_recipe
 
 RULE = Rule(
     code="GL203",
@@ -74,9 +75,7 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     )
     fixes = []
     if name:
-        loop = carried[0][1]
-        fixes.append(FixRecipe("detach_carried_state", f"Detach `{name}` at the top of each iteration",
-                               {"target": name, "loop": ctx.span(loop), "is_tuple": False, "maybe_none": False}))
+        fixes.append(detach_recipe(ctx, name, carried[0][1], event.state))
     stmt = interp.blame(event.stmt, event.root_expr)
     interp.reporter.report(RULE, ctx.span(stmt), message, related=[Related(ctx.span(node.site), "built in an earlier iteration")], fixes=fixes)
 

@@ -1,0 +1,42 @@
+"""The fix for state carried across loop iterations, shared by GL101 and GL203.
+
+Detaching at the top of the loop must match the state's shape: a tuple (an LSTM's
+`(h, c)`) is detached item by item, and state that starts as `None` needs a guard.
+"""
+
+from __future__ import annotations
+
+from graphlife.analysis.values import HeapRef, TensorVal, TupleVal
+from graphlife.findings import FixRecipe
+
+
+def detach_recipe(ctx, name: str, loop, state) -> FixRecipe:
+    """`detach_carried_state` for ``name`` (a variable or `obj.attr`) at the top of ``loop``."""
+    interp = ctx.interpreter
+    before = interp.loop_pre_states[-1] if interp.loop_pre_states else state
+    return FixRecipe(
+        "detach_carried_state", f"Detach `{name}` at the top of each iteration",
+        {"target": name, "loop": ctx.span(loop), "is_tuple": isinstance(lookup(name, state), TupleVal),
+         "maybe_none": may_be_none(lookup(name, before))},
+    )
+
+
+def lookup(name: str, state):
+    """The value of `x` or `obj.attr` in ``state`` (None when it cannot be followed)."""
+    parts = name.split(".")
+    value = state.env.get(parts[0])
+    for attr in parts[1:]:
+        if isinstance(value, HeapRef) and value.oid in state.heap:
+            value = state.heap[value.oid].attrs.get(attr)
+        else:
+            return None
+    return value
+
+
+def may_be_none(value) -> bool:
+    """Before the loop, could the carried state be None (`hidden = None`)? Then the detach needs a guard."""
+    if isinstance(value, TupleVal):
+        return False
+    if isinstance(value, TensorVal):
+        return value.nullable
+    return True
