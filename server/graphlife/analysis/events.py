@@ -112,6 +112,7 @@ class StoreEvent(Event):
     value: Value
     target: str  # how the place is written: `losses`, `history["loss"]`, `self.last`, `total`
     kind: str  # "append" | "setitem" | "attribute" | "accumulate"
+    whole: Value | None = None  # the stored value itself (a tensor, or a tuple holding one)
 
 
 @dataclass

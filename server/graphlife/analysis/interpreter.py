@@ -506,7 +506,7 @@ class Interpreter:
                 and self.loop_entry_envs and stmt.target.id in self.loop_entry_envs[-1][1].env
             ):
                 self.emit("store", StoreEvent(stmt=self.current_stmt(), state=state, value=result,
-                                              target=stmt.target.id, kind="accumulate"))
+                                              target=stmt.target.id, kind="accumulate", whole=operand))
             if isinstance(stmt.target, ast.Name) and isinstance(target_value, HeapRef) and isinstance(operand, Value):
                 obj = state.heap.get(target_value.oid)
                 if obj is not None and obj.kind == "list":
@@ -786,7 +786,8 @@ class Interpreter:
             return  # made in this iteration: it dies with it
         for tensor in torch_api.tensors_in(value, state):
             if tensor.requires_grad is True and tensor.grad_fn:
-                self.emit("store", StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target, kind=kind))
+                self.emit("store", StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target,
+                                              kind=kind, whole=value))
                 return
 
     def list_extend(self, state: State, ref: HeapRef, values: Value) -> None:

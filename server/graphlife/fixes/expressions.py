@@ -64,6 +64,14 @@ def detach_expression(doc: Document, params: dict) -> Edits:
     return _method_suffix(doc, params, "expr", ".detach()")
 
 
+def use_detach(doc: Document, params: dict) -> Edits:
+    """A stored value -> ``value.detach()`` (GL201): the container keeps the numbers, not the graph."""
+    expr = _expr(doc, params.get("expr"))
+    if expr is None or _already_called(doc, expr, "detach") or _already_called(doc, expr, "item"):
+        return None
+    return _method_suffix(doc, params, "expr", ".detach()")
+
+
 def clone_tensor(doc: Document, params: dict) -> Edits:
     """An inference tensor used under autograd -> ``expr.clone()`` (a normal tensor)."""
     expr = _expr(doc, params.get("expr"))

@@ -40,6 +40,7 @@ The statement that stores the value.
 from __future__ import annotations
 
 from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
+from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.rules.base import Rule, RuleDoc
 
@@ -92,9 +93,10 @@ def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
             related = []
         fixes = []
         expr = _stored_expr(ctx, stmt)
-        if expr is not None:
-            fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()`", {"expr": ctx.span(expr)}))
+        if expr is not None and isinstance(store.whole, TensorVal):
+            # .detach() first: always a tensor of the same shape; .item() only suits scalars.
             fixes.append(FixRecipe("use_detach", f"Store `{ctx.text(expr)}.detach()`", {"expr": ctx.span(expr)}))
+            fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()` (a Python number)", {"expr": ctx.span(expr)}))
         ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)
 
 
