@@ -118,6 +118,7 @@ class Interpreter:
         self.path_ends = False  # set when an inlined call never returns (it raised)
         self.backward_count = 0
         self.create_graph_seen = False
+        self.zeroed_after: dict[int, ast.AST] = {}  # zero_grad statement -> the backward whose gradients it cleared
         self.watch: tuple[ast.AST, list] | None = None  # (expression, records) for hover stories
         self.module_calls: list[list] = []  # per running loop: (module heap ref, call) pairs
         self.inlined: set[int] = set()  # functions analyzed by inlining from the module body  # values yielded by the generators being inlined

@@ -1015,6 +1015,8 @@ def zero_grads(interp, state: State, storages, site, *, set_to_none) -> None:
         previous = state.grads.get(storage)
         if previous is not None and previous[0] in ("acc", "acc_stale"):
             state.grads[storage] = ("zeroed_after_backward", interp.current_stmt())
+            if previous[0] == "acc" and previous[1] is not None:
+                interp.zeroed_after[id(interp.current_stmt())] = previous[1]  # the backward it undid
         else:
             state.grads[storage] = ("zeroed_none" if set_to_none else "zeroed", interp.current_stmt())
 

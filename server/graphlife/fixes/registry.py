@@ -30,5 +30,6 @@ RECIPES: dict[str, Recipe] = {
     "drop_keyword": expressions.drop_keyword,
     "insert_before": statements.insert_before,
     "insert_after": statements.insert_after,
+    "move_statement_before": statements.move_statement_before,
     "ignore_comment": expressions.ignore_comment,
 }

@@ -234,6 +234,27 @@ def insert_after(doc: Document, params: dict) -> Edits:
     return [TextEdit(Span(after, 1, after, 1), f"{indent}{code}{doc.newline}")]
 
 
+def move_statement_before(doc: Document, params: dict) -> Edits:
+    """Move a one-line statement (GL301: `optimizer.zero_grad()`) to just before another in the same block."""
+    stmt_span, anchor_span = params.get("stmt"), params.get("anchor")
+    if not isinstance(stmt_span, Span) or not isinstance(anchor_span, Span):
+        return None
+    moved, anchor = doc.statement(stmt_span), doc.statement(anchor_span)
+    if not isinstance(moved, cst.SimpleStatementLine) or not isinstance(anchor, cst.SimpleStatementLine):
+        return None
+    if doc.parent(moved) is not doc.parent(anchor) or moved is anchor:
+        return None  # another block: moving it could change when it runs
+    moved_span, anchor_at = doc.span_of(moved), doc.span_of(anchor)
+    if moved_span.line != moved_span.end_line or not doc.starts_line(moved_span) or not doc.starts_line(anchor_at):
+        return None
+    text = doc.line_text(moved_span.line).strip()
+    indent = doc.line_text(anchor_at.line)[: anchor_at.column - 1]
+    return [
+        TextEdit(Span(anchor_at.line, 1, anchor_at.line, 1), f"{indent}{text}{doc.newline}"),
+        TextEdit(Span(moved_span.line, 1, moved_span.line + 1, 1), ""),
+    ]
+
+
 # --------------------------------------------------------------------------- merge_backwards
 
 

@@ -59,7 +59,12 @@ def on_step(event: StepEvent, ctx: EventContext) -> None:
         "uses them: the step changes nothing. Move `zero_grad()` before the forward pass."
     )
     fixes = []
+    backward = ctx.interpreter.zeroed_after.get(id(zero_stmt))
     related = [Related(ctx.span(event.call), "this step sees zeroed gradients")]
+    if backward is not None:
+        related.append(Related(ctx.span(backward), "the backward whose gradients it clears"))
+        fixes.append(FixRecipe("move_statement_before", "Move `zero_grad()` before the backward",
+                               {"stmt": ctx.span(zero_stmt), "anchor": ctx.span(backward)}))
     ctx.interpreter.reporter.report(RULE, ctx.span(zero_stmt), message, related=related, fixes=fixes)
 
 
