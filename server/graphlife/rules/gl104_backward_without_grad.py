@@ -36,9 +36,11 @@ The backward call that raises.
 
 from __future__ import annotations
 
+import ast
+
 from graphlife.analysis.events import BackwardEvent, EventContext
 from graphlife.analysis.values import TensorVal, TupleVal
-from graphlife.findings import Related, Severity
+from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.rules.base import Rule, RuleDoc
 
 RULE = Rule(
@@ -62,7 +64,31 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     if first.why_site is not None:
         related.append(Related(ctx.span(first.why_site), "the graph is lost here"))
     stmt = ctx.interpreter.blame(event.stmt, event.root_expr)
-    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, related=related)
+    fixes = _keep_the_graph(ctx, first.why_site)
+    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)
+
+
+def _keep_the_graph(ctx: EventContext, site) -> list[FixRecipe]:
+    """Undo the break where it is one expression: `x.detach()` -> `x`, `torch.tensor(x.item())` -> `x`,
+    `checkpoint(..., use_reentrant=True)` -> `use_reentrant=False`. A `no_grad` block is left to the
+    user: it may be there for evaluation too."""
+    if not isinstance(site, ast.Call):
+        return []
+    func = site.func
+    if isinstance(func, ast.Attribute) and func.attr == "detach" and not site.args and not site.keywords:
+        return [FixRecipe("replace_text", f"Keep the graph: use `{ctx.text(func.value)}`",
+                          {"span": ctx.span(site), "text": ctx.text(func.value)})]
+    if isinstance(func, ast.Attribute) and func.attr in ("tensor", "as_tensor") and len(site.args) == 1:
+        inner = site.args[0]
+        if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr in ("item", "tolist") and not inner.args):
+            return [FixRecipe("replace_text", f"Keep the graph: use `{ctx.text(inner.func.value)}` itself",
+                              {"span": ctx.span(site), "text": ctx.text(inner.func.value)})]
+    for keyword in site.keywords:
+        if keyword.arg == "use_reentrant" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True:
+            return [FixRecipe("replace_text", "Use `use_reentrant=False` (gradients flow to the parameters)",
+                              {"span": ctx.span(keyword.value), "text": "False"})]
+    return []
 
 
 RULE.hooks = {"backward": on_backward}
