@@ -1,11 +1,14 @@
 """A tensor that carries a graph is stored where it outlives the loop iteration.
 
 ## What it does
-Reports a graph-carrying tensor stored into something made before the loop: a
-list (`losses.append(loss)`), a dict (`history["loss"] = out`), an attribute of
-a long-lived object (`self.last = h`), a module-level container, or a running
+Reports a graph-carrying tensor stored where it piles up across loop
+iterations: appended to a list made before the loop (`losses.append(loss)`,
+a module-level log), stored under a new key each time, or added into a running
 total (`total += loss`). Values made with `.item()`, `float()`, `.detach()`, or
-without a graph are fine.
+without a graph are fine. Overwriting one slot (`self.last = h`,
+`history["loss"] = out`) keeps one iteration's graph, not one per iteration
+(torch measures it flat), so it is not reported; nor is a time loop that collects
+states for a backward after it (truncated BPTT).
 
 ## Why is this bad?
 The stored tensor keeps its whole graph alive. When no backward consumes that
