@@ -31,5 +31,6 @@ RECIPES: dict[str, Recipe] = {
     "insert_before": statements.insert_before,
     "insert_after": statements.insert_after,
     "move_statement_before": statements.move_statement_before,
+    "move_statement_after": statements.move_statement_after,
     "ignore_comment": expressions.ignore_comment,
 }

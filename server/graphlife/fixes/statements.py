@@ -234,8 +234,17 @@ def insert_after(doc: Document, params: dict) -> Edits:
     return [TextEdit(Span(after, 1, after, 1), f"{indent}{code}{doc.newline}")]
 
 
+def move_statement_after(doc: Document, params: dict) -> Edits:
+    """Move a one-line statement (GL305: a `.data` change) to just after another in the same block."""
+    return _move(doc, params, after=True)
+
+
 def move_statement_before(doc: Document, params: dict) -> Edits:
     """Move a one-line statement (GL301: `optimizer.zero_grad()`) to just before another in the same block."""
+    return _move(doc, params, after=False)
+
+
+def _move(doc: Document, params: dict, *, after: bool) -> Edits:
     stmt_span, anchor_span = params.get("stmt"), params.get("anchor")
     if not isinstance(stmt_span, Span) or not isinstance(anchor_span, Span):
         return None
@@ -247,10 +256,13 @@ def move_statement_before(doc: Document, params: dict) -> Edits:
     moved_span, anchor_at = doc.span_of(moved), doc.span_of(anchor)
     if moved_span.line != moved_span.end_line or not doc.starts_line(moved_span) or not doc.starts_line(anchor_at):
         return None
+    if after and (anchor_at.end_line >= moved_span.line >= anchor_at.line or anchor_at.end_line < moved_span.line):
+        return None  # "after" moves a statement down, past the anchor
     text = doc.line_text(moved_span.line).strip()
     indent = doc.line_text(anchor_at.line)[: anchor_at.column - 1]
+    where = anchor_at.end_line + 1 if after else anchor_at.line
     return [
-        TextEdit(Span(anchor_at.line, 1, anchor_at.line, 1), f"{indent}{text}{doc.newline}"),
+        TextEdit(Span(where, 1, where, 1), f"{indent}{text}{doc.newline}"),
         TextEdit(Span(moved_span.line, 1, moved_span.line + 1, 1), ""),
     ]
 

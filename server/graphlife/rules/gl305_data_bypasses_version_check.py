@@ -63,7 +63,9 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
                         "under `torch.no_grad()`."
                     )
                     related = [Related(ctx.span(node.site), "saved here"), Related(ctx.span(event.stmt), "this backward uses it")]
-                    ctx.interpreter.reporter.report(RULE, ctx.span(site), message, related=related)
+                    fixes = [FixRecipe("move_statement_after", "Move the change after the backward",
+                                       {"stmt": ctx.span(site), "anchor": ctx.span(event.stmt)})]
+                    ctx.interpreter.reporter.report(RULE, ctx.span(site), message, related=related, fixes=fixes)
                     return
 
 
