@@ -145,14 +145,6 @@ class EventContext:
     def text(self, node: ast.AST | None) -> str:
         return self.interpreter.text(node)
 
-    def report_stmt(self, event: Event) -> ast.stmt:
-        """The statement to underline for an event (innermost user statement)."""
-        return event.stmt
-
-    def outer_stmt(self) -> ast.stmt | None:
-        """The statement of the analyzed unit's own body that led here (a call site when inlined)."""
-        return self.interpreter.outer_statement()
-
     def carried_names(self, node_ids: set[int], state: "State") -> list[tuple[str, ast.AST]]:
         return self.interpreter.carried_names(node_ids, state)
 

@@ -111,7 +111,6 @@ class Interpreter:
         self.graph = GraphStore()
         self._next_id = 1
         self.stmt_stack: list[ast.stmt] = []  # innermost statement last (across inlined calls)
-        self.unit_depth = 0  # len(stmt_stack) at the unit's own body
         self.call_stack: list[int] = []  # keys of inlined functions (recursion guard)
         self.frames: list[CallFrame] = []  # the inlined calls, innermost last
         self.yielded: list[list[Value]] = []
@@ -192,11 +191,6 @@ class Interpreter:
     def current_stmt(self) -> ast.stmt:
         return self.stmt_stack[-1]
 
-    def outer_statement(self) -> ast.stmt | None:
-        if len(self.stmt_stack) > self.unit_depth:
-            return self.stmt_stack[self.unit_depth]
-        return self.stmt_stack[-1] if self.stmt_stack else None
-
     def blame(self, stmt: ast.stmt, expr: ast.expr | None) -> ast.stmt:
         """Where to report a fault of the value ``expr`` at ``stmt``: when the value came in as an
         argument of an inlined helper, the caller's call statement (recursively) is where the
@@ -232,9 +226,7 @@ class Interpreter:
     # -- units ----------------------------------------------------------------------
     def run(self) -> list[str]:
         notes: list[str] = []
-        units: list[tuple[str, list[ast.stmt], State]] = []
         module_state = self.initial_state()
-        units.append(("<module>", self.tree.body, module_state))
         try:
             self.run_unit(self.tree.body, module_state, self.tree)
         except Timeout:
@@ -256,7 +248,6 @@ class Interpreter:
         return notes
 
     def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None) -> None:
-        self.unit_depth = len(self.stmt_stack)
         flow = self.exec_block(body, state)
         final = State.join_all([flow.normal, *(s for s, _ in flow.returns)])
         if body:
@@ -302,9 +293,8 @@ class Interpreter:
         is_static = any(self.text(d) == "staticmethod" for d in func.decorator_list)
         for index, arg in enumerate(args):
             state.env[arg.arg] = UNKNOWN
-            if index == 0 and owner is not None and not is_static and arg.arg in ("self",) or (
-                index == 0 and owner is not None and not is_static and not any(self.text(d) == "classmethod" for d in func.decorator_list)
-            ):
+            is_classmethod = any(self.text(d) == "classmethod" for d in func.decorator_list)
+            if index == 0 and owner is not None and not is_static and not is_classmethod:
                 ref = self.lookup_class(owner, state)
                 if isinstance(ref, ClassRef) and func.name != "__init__":
                     self.emitting = False
@@ -489,7 +479,7 @@ class Interpreter:
         return ClassRef(node=node, key=id(node), is_module=is_module, is_autograd_function=is_function)
 
     def exec_augassign(self, stmt: ast.AugAssign, state: State) -> None:
-        target_value = self.eval(stmt.target, state) if not isinstance(stmt.target, ast.Subscript) else self.eval(stmt.target, state)
+        target_value = self.eval(stmt.target, state)
         operand = self.eval(stmt.value, state)
         if isinstance(target_value, TensorVal):
             op = torch_api.AUG_OPS.get(type(stmt.op))
@@ -764,7 +754,7 @@ class Interpreter:
                     obj.param_storages = obj.param_storages | ({value.storage} if value.storage else frozenset())
         elif isinstance(target, ast.Subscript):
             container = self.eval(target.value, state)
-            index_value = self.eval(target.slice, state)
+            self.eval(target.slice, state)
             if isinstance(container, TensorVal):
                 torch_api.apply_inplace(self, state, "Tensor.__setitem__", container, target.value, [value], self.current_stmt())
             elif isinstance(container, HeapRef) and container.oid in state.heap:
@@ -774,7 +764,6 @@ class Interpreter:
                 obj.attrs.pop("__items__", None)
                 if isinstance(target.slice, ast.Constant):
                     obj.attrs[f"[{target.slice.value!r}]"] = value
-            del index_value
         elif isinstance(target, ast.Starred):
             self.assign(target.value, UNKNOWN, state, None)
 

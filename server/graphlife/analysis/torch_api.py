@@ -635,8 +635,9 @@ def make_module(interp, state, key: str, args, kwargs, call: ast.Call) -> Value:
         if children and obj.elem is None:
             obj.attrs["__children__"] = TupleVal(tuple(children))
         return ref
-    # Parameters: one storage stands for the module's own parameters.
-    has_params = info is None or any(getattr(info.saved_for(p), "params", None) is not None for p in info.patterns())
+    # Parameters: unknown modules may have some; known ones when the table saw a parameter saved,
+    # or the module is one that owns weights whatever it saves.
+    has_params = True
     if info is not None:
         cases = [info.saved_for(p) for p in info.patterns()]
         has_params = any(c is not None and c.params for c in cases)

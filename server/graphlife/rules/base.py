@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Callable, Iterable
 
 from graphlife.findings import Finding, FixRecipe, Related, Severity, Span
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
 
 DOCS_URL = "https://github.com/graphlife/graphlife/blob/main/docs/rules.md#{anchor}"
 
