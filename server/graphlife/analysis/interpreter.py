@@ -21,6 +21,7 @@ from graphlife.analysis import torch_api
 from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.analysis.positions import node_span
 from graphlife.analysis.state import GraphStore, State
+from graphlife.analysis.tree_index import TreeIndex
 from graphlife.analysis.values import (
     NONE,
     UNKNOWN,
@@ -68,8 +69,13 @@ class Flow:
     returns: list[tuple[State, Value]] = field(default_factory=list)
 
 
-def analyze_module(tree: ast.Module, source: str, rules: list[Rule], *, deadline: float) -> tuple[list[Finding], list[str]]:
-    """Findings of ``rules`` on one parsed file, and notes about skipped work."""
+def analyze_module(
+    tree: ast.Module, source: str, rules: list[Rule], *, deadline: float, index: TreeIndex | None = None, unit_cache=None,
+) -> tuple[list[Finding], list[str]]:
+    """Findings of ``rules`` on one parsed file, and notes about skipped work.
+
+    ``index`` and ``unit_cache`` are for the language server, which keeps them between
+    edits (:mod:`graphlife.incremental`); the findings are the same without them."""
     reporter = Reporter()
     lines = source.splitlines()
     notes: list[str] = []
@@ -82,7 +88,7 @@ def analyze_module(tree: ast.Module, source: str, rules: list[Rule], *, deadline
                 notes.append(f"rule {rule.code} failed: {type(exc).__name__}: {exc}")
     hooked = [rule for rule in rules if rule.hooks]
     if hooked:
-        interpreter = Interpreter(tree, source, lines, hooked, reporter, deadline)
+        interpreter = Interpreter(tree, source, lines, hooked, reporter, deadline, index=index, unit_cache=unit_cache)
         try:
             notes.extend(interpreter.run())
         except Exception as exc:  # noqa: BLE001 - an engine bug must never take the editor down
@@ -93,7 +99,8 @@ def analyze_module(tree: ast.Module, source: str, rules: list[Rule], *, deadline
 class Interpreter:
     """Interprets one file's units and dispatches events to rule hooks."""
 
-    def __init__(self, tree: ast.Module, source: str, lines: list[str], rules: list[Rule], reporter: Reporter, deadline: float):
+    def __init__(self, tree: ast.Module, source: str, lines: list[str], rules: list[Rule], reporter: Reporter, deadline: float,
+                 index: TreeIndex | None = None, unit_cache=None):
         self.tree = tree
         self.source = source
         self.lines = lines
@@ -124,31 +131,16 @@ class Interpreter:
         self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
         self.loop_entry_envs: list[tuple[ast.AST, State]] = []
         self.loop_pre_states: list[State] = []  # the state before each running loop started
-        self.parents: dict[int, ast.AST] = {}
-        self._binding_counts: dict[str, int] = {}
-        self.if_nodes: list[ast.If] = []  # for rules that look for guards (GL304)
-        yields: list[ast.AST] = []
-        for parent in ast.walk(tree):
-            for child in ast.iter_child_nodes(parent):
-                self.parents[id(child)] = parent
-            if isinstance(parent, ast.If):
-                self.if_nodes.append(parent)
-            elif isinstance(parent, (ast.Yield, ast.YieldFrom)):
-                yields.append(parent)
-            if isinstance(parent, ast.Name) and isinstance(parent.ctx, ast.Store):
-                self._binding_counts[parent.id] = self._binding_counts.get(parent.id, 0) + 1
-            elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self._binding_counts[parent.name] = self._binding_counts.get(parent.name, 0) + 1
-        self.rebound = {name: count > 1 for name, count in self._binding_counts.items()}
-        # Generator functions: the function each yield belongs to (no second walk per call).
-        self._generators: set[int] = set()
-        for node in yields:
-            current = node
-            while id(current) in self.parents:
-                current = self.parents[id(current)]
-                if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                    self._generators.add(id(current))
-                    break
+        index = index if index is not None else TreeIndex.of_module(tree)
+        self.parents: dict[int, ast.AST] = index.parents
+        self.if_nodes: list[ast.If] = index.if_nodes  # for rules that look for guards (GL304)
+        self.rebound = index.rebound
+        self._generators: set[int] = index.generators  # generator functions (no walk per call)
+        #: Set by the unit cache (:mod:`graphlife.analysis.unit_cache`) while it records a unit:
+        #: the functions and classes of the file whose code the unit read.
+        self.touched: set[int] | None = None
+        self.unit_inlined: set[int] | None = None  # ... and the functions it inlined
+        self.unit_cache = unit_cache
         self.emitting = True
 
     # -- small helpers --------------------------------------------------------------
@@ -226,9 +218,8 @@ class Interpreter:
     # -- units ----------------------------------------------------------------------
     def run(self) -> list[str]:
         notes: list[str] = []
-        module_state = self.initial_state()
         try:
-            self.run_unit(self.tree.body, module_state, self.tree)
+            self.run_cached(self.tree, lambda: self.run_unit(self.tree.body, self.initial_state(), self.tree))
         except Timeout:
             return ["analysis stopped at the time box; later code was not analyzed"]
         except RecursionError:
@@ -238,14 +229,26 @@ class Interpreter:
                 continue  # already analyzed with the caller's values, which know more
             try:
                 self.emitting = True
-                state = self.function_entry_state(func, owner)
-                self.run_unit(func.body, state, func)
+                self.run_cached(func, lambda: self.run_unit(func.body, self.function_entry_state(func, owner), func))
             except Timeout:
                 notes.append("analysis stopped at the time box; later functions were not analyzed")
                 break
             except RecursionError:
                 notes.append(f"function {func.name} too deeply nested; not analyzed")
         return notes
+
+    def run_cached(self, unit: ast.AST, run) -> None:
+        """Run one unit (the module body or a function analyzed alone), or let the unit cache
+        replay what it recorded for the same code (the language server, after an edit elsewhere)."""
+        if self.unit_cache is None:
+            run()
+        else:
+            self.unit_cache.run(self, unit, run)
+
+    def touch(self, node: ast.AST) -> None:
+        """Note that the running unit read the code of ``node`` (a function or class of this file)."""
+        if self.touched is not None:
+            self.touched.add(id(node))
 
     def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None) -> None:
         flow = self.exec_block(body, state)
@@ -315,6 +318,7 @@ class Interpreter:
         return state
 
     def lookup_class(self, owner: ast.ClassDef, state: State) -> Value:
+        self.touch(owner)
         value = state.env.get(owner.name)
         if isinstance(value, ClassRef) and value.node is owner:
             return value
@@ -1011,6 +1015,7 @@ class Interpreter:
         return BoundMethod(receiver, expr.attr) if receiver is not UNKNOWN else UNKNOWN
 
     def find_method(self, ref: ClassRef, name: str, state: State, depth: int = 0) -> ast.FunctionDef | None:
+        self.touch(ref.node)
         for stmt in ref.node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
                 return stmt
@@ -1102,6 +1107,7 @@ class Interpreter:
     def call_function(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
         """Inline a function of this file with the caller's values (bounded depth, no recursion)."""
         node = func.node
+        self.touch(node)
         if len(self.call_stack) >= MAX_INLINE_DEPTH or func.key in self.call_stack:
             return UNKNOWN
         if isinstance(node, ast.AsyncFunctionDef):
@@ -1140,6 +1146,8 @@ class Interpreter:
         if is_generator:
             self.yielded.append([])
         self.inlined.add(func.key)
+        if self.unit_inlined is not None:
+            self.unit_inlined.add(func.key)
         self.call_stack.append(func.key)
         self.frames.append(CallFrame(call=site if isinstance(site, ast.Call) else None, stmt=self.current_stmt(),
                                      params=[p.arg for p in params], bound=func.bound_self is not None and "staticmethod" not in decorators))

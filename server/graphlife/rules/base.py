@@ -70,6 +70,8 @@ class Reporter:
     _seen: set[tuple[str, Span]] = field(default_factory=set)
     #: Set when an error was reported: the engine ends the path (torch raised there).
     raised: bool = False
+    #: When a list: every report as made, before de-duplication (the unit cache records units with it).
+    log: list | None = None
 
     def report(
         self,
@@ -81,6 +83,8 @@ class Reporter:
         related: Iterable[Related] = (),
         fixes: Iterable[FixRecipe] = (),
     ) -> None:
+        if self.log is not None:
+            self.log.append((rule, span, message, severity, tuple(related), tuple(fixes)))
         key = (rule.code, span)
         if (severity or rule.severity) is Severity.ERROR:
             self.raised = True
