@@ -23,10 +23,11 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("graphlife.restart", () => server.restart("asked by the user", true)),
     vscode.commands.registerCommand("graphlife.showLogs", () => log.show()),
     vscode.commands.registerCommand("graphlife.selectInterpreter", selectInterpreter),
+    // An event touching graphlife.interpreter is not a new interpreter yet (VS Code fires
+    // them when it re-reads settings too): the manager resolves it again and compares.
     vscode.workspace.onDidChangeConfiguration((event) => {
       const kind = changeKind((section) => event.affectsConfiguration(section));
-      if (kind === "restart") void server.restart("graphlife.interpreter changed");
-      else if (kind === "push") void server.pushSettings();
+      if (kind.interpreter || kind.server) void server.configurationChanged((section) => event.affectsConfiguration(section));
     }),
     // Trust lifts the restriction on a workspace-level graphlife.interpreter.
     vscode.workspace.onDidGrantWorkspaceTrust(() => server.restart("the workspace is now trusted")),
@@ -60,8 +61,9 @@ async function followPythonExtension(context: vscode.ExtensionContext, server: S
     listener?.dispose();
     listener = undefined;
     const api = await pythonApi(log);
+    // Restarts only when the interpreter resolved now differs (a pinned setting still wins).
     listener = api?.environments.onDidChangeActiveEnvironmentPath(() => {
-      if (!interpreterPinned()) void server.restart("the Python extension's active environment changed");
+      void server.interpreterInputsChanged("the Python extension's active environment changed");
     });
   };
   let present = isPythonExtensionInstalled();

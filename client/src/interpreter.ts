@@ -88,3 +88,51 @@ export function describeSource(source: InterpreterSource): string {
       return "PATH";
   }
 }
+
+// ---- Restarting on a change -------------------------------------------------------
+//
+// A configuration event says that a section *may* have changed, not that the server
+// would now run on another Python: VS Code also fires one when it re-reads settings or
+// learns a setting's scope. In a remote window (code-server, SSH, WSL, containers) a
+// `machine-overridable` setting such as graphlife.interpreter is ignored in the local
+// User settings; VS Code applies it at first, while the extension's schema is not yet
+// known, and drops it later (in the Autograd-view e2e: when a debug session starts),
+// firing a change of graphlife.interpreter. So the client resolves the interpreter
+// again and compares, and it does not give up a working interpreter from a better tier
+// (setting > Python extension > PATH) on its own: a PATH python3 without the server's
+// libraries would only crash.
+
+/** How much a tier says about the user's wish: a restart may move up or sideways, not down. */
+export const SOURCE_RANK: Readonly<Record<InterpreterSource, number>> = { path: 0, "python-extension": 1, setting: 2 };
+
+/** What the running server was resolved from and the candidate that worked. */
+export interface RunningInterpreter {
+  candidates: readonly InterpreterCandidate[];
+  used: InterpreterCandidate;
+}
+
+export type InterpreterChange =
+  /** The fresh resolution is the one the server runs on: nothing to do. */
+  | { kind: "unchanged" }
+  /** Another interpreter from the same or a better tier (or nothing runs yet): restart on it. */
+  | { kind: "restart"; to: InterpreterCandidate | undefined }
+  /** Only a worse tier is left: keep the working server until the user restarts it. */
+  | { kind: "downgrade"; from: InterpreterCandidate; to: InterpreterCandidate | undefined };
+
+function sameCandidate(a: InterpreterCandidate, b: InterpreterCandidate): boolean {
+  return a.source === b.source && a.command.length === b.command.length && a.command.every((part, i) => part === b.command[i]);
+}
+
+export function sameCandidates(a: readonly InterpreterCandidate[], b: readonly InterpreterCandidate[]): boolean {
+  return a.length === b.length && a.every((candidate, i) => sameCandidate(candidate, b[i]));
+}
+
+/** Compares a fresh resolution with the running server's: restart only when the resolved command differs. */
+export function interpreterChange(running: RunningInterpreter | undefined, next: InterpreterChoice): InterpreterChange {
+  const to = next.candidates[0];
+  if (!running) return { kind: "restart", to };
+  if (sameCandidates(running.candidates, next.candidates)) return { kind: "unchanged" };
+  if (to && sameCandidate(to, running.used)) return { kind: "unchanged" };
+  if (!to || SOURCE_RANK[to.source] < SOURCE_RANK[running.used.source]) return { kind: "downgrade", from: running.used, to };
+  return { kind: "restart", to };
+}

@@ -18,11 +18,19 @@ import {
   State,
 } from "vscode-languageclient/node";
 
-import { chooseInterpreter, describeSource, parseInterpreterSetting } from "./interpreter";
+import {
+  chooseInterpreter,
+  describeSource,
+  type InterpreterChange,
+  type InterpreterChoice,
+  interpreterChange,
+  parseInterpreterSetting,
+  type RunningInterpreter,
+} from "./interpreter";
 import { activeInterpreter, isPythonExtensionInstalled, pythonApi } from "./pythonExtension";
 import { findWorkingInterpreter, formatVersion, MINIMUM_PYTHON } from "./pythonVersion";
 import { serverLaunch } from "./serverCommand";
-import { configurationAnswer, initializationOptions, type ServerSettings, serverSettings } from "./settings";
+import { configurationAnswer, initializationOptions, planConfigurationChange, type ServerSettings, serverSettings } from "./settings";
 import type { StatusBar } from "./statusBar";
 
 export const DOCUMENT_SELECTOR = [
@@ -37,6 +45,8 @@ export class ServerManager implements vscode.Disposable {
   private readonly reportedProblems = new Set<string>();
   private lastNotified: string | undefined;
   private crashes: number[] = [];
+  /** What the running server was resolved from; undefined while no server runs. */
+  private running: RunningInterpreter | undefined;
   /** What the server runs on, for the status bar and the log. */
   interpreterDescription = "";
 
@@ -62,6 +72,56 @@ export class ServerManager implements vscode.Disposable {
 
   stop(): Promise<void> {
     return this.enqueue(() => this.doStop());
+  }
+
+  /**
+   * A configuration event (`affects` is `event.affectsConfiguration`). Touching
+   * graphlife.interpreter restarts the server only when the interpreter resolved now
+   * differs from the running one (see `interpreterChange`); server settings are pushed.
+   */
+  configurationChanged(affects: (section: string) => boolean): Promise<void> {
+    return this.enqueue(async () => {
+      const plan = await planConfigurationChange(affects, this.running, () => this.resolveChoice(this.defaultResource()));
+      if (plan.change) await this.follow("graphlife.interpreter changed", plan.change);
+      if (plan.push) await this.pushSettings();
+    });
+  }
+
+  /** Something the interpreter is resolved from changed (the Python extension's environment): restart if the result differs. */
+  interpreterInputsChanged(reason: string): Promise<void> {
+    return this.enqueue(async () => {
+      await this.follow(reason, interpreterChange(this.running, await this.resolveChoice(this.defaultResource())));
+    });
+  }
+
+  /** Runs inside the queue. */
+  private async follow(reason: string, change: InterpreterChange): Promise<void> {
+    if (change.kind === "unchanged") {
+      this.log.debug(`${reason}, but the server already runs on that interpreter; not restarting.`);
+      return;
+    }
+    if (change.kind === "restart") {
+      this.log.info(`Restarting the server: ${reason}`);
+      await this.doStop();
+      await this.doStart();
+      return;
+    }
+    const to = change.to ? `${change.to.command.join(" ")} from ${describeSource(change.to.source)}` : "another Python";
+    let message =
+      `${reason}: ${describeSource(change.from.source)} no longer names an interpreter, and graphlife does not switch ` +
+      `to ${to} on its own. The server keeps running on ${this.interpreterDescription}; run 'graphlife: Restart Server' to switch.`;
+    if (change.from.source === "setting" && vscode.env.remoteName) {
+      message +=
+        ` In a remote window (${vscode.env.remoteName}) VS Code ignores graphlife.interpreter in the local User settings ` +
+        "(it is a machine setting): set it in the Remote settings.";
+    }
+    this.log.warn(message);
+    if (this.reportedProblems.has(message)) return;
+    this.reportedProblems.add(message);
+    void vscode.window.showWarningMessage(message, "Restart Server", "Show Logs").then((choice) => {
+      if (choice === "Restart Server") void this.restart("asked by the user", true);
+      if (choice === "Show Logs") this.log.show();
+    });
   }
 
   /** Tells a running server that `graphlife.*` settings changed (the server pulls per-folder settings too). */
@@ -100,14 +160,15 @@ export class ServerManager implements vscode.Disposable {
     return settings;
   }
 
-  private async resolveInterpreter(resource: vscode.Uri | undefined) {
+  /** The interpreter candidates for `resource`, in order (no probing). */
+  private async resolveChoice(resource: vscode.Uri | undefined): Promise<InterpreterChoice> {
     const config = vscode.workspace.getConfiguration("graphlife", resource);
     const setting = config.get<unknown>("interpreter");
     // Ask the Python extension only when the setting does not decide (asking activates that extension).
     const pinned = parseInterpreterSetting(setting).command.length > 0;
     const fromPython = pinned ? undefined : await activeInterpreter(await pythonApi(this.log), resource, this.log);
     const folder = (resource && vscode.workspace.getWorkspaceFolder(resource)) ?? vscode.workspace.workspaceFolders?.[0];
-    const choice = chooseInterpreter({
+    return chooseInterpreter({
       setting,
       pythonExtensionExecutable: fromPython,
       workspaceFolder: folder?.uri.fsPath,
@@ -115,6 +176,10 @@ export class ServerManager implements vscode.Disposable {
       env: process.env,
       platform: process.platform,
     });
+  }
+
+  private async resolveInterpreter(resource: vscode.Uri | undefined) {
+    const choice = await this.resolveChoice(resource);
     for (const problem of choice.problems) this.log.warn(problem);
     const probe = await findWorkingInterpreter(choice.candidates);
     for (const failure of probe.failures) this.log.warn(`Interpreter from ${describeSource(failure.candidate.source)}: ${failure.message}`);
@@ -185,6 +250,7 @@ export class ServerManager implements vscode.Disposable {
             this.log.warn(`The graphlife server stopped unexpectedly; restarting it (${this.crashes.length}/3).`);
             return { action: CloseAction.Restart };
           }
+          this.running = undefined;
           this.status.set("failed", "The server stopped. See the logs.");
           this.log.error("The graphlife server stopped unexpectedly; see the lines above. Run 'graphlife: Restart Server' to try again.");
           void vscode.window
@@ -213,11 +279,13 @@ export class ServerManager implements vscode.Disposable {
       return;
     }
     this.lastNotified = undefined;
+    this.running = { candidates: choice.candidates, used: candidate };
   }
 
   private async doStop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
+    this.running = undefined;
     if (!client) return;
     try {
       if (client.needsStop()) await client.stop(5000);

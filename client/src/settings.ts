@@ -6,6 +6,8 @@
 // the wrong shape are dropped here with a message, so the log says which setting the
 // user has to fix instead of the server guessing.
 
+import { type InterpreterChange, type InterpreterChoice, interpreterChange, type RunningInterpreter } from "./interpreter";
+
 export const SEVERITY_LEVELS = ["error", "warning", "information", "hint", "off"] as const;
 export type SeverityLevel = (typeof SEVERITY_LEVELS)[number];
 
@@ -123,9 +125,47 @@ export function configurationAnswer(section: string | undefined, settings: Serve
   return undefined;
 }
 
-/** Does a change of these settings need a server restart (interpreter) or just a configuration push? */
-export function changeKind(affects: (section: string) => boolean): "restart" | "push" | "none" {
-  if (affects("graphlife.interpreter")) return "restart";
-  if (SERVER_KEYS.some((key) => affects(`graphlife.${key}`))) return "push";
-  return "none";
+/** What a configuration event may have changed, asked through `affects` (`event.affectsConfiguration`). */
+export interface SettingsChange {
+  /** graphlife.interpreter may have changed: resolve the interpreter again and compare (`interpreterChange`). */
+  interpreter: boolean;
+  /** A setting the server reads may have changed: push the settings to it. */
+  server: boolean;
+}
+
+/**
+ * Which of our settings a configuration event touches. Only the exact keys count:
+ * `python.*`, `debugpy.*`, `launch` or `graphlife.trace.server` are not ours to act on.
+ * Even `interpreter: true` is no reason to restart by itself (see `planConfigurationChange`).
+ */
+export function changeKind(affects: (section: string) => boolean): SettingsChange {
+  return {
+    interpreter: affects("graphlife.interpreter"),
+    server: SERVER_KEYS.some((key) => affects(`graphlife.${key}`)),
+  };
+}
+
+export interface ConfigurationPlan {
+  /** Restart the server on the freshly resolved interpreter. */
+  restart: boolean;
+  /** Push the server settings to the running server (not needed after a restart). */
+  push: boolean;
+  /** The comparison with the running interpreter, when graphlife.interpreter was touched. */
+  change?: InterpreterChange;
+}
+
+/**
+ * What to do on a configuration event: the server restarts only when the interpreter
+ * resolved now (`resolve`, called only when graphlife.interpreter was touched) differs
+ * from the one it runs on, and never moves down to a worse tier on its own.
+ */
+export async function planConfigurationChange(
+  affects: (section: string) => boolean,
+  running: RunningInterpreter | undefined,
+  resolve: () => Promise<InterpreterChoice>,
+): Promise<ConfigurationPlan> {
+  const kind = changeKind(affects);
+  const change = kind.interpreter ? interpreterChange(running, await resolve()) : undefined;
+  const restart = change?.kind === "restart";
+  return { restart, push: kind.server && !restart, change };
 }

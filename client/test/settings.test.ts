@@ -72,10 +72,11 @@ test("workspace/configuration answers for section graphlife and graphlife.<key> 
   assert.equal(configurationAnswer(undefined, settings), undefined);
 });
 
-test("an interpreter change restarts the server; other server settings are pushed", () => {
-  const only = (...sections: string[]) => (s: string) => sections.some((x) => x === s || x.startsWith(s + ".") || s.startsWith(x + "."));
-  assert.equal(changeKind(only("graphlife.interpreter")), "restart");
-  assert.equal(changeKind(only("graphlife.severity")), "push");
-  assert.equal(changeKind(only("graphlife.trace.server")), "none");
-  assert.equal(changeKind(only("python.defaultInterpreterPath")), "none");
+test("changeKind names only our own keys: graphlife.interpreter, and the settings the server reads", () => {
+  const only = (...sections: string[]) => (s: string) => sections.some((x) => x === s || x.startsWith(s + "."));
+  assert.deepEqual(changeKind(only("graphlife.interpreter")), { interpreter: true, server: false });
+  assert.deepEqual(changeKind(only("graphlife.severity")), { interpreter: false, server: true });
+  assert.deepEqual(changeKind(only("graphlife.interpreter", "graphlife.select")), { interpreter: true, server: true });
+  assert.deepEqual(changeKind(only("graphlife.trace.server")), { interpreter: false, server: false });
+  assert.deepEqual(changeKind(only("python.defaultInterpreterPath")), { interpreter: false, server: false });
 });

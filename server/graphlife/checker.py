@@ -1,8 +1,8 @@
 """`check(source, path, config)`: the one call the CLI and the language server share.
 
 It parses once with the stdlib ``ast`` (libcst is for fixes only), survives
-syntax errors by blanking the top-level block that holds the error and parsing
-again (so the other blocks still get their findings), runs the engine under a
+syntax errors by leaving out the top-level blocks that do not parse (so the
+other blocks still get their findings), runs the engine under a
 time box, then applies ``# graphlife: ignore[...]`` comments, ``select`` /
 ``ignore`` and severity overrides.
 """
@@ -21,8 +21,6 @@ from graphlife.findings import Finding
 MAX_SOURCE_BYTES = 5_000_000
 #: The engine's time box per file, in seconds; what is not reached is skipped.
 DEFAULT_TIME_BUDGET = 10.0
-#: How many syntax errors we blank out before giving up on a file.
-MAX_SYNTAX_REPAIRS = 20
 
 _IGNORE_COMMENT = re.compile(r"#\s*graphlife\s*:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 
@@ -58,6 +56,14 @@ def check_source(
     time_budget: float = DEFAULT_TIME_BUDGET,
 ) -> CheckResult:
     """Like :func:`check`, also telling about syntax errors and skipped work."""
+    return run_checks(source, config, time_budget, parse_tolerant)
+
+
+def run_checks(source: str, config: Config | None, time_budget: float, parse, unit_cache=None) -> CheckResult:
+    """The one pipeline behind :func:`check_source` and the language server's incremental
+    checker (:mod:`graphlife.incremental`): they differ only in how they parse (``parse``
+    returns the tree, the syntax problems and optionally the tree's index) and in the
+    engine's unit cache."""
     from graphlife.analysis.interpreter import analyze_module  # noqa: PLC0415 (keeps import light)
     from graphlife.rules import all_rules  # noqa: PLC0415
 
@@ -72,13 +78,17 @@ def check_source(
         result.notes.append("file contains NUL bytes (binary?); not analyzed")
         return result
 
-    tree, result.syntax_errors = parse_tolerant(source)
+    parsed = parse(source)
+    tree, result.syntax_errors = parsed[0], parsed[1]
+    index = parsed[2] if len(parsed) > 2 else None
     if tree is None:
         return result
 
     rules = [rule for rule in all_rules() if config.is_enabled(rule.code)]
+    if unit_cache is not None:
+        unit_cache.begin_rules(tuple(rule.code for rule in rules))
     deadline = time.monotonic() + time_budget
-    findings, engine_notes = analyze_module(tree, source, rules, deadline=deadline)
+    findings, engine_notes = analyze_module(tree, source, rules, deadline=deadline, index=index, unit_cache=unit_cache)
     result.notes.extend(engine_notes)
 
     lines = source.splitlines()
@@ -96,46 +106,19 @@ def check_source(
 
 
 def parse_tolerant(source: str) -> tuple[ast.Module | None, list[SyntaxProblem]]:
-    """Parse, blanking top-level blocks with syntax errors so the rest still parses."""
-    errors: list[SyntaxProblem] = []
-    lines = source.splitlines(keepends=True)
-    for _ in range(MAX_SYNTAX_REPAIRS + 1):
-        try:
-            return ast.parse("".join(lines)), errors
-        except SyntaxError as exc:
-            line = exc.lineno or 1
-            errors.append(SyntaxProblem(line, exc.offset or 1, exc.msg or "invalid syntax"))
-            start, end = _top_level_block(lines, line)
-            if start >= end:
-                return None, errors
-            for index in range(start, end):
-                lines[index] = "\n" if lines[index].endswith("\n") else ""
-        except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
-            errors.append(SyntaxProblem(1, 1, f"cannot parse: {exc}"))
-            return None, errors
-    return None, errors
+    """Parse; on a syntax error, parse top-level block by block and leave out the blocks that
+    do not parse (each reported with its own error), so the rest of the file still gets its
+    findings. The language server cuts blocks the same way (:mod:`graphlife.analysis.blocks`)."""
+    try:
+        return ast.parse(source), []
+    except SyntaxError:
+        pass
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return None, [SyntaxProblem(1, 1, f"cannot parse: {exc}")]
+    from graphlife.analysis.blocks import BlockParser  # noqa: PLC0415
 
-
-def _top_level_block(lines: list[str], error_line: int) -> tuple[int, int]:
-    """0-based [start, end) of the top-level block that holds ``error_line``.
-
-    A block starts at a line that begins in column 0 with code (not a comment,
-    not a closing bracket) and runs to the next such line.
-    """
-
-    def starts_block(text: str) -> bool:
-        return bool(text) and not text[0].isspace() and text[0] not in "#)]}" and text.strip() != ""
-
-    index = min(max(error_line - 1, 0), len(lines) - 1) if lines else 0
-    if not lines:
-        return 0, 0
-    start = index
-    while start > 0 and not starts_block(lines[start]):
-        start -= 1
-    end = index + 1
-    while end < len(lines) and not starts_block(lines[end]):
-        end += 1
-    return start, end
+    parsed = BlockParser().parse(source)
+    return parsed.tree, [SyntaxProblem(line, column, message) for line, column, message in parsed.errors]
 
 
 def _ignored_by_comment(finding: Finding, lines: list[str]) -> bool:

@@ -138,7 +138,7 @@ class Interpreter:
         self._generators: set[int] = index.generators  # generator functions (no walk per call)
         #: Set by the unit cache (:mod:`graphlife.analysis.unit_cache`) while it records a unit:
         #: the functions and classes of the file whose code the unit read.
-        self.touched: set[int] | None = None
+        self.touched: dict[int, ast.AST] | None = None
         self.unit_inlined: set[int] | None = None  # ... and the functions it inlined
         self.unit_cache = unit_cache
         self.emitting = True
@@ -224,6 +224,8 @@ class Interpreter:
             return ["analysis stopped at the time box; later code was not analyzed"]
         except RecursionError:
             notes.append("module body too deeply nested; parts were not analyzed")
+        if self.unit_cache is not None:
+            self.unit_cache.read_definitions(self)
         for func, owner in self.iter_functions():
             if id(func) in self.inlined:
                 continue  # already analyzed with the caller's values, which know more
@@ -248,7 +250,7 @@ class Interpreter:
     def touch(self, node: ast.AST) -> None:
         """Note that the running unit read the code of ``node`` (a function or class of this file)."""
         if self.touched is not None:
-            self.touched.add(id(node))
+            self.touched[id(node)] = node
 
     def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None) -> None:
         flow = self.exec_block(body, state)
@@ -281,17 +283,20 @@ class Interpreter:
                 elif isinstance(child, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
                     stack.append((child, owner))
 
-    def function_entry_state(self, func: ast.FunctionDef, owner: ast.ClassDef | None) -> State:
-        """Module-level names known (imports, classes, functions, simple globals); params unknown."""
+    def module_names(self) -> State:
+        """Once per file: the module-level names a function analyzed alone sees (imports, defs, constants)."""
         if self._module_names is None:
-            # Once per file: module-level names a function sees (imports, defs, constants).
             self._module_names = State()
             self.emitting = False
             try:
                 self.bind_module_definitions(self._module_names)
             finally:
                 self.emitting = True
-        state = self._module_names.copy()
+        return self._module_names
+
+    def function_entry_state(self, func: ast.FunctionDef, owner: ast.ClassDef | None) -> State:
+        """Module-level names known (imports, classes, functions, simple globals); params unknown."""
+        state = self.module_names().copy()
         args = func.args.posonlyargs + func.args.args
         is_static = any(self.text(d) == "staticmethod" for d in func.decorator_list)
         for index, arg in enumerate(args):
