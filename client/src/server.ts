@@ -112,7 +112,7 @@ export class ServerManager implements vscode.Disposable {
       `to ${to} on its own. The server keeps running on ${this.interpreterDescription}; run 'graphlife: Restart Server' to switch.`;
     if (change.from.source === "setting" && vscode.env.remoteName) {
       message +=
-        ` In a remote window (${vscode.env.remoteName}) VS Code ignores graphlife.interpreter in the local User settings ` +
+        " In a remote window (code-server, SSH, WSL, a container) VS Code ignores graphlife.interpreter in the local User settings " +
         "(it is a machine setting): set it in the Remote settings.";
     }
     this.log.warn(message);

@@ -36,6 +36,7 @@ from lsprotocol import types
 
 from graphlife.config import Config
 from graphlife.findings import Finding
+from graphlife.incremental import IncrementalChecker
 from graphlife.lsp.cancel import Cancelled, Runner
 from graphlife.lsp.debounce import Debouncer
 from graphlife.lsp.diagnostics import diagnostics_by_uri
@@ -100,6 +101,7 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     reused: bool = False
+    units: dict | None = None  # units replayed / run by the incremental checker
     #: (code, span) -> the fixes compute_fixes made for that finding on this text (filled on demand).
     fix_cache: dict = field(default_factory=dict)
 
@@ -122,6 +124,8 @@ class Linter:
         self._published: dict[str, set[str]] = {}  # key -> URIs that got diagnostics
         self._last_cache: dict[str, tuple[str, str, object]] = {}  # key -> (source, config repr, CheckResult)
         self._last_report: dict[str, tuple] = {}  # key -> (syntax errors, notes) already logged
+        #: key -> the document's incremental checker (keeps parsed blocks and unit results between edits)
+        self._checkers: dict[str, IncrementalChecker] = {}
 
     # -- requests -------------------------------------------------------------------------
 
@@ -148,6 +152,7 @@ class Linter:
         self._results.pop(key, None)
         self._last_cache.pop(key, None)
         self._last_report.pop(key, None)
+        self._checkers.pop(key, None)
         self._locks.pop(key, None)
         self._gave_up.pop(key, None)
         for uri in set(uris) | self._published.pop(key, set()):
@@ -328,8 +333,6 @@ class Linter:
             return None
 
     def _check(self, snapshot: Snapshot, config: Config) -> Analysis:
-        from graphlife.checker import check_source  # noqa: PLC0415
-
         started = time.perf_counter()
         if _TEST_DELAY:
             end = time.monotonic() + _TEST_DELAY
@@ -340,10 +343,13 @@ class Linter:
         if cached is not None and cached[0] == snapshot.source and cached[1] == config_key:
             return self._analysis(snapshot, config, cached[2], started, reused=True)
         source, notes = _prepare(snapshot.source)
-        result = check_source(source, snapshot.path, config, time_budget=self.settings.time_budget)
+        checker = self._checkers.setdefault(snapshot.key, IncrementalChecker())
+        result = checker.check(source, config, time_budget=self.settings.time_budget)
         result.notes[:0] = notes
         self._last_cache[snapshot.key] = (snapshot.source, config_key, result)
-        return self._analysis(snapshot, config, result, started, reused=False)
+        analysis = self._analysis(snapshot, config, result, started, reused=False)
+        analysis.units = checker.statistics
+        return analysis
 
     # -- publishing ---------------------------------------------------------------------------
 
@@ -383,8 +389,10 @@ class Linter:
             )
         for note in analysis.notes:
             log(self.server, f"{name}: {note}", types.MessageType.Warning)
+        units = analysis.units
+        reuse = f" ({units['replayed']} of {units['replayed'] + units['ran']} units reused)" if units else ""
         log(
             self.server,
-            f"checked {name}: {len(analysis.findings)} finding(s) in {analysis.seconds * 1000:.0f} ms",
+            f"checked {name}: {len(analysis.findings)} finding(s) in {analysis.seconds * 1000:.0f} ms{reuse}",
             types.MessageType.Log,
         )

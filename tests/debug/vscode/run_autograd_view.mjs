@@ -49,6 +49,22 @@ function installExtensions() {
   fs.cpSync(path.join(root, "tests", "debug", "vscode", "debugpy-adapter"), path.join(dirs.ext, "graphlife-test.debugpy-adapter-0.0.1"), { recursive: true });
 }
 
+/** The graphlife output channel as the extension host wrote it (a graphlife.log under <user-data-dir>/logs). */
+function graphlifeLog() {
+  const logs = path.join(dirs.user, "logs");
+  const found = [];
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name === "graphlife.log") found.push(full);
+    }
+  };
+  if (fs.existsSync(logs)) walk(logs);
+  if (found.length === 0) throw new Error(`no graphlife.log under ${logs}`);
+  return found.map((f) => fs.readFileSync(f, "utf8")).join("\n");
+}
+
 async function main() {
   const install = spawnSync("bash", [path.join(root, "tests/e2e/install-code-server.sh")], { encoding: "utf8" });
   if (install.status !== 0) throw new Error(`code-server install failed: ${install.stderr}`);
@@ -61,8 +77,16 @@ async function main() {
     "extensions.autoCheckUpdates": false, "extensions.autoUpdate": false, "window.restoreWindows": "none",
     "workbench.colorTheme": "Default Light Modern", "chat.commandCenter.enabled": false,
     "workbench.secondarySideBar.defaultVisibility": "hidden",
-    "graphlifeTest.python": python, "graphlife.interpreter": python,
+    "graphlifeTest.python": python, "graphlife.interpreter": [python],
   }, null, 2));
+  // code-server is a remote window: VS Code ignores a machine-overridable setting such as
+  // graphlife.interpreter in the local User settings once it knows the setting's scope (it
+  // dropped it when the debug session started, and the server restarted on PATH's python3,
+  // which lacks the server's libraries in this repo-layout run). The Remote settings
+  // (<user-data-dir>/Machine/settings.json) are where it applies. It stays in User too: VS
+  // Code still drops it from there, and the server must not restart for that.
+  fs.mkdirSync(path.join(dirs.user, "Machine"), { recursive: true });
+  fs.writeFileSync(path.join(dirs.user, "Machine", "settings.json"), JSON.stringify({ "graphlife.interpreter": [python] }, null, 2));
   installExtensions();
   const port = await freePort();
   const cs = spawn(process.execPath, [entry, "--bind-addr", `127.0.0.1:${port}`, "--auth", "none", "--disable-telemetry",
@@ -144,6 +168,16 @@ async function main() {
     }, 60_000);
     await page.screenshot({ path: path.join(shots, "autograd-hover.png") });
     log(`view on the exception:\n${after.slice(after.indexOf("AUTOGRAD"), after.indexOf("AUTOGRAD") + 600)}`);
+    const serverLog = graphlifeLog();
+    const starts = serverLog.match(/Starting the server with [^\n]*/g) ?? [];
+    log(`server starts:\n${starts.join("\n")}`);
+    const onPython = starts.length === 1 && [python, fs.realpathSync(python)].some((p) => starts[0].includes(`at ${p} `));
+    if (!onPython) {
+      throw new Error(`the server should start once, on ${python}; it started ${starts.length} time(s)`);
+    }
+    for (const bad of ["Restarting the server", "stopped unexpectedly", "no longer names an interpreter"]) {
+      if (serverLog.includes(bad)) throw new Error(`the graphlife log says "${bad}":\n${serverLog.slice(0, 4000)}`);
+    }
     log(`PASS (screenshots in ${shots})`);
   } catch (e) {
     if (page) {
