@@ -73,6 +73,14 @@ def _release_memory() -> None:
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 
+def _mostly_new(analysis) -> bool:
+    """Whether an analysis built most of its trees and states anew (then its garbage is worth
+    giving back). After an edit the incremental checker reuses nearly everything: trimming
+    the heap then costs about as much as the analysis and only competes with the next one."""
+    units = analysis.units
+    return units is None or units["ran"] > units["replayed"]
+
+
 def _prepare(source: str) -> tuple[str, list[str]]:
     """The text handed to the checker, and notes about what had to be changed."""
     if _LONE_SURROGATE.search(source):
@@ -81,6 +89,9 @@ def _prepare(source: str) -> tuple[str, list[str]]:
         return _LONE_SURROGATE.sub("\ufffd", source), ["contains bytes that are not valid UTF-8; they were read as U+FFFD"]
     return source, []
 
+
+#: Seconds of quiet after an incremental analysis before the heap is trimmed.
+IDLE_TRIM_SECONDS = 1.0
 
 #: Sources longer than this (characters, ~15,000 lines) are analyzed in a child process.
 ISOLATE_CHARS = 500_000
@@ -172,6 +183,7 @@ class Linter:
         return self._locks.setdefault(key, asyncio.Lock())
 
     async def _lint(self, key: str, generation: int) -> None:
+        self.debouncer.cancel(("release memory",))  # not while an analysis runs
         try:
             async with self._lock(key):
                 if generation != self._generation.get(key):
@@ -189,9 +201,15 @@ class Linter:
             self._publish(analysis)
             self._report(analysis)
             if not analysis.reused and len(analysis.snapshot.source) > 100_000:
-                self.executor.submit(_release_memory)  # after publishing: not on the latency path
+                # After publishing: not on the latency path. After an edit the incremental checker
+                # made little garbage, and trimming competes with the next analysis: wait for quiet.
+                delay = 0.0 if _mostly_new(analysis) else IDLE_TRIM_SECONDS
+                self.debouncer.schedule(("release memory",), delay, self._release_memory)
         except Exception as exc:  # noqa: BLE001 - one bad file must not stop the server
             log_exception(self.server, f"analysis of {key}", exc)
+
+    async def _release_memory(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self.executor, _release_memory)
 
     async def analyze(self, key: str) -> Analysis | None:
         """Check a snapshot of ``key`` off the event loop; ``None`` when it is not open or was stopped.

@@ -43,47 +43,75 @@ CHECKPOINT_SEQUENTIAL = frozenset({"torch.utils.checkpoint.checkpoint_sequential
 
 
 class Index:
-    """One traversal of the tree: nodes by kind, each node's parent and innermost statement."""
+    """Nodes by kind, and (built on first use) each node's parent and innermost statement."""
 
     KINDS = (ast.Import, ast.ImportFrom, ast.ClassDef, ast.Call, ast.Assign)
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, root: ast.AST | None, maps_of: ast.AST | None = None) -> None:
         self.by_kind: dict[type, list[ast.AST]] = {kind: [] for kind in self.KINDS}
-        self.parents: dict[int, ast.AST] = {}
-        self.statements: dict[int, ast.stmt] = {}
-        stack: list[tuple[ast.AST, ast.stmt | None]] = [(tree, None)]
-        kinds = self.by_kind
-        while stack:
-            node, stmt = stack.pop()
-            bucket = kinds.get(type(node))
-            if bucket is not None:
-                bucket.append(node)
-            if isinstance(node, ast.stmt):
-                stmt = node
-            elif stmt is not None:
-                self.statements[id(node)] = stmt
-            for name in node._fields:
-                value = getattr(node, name, None)
-                if isinstance(value, ast.AST):
-                    self.parents[id(value)] = node
-                    stack.append((value, stmt))
-                elif isinstance(value, list):
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            self.parents[id(item)] = node
-                            stack.append((item, stmt))
-        for bucket in kinds.values():
-            bucket.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        self._maps_of = maps_of
+        self._parents: dict[int, ast.AST] | None = None
+        self._statements: dict[int, ast.stmt] | None = None
+        if root is not None:
+            kinds = self.by_kind
+            for node in ast.walk(root):
+                bucket = kinds.get(type(node))
+                if bucket is not None:
+                    bucket.append(node)
+            for bucket in kinds.values():
+                bucket.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
 
     def of(self, kind: type) -> list:
         return self.by_kind[kind]
 
+    @property
+    def parents(self) -> dict[int, ast.AST]:
+        if self._parents is None:
+            self._build_maps()
+        return self._parents
+
+    @property
+    def statements(self) -> dict[int, ast.stmt]:
+        if self._statements is None:
+            self._build_maps()
+        return self._statements
+
+    def _build_maps(self) -> None:
+        """Parents and innermost statements: only files whose rules need them pay for the walk."""
+        self._parents, self._statements = {}, {}
+        stack: list[tuple[ast.AST, ast.stmt | None]] = [(self._maps_of, None)] if self._maps_of is not None else []
+        while stack:
+            node, stmt = stack.pop()
+            if isinstance(node, ast.stmt):
+                stmt = node
+            elif stmt is not None:
+                self._statements[id(node)] = stmt
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if isinstance(value, ast.AST):
+                    self._parents[id(value)] = node
+                    stack.append((value, stmt))
+                elif isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            self._parents[id(item)] = node
+                            stack.append((item, stmt))
+
 
 def index(tree: ast.Module) -> Index:
-    """The :class:`Index` of ``tree``, built once per tree."""
+    """The :class:`Index` of ``tree``, built once per tree from one list of nodes by kind per
+    top-level statement. Those lists are kept on the statements: the language server reuses
+    the statements of unchanged blocks between edits, so only the changed ones are walked."""
     cached = getattr(tree, "_graphlife_gl4_index", None)
     if cached is None:
-        cached = Index(tree)
+        cached = Index(None, maps_of=tree)
+        for stmt in tree.body:
+            part = getattr(stmt, "_graphlife_gl4_index", None)
+            if part is None:
+                part = Index(stmt)
+                stmt._graphlife_gl4_index = part  # type: ignore[attr-defined]
+            for kind, nodes in part.by_kind.items():
+                cached.by_kind[kind].extend(nodes)
         tree._graphlife_gl4_index = cached  # type: ignore[attr-defined]
     return cached
 
@@ -550,10 +578,15 @@ class ModuleAnalysis:
         self.classes = find_function_classes(tree, self.aliases)
         self.calls = apply_calls(tree, self.classes) if self.classes else []
 
-        found = index(tree)
-        self.index = found
-        self.parents = found.parents
-        self.statements = found.statements
+        self.index = index(tree)
+
+    @property
+    def parents(self) -> dict[int, ast.AST]:
+        return self.index.parents
+
+    @property
+    def statements(self) -> dict[int, ast.stmt]:
+        return self.index.statements
 
 
 def analysis(ctx: ModuleContext) -> ModuleAnalysis:
