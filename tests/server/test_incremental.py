@@ -1,0 +1,244 @@
+"""The language server's incremental checker gives what a full check gives, after every edit.
+
+`graphlife.incremental.IncrementalChecker` keeps parsed blocks and the reports of
+units of analysis between versions of a document. These tests edit real files
+(every fixture, the examples, the benchmark's generated files) the way typing
+does (a new line, a changed line, a deleted line, a duplicated statement, a
+moved function, a syntax error and its repair) and compare every version's
+findings, syntax errors and notes with :func:`graphlife.checker.check_source` on
+the same text: message, severity, span, related places and fixes included.
+They also check the promise of the cache: an edit inside one function analyzes
+that function again, not the file.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphlife.analysis.blocks import BlockParser, block_starts, source_lines
+from graphlife.checker import check_source
+from graphlife.config import Config
+from graphlife.incremental import IncrementalChecker
+from tests.fixturelib import FIXTURES_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from generate import generate  # noqa: E402
+from lsp_latency import training_module  # noqa: E402
+
+
+def _outcome(result) -> tuple:
+    findings = [(f.code, f.severity, f.span, f.message, f.related, f.fixes) for f in result.findings]
+    errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
+    return findings, errors, list(result.notes)
+
+
+def _assert_same(checker: IncrementalChecker, source: str, what: str) -> None:
+    incremental = _outcome(checker.check(source))
+    full = _outcome(check_source(source))
+    assert incremental == full, f"{what}: the incremental checker disagrees with a full check"
+
+
+def _edits(source: str, seed: int) -> list[str]:
+    """Successive versions of ``source``, as typing makes them."""
+    rng = random.Random(seed)
+    lines = source.split("\n")
+    versions = []
+
+    def pick(predicate=lambda text: True) -> int | None:
+        candidates = [i for i, text in enumerate(lines) if predicate(text)]
+        return rng.choice(candidates) if candidates else None
+
+    for step in range(8):
+        kind = step % 8
+        if kind == 0:  # a new empty line somewhere: everything below moves
+            lines.insert(rng.randrange(len(lines) + 1), "")
+        elif kind == 1:  # a comment typed at the end of a line
+            index = pick()
+            if index is not None:
+                lines[index] += "  # note"
+        elif kind == 2:  # a statement duplicated (a second backward, a second step, ...)
+            index = pick(lambda text: text.startswith("    ") and text.strip() and not text.rstrip().endswith((":", ",", "(", "[", "\\")))
+            if index is not None:
+                lines.insert(index + 1, lines[index])
+        elif kind == 3:  # half-typed code: a syntax error
+            index = pick(lambda text: text.startswith("    ") and text.strip())
+            if index is not None:
+                lines[index] += " ("
+                versions.append("\n".join(lines))
+                lines[index] = lines[index][: -len(" (")]  # ... and its repair
+        elif kind == 4:  # a line deleted
+            index = pick(lambda text: text.strip().startswith(("x", "y", "loss", "out", "optimizer", "h", "model")))
+            if index is not None:
+                del lines[index]
+        elif kind == 5:  # an expression changed
+            index = pick(lambda text: text.startswith("    ") and " = " in text and not text.rstrip().endswith(("(", "[", ",", ":", "\\")))
+            if index is not None:
+                lines[index] += " + 0" if not lines[index].rstrip().endswith(")") else ".detach()"
+        elif kind == 6:  # the last top-level block moved to the top (after the imports)
+            text = "\n".join(lines)
+            starts = block_starts(source_lines(text))
+            if len(starts) > 3:
+                first_code = starts[1]
+                last = starts[-1]
+                lines = lines[:first_code] + lines[last:] + [""] + lines[first_code:last]
+        else:  # a new top-level function: the definitions table changes
+            lines.append("")
+            lines.append("def added_helper(value):")
+            lines.append("    return value * 2")
+        versions.append("\n".join(lines))
+    return versions
+
+
+def _fixture_groups() -> list[str]:
+    return sorted(path.name for path in FIXTURES_DIR.iterdir() if path.is_dir())
+
+
+@pytest.mark.parametrize("group", _fixture_groups())
+def test_every_fixture_under_edits(group: str) -> None:
+    for number, path in enumerate(sorted((FIXTURES_DIR / group).glob("*.py"))):
+        source = path.read_text()
+        checker = IncrementalChecker()
+        _assert_same(checker, source, f"{path.name} as written")
+        for step, version in enumerate(_edits(source, seed=number)):
+            _assert_same(checker, version, f"{path.name} after edit {step + 1}")
+
+
+def test_examples_under_edits() -> None:
+    for number, path in enumerate(sorted((ROOT / "examples").glob("*.py"))):
+        checker = IncrementalChecker()
+        source = path.read_text()
+        _assert_same(checker, source, path.name)
+        for step, version in enumerate(_edits(source, seed=100 + number)):
+            _assert_same(checker, version, f"{path.name} after edit {step + 1}")
+
+
+@pytest.mark.parametrize("make", [training_module, generate], ids=["functions", "one-call-tree"])
+def test_generated_files_under_edits(make) -> None:
+    source = make(600)
+    checker = IncrementalChecker()
+    _assert_same(checker, source, "generated file")
+    for step, version in enumerate(_edits(source, seed=7)):
+        _assert_same(checker, version, f"generated file after edit {step + 1}")
+
+
+def test_an_edit_in_one_function_analyzes_only_that_function() -> None:
+    source = training_module(1000)
+    checker = IncrementalChecker()
+    first = checker.check(source)
+    units = checker.statistics["ran"]
+    assert units > 50 and checker.statistics["replayed"] == 0
+    lines = source.split("\n")
+    target = next(i for i, text in enumerate(lines) if text.startswith("    out = batch * w + 30"))
+    lines[target] += " + 0"
+    lines.insert(target, "    # a new line: every function below moves by one")
+    second = checker.check("\n".join(lines))
+    assert checker.statistics == {"replayed": units - 1, "ran": 1}
+    assert [f.span.line + (f.span.line > target) for f in first.findings] == [f.span.line for f in second.findings]
+    assert _outcome(second) == _outcome(check_source("\n".join(lines)))
+
+
+def test_an_edit_in_a_called_function_runs_its_callers_again() -> None:
+    source = (
+        "import torch\n\n"
+        "def backward_twice(loss):\n"
+        "    loss.backward()\n"
+        "\n"
+        "def train(x):\n"
+        "    w = torch.randn(3, requires_grad=True)\n"
+        "    loss = (x * w).sum()\n"
+        "    backward_twice(loss)\n"
+        "\n"
+        "def unrelated(y):\n"
+        "    return y + 1\n"
+    )
+    checker = IncrementalChecker()
+    assert [f.code for f in checker.check(source).findings] == []
+    edited = source.replace("    loss.backward()\n", "    loss.backward()\n    loss.backward()\n")
+    result = checker.check(edited)
+    assert [(f.code, f.span.line) for f in result.findings] == [("GL101", 10)]  # blamed on the call
+    assert checker.statistics["ran"] == 2  # the helper analyzed alone... and train, which inlines it
+    assert _outcome(result) == _outcome(check_source(edited))
+
+
+def test_changed_settings_are_followed() -> None:
+    source = (FIXTURES_DIR / "GL101" / sorted(p.name for p in (FIXTURES_DIR / "GL101").glob("bad_*.py"))[0]).read_text()
+    checker = IncrementalChecker()
+    assert checker.check(source).findings
+    quiet = Config(ignore=("GL101",))
+    assert _outcome(checker.check(source, quiet)) == _outcome(check_source(source, None, quiet))
+    assert _outcome(checker.check(source)) == _outcome(check_source(source))
+
+
+def test_an_interrupted_check_leaves_nothing_half_done(monkeypatch) -> None:
+    source = training_module(300)
+    checker = IncrementalChecker()
+    checker.check(source)
+
+    class Interrupt(BaseException):
+        pass
+
+    from graphlife.analysis import unit_cache
+
+    original = unit_cache.UnitCache._record
+    calls = {"n": 0}
+
+    def interrupt_third(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise Interrupt  # what the language server's cancellation does inside a check
+        return original(self, *args)
+
+    monkeypatch.setattr(unit_cache.UnitCache, "_record", interrupt_third)
+    edited = source.replace("    out = batch * w + 1\n", "    out = batch * w + 1\n    loss = out.sum()\n", 1)
+    edited = "\n\n" + edited.replace("w + 7\n", "w + 7 + 0\n").replace("w + 9\n", "w + 9 + 0\n")
+    with pytest.raises(Interrupt):
+        checker.check(edited)
+    monkeypatch.setattr(unit_cache.UnitCache, "_record", original)
+    assert _outcome(checker.check(edited)) == _outcome(check_source(edited))
+
+
+BLOCK_CASES = {
+    "docstring lines in column 0": '"""Train.\n\nUsage: python train.py\n"""\nimport torch\n\nx = 1\n',
+    "decorators": "import torch\n\n@torch.no_grad()\n@other\ndef f():\n    pass\n\n@dataclass\nclass A:\n    x: int\n",
+    "if / else at top level": "if a:\n    x = 1\nelse:\n    x = 2\ntry:\n    y\nexcept E:\n    pass\nfinally:\n    z\n",
+    "backslash continuation": "x = 1 + \\\n2\ny = 3\n",
+    "two statements on a line": "import os; import sys\nx = 1; y = 2\n",
+    "CRLF line endings": "import torch\r\n\r\ndef f():\r\n    return 1\r\nx = f()\r\n",
+    "form feed and line separator in strings": "x = 'a\x0cb'\ny = 'c\u2028d'\ndef f():\n    return x\n",
+    "bracket closed in column 0": "x = f(\n    1,\n)\ny = [\n1, 2]\n",
+    "comments before the first statement": "# header\n\n# more\nimport torch\n",
+    "triple quotes inside a comment": "x = 1  # '''\ny = 2\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BLOCK_CASES))
+def test_blocks_make_the_tree_ast_parse_makes(name: str) -> None:
+    source = BLOCK_CASES[name]
+    parsed = BlockParser().parse(source)
+    assert parsed.errors == []
+    assert ast.dump(parsed.tree, include_attributes=True) == ast.dump(ast.parse(source), include_attributes=True)
+
+
+def test_moved_blocks_get_their_new_lines() -> None:
+    parser = BlockParser()
+    source = "import torch\n\ndef f(x):\n    return x * 2\n"
+    first = parser.parse(source)
+    function = first.tree.body[1]
+    moved = parser.parse("# a comment\n\n" + source)
+    assert moved.tree.body[1] is function  # reused, not parsed again
+    assert function.lineno == 5 and function.body[0].lineno == 6
+    assert ast.dump(moved.tree, include_attributes=True) == ast.dump(ast.parse("# a comment\n\n" + source), include_attributes=True)
+
+
+def test_a_block_with_a_syntax_error_is_left_out_and_reported() -> None:
+    source = "import torch\n\ndef broken(:\n    pass\n\ndef fine(x):\n    return x\n"
+    parsed = BlockParser().parse(source)
+    assert [line for line, _, _ in parsed.errors] == [3]
+    assert [type(stmt).__name__ for stmt in parsed.tree.body] == ["Import", "FunctionDef"]
+    assert parsed.tree.body[1].name == "fine" and parsed.tree.body[1].lineno == 6
