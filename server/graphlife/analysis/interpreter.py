@@ -944,7 +944,7 @@ class Interpreter:
             self.loop_pre_states.pop()
         # Keep effects (heap, versions, freed graphs) but not the comprehension's own names.
         env = state.env
-        state.__dict__.update(inner.__dict__)
+        state.adopt(inner)
         state.env = env
         ref = self.new_list(state, (), expr, literal=False)
         state.heap[ref.oid].elem = element
@@ -1171,7 +1171,7 @@ class Interpreter:
         after = State.join_all(outs)
         # Back in the caller: its own names, the callee's effects on heap, graph and versions.
         caller_env, caller_grad, caller_inference = state.env, state.grad_enabled, state.inference_mode
-        state.__dict__.update(after.__dict__)
+        state.adopt(after)
         state.env, state.grad_enabled, state.inference_mode = caller_env, caller_grad, caller_inference
         if len(state.heap) > HEAP_GC_THRESHOLD:
             self.collect_garbage(state, [result_value for _, result_value in flow.returns] + list(yielded or ()))

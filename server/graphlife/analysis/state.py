@@ -78,6 +78,10 @@ class GraphStore:
         return must, may
 
 
+#: The maps of a state that are shared between copies until written (see ``State.writable``).
+SHARED_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed")
+
+
 @dataclass
 class State:
     """What holds at one program point on the paths that reach it."""
@@ -98,21 +102,43 @@ class State:
     grad_enabled: Tri = True
     inference_mode: Tri = False
     reachable: bool = True
+    #: Which of the maps in ``SHARED_MAPS`` this state shares with another one (copy on write).
+    shared: set[str] = field(default_factory=set, repr=False, compare=False)
 
     def copy(self) -> "State":
+        """A state for another path. The maps that grow with the whole analysis (versions,
+        gradients, freed nodes) are shared until one side writes (:meth:`writable`): copying
+        them on every branch and call made long files quadratic."""
+        self.shared = set(SHARED_MAPS)
         return State(
             env=dict(self.env),
             heap=dict(self.heap),  # objects are copied on write (see heap_write)
-            versions=dict(self.versions),
-            bumps=dict(self.bumps),
-            grads=dict(self.grads),
-            data_bumps=dict(self.data_bumps),
-            freed=dict(self.freed),
-            may_freed=dict(self.may_freed),
+            versions=self.versions,
+            bumps=self.bumps,
+            grads=self.grads,
+            data_bumps=self.data_bumps,
+            freed=self.freed,
+            may_freed=self.may_freed,
             grad_enabled=self.grad_enabled,
             inference_mode=self.inference_mode,
             reachable=self.reachable,
+            shared=set(SHARED_MAPS),
         )
+
+    def writable(self, name: str) -> dict:
+        """The map ``name`` (one of ``SHARED_MAPS``), ready to be changed on this path only."""
+        current = getattr(self, name)
+        if name in self.shared:
+            current = dict(current)
+            setattr(self, name, current)
+            self.shared.discard(name)
+        return current
+
+    def adopt(self, other: "State") -> None:
+        """Take over everything ``other`` knows (its maps become shared by both)."""
+        self.__dict__.update(other.__dict__)
+        self.shared = set(SHARED_MAPS)
+        other.shared = set(SHARED_MAPS)
 
     # -- heap -------------------------------------------------------------------------
     def heap_write(self, oid: int) -> HeapObject:
@@ -127,12 +153,12 @@ class State:
 
     def set_grads(self, storages, status: str, site: ast.AST | None) -> None:
         for storage in storages:
-            self.grads[storage] = (status, site)
+            self.writable("grads")[storage] = (status, site)
 
     def bump(self, storage: int, site: ast.AST) -> None:
         current = self.version_of(storage)
-        self.versions[storage] = frozenset(v + 1 for v in current)
-        self.bumps[storage] = self.bumps.get(storage, ()) + ((max(current) + 1, site),)
+        self.writable("versions")[storage] = frozenset(v + 1 for v in current)
+        self.writable("bumps")[storage] = self.bumps.get(storage, ()) + ((max(current) + 1, site),)
 
     # -- joins ------------------------------------------------------------------------
     @staticmethod
@@ -154,24 +180,34 @@ class State:
         out = State()
         out.env = _merge(self.env, other.env, join_values)
         out.heap = _merge(self.heap, other.heap, _join_objects)
+        if out.env is self.env:  # env and heap are never shared: each state writes its own
+            out.env = dict(out.env)
+        if out.heap is self.heap:
+            out.heap = dict(out.heap)
         out.versions = _merge(self.versions, other.versions,
                               lambda a, b: (a or frozenset({0})) | (b or frozenset({0})))
         out.bumps = _merge(self.bumps, other.bumps, _merge_sequences)
         out.grads = _merge(self.grads, other.grads, lambda a, b: a if a == b else ("unknown", None))
         out.data_bumps = _merge(self.data_bumps, other.data_bumps, _merge_sequences)
-        if self.freed == other.freed:
-            out.freed = dict(self.freed)
+        if self.freed is other.freed or self.freed == other.freed:
+            out.freed = self.freed
         else:
             out.freed = {n: s for n, s in self.freed.items() if n in other.freed}
-        out.may_freed = dict(self.may_freed) if self.may_freed == other.may_freed else {**other.may_freed, **self.may_freed}
+        if self.may_freed is other.may_freed or self.may_freed == other.may_freed:
+            out.may_freed = self.may_freed
+        else:
+            out.may_freed = {**other.may_freed, **self.may_freed}
         out.grad_enabled = join_tri(self.grad_enabled, other.grad_enabled)
         out.inference_mode = join_tri(self.inference_mode, other.inference_mode)
         out.reachable = True
+        out.shared = set(SHARED_MAPS)  # _merge may hand back a map of self or other
         return out
 
 
 def _merge(a: dict, b: dict, join) -> dict:
     """``a`` and ``b`` joined key by key, touching only the keys whose values differ."""
+    if a is b:
+        return a
     if a == b:
         return dict(a)
     out = dict(a)

@@ -257,7 +257,7 @@ def apply_inplace(
         state.bump(target.storage, construction if (report_at_construction and construction is not None) else stmt)
     if target.via_data:
         for storage in param_storages(target, state):
-            state.data_bumps[storage] = state.data_bumps.get(storage, ()) + ((len(interp.graph.nodes), stmt),)
+            state.writable("data_bumps")[storage] = state.data_bumps.get(storage, ()) + ((len(interp.graph.nodes), stmt),)
     if target.grad_of and key in ("Tensor.zero_", "Tensor.mul_", "Tensor.fill_"):
         zero_grads(interp, state, target.grad_of, site, set_to_none=False)
     info = info if info is not None else optable.lookup(key)
@@ -998,7 +998,7 @@ def call_optimizer_method(interp, state, ref: HeapRef, name: str, args, kwargs, 
             state.bump(storage, interp.current_stmt())
             status = state.grads.get(storage)
             if status is not None and status[0] in ("acc", "acc_stale"):
-                state.grads[storage] = ("acc_stepped", interp.current_stmt())
+                state.writable("grads")[storage] = ("acc_stepped", interp.current_stmt())
         return NONE
     if name == "zero_grad":
         flag = const_bool(kwargs["set_to_none"]) if "set_to_none" in kwargs else (const_bool(args[0]) if args else True)
@@ -1015,11 +1015,11 @@ def zero_grads(interp, state: State, storages, site, *, set_to_none) -> None:
     for storage in storages or ():
         previous = state.grads.get(storage)
         if previous is not None and previous[0] in ("acc", "acc_stale"):
-            state.grads[storage] = ("zeroed_after_backward", interp.current_stmt())
+            state.writable("grads")[storage] = ("zeroed_after_backward", interp.current_stmt())
             if previous[0] == "acc" and previous[1] is not None:
                 interp.zeroed_after[id(interp.current_stmt())] = previous[1]  # the backward it undid
         else:
-            state.grads[storage] = ("zeroed_none" if set_to_none else "zeroed", interp.current_stmt())
+            state.writable("grads")[storage] = ("zeroed_none" if set_to_none else "zeroed", interp.current_stmt())
 
 
 def set_training(state: State, ref: HeapRef, mode, depth: int = 0) -> None:
@@ -1179,17 +1179,17 @@ def do_backward(interp: "Interpreter", state: State, root: Value, root_expr, kwa
     if kind == "backward" and (not may or any(interp.graph.nodes[n].partial for n in may)):
         # Part of this graph is unknown, so are the gradients it fills: forget what we knew.
         for storage in list(state.grads):
-            state.grads[storage] = ("unknown", None)
+            state.writable("grads")[storage] = ("unknown", None)
     for storage in leaves:
         previous = state.grads.get(storage)
         stale = previous is not None and previous[0] in ("acc_stepped", "acc_stale")
-        state.grads[storage] = ("acc_stale", previous[1]) if stale else ("acc", stmt)
+        state.writable("grads")[storage] = ("acc_stale", previous[1]) if stale else ("acc", stmt)
     if retain_flag is False:
         for nid in must:
-            state.freed.setdefault(nid, stmt)
+            state.writable("freed").setdefault(nid, stmt)
         for nid in may:
-            state.may_freed.setdefault(nid, stmt)
+            state.writable("may_freed").setdefault(nid, stmt)
     elif retain_flag is None:
         for nid in may:
-            state.may_freed.setdefault(nid, stmt)
+            state.writable("may_freed").setdefault(nid, stmt)
     return NONE
