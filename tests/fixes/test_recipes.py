@@ -221,3 +221,179 @@ def test_shared_part_prefers_merged_backward_over_detach():
     ), source)
     assert [f.title for f in fixes] == ["merge"]
     assert apply_edits(source, fixes[0].edits).endswith("lb = hb(shared).sum()\n(la + lb).backward()\n")
+
+
+# --------------------------------------------------------------------------- autograd_grad (GL204)
+
+_GL204_HEADER = HEADER + "torch.manual_seed(0)\nnet = nn.Linear(3, 1)\nsgd = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+
+
+def _gl204(source: str) -> list:
+    return [f for f in check(source) if f.code == "GL204"]
+
+
+def _gl204_fix(source: str) -> str:
+    """The fixed source, after checking the fix is offered, idempotent, and ends the finding."""
+    (finding,) = _gl204(source)
+    assert [r.kind for r in finding.fixes] == ["autograd_grad"]
+    fixed = fix_source(source)
+    assert fixed != source and fix_source(fixed) == fixed
+    assert not _gl204(fixed)
+    return fixed
+
+
+def test_autograd_grad_replaces_the_input_gradient_read_and_keeps_comments():
+    source = _GL204_HEADER + _src('''
+        for _ in range(2):
+            inp = torch.randn(4, 3, requires_grad=True)
+            objective = net(inp).sum()
+            objective.backward(create_graph=True)  # keep me
+            smooth = inp.grad.pow(2).sum()  # and me
+            sgd.zero_grad()
+            (objective + smooth).backward()
+            sgd.step()
+        ''')
+    fixed = _gl204_fix(source)
+    assert (
+        "    (inp_grad,) = torch.autograd.grad(objective, inp, create_graph=True)  # keep me\n"
+        "    smooth = inp_grad.pow(2).sum()  # and me\n"
+        "    sgd.zero_grad()\n"
+        "    (objective + smooth).backward()\n"
+    ) in fixed
+
+
+def test_autograd_grad_adds_the_loss_to_the_next_backward_when_the_step_needs_its_gradients():
+    source = _GL204_HEADER + _src('''
+        for _ in range(2):
+            inp = torch.randn(4, 3, requires_grad=True)
+            sgd.zero_grad()
+            objective = net(inp).pow(2).sum()
+            objective.backward(create_graph=True)
+            smooth = 0.1 * inp.grad.pow(2).sum()
+            smooth.backward()
+            sgd.step()
+        ''')
+    fixed = _gl204_fix(source)
+    assert (
+        "    (inp_grad,) = torch.autograd.grad(objective, inp, create_graph=True)\n"
+        "    smooth = 0.1 * inp_grad.pow(2).sum()\n"
+        "    (objective + smooth).backward()\n"
+    ) in fixed
+
+
+@pytest.mark.parametrize(("read", "expected"), [
+    # the variable only reads .grad: the comprehension walks the gradients instead
+    ("dot = sum((w.grad * d).sum() for w, d in zip(weights, directions))",
+     "dot = sum((w_grad * d).sum() for w_grad, d in zip(grads, directions))"),
+    ("norms = [w.grad.norm() for w in weights]", "norms = [w_grad.norm() for w_grad in grads]"),
+    # the variable is used for more than its .grad: the comprehension walks both
+    ("fast = [w - 0.1 * w.grad for w in weights]", "fast = [w - 0.1 * w_grad for w, w_grad in zip(weights, grads)]"),
+    ("fast = [w - s * w.grad for w, s in zip(weights, steps)]",
+     "fast = [w - s * w_grad for w, s, w_grad in zip(weights, steps, grads)]"),
+])
+def test_autograd_grad_differentiates_a_list_walked_by_a_comprehension(read, expected):
+    source = HEADER + _src(f'''
+        a = torch.randn(3, requires_grad=True)
+        b = torch.randn(1, requires_grad=True)
+        weights = [a, b]
+        directions = [torch.ones(3), torch.ones(1)]
+        steps = [0.1, 0.2]
+        x = torch.randn(5, 3)
+        objective = ((x @ a + b) ** 2).sum()
+        objective.backward(create_graph=True)
+        {read}
+        ''')
+    fixed = _gl204_fix(source)
+    assert "grads = torch.autograd.grad(objective, weights, create_graph=True)\n" + expected + "\n" in fixed
+
+
+def test_autograd_grad_several_inputs_and_fresh_names():
+    source = HEADER + _src('''
+        net = nn.Bilinear(3, 3, 1)
+        left = torch.randn(4, 3, requires_grad=True)
+        right = torch.randn(4, 3, requires_grad=True)
+        left_grad = "taken"
+        score = net(left, right).sum()
+        score.backward(create_graph=True)
+        penalty = left.grad.norm() + right.grad.norm()
+        print(penalty.item(), left_grad)
+        ''')
+    fixed = _gl204_fix(source)
+    assert ("left_grad2, right_grad = torch.autograd.grad(score, (left, right), create_graph=True)\n"
+            "penalty = left_grad2.norm() + right_grad.norm()\n") in fixed
+
+
+#: (shape that gets the fix, the same shape changed so that the fix would change what the program computes)
+_GL204_PAIRS = {
+    "the .grad was empty before the backward / it held an earlier backward's gradient": (
+        "w = torch.randn(3, requires_grad=True)\nx = torch.randn(4, 3)\n(x @ w).sum().backward()\nw.grad = None\n"
+        "loss = (x @ w).pow(2).sum()\nloss.backward(create_graph=True)\nprint(w.grad.norm())\n",
+        "w = torch.randn(3, requires_grad=True)\nx = torch.randn(4, 3)\n(x @ w).sum().backward()\n"
+        "loss = (x @ w).pow(2).sum()\nloss.backward(create_graph=True)\nprint(w.grad.norm())\n"),
+    "the parameters' gradients are reset before the step / only on some paths": (
+        "for i in range(2):\n    x = torch.randn(4, 3, requires_grad=True)\n    loss = net(x).sum()\n"
+        "    loss.backward(create_graph=True)\n    pen = x.grad.pow(2).sum()\n    sgd.zero_grad()\n"
+        "    pen.backward()\n    sgd.step()\n",
+        "for i in range(2):\n    x = torch.randn(4, 3, requires_grad=True)\n    loss = net(x).sum()\n"
+        "    loss.backward(create_graph=True)\n    pen = x.grad.pow(2).sum()\n    if i % 2:\n        sgd.zero_grad()\n"
+        "    pen.backward()\n    sgd.step()\n"),
+    "a backward follows that can carry the loss / the step comes first": (
+        "for i in range(2):\n    x = torch.randn(4, 3, requires_grad=True)\n    sgd.zero_grad()\n"
+        "    loss = net(x).pow(2).sum()\n    loss.backward(create_graph=True)\n    pen = x.grad.pow(2).sum()\n"
+        "    pen.backward()\n    sgd.step()\n",
+        "for i in range(2):\n    x = torch.randn(4, 3, requires_grad=True)\n    sgd.zero_grad()\n"
+        "    loss = net(x).pow(2).sum()\n    loss.backward(create_graph=True)\n    pen = x.grad.pow(2).sum()\n"
+        "    sgd.step()\n    pen.backward()\n"),
+    "the loss still holds the same tensor at the next backward / it was rebound": (
+        "for i in range(2):\n    x = torch.randn(4, 3, requires_grad=True)\n    sgd.zero_grad()\n"
+        "    loss = net(x).pow(2).sum()\n    loss.backward(create_graph=True)\n    pen = x.grad.pow(2).sum()\n"
+        "    pen.backward()\n    sgd.step()\n",
+        "for i in range(2):\n    x = torch.randn(4, 3, requires_grad=True)\n    sgd.zero_grad()\n"
+        "    loss = net(x).pow(2).sum()\n    loss.backward(create_graph=True)\n    loss = x.grad.pow(2).sum()\n"
+        "    loss.backward()\n    sgd.step()\n"),
+    "nothing reads the merged gradients / a later read could differentiate through them": (
+        "w = torch.randn(3, requires_grad=True)\nx = torch.randn(4, 3)\nloss = (x @ w).pow(2).sum()\n"
+        "loss.backward(create_graph=True)\ng = w.grad.norm()\ng.backward()\n",
+        "w = torch.randn(3, requires_grad=True)\nx = torch.randn(4, 3)\nloss = (x @ w).pow(2).sum()\n"
+        "loss.backward(create_graph=True)\ng = w.grad.norm()\ng.backward()\nprint(w.grad)\n"),
+    "every gradient user is visible / clip_grad_norm_ reads them behind the engine's back": (
+        "for i in range(2):\n    x = torch.randn(4, 3, requires_grad=True)\n    sgd.zero_grad()\n"
+        "    loss = net(x).pow(2).sum()\n    loss.backward(create_graph=True)\n    pen = x.grad.pow(2).sum()\n"
+        "    pen.backward()\n    sgd.step()\n",
+        "for i in range(2):\n    x = torch.randn(4, 3, requires_grad=True)\n    sgd.zero_grad()\n"
+        "    loss = net(x).pow(2).sum()\n    loss.backward(create_graph=True)\n    pen = x.grad.pow(2).sum()\n"
+        "    pen.backward()\n    torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)\n    sgd.step()\n"),
+    "every .grad read has a known receiver / some tensors come from an unknown library": (
+        "w = torch.randn(3, requires_grad=True)\nx = torch.randn(4, 3)\nloss = (x @ w).pow(2).sum()\n"
+        "loss.backward(create_graph=True)\nprint(w.grad.norm())\n",
+        "import mylib\nw = torch.randn(3, requires_grad=True)\nx = torch.randn(4, 3)\nloss = (x @ w).pow(2).sum()\n"
+        "loss.backward(create_graph=True)\nprint(w.grad.norm())\nfor t in mylib.tensors():\n    print(t.grad)\n"),
+    "the module runs the code / a function analyzed alone has unknown callers": (
+        "def penalty(net, x):\n    x.requires_grad_()\n    loss = net(x).sum()\n    loss.backward(create_graph=True)\n"
+        "    return x.grad.pow(2).sum()\n\np = penalty(net, torch.randn(4, 3))\nsgd.zero_grad()\np.backward()\nsgd.step()\n",
+        "def penalty(net, x):\n    x.requires_grad_()\n    loss = net(x).sum()\n    loss.backward(create_graph=True)\n"
+        "    return x.grad.pow(2).sum()\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_GL204_PAIRS))
+def test_autograd_grad_is_offered_only_where_the_program_computes_the_same(case):
+    offered, refused = (_GL204_HEADER + body for body in _GL204_PAIRS[case])
+    assert [r.kind for f in _gl204(offered) for r in f.fixes] == ["autograd_grad"], case
+    findings = _gl204(refused)
+    assert findings, "still reported"
+    assert [fix for f in findings for fix in compute_fixes(f, refused)] == [], case
+
+
+def test_autograd_grad_checks_the_shape_it_edits():
+    source = "import torch\nloss.backward(create_graph=True)\ng = x.grad\n"
+    params = {"backward": Span(2, 1, 2, 33), "root": Span(2, 1, 2, 5), "inputs": ("x",), "sequence": False,
+              "reads": (Span(3, 5, 3, 11),), "merge": None}
+    assert _apply_first(source, FixRecipe("autograd_grad", "t", params)) == \
+        "import torch\n(x_grad,) = torch.autograd.grad(loss, x, create_graph=True)\ng = x_grad\n"
+    # not `torch`, already rewritten, a read that is not `.grad` of an input: no fix
+    assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", params)), source.replace("import torch\n", "import torch as th\n")) == []
+    done = _apply_first(source, FixRecipe("autograd_grad", "t", params))
+    assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", params)), done) == []
+    assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", {**params, "inputs": ("y",)})), source) == []
+    assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", {**params, "reads": (Span(3, 1, 3, 2),)})), source) == []

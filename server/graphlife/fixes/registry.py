@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from graphlife.fixes import expressions, statements
+from graphlife.fixes import expressions, gradients, statements
 from graphlife.fixes.document import Document
 
 Recipe = Callable[[Document, dict], "list | None"]
@@ -33,4 +33,5 @@ RECIPES: dict[str, Recipe] = {
     "move_statement_before": statements.move_statement_before,
     "move_statement_after": statements.move_statement_after,
     "ignore_comment": expressions.ignore_comment,
+    "autograd_grad": gradients.autograd_grad,
 }

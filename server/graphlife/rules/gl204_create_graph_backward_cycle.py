@@ -28,6 +28,15 @@ penalty = x.grad.pow(2).sum()
 (grad,) = torch.autograd.grad(loss, x, create_graph=True)
 penalty = grad.pow(2).sum()
 ```
+When the optimizer step needs the loss's own gradients too (a gradient
+penalty trained with the loss), add the loss to the backward that follows:
+`(loss + penalty).backward()`.
+
+The quick fix makes these rewrites (a comprehension over a list of parameters
+walks the returned gradients instead), and only where the engine can show the
+program computes the same values: the `.grad` reads right after the backward
+read gradients that were empty before it, and nothing else uses what the
+backward used to leave in `.grad` before it is reset (docs/FIX_RECIPES.md).
 
 ## Fixture line
 The `.backward(create_graph=True)` call.
@@ -37,6 +46,7 @@ from __future__ import annotations
 
 from graphlife.analysis.events import BackwardEvent, EventContext
 from graphlife.findings import Severity
+from graphlife.rules import create_graph_fix
 from graphlife.rules.base import Rule, RuleDoc
 
 RULE = Rule(
@@ -49,6 +59,7 @@ RULE = Rule(
 
 
 def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+    create_graph_fix.on_event(ctx, event.kind, event)
     if event.kind != "backward" or event.create_graph is not True:
         return
     statuses = [event.state.grads.get(storage, ("", None))[0] for storage in event.leaves]
@@ -62,7 +73,24 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     if all_reset:
         message += " (Every parameter's `.grad` is set to None each step here, so torch frees them; still slower.)"
     stmt = ctx.interpreter.blame(event.stmt, event.root_expr)
-    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, severity=severity)
+    report = (ctx.span(stmt), message, severity)
+    # The fix is proven on what happens after this backward (create_graph_fix): the
+    # finding is then reported when the unit ends, with the fix when the proof holds.
+    if not create_graph_fix.on_create_graph_backward(ctx, event, report):
+        ctx.interpreter.reporter.report(RULE, *report[:2], severity=severity)
 
 
-RULE.hooks = {"backward": on_backward}
+def on_unit_end(event, ctx: EventContext) -> None:
+    def report(span, message, severity, fixes) -> None:
+        ctx.interpreter.reporter.report(RULE, span, message, severity=severity, fixes=fixes)
+
+    create_graph_fix.on_unit_end(ctx, event, report)
+
+
+RULE.hooks = {
+    "backward": on_backward,
+    "unit_end": on_unit_end,
+    "grad_read": lambda event, ctx: create_graph_fix.on_event(ctx, "read", event),
+    "step": lambda event, ctx: create_graph_fix.on_event(ctx, "step", event),
+    "zero_grad": lambda event, ctx: create_graph_fix.on_event(ctx, "zero", event),
+}
