@@ -242,3 +242,77 @@ def test_a_block_with_a_syntax_error_is_left_out_and_reported() -> None:
     assert [line for line, _, _ in parsed.errors] == [3]
     assert [type(stmt).__name__ for stmt in parsed.tree.body] == ["Import", "FunctionDef"]
     assert parsed.tree.body[1].name == "fine" and parsed.tree.body[1].lineno == 6
+
+
+def _trainer_class(methods: int) -> str:
+    """One class holding a model and many training-step methods (a Lightning-style module)."""
+    parts = [
+        "import torch\nimport torch.nn as nn\n\n\nclass Trainer:\n"
+        "    def __init__(self):\n"
+        "        self.model = nn.Linear(4, 4)\n"
+        "        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)\n"
+    ]
+    for index in range(methods):
+        bug = "        loss.backward()\n" if index % 5 == 0 else ""
+        parts.append(
+            f"\n    def step_{index}(self, x):\n"
+            f"        self.optimizer.zero_grad()\n"
+            f"        loss = self.model(x * {index}).sum()\n"
+            f"        loss.backward()\n"
+            f"{bug}"
+            f"        self.optimizer.step()\n"
+            f"        return loss.item()\n"
+        )
+    return "".join(parts)
+
+
+def test_an_edit_in_one_method_analyzes_only_that_method() -> None:
+    source = _trainer_class(30)
+    checker = IncrementalChecker()
+    first = checker.check(source)
+    assert [f.code for f in first.findings] == ["GL101"] * 6
+    units = checker.statistics["ran"]
+    lines = source.split("\n")
+    target = next(i for i, text in enumerate(lines) if "self.model(x * 12)" in text)
+    lines.insert(target + 1, "        loss.backward()")  # a new bug in one method; the methods below move
+    edited = "\n".join(lines)
+    second = checker.check(edited)
+    assert checker.statistics == {"replayed": units - 1, "ran": 1}
+    assert len(second.findings) == 7
+    assert _outcome(second) == _outcome(check_source(edited))
+
+
+def test_an_edit_in_init_analyzes_every_method_again() -> None:
+    source = _trainer_class(10)
+    checker = IncrementalChecker()
+    checker.check(source)
+    units = checker.statistics["ran"]
+    edited = source.replace("nn.Linear(4, 4)", "nn.Linear(4, 4, bias=False)")
+    result = checker.check(edited)
+    # every method reads __init__ through `self`; only the module body (which does not) is replayed
+    assert checker.statistics == {"replayed": 1, "ran": units - 1}
+    assert _outcome(result) == _outcome(check_source(edited))
+
+
+def test_classes_under_edits() -> None:
+    source = _trainer_class(12)
+    checker = IncrementalChecker()
+    _assert_same(checker, source, "trainer class")
+    for step, version in enumerate(_edits(source, seed=3)):
+        _assert_same(checker, version, f"trainer class after edit {step + 1}")
+
+
+@pytest.mark.parametrize("late", [
+    ("def late(model):\n    return model\n", "def late(model):\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"),
+    ("class Late:\n    def clip(self, model):\n        return model\n",
+     "class Late:\n    def clip(self, model):\n        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"),
+], ids=["function", "method"])
+def test_a_proof_that_reads_the_whole_file_sees_edits_anywhere(late) -> None:
+    """GL204's fix is offered only if nothing in the file reads gradients behind the engine's
+    back: an edit in code the unit never ran must still withdraw it."""
+    before, after = late
+    for path in sorted((FIXTURES_DIR / "GL204").glob("bad_*.py")):
+        source = path.read_text() + "\n\n"
+        checker = IncrementalChecker()
+        checker.check(source + before)
+        _assert_same(checker, source + after, f"{path.name} with a gradient clip added")

@@ -35,6 +35,7 @@ from graphlife.analysis.values import (
     QualName,
     TensorVal,
     TupleVal,
+    ValuesIndices,
     Value,
 )
 from graphlife.findings import Finding, Span
@@ -306,6 +307,7 @@ class Interpreter:
                 ref = self.lookup_class(owner, state)
                 if isinstance(ref, ClassRef) and func.name != "__init__":
                     self.emitting = False
+                    self.stmt_stack.append(func)  # where `__init__` runs from: the method's own definition
                     try:
                         state.env[arg.arg] = self.instantiate(ref, [], {}, state, func)
                     except (Timeout, RecursionError):
@@ -313,6 +315,7 @@ class Interpreter:
                     except Exception:  # noqa: BLE001
                         state.env[arg.arg] = UNKNOWN
                     finally:
+                        self.stmt_stack.pop()
                         self.emitting = True
         for arg in func.args.kwonlyargs:
             state.env[arg.arg] = UNKNOWN
@@ -1015,6 +1018,8 @@ class Interpreter:
             if method is not None:
                 return FunctionRef(node=method, key=id(method))
             return BoundMethod(receiver, expr.attr)
+        if isinstance(receiver, ValuesIndices) and expr.attr in ("values", "indices"):
+            return receiver.items[0 if expr.attr == "values" else 1]
         if isinstance(receiver, (TupleVal, Number, NONE.__class__)):
             return BoundMethod(receiver, expr.attr)
         return BoundMethod(receiver, expr.attr) if receiver is not UNKNOWN else UNKNOWN

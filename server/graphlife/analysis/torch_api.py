@@ -37,6 +37,7 @@ from graphlife.analysis.values import (
     QualName,
     TensorVal,
     TupleVal,
+    ValuesIndices,
     Unknown,
     Value,
 )
@@ -478,7 +479,8 @@ def call_qualname(interp: "Interpreter", state: State, name: str, args: list[Val
         if info is not None and info.kind == "factory":
             return make_factory(interp, state, short, args, kwargs, call)
         if info is not None and info.kind in ("function", "functional"):
-            return call_table_function(interp, state, key, info, args, kwargs, call)
+            result = call_table_function(interp, state, key, info, args, kwargs, call)
+            return with_indices(interp, short, result, list(args[1:]), kwargs, call) if name.startswith("torch.") else result
         return UNKNOWN
     return UNKNOWN
 
@@ -1034,7 +1036,31 @@ def set_training(state: State, ref: HeapRef, mode, depth: int = 0) -> None:
                 set_training(state, item, mode, depth + 1)
 
 
-def call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call: ast.Call) -> Value:  # noqa: C901
+#: Ops that return ``(values, indices)``: the indices are integers, never part of a graph.
+_WITH_INDICES = {"sort", "topk", "kthvalue", "mode", "cummax", "cummin"}
+_WITH_INDICES_GIVEN_DIM = {"max", "min", "median", "nanmedian"}
+
+
+def with_indices(interp, short: str, result: Value, rest_args: list, kwargs: dict, call: ast.Call) -> Value:
+    """``x.max(1)``, ``torch.topk(x, k)``: the pair of values (the op's result) and indices."""
+    if not isinstance(result, TensorVal):
+        return result
+    given_dim = "dim" in kwargs or (rest_args and isinstance(rest_args[0], Number))
+    if short not in _WITH_INDICES and not (short in _WITH_INDICES_GIVEN_DIM and given_dim):
+        return result
+    indices = TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=call, desc=interp.text(call),
+                        dtype="int64", why=f"the indices `{short}` returns, which have no graph", why_site=call)
+    return ValuesIndices((result, indices))
+
+
+def call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call: ast.Call) -> Value:
+    result = _call_tensor_method(interp, state, tensor, receiver_expr, name, args, kwargs, call)
+    if name in _WITH_INDICES or name in _WITH_INDICES_GIVEN_DIM:
+        return with_indices(interp, name, result, list(args), kwargs, call)
+    return result
+
+
+def _call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call: ast.Call) -> Value:  # noqa: C901
     if tensor.opaque and optable.lookup(f"Tensor.{name}") is None and name not in CONVERSIONS and name != "backward":
         return UNKNOWN  # an object of unknown kind (a distribution, a model): not a tensor method
     if name == "backward":

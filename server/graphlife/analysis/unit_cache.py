@@ -4,8 +4,9 @@ A unit is what the engine analyzes from scratch: the module body (with every
 function it calls inlined), and each function that nothing inlined, analyzed
 alone with unknown arguments. A unit's findings depend only on
 
-- the code it executed: its own top-level block, and the blocks of every
-  function it inlined and every class it instantiated or looked a method up in
+- the code it executed: its own region (a top-level block, or a method of a
+  class: :mod:`graphlife.analysis.regions`), and the regions of every function
+  it inlined and every class it instantiated or looked a method up in
   (recorded through :meth:`Interpreter.touch`); for the module body also every
   top-level statement that is not a definition;
 - the file's definitions table: top-level imports, simple assignments, the
@@ -16,10 +17,10 @@ alone with unknown arguments. A unit's findings depend only on
 
 While all of those are unchanged, the cache replays the unit's reports (each
 ``Reporter.report`` call in order, so the de-duplication across units happens
-as in a full run), moves every line they mention by how much its block moved,
+as in a full run), moves every line they mention by how much its region moved,
 and marks the functions the unit inlined, exactly as running it would. A report
-that mentions a line in a block the unit did not record as read, or blocks
-that changed order, makes the cache run the unit again. The language server's
+that mentions a line outside the block and method regions the unit read, or
+regions that changed order, makes the cache run the unit again. The language server's
 tests compare this against a full analysis on every edit they make.
 """
 
@@ -31,6 +32,7 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Callable
 
 from graphlife.analysis.blocks import Block, ParsedFile
+from graphlife.analysis.regions import Region, RegionMap
 from graphlife.findings import Span
 
 _LINE_MENTION = re.compile(r"\b(line )(\d+)")
@@ -44,31 +46,29 @@ class Unmappable(Exception):
 
 @dataclass
 class UnitEntry:
-    unit: ast.AST
     statement_blocks: list[Block] | None  # the module body's: its top-level statements, in order
     definitions: int  # the definitions generation it was recorded under
     definition_reads: int | None  # and the table's reads generation (functions only)
     create_graph_in: bool
     create_graph_out: bool
     reports: list[tuple]
-    inlined: set[int]
-    reads: list[tuple[int, int, Block]]  # (first line, last line, block) when recorded, in file order
+    inlined: list[tuple[Region, int, int]]  # the functions it inlined, located in their regions
+    reads: list[tuple[int, int, Region]]  # (first line, last line, region) when recorded; its own first
 
 
 class UnitCache:
     """One document's unit results, kept between versions (the language server owns one per file)."""
 
     def __init__(self) -> None:
-        self.entries: dict[int, UnitEntry] = {}
+        self.entries: dict[object, UnitEntry] = {}
         self.version = 0
         self.rules_key: tuple = ()
         self._definitions_key: tuple | None = None
         self.definitions = 0  # bumped whenever the definitions table changes
         self.definition_reads = 0  # bumped whenever the code the table read changes
-        self._block_of_statement: dict[int, Block] = {}
-        self._parents: dict[int, ast.AST] = {}
+        self.regions = RegionMap()
         self._statement_blocks: list[Block] = []
-        self._definition_reads: list[Block] | None = None
+        self._definition_reads: list[Region] | None = None
         self.replayed = 0
         self.ran = 0
 
@@ -83,10 +83,7 @@ class UnitCache:
         """Prepare for analyzing ``parsed``; forget what cannot be valid any more."""
         self.version += 1
         self.replayed = self.ran = 0
-        for block in parsed.blocks:
-            block.seen = self.version
-        self._block_of_statement = {id(stmt): block for block in parsed.blocks for stmt in block.statements}
-        self._parents = parsed.index.parents
+        self.regions.update(parsed.blocks, parsed.index.parents, parsed.tree, self.version)
         self._statement_blocks = [
             block for block in parsed.blocks if any(not isinstance(stmt, _DEFINITIONS) for stmt in block.statements)
         ]
@@ -95,8 +92,7 @@ class UnitCache:
             self._definitions_key = key
             self.definitions += 1
         for key, entry in list(self.entries.items()):
-            own = entry.reads[0][2] if entry.reads and key != _MODULE else None
-            if own is not None and getattr(own, "seen", -1) != self.version:
+            if key != _MODULE and entry.reads[0][2].seen != self.version:
                 del self.entries[key]  # its function was edited or removed
 
     def read_definitions(self, interp) -> None:
@@ -108,33 +104,40 @@ class UnitCache:
             touched = interp.touched
         finally:
             interp.touched = saved
-        found = {id(block): block for block in map(self.block_of, touched.values()) if block is not None}
-        blocks = sorted(found.values(), key=lambda block: block.start)
-        complete = all(self.block_of(node) is not None for node in touched.values())
-        if not complete or self._definition_reads is None or not _same_blocks(blocks, self._definition_reads):
-            self._definition_reads = blocks if complete else None
+        regions = [self.regions.region_of(node) for node in touched.values()]
+        complete = None not in regions
+        found = sorted({id(region): region for region in regions if region is not None}.values(), key=lambda r: (r.start, r.key))
+        if not complete or self._definition_reads is None or not _same_objects(found, self._definition_reads):
+            self._definition_reads = found if complete else None
             self.definition_reads += 1
+
+    def _key(self, unit: ast.AST) -> object:
+        if isinstance(unit, ast.Module):
+            return _MODULE
+        region = self.regions.region_of(unit)
+        return region.locate(unit) if region is not None else None
 
     def run(self, interp, unit: ast.AST, run: Callable[[], None]) -> None:
         """Replay ``unit`` if nothing it read changed, else run it and record it."""
-        key = _MODULE if isinstance(unit, ast.Module) else id(unit)
-        entry = self.entries.get(key)
-        if entry is not None and (key == _MODULE or entry.unit is unit) and self._valid(entry, interp):
+        key = self._key(unit)
+        entry = self.entries.get(key) if key is not None else None
+        if entry is not None and self._valid(entry, interp):
             try:
                 reports = [self._moved_report(report, entry.reads) for report in entry.reports]
+                inlined = [self._current_function(located) for located in entry.inlined]
             except Unmappable:
                 reports = None
             if reports is not None:
                 for rule, span, message, severity, related, fixes in reports:
                     interp.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
-                interp.inlined.update(entry.inlined)
+                interp.inlined.update(id(node) for node in inlined)
                 interp.create_graph_seen = entry.create_graph_out
                 self.replayed += 1
                 return
-        self._record(interp, unit, run)
+        self._record(interp, unit, key, run)
 
     # -- recording ------------------------------------------------------------------------
-    def _record(self, interp, unit: ast.AST, run: Callable[[], None]) -> None:
+    def _record(self, interp, unit: ast.AST, key: object, run: Callable[[], None]) -> None:
         self.ran += 1
         create_graph_in = interp.create_graph_seen
         reports: list[tuple] = []
@@ -145,43 +148,41 @@ class UnitCache:
             touched, inlined = interp.touched, interp.unit_inlined
         finally:
             interp.touched, interp.unit_inlined, interp.reporter.log = saved
-        own = self.block_of(unit) if not isinstance(unit, ast.Module) else None
-        read = {id(block): block for block in ([own] if own is not None else [])}
-        if isinstance(unit, ast.Module):
-            read.update((id(block), block) for block in self._statement_blocks)
+        if key is None:
+            return
+        read: dict[int, Region] = {}
+        own = None
+        if key == _MODULE:
+            for block in self._statement_blocks:
+                for region in block.regions:
+                    read[id(region)] = region
+        else:
+            own = key[0]
+            read[id(own)] = own
+        located = []
         for node in touched.values():
-            block = self.block_of(node)
-            if block is None:
-                return  # read code outside the known blocks: do not cache this unit
-            read[id(block)] = block
-        ordered = sorted(read.values(), key=lambda block: block.start)
+            region = self.regions.region_of(node)
+            if region is None:
+                return  # read code outside the known regions: do not cache this unit
+            read[id(region)] = region
+            if id(node) in inlined:
+                located.append(region.locate(node))
+        if len(located) != len(inlined):
+            return
+        ordered = sorted(read.values(), key=lambda region: region.start)
         if own is not None:
             ordered.remove(own)
-            ordered.insert(0, own)  # the unit's own block first: it keeps the entry alive
-        elif isinstance(unit, ast.Module) and not ordered:
-            return
-        self.entries[_MODULE if isinstance(unit, ast.Module) else id(unit)] = UnitEntry(
-            unit=unit,
-            statement_blocks=list(self._statement_blocks) if isinstance(unit, ast.Module) else None,
+            ordered.insert(0, own)  # the unit's own region first: it keeps the entry alive
+        self.entries[key] = UnitEntry(
+            statement_blocks=list(self._statement_blocks) if key == _MODULE else None,
             definitions=self.definitions,
-            definition_reads=None if isinstance(unit, ast.Module) else self.definition_reads,
+            definition_reads=None if key == _MODULE else self.definition_reads,
             create_graph_in=create_graph_in,
             create_graph_out=interp.create_graph_seen,
             reports=reports,
-            inlined=set(inlined),
-            reads=[(block.start, block.end, block) for block in ordered],
+            inlined=located,
+            reads=[(region.start, region.end, region) for region in ordered],
         )
-
-    def block_of(self, node: ast.AST) -> Block | None:
-        current = node
-        while True:
-            block = self._block_of_statement.get(id(current))
-            if block is not None:
-                return block
-            parent = self._parents.get(id(current))
-            if parent is None:
-                return None
-            current = parent
 
     # -- replaying ------------------------------------------------------------------------
     def _valid(self, entry: UnitEntry, interp) -> bool:
@@ -189,22 +190,32 @@ class UnitCache:
             return False
         if entry.definition_reads is not None and entry.definition_reads != self.definition_reads:
             return False
-        if entry.statement_blocks is not None and not _same_blocks(entry.statement_blocks, self._statement_blocks):
+        if entry.statement_blocks is not None and not _same_objects(entry.statement_blocks, self._statement_blocks):
             return False  # the module body gained, lost or changed a statement
         previous_old = previous_new = 0
-        for old_start, _, block in sorted(entry.reads, key=lambda read: read[0]):
-            if getattr(block, "seen", -1) != self.version:
+        for old_start, _, region in sorted(entry.reads, key=lambda read: read[0]):
+            if region.seen != self.version:
                 return False
-            if old_start <= previous_old or block.start <= previous_new:
-                return False  # blocks changed order: comparisons of lines across them may differ
-            previous_old, previous_new = old_start, block.start
+            if not region.mappable:
+                continue
+            if old_start <= previous_old or region.start <= previous_new:
+                return False  # code changed order: comparisons of lines across it may differ
+            previous_old, previous_new = old_start, region.start
         return True
 
-    def _moved_report(self, report: tuple, reads: list[tuple[int, int, Block]]) -> tuple:
+    @staticmethod
+    def _current_function(located: tuple[Region, int, int]) -> ast.AST:
+        region, line, column = located
+        node = region.functions().get((line, column))
+        if node is None:
+            raise Unmappable(line)
+        return node
+
+    def _moved_report(self, report: tuple, reads: list[tuple[int, int, Region]]) -> tuple:
         rule, span, message, severity, related, fixes = report
-        if all(block.start == old_start for old_start, _, block in reads):
+        if all(region.start == old_start for old_start, _, region in reads):
             return report
-        move = _LineMover(reads)
+        move = _LineMover([read for read in reads if read[2].mappable])
         return (
             rule,
             move.span(span),
@@ -218,13 +229,13 @@ class UnitCache:
 class _LineMover:
     """Maps a line of the recorded version to the current one, through the blocks read."""
 
-    def __init__(self, reads: list[tuple[int, int, Block]]) -> None:
+    def __init__(self, reads: list[tuple[int, int, Region]]) -> None:
         self.reads = reads
 
     def line(self, line: int) -> int:
-        for old_start, old_end, block in self.reads:
+        for old_start, old_end, region in self.reads:
             if old_start <= line <= old_end:
-                return line + block.start - old_start
+                return line + region.start - old_start
         raise Unmappable(line)
 
     def span(self, span: Span) -> Span:
@@ -243,8 +254,8 @@ class _LineMover:
         return value
 
 
-def _same_blocks(first: list[Block], second: list[Block]) -> bool:
-    """The same block objects in the same order (ids could be reused by new blocks; objects cannot)."""
+def _same_objects(first: list, second: list) -> bool:
+    """The same objects in the same order (ids could be reused by new objects; objects cannot)."""
     return len(first) == len(second) and all(a is b for a, b in zip(first, second))
 
 

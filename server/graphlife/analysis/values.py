@@ -132,6 +132,12 @@ class TupleVal(Value):
 
 
 @dataclass(frozen=True)
+class ValuesIndices(TupleVal):
+    """What ``x.max(dim)``, ``x.sort()``, ``torch.topk`` return: ``(values, indices)``, also as
+    ``.values`` and ``.indices``."""
+
+
+@dataclass(frozen=True)
 class HeapRef(Value):
     """A reference to a mutable object kept in the state's heap (module, optimizer, list, dict, instance)."""
 

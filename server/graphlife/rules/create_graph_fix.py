@@ -189,6 +189,10 @@ class Tracker:
                 for stmt in self.interp.tree.body:
                     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                         touch(stmt)
+                    if isinstance(stmt, ast.ClassDef):  # the cache tracks each method apart
+                        for item in stmt.body:
+                            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                                touch(item)
             unmodeled = binds_zip = False
             for node in ast.walk(self.interp.tree):
                 if isinstance(node, ast.Call):
