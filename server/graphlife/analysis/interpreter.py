@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from graphlife.analysis import torch_api
@@ -23,6 +23,7 @@ from graphlife.analysis.positions import node_span
 from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.tree_index import TreeIndex
 from graphlife.analysis.values import (
+    replace,
     NONE,
     UNKNOWN,
     BoundMethod,

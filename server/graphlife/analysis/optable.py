@@ -62,7 +62,19 @@ class SavedCase:
                     or self.saved_unchecked or self.result_unchecked or self.params_unchecked)
 
 
+_CASES: dict[tuple[int, str], tuple[Mapping[str, Any], SavedCase]] = {}
+
+
 def _case(pattern: str, raw: Mapping[str, Any]) -> SavedCase:
+    """The case for one table row, built once (the engine asks for it at every op)."""
+    key = (id(raw), pattern)
+    cached = _CASES.get(key)
+    if cached is None or cached[0] is not raw:  # the row is kept alive, so its id stays its own
+        cached = _CASES[key] = (raw, _build_case(pattern, raw))
+    return cached[1]
+
+
+def _build_case(pattern: str, raw: Mapping[str, Any]) -> SavedCase:
     return SavedCase(
         pattern=pattern,
         saved=tuple(raw.get("saved", ())),

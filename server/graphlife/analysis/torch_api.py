@@ -11,7 +11,6 @@ facts are "maybe": never the basis of an error.
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable
 
 from graphlife.analysis import optable
@@ -27,6 +26,7 @@ from graphlife.analysis.events import (
 )
 from graphlife.analysis.state import SavedRef, State
 from graphlife.analysis.values import (
+    replace,
     NONE,
     UNKNOWN,
     BoundMethod,

@@ -17,6 +17,37 @@ from dataclasses import dataclass, field
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+#: Fields of ast nodes that hold identifiers, constants or the Load/Store context, never a child to visit.
+_LEAF_FIELDS = {"ctx", "id", "attr", "name", "arg", "asname", "module", "level", "kind", "type_comment",
+                "is_async", "conversion", "simple"}
+
+
+def _node_fields(cls: type) -> tuple[str, ...]:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = tuple(name for name in cls._fields if name not in _LEAF_FIELDS)
+    return fields
+
+
+def descendants(root: ast.AST) -> list[ast.AST]:
+    """``root`` and every node under it (``list(ast.walk(root))`` in another order, faster)."""
+    out: list[ast.AST] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for name in _node_fields(node.__class__):
+            child = getattr(node, name, None)
+            if child is None:
+                continue
+            if child.__class__ is list:
+                stack.extend(item for item in child if isinstance(item, ast.AST))
+            elif isinstance(child, ast.AST):
+                stack.append(child)
+    return out
+
+
 @dataclass
 class TreeIndex:
     """Parents, ``if`` nodes, generator functions and binding counts of some statements."""
@@ -43,14 +74,26 @@ class TreeIndex:
         parents = index.parents
         counts = index.binding_counts
         yields: list[ast.AST] = []
+        located = index.located
         stack: list[ast.AST] = list(statements)
         while stack:
             parent = stack.pop()
             if hasattr(parent, "lineno"):
-                index.located.append(parent)
-            for child in ast.iter_child_nodes(parent):
-                parents[id(child)] = parent
-                stack.append(child)
+                located.append(parent)
+            # ast.iter_child_nodes, without its generator and with the fields that never hold
+            # a node (names, `ctx`) skipped: this walk runs over every node of the file.
+            for name in _node_fields(parent.__class__):
+                child = getattr(parent, name, None)
+                if child is None:
+                    continue
+                if child.__class__ is list:
+                    for item in child:
+                        if isinstance(item, ast.AST):
+                            parents[id(item)] = parent
+                            stack.append(item)
+                elif isinstance(child, ast.AST):
+                    parents[id(child)] = parent
+                    stack.append(child)
             if isinstance(parent, ast.If):
                 index.if_nodes.append(parent)
             elif isinstance(parent, (ast.Yield, ast.YieldFrom)):

@@ -9,7 +9,8 @@ reachable from it is reachable on every path (the basis of errors).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from dataclasses import replace as _checked_replace
 from typing import Any, Optional
 
 Tri = Optional[bool]
@@ -26,6 +27,20 @@ class Value:
         if self == other:
             return self
         return UNKNOWN
+
+
+def replace(value, **changes):
+    """``dataclasses.replace`` for the engine's frozen values, without re-running ``__init__``:
+    the engine makes a changed copy of a tensor fact for nearly every op, and the generic
+    version was a tenth of the analysis. Unknown field names still fail loudly."""
+    fields_ = value.__class__.__dataclass_fields__
+    if not changes.keys() <= fields_.keys():
+        return _checked_replace(value, **changes)  # raises the usual TypeError
+    new = object.__new__(value.__class__)
+    attributes = new.__dict__
+    attributes.update(value.__dict__)
+    attributes.update(changes)
+    return new
 
 
 @dataclass(frozen=True)

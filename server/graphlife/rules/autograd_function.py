@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from graphlife.analysis.positions import byte_to_char_column
+from graphlife.analysis.tree_index import descendants
 from graphlife.findings import Span
 from graphlife.rules.base import ModuleContext
 
@@ -54,7 +55,7 @@ class Index:
         self._statements: dict[int, ast.stmt] | None = None
         if root is not None:
             kinds = self.by_kind
-            for node in ast.walk(root):
+            for node in descendants(root):
                 bucket = kinds.get(type(node))
                 if bucket is not None:
                     bucket.append(node)
