@@ -1,4 +1,4 @@
-"""The proof, on every GL101-GL107 bad fixture whose finding carries a fix.
+"""The proof, on every GL101-GL107 bad fixture whose finding carries a fix (or is listed as refused).
 
 For each fixture the preferred fixes are applied with ``fix_source`` (what
 ``graphlife fix`` does) and:
@@ -44,16 +44,21 @@ NOT_OFFERED = {
 
 
 def _cases() -> list[Path]:
+    """Every bad fixture whose finding carries a recipe, and every one listed in NOT_OFFERED
+    (a rule may refuse a shape before making a recipe: the test still checks nothing is offered)."""
     out = []
     for code in CODES:
         for path in sorted((FIXTURES / code).glob("bad_*.py")):
             source = path.read_text(encoding="utf-8")
-            if any(f.code == code and f.fixes for f in check(source, str(path))):
+            if f"{code}/{path.name}" in NOT_OFFERED or any(f.code == code and f.fixes for f in check(source, str(path))):
                 out.append(path)
     return out
 
 
 CASES = _cases()
+
+#: GL104 findings where the graph was lost under ``no_grad``/``inference_mode`` (the message says so).
+NO_GRAD_BREAK = "computed while gradients were disabled"
 
 
 def _marked(source: str, code: str) -> list[int]:
@@ -76,6 +81,24 @@ def _run(source: str, tmp_path: Path, name: str) -> BaseException | None:
 
 def test_there_are_fixtures_to_prove():
     assert len(CASES) >= 40
+    assert all((FIXTURES / key).is_file() for key in NOT_OFFERED), "NOT_OFFERED names a fixture that does not exist"
+
+
+def test_every_no_grad_break_is_proven_or_listed():
+    """A GL104 bad fixture whose graph was lost in a ``no_grad`` region gets the unwrap / drop-decorator
+    fix (proven below) or is listed in NOT_OFFERED with the reason."""
+    shapes = []
+    for path in sorted((FIXTURES / "GL104").glob("bad_*.py")):
+        source = path.read_text(encoding="utf-8")
+        findings = [f for f in check(source, str(path)) if f.code == "GL104" and NO_GRAD_BREAK in f.message]
+        if not findings:
+            continue
+        key = f"GL104/{path.name}"
+        shapes.append(key)
+        kinds = {r.kind for f in findings for r in f.fixes}
+        assert key in NOT_OFFERED or kinds & {"unwrap_with", "drop_decorator"}, f"{key}: no fix and no reason"
+        assert path in CASES
+    assert len(shapes) >= 3
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")

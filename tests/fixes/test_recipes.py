@@ -397,3 +397,191 @@ def test_autograd_grad_checks_the_shape_it_edits():
     assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", params)), done) == []
     assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", {**params, "inputs": ("y",)})), source) == []
     assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", {**params, "reads": (Span(3, 1, 3, 2),)})), source) == []
+
+
+# --------------------------------------------------------------------------- unwrap_with / drop_decorator (GL104)
+
+_GL104_HEADER = HEADER + "torch.manual_seed(0)\nnet = nn.Linear(3, 1)\nx = torch.randn(4, 3)\n"
+
+
+def _gl104(source: str) -> list:
+    return [f for f in check(source) if f.code == "GL104"]
+
+
+def _run_under_torch(source: str) -> BaseException | None:
+    import torch  # noqa: F401, PLC0415 - the snippets import it again for free
+
+    try:
+        exec(compile(source, "<snippet>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the test's own snippets
+    except Exception as exc:  # noqa: BLE001 - the exception is the observation
+        return exc
+    return None
+
+
+def _gl104_fix(source: str, kind: str) -> str:
+    """The fixed source, after checking the fix is offered, idempotent, ends the finding, and that
+    the original raises under torch while the fixed snippet runs."""
+    (finding,) = _gl104(source)
+    assert [r.kind for r in finding.fixes] == [kind]
+    fixed = fix_source(source)
+    assert fixed != source and fix_source(fixed) == fixed
+    assert not _gl104(fixed)
+    assert isinstance(_run_under_torch(source), RuntimeError)
+    assert _run_under_torch(fixed) is None
+    return fixed
+
+
+def test_unwrap_with_from_checker_keeps_comments_and_is_idempotent():
+    source = _GL104_HEADER + _src('''
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for _ in range(2):
+            # fast forward
+            with torch.inference_mode():  # no autograd here
+                # predictions
+                pred = net(x)
+
+                loss = (pred - 1.0).pow(2).mean(
+                    dim=0,
+                ).sum()  # the loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        ''')
+    (finding,) = _gl104(source)
+    assert [r.message for r in finding.related][-1] == "gradients are turned off here (`torch.inference_mode()`)"
+    fixed = _gl104_fix(source, "unwrap_with")
+    assert (
+        "    # fast forward\n"
+        "    # no autograd here\n"
+        "    # predictions\n"
+        "    pred = net(x)\n"
+        "\n"
+        "    loss = (pred - 1.0).pow(2).mean(\n"
+        "        dim=0,\n"
+        "    ).sum()  # the loss\n"
+        "    opt.zero_grad()\n"
+    ) in fixed
+
+
+@pytest.mark.parametrize(("block", "expected"), [
+    ("with torch.no_grad():\n    loss = net(x).pow(2).mean()\n", "loss = net(x).pow(2).mean()\n"),
+    ("with torch.set_grad_enabled(False):\n    loss = net(x).pow(2).mean()\n", "loss = net(x).pow(2).mean()\n"),
+    ("with torch.inference_mode(mode=True):\n    loss = net(x).pow(2).mean()\n", "loss = net(x).pow(2).mean()\n"),
+    ("from torch import no_grad\nwith no_grad():\n    loss = net(x).pow(2).mean()\n",
+     "from torch import no_grad\nloss = net(x).pow(2).mean()\n"),
+    ("with torch.no_grad(): loss = net(x).pow(2).mean()  # fast\n", "loss = net(x).pow(2).mean()  # fast\n"),
+    ("with torch.no_grad() as unused:\n    loss = net(x).pow(2).mean()\n", "loss = net(x).pow(2).mean()\n"),
+])
+def test_unwrap_with_forms(block, expected):
+    source = _GL104_HEADER + block + "loss.backward()\n"
+    assert _gl104_fix(source, "unwrap_with") == _GL104_HEADER + expected + "loss.backward()\n"
+
+
+def test_drop_decorator_from_checker_keeps_comments_and_other_decorators():
+    source = _GL104_HEADER + _src('''
+        import functools
+
+
+        # the value target
+        @functools.lru_cache(maxsize=None)
+        @torch.no_grad()  # evaluation only
+        def objective():
+            return net(x).pow(2).mean()
+
+
+        loss = objective()
+        loss.backward()
+        ''')
+    (finding,) = _gl104(source)
+    assert finding.related[-1].message == "gradients are turned off for all of `objective` here"
+    fixed = _gl104_fix(source, "drop_decorator")
+    assert ("# the value target\n@functools.lru_cache(maxsize=None)\n# evaluation only\ndef objective():\n"
+            "    return net(x).pow(2).mean()\n") in fixed
+
+
+def test_unwrap_with_and_drop_decorator_check_the_shape_they_edit():
+    source = "with torch.no_grad(), open(p) as f:\n    y = g(x)\n"
+    assert compute_fixes(_finding(FixRecipe("unwrap_with", "t", {"with": Span(1, 1, 2, 13)})), source) == []
+    source = "with torch.no_grad() as g:\n    y = g(x)\n"
+    assert compute_fixes(_finding(FixRecipe("unwrap_with", "t", {"with": Span(1, 1, 2, 13)})), source) == []
+    assert _apply_first(source, FixRecipe("unwrap_with", "t", {"with": Span(1, 1, 2, 13), "unused_as": True})) == \
+        "y = g(x)\n"
+    source = 'with torch.no_grad():\n    y = f("""a\n    b""")\n'
+    assert compute_fixes(_finding(FixRecipe("unwrap_with", "t", {"with": Span(1, 1, 3, 10)})), source) == []
+    source = "def f():\n    if a:\n        with torch.no_grad():\n            y = g(x)\n# top\n            z = y\n    return z\n"
+    assert _apply_first(source, FixRecipe("unwrap_with", "t", {"with": Span(3, 9, 6, 18)})) == \
+        "def f():\n    if a:\n        y = g(x)\n        # top\n        z = y\n    return z\n"
+    # a span that is not a `with` / not a decorator: nothing
+    assert compute_fixes(_finding(FixRecipe("unwrap_with", "t", {"with": Span(2, 5, 7, 13)})), source) == []
+    source = "class A:\n    @staticmethod\n    @torch.no_grad\n    def f(x):\n        return x\n"
+    assert _apply_first(source, FixRecipe("drop_decorator", "t", {"decorator": Span(3, 6, 3, 19)})) == \
+        "class A:\n    @staticmethod\n    def f(x):\n        return x\n"
+    assert compute_fixes(_finding(FixRecipe("drop_decorator", "t", {"decorator": Span(4, 5, 5, 17)})), source) == []
+
+
+#: (shape that gets the fix, the same shape changed so that removing the `no_grad` would change what
+#: the program computes, or would not give the value a graph)
+_GL104_PAIRS = {
+    "the block only computes the loss / it also updates the weights in place": (
+        "with torch.no_grad():\n    loss = net(x).pow(2).mean()\nloss.backward()\n",
+        "with torch.no_grad():\n    loss = net(x).pow(2).mean()\n    for p in net.parameters():\n"
+        "        p.mul_(0.99)\nloss.backward()\n"),
+    "... / a helper it calls updates the weights in place (seen by the engine)": (
+        "def decay(m):\n    return [p.norm() for p in m.parameters()]\n\nwith torch.no_grad():\n"
+        "    loss = net(x).pow(2).mean()\n    norms = decay(net)\nloss.backward()\n",
+        "def decay(m):\n    for p in m.parameters():\n        p.mul_(0.99)\n\nwith torch.no_grad():\n"
+        "    loss = net(x).pow(2).mean()\n    decay(net)\nloss.backward()\n"),
+    "... / it accumulates a running sum in place": (
+        "with torch.no_grad():\n    loss = net(x).pow(2).mean()\n    total = loss.item()\nloss.backward()\n",
+        "total = 0.0\nwith torch.no_grad():\n    loss = net(x).pow(2).mean()\n    total += loss.item()\nloss.backward()\n"),
+    "a detached .numpy() / a .numpy() that raises once the output keeps its graph": (
+        "with torch.no_grad():\n    out = net(x)\n    loss = out.pow(2).mean()\nloss.backward()\nprint(out.detach().numpy())\n",
+        "with torch.no_grad():\n    out = net(x)\n    loss = out.pow(2).mean()\nloss.backward()\nprint(out.cpu().numpy())\n"),
+    "the helper runs only for training / it is also the evaluation helper": (
+        "def run(m, b):\n    with torch.no_grad():\n        return m(b).pow(2).mean()\n\nloss = run(net, x)\nloss.backward()\n",
+        "def run(m, b):\n    with torch.no_grad():\n        return m(b).pow(2).mean()\n\nprint(run(net, x).item())\n"
+        "loss = run(net, x)\nloss.backward()\n"),
+    "the decorated function has one call / it is also called for evaluation": (
+        "@torch.no_grad()\ndef run(m, b):\n    return m(b).pow(2).mean()\n\nloss = run(net, x)\nloss.backward()\n",
+        "@torch.no_grad()\ndef run(m, b):\n    return m(b).pow(2).mean()\n\nprint(run(net, x).item())\n"
+        "loss = run(net, x)\nloss.backward()\n"),
+    "the only no_grad region / another one encloses the call": (
+        "def run(m, b):\n    with torch.no_grad():\n        return m(b).pow(2).mean()\n\nloss = run(net, x)\nloss.backward()\n",
+        "def run(m, b):\n    with torch.no_grad():\n        return m(b).pow(2).mean()\n\nwith torch.no_grad():\n"
+        "    loss = run(net, x)\nloss.backward()\n"),
+    "the only no_grad region / another one encloses the block": (
+        "for _ in range(1):\n    with torch.no_grad():\n        loss = net(x).pow(2).mean()\nloss.backward()\n",
+        "with torch.no_grad():\n    for _ in range(1):\n        with torch.no_grad():\n            loss = net(x).pow(2).mean()\n"
+        "loss.backward()\n"),
+    "a literal False / a flag (the engine knows it, the edit cannot be sure)": (
+        "with torch.set_grad_enabled(False):\n    loss = net(x).pow(2).mean()\nloss.backward()\n",
+        "train = False\nwith torch.set_grad_enabled(train):\n    loss = net(x).pow(2).mean()\nloss.backward()\n"),
+    "one context manager / two": (
+        "with torch.no_grad():\n    loss = net(x).pow(2).mean()\nloss.backward()\n",
+        "import contextlib\nwith torch.no_grad(), contextlib.suppress(ValueError):\n    loss = net(x).pow(2).mean()\n"
+        "loss.backward()\n"),
+    "an `as` target never read / read later": (
+        "with torch.no_grad() as mode:\n    loss = net(x).pow(2).mean()\nloss.backward()\n",
+        "with torch.no_grad() as mode:\n    loss = net(x).pow(2).mean()\nprint(mode)\nloss.backward()\n"),
+    "a function nothing calls: straight-line code to the backward / evaluation returns before it": (
+        "def step(model, b):\n    with torch.no_grad():\n        loss = model(b).pow(2).mean()\n    print(loss.item())\n"
+        "    loss.backward()\n",
+        "def step(model, b, train):\n    with torch.no_grad():\n        loss = model(b).pow(2).mean()\n    if not train:\n"
+        "        return loss\n    loss.backward()\n"),
+    "... / the backward only on some calls": (
+        "def step(model, b):\n    with torch.no_grad():\n        loss = model(b).pow(2).mean()\n    loss.backward()\n",
+        "def step(model, b, train):\n    with torch.no_grad():\n        loss = model(b).pow(2).mean()\n    if train:\n"
+        "        loss.backward()\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_GL104_PAIRS))
+def test_no_grad_fix_is_offered_only_where_nothing_else_needs_the_no_grad(case):
+    offered, refused = (_GL104_HEADER + body for body in _GL104_PAIRS[case])
+    (finding,) = _gl104(offered)
+    assert [r.kind for r in finding.fixes] in (["unwrap_with"], ["drop_decorator"]), case
+    fixed = fix_source(offered)
+    assert fixed != offered and fix_source(fixed) == fixed and not _gl104(fixed), case
+    findings = _gl104(refused)
+    assert findings, "still reported"
+    assert [fix for f in findings for fix in compute_fixes(f, refused)] == [], case

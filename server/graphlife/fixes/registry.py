@@ -17,6 +17,8 @@ RECIPES: dict[str, Recipe] = {
     "detach_carried_state": statements.detach_carried_state,
     "out_of_place": statements.out_of_place,
     "wrap_no_grad": statements.wrap_no_grad,
+    "unwrap_with": statements.unwrap_with,
+    "drop_decorator": statements.drop_decorator,
     "detach_expression": expressions.detach_expression,
     "retain_graph": expressions.retain_graph,
     "merge_backwards": statements.merge_backwards,

@@ -478,3 +478,72 @@ def _statements_before(doc: Document, scope: cst.CSTNode, line: int) -> list[cst
             if isinstance(inner, cst.IndentedBlock):
                 out.extend(s for s in inner.body if doc.span_of(s).end_line < line)
     return out
+
+
+# --------------------------------------------------------------------------- unwrap_with / drop_decorator
+
+
+def unwrap_with(doc: Document, params: dict) -> Edits:
+    """``with torch.no_grad():`` + body -> the body, dedented in its place (GL104).
+
+    The ``with`` must have one context manager and no ``as`` target (unless the rule says the
+    target is never read, ``unused_as``). A comment on the ``with`` line is kept on a line of its
+    own; lines of the body keep their comments; a body with a multi-line string is refused
+    (dedenting would change the string).
+    """
+    span = params.get("with")
+    node = doc.node_at(span, cst.With) if isinstance(span, Span) else None
+    if node is None or len(node.items) != 1 or node.asynchronous is not None:
+        return None
+    if node.items[0].asname is not None and params.get("unused_as") is not True:
+        return None
+    if doc.has_multiline_string(node.body):
+        return None
+    at = doc.span_of(node)
+    if not doc.starts_line(at) or doc.span_of(node.items[0]).end_line != at.line:
+        return None
+    indent = doc.line_text(at.line)[: at.column - 1]
+    nl = doc.newline
+    body = node.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        if at.end_line != at.line:
+            return None
+        text = doc.code(body).strip(" \t").rstrip("\r\n")
+        return [TextEdit(Span(at.line, 1, at.line, doc.line_end(at.line)), f"{indent}{text}")]
+    if not isinstance(body, cst.IndentedBlock):
+        return None
+    inner = indent + (body.indent if body.indent is not None else doc.indent_unit)
+    lines = []
+    if body.header.comment is not None:
+        lines.append(f"{indent}{body.header.comment.value}")
+    for number in range(at.line + 1, at.end_line + 1):
+        text = doc.line_text(number).rstrip("\r\n")
+        if text.startswith(inner):
+            lines.append(indent + text[len(inner):])
+        elif not text.strip():
+            lines.append("")
+        elif text.lstrip().startswith("#"):
+            lines.append(indent + text.lstrip())
+        else:
+            lines.append(text)  # a continuation line inside brackets or after `\`: any indentation is valid
+    return [TextEdit(Span(at.line, 1, at.end_line, doc.line_end(at.end_line)), nl.join(lines))]
+
+
+def drop_decorator(doc: Document, params: dict) -> Edits:
+    """Remove one decorator line (GL104: ``@torch.no_grad()``); its comment stays on a line of its own."""
+    span = params.get("decorator")
+    if not isinstance(span, Span):
+        return None
+    for node in doc.nodes_at(span):
+        decorator = doc.parent(node)
+        if isinstance(decorator, cst.Decorator) and decorator.decorator is node:
+            break
+    else:
+        return None
+    at = doc.span_of(decorator)
+    if not doc.starts_line(at):
+        return None  # libcst ends every decorator with its own line end: only the `@` line(s) go
+    indent = doc.line_text(at.line)[: at.column - 1]
+    comment = decorator.trailing_whitespace.comment
+    text = f"{indent}{comment.value}{doc.newline}" if comment is not None else ""
+    return [TextEdit(Span(at.line, 1, at.end_line + 1, 1), text)]

@@ -6,7 +6,8 @@ Reports a backward whose root cannot require grad: it was computed under
 re-wrapped from a Python number or array (`torch.tensor(loss.item())`,
 `torch.from_numpy(...)`), computed by a model whose parameters are all frozen
 from inputs that do not require grad, or is the result of a non-differentiable
-op (`argmax`, comparisons). The message points at the place the graph was lost.
+op (`argmax`, comparisons). The message points at the place the graph was lost
+and, for `no_grad`, at the block or decorator that turned gradients off.
 
 ## Why is this bad?
 There is no graph to backpropagate through, so nothing can receive a gradient.
@@ -30,6 +31,14 @@ loss.backward()
 Use `loss.item()` only for logging, after the backward; keep `no_grad` for
 evaluation.
 
+The quick fix undoes the break: `x.detach()` -> `x`, `torch.tensor(x.item())`
+-> `x`, `use_reentrant=False`; a `no_grad` / `inference_mode` /
+`set_grad_enabled(False)` block is unwrapped, and a `@torch.no_grad()`
+decorator dropped, only where nothing else needs them: the block or function
+runs nowhere else (one caller, or straight-line code to the backward) and holds
+nothing whose result depends on gradients being off (in-place updates of
+weights, `.numpy()`, an optimizer step).
+
 ## Fixture line
 The backward call that raises.
 """
@@ -42,6 +51,7 @@ from graphlife.analysis.events import BackwardEvent, EventContext
 from graphlife.analysis.values import TensorVal, TupleVal
 from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.rules.base import Rule, RuleDoc
+from graphlife.rules.no_grad_fix import no_grad_fixes, note_inplace
 
 RULE = Rule(
     code="GL104",
@@ -65,13 +75,17 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
         related.append(Related(ctx.span(first.why_site), "the graph is lost here"))
     stmt = ctx.interpreter.blame(event.stmt, event.root_expr)
     fixes = _keep_the_graph(ctx, first.why_site)
+    if isinstance(first.why_site, ast.stmt):
+        # computed while gradients were off: the `no_grad` block or decorator around that statement
+        region, fixes = no_grad_fixes(ctx, first.why_site, event.stmt)
+        related.extend(region)
     ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)
 
 
 def _keep_the_graph(ctx: EventContext, site) -> list[FixRecipe]:
     """Undo the break where it is one expression: `x.detach()` -> `x`, `torch.tensor(x.item())` -> `x`,
-    `checkpoint(..., use_reentrant=True)` -> `use_reentrant=False`. A `no_grad` block is left to the
-    user: it may be there for evaluation too."""
+    `checkpoint(..., use_reentrant=True)` -> `use_reentrant=False`. A `no_grad` block or decorator is
+    :mod:`graphlife.rules.no_grad_fix`'s: it is removed only where nothing else needs it."""
     if not isinstance(site, ast.Call):
         return []
     func = site.func
@@ -91,4 +105,4 @@ def _keep_the_graph(ctx: EventContext, site) -> list[FixRecipe]:
     return []
 
 
-RULE.hooks = {"backward": on_backward}
+RULE.hooks = {"backward": on_backward, "inplace": note_inplace}

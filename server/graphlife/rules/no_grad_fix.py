@@ -1,0 +1,466 @@
+"""The proof behind GL104's fix where the graph was lost in a ``no_grad`` region: unwrap the
+``with torch.no_grad():`` block (its body dedented in its place), or drop the
+``@torch.no_grad()`` decorator of the function whose result reaches the backward.
+
+Where the break is: the engine records, for a tensor computed while gradients were off,
+the statement that computed it (``TensorVal.why_site``). From that statement up to its
+function (or the module), the innermost lexical construct that turns gradients off is the
+break: a ``with`` whose one item is ``torch.no_grad()``, ``torch.inference_mode()`` or
+``torch.set_grad_enabled(False)``, or, when there is none, a ``@torch.no_grad()`` /
+``@torch.inference_mode()`` decorator of that function. Names of variables play no part.
+
+When it is offered -- only when removing that one construct makes the value keep its graph
+and changes nothing else the program computes:
+
+1. the construct is the only one that turns gradients off around the statement: no other
+   ``no_grad`` region encloses it, in its function or around the calls that reach it (every
+   call of the function in the file is checked, up through the callers' callers);
+   a grad-mode context whose flag is not a literal refuses the fix (it may turn them off);
+2. the ``with`` has exactly that one context manager and no ``as`` target that is read;
+3. the region holds nothing whose ``no_grad`` matters for what the program computes:
+   no augmented assignment (``p -= lr * p.grad``), no assignment to an attribute or an
+   item, no call of an in-place method or function (``name_``), no ``out=``, no
+   ``.numpy()`` of a tensor not detached first (raises on a tensor that requires grad), no
+   ``backward``, ``grad`` or ``step``; and the engine saw no in-place change made while
+   gradients were off on the way through it (a helper called from the block that updates
+   weights in place). No such ``.numpy()`` either anywhere in the file outside a ``no_grad``
+   region: a value that now keeps its graph could reach it;
+4. the region serves nothing else: a decorated function is referenced exactly once in the
+   file, by the call whose result reaches the backward; a ``with`` block is at module level,
+   or in a function referenced exactly once (by a call), or straight-line code leads from the
+   block to the backward in the same body (every run of the block meets the backward).
+
+Reading the whole file (references, callers) is noted with ``Interpreter.touch`` on every
+definition and top-level statement, so the language server's unit cache runs the unit again
+after any edit, as a full analysis would.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from graphlife.analysis.torch_api import GRAD_CONTEXTS, canonical
+from graphlife.findings import FixRecipe, Related
+
+OFF, ON, UNKNOWN_MODE = "off", "on", "unknown"
+
+#: Calls in the region that make its ``no_grad`` matter (besides any ``name_`` in-place call, and
+#: ``.numpy()`` on a tensor not detached first).
+_GRAD_SENSITIVE_CALLS = frozenset({"backward", "grad", "step", "register_hook"})
+#: How far the callers of callers are followed before giving up (no fix).
+_MAX_CALLER_DEPTH = 6
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class Break:
+    """Where gradients were turned off: a ``with`` statement or a decorator of ``function``."""
+
+    node: ast.With | ast.expr  # the with statement, or the decorator expression
+    function: ast.FunctionDef | ast.AsyncFunctionDef | None  # the enclosing function (the decorated one)
+    context: ast.expr  # the ``torch.no_grad()`` expression
+
+
+# --------------------------------------------------------------------------- grad-mode expressions
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    """Top-level import aliases: local name -> dotted name (``th`` -> ``torch``, ``no_grad`` -> ``torch.no_grad``)."""
+    names: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    names[top] = top
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+            for alias in stmt.names:
+                names[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
+    return names
+
+
+def _dotted(expr: ast.expr, imports: dict[str, str]) -> str | None:
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name) or expr.id not in imports:
+        return None
+    return ".".join([imports[expr.id], *reversed(parts)])
+
+
+def _literal(expr: ast.expr | None) -> bool | None:
+    return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, bool) else None
+
+
+def grad_mode(expr: ast.expr, imports: dict[str, str], *, decorator: bool = False) -> str | None:
+    """``OFF``/``ON`` for a grad-mode context (or decorator), ``UNKNOWN_MODE`` when its flag is not a
+    literal, ``None`` for anything else."""
+    call = expr if isinstance(expr, ast.Call) else None
+    target = call.func if call is not None else expr
+    if call is None and not decorator:
+        return None  # `with torch.no_grad:` is not a context manager
+    name = _dotted(target, imports)
+    if name is None or canonical(name) not in GRAD_CONTEXTS:
+        return None
+    kind, _ = GRAD_CONTEXTS[canonical(name)]
+    args = list(call.args) if call is not None else []
+    keywords = {kw.arg: kw.value for kw in call.keywords} if call is not None else {}
+    if None in keywords or any(isinstance(a, ast.Starred) for a in args):
+        return UNKNOWN_MODE
+    if kind == "no_grad":
+        return OFF if not args and not keywords else UNKNOWN_MODE
+    if kind == "enable_grad":
+        return ON
+    if kind == "inference_mode":
+        if call is None or (not args and not keywords):
+            return OFF
+        flag = _literal(args[0]) if len(args) == 1 and not keywords else (
+            _literal(keywords.get("mode")) if not args and set(keywords) == {"mode"} else None)
+        return OFF if flag is True else UNKNOWN_MODE  # inference_mode(False) leaves the mode: unknown here
+    if kind == "set_grad_enabled":
+        flag = _literal(args[0]) if len(args) == 1 and not keywords else (
+            _literal(keywords.get("mode")) if not args and set(keywords) == {"mode"} else None)
+        return UNKNOWN_MODE if flag is None else (ON if flag else OFF)
+    return UNKNOWN_MODE
+
+
+def _with_modes(stmt: ast.With, imports: dict[str, str]) -> list[str]:
+    return [m for m in (grad_mode(item.context_expr, imports) for item in stmt.items) if m is not None]
+
+
+def _decorator_modes(func: ast.AST, imports: dict[str, str]) -> list[tuple[str, ast.expr]]:
+    out = []
+    for dec in func.decorator_list:
+        mode = grad_mode(dec, imports, decorator=True)
+        if mode is not None:
+            out.append((mode, dec))
+    return out
+
+
+# --------------------------------------------------------------------------- finding the break
+
+
+def find_break(interp, site: ast.AST | None) -> Break | None:
+    """The one lexical construct that turned gradients off for ``site`` (a statement the engine
+    says ran with gradients off), or ``None`` when there is none, or more than one."""
+    if not isinstance(site, ast.stmt):
+        return None
+    parents, imports = interp.parents, _imports(interp.tree)
+    found: Break | None = None
+    node: ast.AST = site
+    while True:
+        parent = parents.get(id(node))
+        if parent is None or isinstance(parent, (ast.ClassDef, ast.Lambda)):
+            return None
+        if isinstance(parent, ast.Module):
+            return found
+        if isinstance(parent, (ast.With, ast.AsyncWith)) and node in parent.body:
+            modes = _with_modes(parent, imports) if isinstance(parent, ast.With) else []
+            if UNKNOWN_MODE in modes or (ON in modes and OFF in modes):
+                return None
+            if OFF in modes:
+                if found is not None:
+                    return None  # gradients are off twice: unwrapping one keeps them off
+                context = next(i.context_expr for i in parent.items if grad_mode(i.context_expr, imports) == OFF)
+                found = Break(parent, None, context)
+            elif ON in modes:
+                # turned back on outside the break: what encloses this does not matter; inside it,
+                # the engine's "off" contradicts the code
+                return _with_function(found, parent, parents)
+        if isinstance(parent, _FUNCTIONS):
+            modes = _decorator_modes(parent, imports)
+            if any(m == UNKNOWN_MODE for m, _ in modes) or len(modes) > 1:
+                return None
+            if modes and modes[0][0] == OFF:
+                if found is not None:
+                    return None
+                return Break(modes[0][1], parent, modes[0][1])
+            if found is not None:
+                return Break(found.node, parent, found.context)
+            return None
+        node = parent
+
+
+def _with_function(found: Break | None, node: ast.AST, parents: dict[int, ast.AST]) -> Break | None:
+    if found is None:
+        return None
+    current = node
+    while id(current) in parents:
+        current = parents[id(current)]
+        if isinstance(current, _FUNCTIONS):
+            return Break(found.node, current, found.context)
+        if isinstance(current, (ast.ClassDef, ast.Lambda)):
+            return None
+    return found
+
+
+# --------------------------------------------------------------------------- what the region holds
+
+
+def _call_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def numpy_of_attached(call: ast.Call) -> bool:
+    """``t.numpy()`` / ``t.cpu().numpy()``: raises once ``t`` requires grad (``t.detach().numpy()``,
+    ``t.data.numpy()`` do not)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "numpy":
+        return False
+    receiver = func.value
+    while isinstance(receiver, (ast.Attribute, ast.Call, ast.Subscript)):
+        if isinstance(receiver, ast.Attribute) and receiver.attr in ("detach", "data"):
+            return False
+        receiver = receiver.func if isinstance(receiver, ast.Call) else receiver.value
+    return True
+
+
+def grad_sensitive(nodes: list[ast.AST]) -> ast.AST | None:
+    """The first node in ``nodes`` whose behaviour depends on gradients being off (see module doc)."""
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.AugAssign):
+                return node
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for part in ast.walk(target):
+                        if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, ast.Store):
+                            return node
+            if isinstance(node, ast.Call):
+                name = _call_name(node)
+                if name is not None and ((name.endswith("_") and not name.startswith("_")) or name in _GRAD_SENSITIVE_CALLS):
+                    return node
+                if numpy_of_attached(node):
+                    return node
+                if any(kw.arg == "out" for kw in node.keywords):
+                    return node
+    return None
+
+
+# --------------------------------------------------------------------------- engine: in-place writes with gradients off
+
+
+def _unit_of(interp) -> int | None:
+    stack = interp.stmt_stack
+    return id(interp.parents.get(id(stack[0]))) if stack else None
+
+
+def note_inplace(event, ctx) -> None:
+    """Remember the statements on the way to an in-place change made while gradients were off
+    (per unit): a block or function they pass through holds code whose ``no_grad`` matters."""
+    if event.state.grad_enabled is True:
+        return
+    interp = ctx.interpreter
+    unit = _unit_of(interp)
+    record = interp.__dict__.get("_gl104_no_grad_writes")
+    if record is None or record[0] != unit:
+        record = (unit, set())
+        interp.__dict__["_gl104_no_grad_writes"] = record
+    record[1].update(id(stmt) for stmt in interp.stmt_stack)
+
+
+def _written_under(interp, stmts: list[ast.AST]) -> bool:
+    record = interp.__dict__.get("_gl104_no_grad_writes")
+    if record is None or record[0] != _unit_of(interp):
+        return False
+    return any(id(stmt) in record[1] for stmt in stmts)
+
+
+# --------------------------------------------------------------------------- who else runs the region
+
+
+class _File:
+    """The whole file, read once per question: references to functions by name."""
+
+    def __init__(self, interp) -> None:
+        self.interp = interp
+        self.tree: ast.Module = interp.tree
+        self.parents = interp.parents
+        self.imports = _imports(self.tree)
+        touch = getattr(interp, "touch", None)
+        if touch is not None:
+            for stmt in self.tree.body:
+                touch(stmt)
+                if isinstance(stmt, ast.ClassDef):  # the unit cache tracks each method apart
+                    for item in stmt.body:
+                        if isinstance(item, _FUNCTIONS):
+                            touch(item)
+        self._refs: dict[str, list[ast.expr]] | None = None
+
+    def references(self, name: str) -> list[ast.expr]:
+        """Every ``name`` read and every ``.name`` attribute in the file (definitions aside)."""
+        if self._refs is None:
+            refs: dict[str, list[ast.expr]] = {}
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Name):
+                    refs.setdefault(node.id, []).append(node)
+                elif isinstance(node, ast.Attribute):
+                    refs.setdefault(node.attr, []).append(node)
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                    refs.setdefault(node.value, []).append(node)  # getattr(obj, "name"), registries
+            self._refs = refs
+        return self._refs.get(name, [])
+
+    def called_once(self, func: ast.AST) -> ast.Call | None:
+        """The one call of ``func`` when the file mentions its name exactly once, as a callee."""
+        refs = self.references(func.name)
+        if len(refs) != 1:
+            return None
+        ref = refs[0]
+        call = self.parents.get(id(ref))
+        if not isinstance(call, ast.Call) or call.func is not ref:
+            return None
+        if isinstance(ref, ast.Attribute) or (isinstance(ref, ast.Name) and isinstance(ref.ctx, ast.Load)):
+            return call
+        return None
+
+    def numpy_outside_no_grad(self, region: ast.AST) -> bool:
+        """A ``.numpy()`` of a tensor not detached first, outside every ``no_grad`` region but
+        ``region`` (the one the fix removes): a tensor that keeps its graph may reach it and raise."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and numpy_of_attached(node) and not self._under_no_grad(node, region):
+                return True
+        return False
+
+    def _under_no_grad(self, node: ast.AST, region: ast.AST) -> bool:
+        current = node
+        while True:
+            parent = self.parents.get(id(current))
+            if parent is None or isinstance(parent, ast.Module):
+                return False
+            if parent is not region:
+                if isinstance(parent, ast.With) and OFF in _with_modes(parent, self.imports):
+                    return True
+                if isinstance(parent, _FUNCTIONS):
+                    return any(m == OFF for m, _ in _decorator_modes(parent, self.imports))
+            elif isinstance(parent, _FUNCTIONS):
+                return False
+            current = parent
+
+    def runs_with_grad(self, node: ast.AST, depth: int = 0, seen: frozenset[int] = frozenset()) -> bool:
+        """No lexical ``no_grad`` region encloses ``node``, nor any call of its function in the file,
+        up through the callers (a function the file never calls starts with gradients on)."""
+        if depth > _MAX_CALLER_DEPTH:
+            return False
+        current = node
+        while True:
+            parent = self.parents.get(id(current))
+            if parent is None or isinstance(parent, (ast.ClassDef, ast.Lambda)):
+                return False
+            if isinstance(parent, ast.Module):
+                return True
+            if isinstance(parent, ast.With):
+                modes = _with_modes(parent, self.imports)
+                if UNKNOWN_MODE in modes or OFF in modes:
+                    return False
+                if ON in modes:
+                    return True
+            if isinstance(parent, _FUNCTIONS):
+                modes = [m for m, _ in _decorator_modes(parent, self.imports)]
+                if UNKNOWN_MODE in modes or OFF in modes:
+                    return False
+                if ON in modes:
+                    return True
+                if id(parent) in seen:
+                    return False  # recursion: give up
+                refs = [r for r in self.references(parent.name) if not isinstance(r, ast.Constant)]
+                if len(refs) != len(self.references(parent.name)):
+                    return False  # named in a string: called in ways the file does not show
+                return all(self.runs_with_grad(ref, depth + 1, seen | {id(parent)}) for ref in refs)
+            current = parent
+
+
+def _straight_line_to(with_stmt: ast.With, backward_stmt: ast.stmt, parents: dict[int, ast.AST]) -> bool:
+    """The backward statement follows the block in the same body, with only simple statements
+    that do not jump between them: every run of the block meets the backward."""
+    parent = parents.get(id(with_stmt))
+    if parent is None or parents.get(id(backward_stmt)) is not parent:
+        return False
+    for field in ("body", "orelse", "finalbody"):
+        body = getattr(parent, field, None)
+        if isinstance(body, list) and with_stmt in body and backward_stmt in body:
+            i, j = body.index(with_stmt), body.index(backward_stmt)
+            if j <= i:
+                return False
+            between = body[i + 1 : j]
+            return all(_simple(s) for s in between)
+    return False
+
+
+def _simple(stmt: ast.stmt) -> bool:
+    """A statement that neither jumps nor holds other statements."""
+    return isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Pass, ast.Delete, ast.Assert))
+
+
+def _as_target_unused(with_stmt: ast.With, scope: ast.AST) -> bool:
+    target = with_stmt.items[0].optional_vars
+    if target is None:
+        return True
+    if not isinstance(target, ast.Name):
+        return False
+    return not any(isinstance(node, ast.Name) and node.id == target.id and node is not target for node in ast.walk(scope))
+
+
+# --------------------------------------------------------------------------- the fix
+
+
+def no_grad_fixes(ctx, site: ast.AST | None, backward_stmt: ast.stmt) -> tuple[list[Related], list[FixRecipe]]:
+    """Related places (the region that turned gradients off) and the fix that removes it, when proven."""
+    interp = ctx.interpreter
+    found = find_break(interp, site)
+    if found is None:
+        return [], []
+    context_text = ctx.text(found.context)
+    if isinstance(found.node, ast.With):
+        related = [Related(ctx.span(found.context), f"gradients are turned off here (`{context_text}`)")]
+        return related, _unwrap(ctx, found, backward_stmt)
+    related = [Related(ctx.span(found.context), f"gradients are turned off for all of `{found.function.name}` here")]
+    return related, _drop(ctx, found)
+
+
+def _unwrap(ctx, found: Break, backward_stmt: ast.stmt) -> list[FixRecipe]:
+    interp = ctx.interpreter
+    with_stmt: ast.With = found.node
+    if len(with_stmt.items) != 1:
+        return []
+    if grad_sensitive(with_stmt.body) is not None or _written_under(interp, [with_stmt]):
+        return []
+    scope = found.function or interp.tree
+    if not _as_target_unused(with_stmt, scope):
+        return []
+    file = _File(interp)
+    if file.numpy_outside_no_grad(with_stmt):
+        return []
+    if found.function is not None:
+        call = file.called_once(found.function)
+        if call is not None:
+            if not file.runs_with_grad(call):
+                return []
+        elif not (_straight_line_to(with_stmt, backward_stmt, interp.parents) and file.runs_with_grad(with_stmt)):
+            return []
+    params = {"with": ctx.span(with_stmt), "unused_as": with_stmt.items[0].optional_vars is not None}
+    return [FixRecipe("unwrap_with", f"Keep the graph: run the block without `{ctx.text(found.context)}`", params)]
+
+
+def _drop(ctx, found: Break) -> list[FixRecipe]:
+    interp = ctx.interpreter
+    func = found.function
+    if func is None or grad_sensitive(func.body) is not None or _written_under(interp, func.body):
+        return []
+    file = _File(interp)
+    call = file.called_once(func)
+    if call is None or not file.runs_with_grad(call) or file.numpy_outside_no_grad(func):
+        return []
+    return [FixRecipe("drop_decorator", f"Keep the graph: remove `@{ctx.text(found.context)}` from `{func.name}`",
+                      {"decorator": ctx.span(found.context)})]
