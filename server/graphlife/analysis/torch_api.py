@@ -298,14 +298,26 @@ def apply_inplace(
 def binop(interp: "Interpreter", state: State, op: ast.operator, left: Value, right: Value, site, left_expr, right_expr) -> Value:
     name = BIN_OPS.get(type(op))
     if isinstance(left, TensorVal) and name:
-        return apply_op(interp, state, f"Tensor.__{name}__", [left, right], [left_expr, right_expr], site)
+        result = apply_op(interp, state, f"Tensor.__{name}__", [left, right], [left_expr, right_expr], site)
+        return mark_scalar(result) if _scalar_operands(left, right) and not isinstance(op, ast.MatMult) else result
     if isinstance(right, TensorVal) and name:
-        return apply_op(interp, state, f"Tensor.__r{name}__", [right, left], [right_expr, left_expr], site)
+        result = apply_op(interp, state, f"Tensor.__r{name}__", [right, left], [right_expr, left_expr], site)
+        return mark_scalar(result) if _scalar_operands(right, left) and not isinstance(op, ast.MatMult) else result
     if isinstance(left, Number) and isinstance(right, Number):
         return Number(None)
     if isinstance(op, ast.Add) and isinstance(left, (HeapRef, TupleVal)) and isinstance(right, (HeapRef, TupleVal)):
         return concatenate(interp, state, left, right, site)
     return UNKNOWN
+
+
+def _scalar_operands(tensor: TensorVal, other: Value) -> bool:
+    """Elementwise arithmetic of a one-element tensor with another one, or with a number."""
+    return tensor.scalar and ((isinstance(other, TensorVal) and other.scalar) or (isinstance(other, Number) and not isinstance(other.const, str)))
+
+
+#: Methods of a one-element tensor that return a one-element tensor.
+_SCALAR_KEEPING_METHODS = {"detach", "clone", "float", "double", "half", "cpu", "cuda", "to", "abs", "neg", "exp", "log",
+                           "sqrt", "sigmoid", "tanh", "relu", "squeeze", "contiguous", "pow", "mul", "div", "add", "sub"}
 
 
 def concatenate(interp, state: State, left: Value, right: Value, site) -> Value:
@@ -480,6 +492,8 @@ def call_qualname(interp: "Interpreter", state: State, name: str, args: list[Val
             return make_factory(interp, state, short, args, kwargs, call)
         if info is not None and info.kind in ("function", "functional"):
             result = call_table_function(interp, state, key, info, args, kwargs, call)
+            if reduces_to_one(short, list(args[1:]) if short in _FULL_REDUCTIONS else [], kwargs):
+                return mark_scalar(result)
             return with_indices(interp, short, result, list(args[1:]), kwargs, call) if name.startswith("torch.") else result
         return UNKNOWN
     return UNKNOWN
@@ -648,6 +662,8 @@ def make_module(interp, state, key: str, args, kwargs, call: ast.Call) -> Value:
                    "nn.ConvTranspose1d", "nn.ConvTranspose2d", "nn.GroupNorm", "nn.MultiheadAttention", "nn.PReLU",
                    "nn.EmbeddingBag", "nn.RMSNorm", "nn.TransformerEncoderLayer"):
             has_params = True
+    if key.endswith("Loss") and _loss_short(key) in _LOSSES and reduces_to_one(_loss_short(key), [], kwargs):
+        obj.extra["reduces_to_one"] = True  # `criterion = nn.CrossEntropyLoss()`: its calls give one element
     if has_params:
         # Two storages: the weights, and the bias (most modules save their weight, never their bias).
         obj.param_storages = frozenset({interp.fresh(), interp.fresh()})
@@ -851,6 +867,8 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
             result = replace(result, requires_grad=True, leaf=False)
     if isinstance(result, TensorVal) and result.requires_grad is False and frozen and state.grad_enabled is not False:
         result = replace(result, why=f"computed by `{interp.text(call.func)}`, whose parameters are all frozen (`requires_grad=False`)", why_site=call)
+    if obj.extra.get("reduces_to_one"):
+        result = mark_scalar(result)
     return shape_module_output(key, result)
 
 
@@ -1053,10 +1071,50 @@ def with_indices(interp, short: str, result: Value, rest_args: list, kwargs: dic
     return ValuesIndices((result, indices))
 
 
+#: Reductions that give one element when called without a dimension (``loss.mean()``).
+_FULL_REDUCTIONS = {"sum", "mean", "prod", "norm", "std", "var", "amax", "amin", "max", "min", "median",
+                    "nansum", "nanmean", "nanmedian", "count_nonzero", "all", "any"}
+#: Functionals that reduce to one element unless ``reduction="none"`` (the default is "mean").
+_LOSSES = {"cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "kl_div", "bce_loss", "poisson_nll_loss", "gaussian_nll_loss",
+           "hinge_embedding_loss", "margin_ranking_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+           "multi_margin_loss", "cosine_embedding_loss", "triplet_margin_loss", "ctc_loss", "multilabel_margin_loss"}
+
+
+def reduces_to_one(short: str, rest_args: list, kwargs: dict) -> bool:
+    """Whether ``short(x, *rest_args, **kwargs)`` certainly returns a one-element tensor."""
+    if short in _FULL_REDUCTIONS:
+        return not rest_args and not any(key in kwargs for key in ("dim", "axis", "keepdim"))
+    if short in _LOSSES:
+        reduction = kwargs.get("reduction")
+        return reduction is None or (isinstance(reduction, Number) and reduction.const in ("mean", "sum"))
+    return False
+
+
+def _loss_short(key: str) -> str:
+    """``nn.CrossEntropyLoss`` -> ``cross_entropy``, ``nn.BCEWithLogitsLoss`` -> ``binary_cross_entropy_with_logits``."""
+    special = {"nn.CrossEntropyLoss": "cross_entropy", "nn.MultiLabelSoftMarginLoss": "multilabel_soft_margin_loss",
+               "nn.MultiLabelMarginLoss": "multilabel_margin_loss", "nn.BCELoss": "binary_cross_entropy", "nn.BCEWithLogitsLoss": "binary_cross_entropy_with_logits",
+               "nn.NLLLoss": "nll_loss", "nn.MSELoss": "mse_loss", "nn.L1Loss": "l1_loss", "nn.KLDivLoss": "kl_div",
+               "nn.CTCLoss": "ctc_loss", "nn.PoissonNLLLoss": "poisson_nll_loss", "nn.GaussianNLLLoss": "gaussian_nll_loss"}
+    if key in special:
+        return special[key]
+    name = key.split(".")[-1][: -len("Loss")]
+    return "".join(("_" + c.lower()) if c.isupper() and i else c.lower() for i, c in enumerate(name)) + "_loss"
+
+
+def mark_scalar(result: Value) -> Value:
+    return replace(result, scalar=True) if isinstance(result, TensorVal) and not result.scalar else result
+
+
 def call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call: ast.Call) -> Value:
     result = _call_tensor_method(interp, state, tensor, receiver_expr, name, args, kwargs, call)
     if name in _WITH_INDICES or name in _WITH_INDICES_GIVEN_DIM:
-        return with_indices(interp, name, result, list(args), kwargs, call)
+        result = with_indices(interp, name, result, list(args), kwargs, call)
+    if name in _FULL_REDUCTIONS and reduces_to_one(name, list(args), kwargs):
+        result = mark_scalar(result)
+    elif tensor.scalar and name in _SCALAR_KEEPING_METHODS:
+        result = mark_scalar(result)
     return result
 
 

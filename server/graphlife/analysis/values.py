@@ -103,6 +103,9 @@ class TensorVal(Value):
     grad_of: frozenset[int] = frozenset()
     #: Joined with ``None`` on some path (``h = None`` before a loop): ``h is None`` is undecided.
     nullable: bool = False
+    #: Certainly one element (a full reduction, a loss with its default reduction, arithmetic
+    #: of such values and numbers): ``.item()`` works on it (GL201's ``.item()`` fix).
+    scalar: bool = False
 
     def join(self, other: Value) -> Value:
         if self == other:
@@ -124,6 +127,7 @@ class TensorVal(Value):
                 owner=self.owner if self.owner == other.owner else None,
                 via_data=self.via_data and other.via_data,
                 nullable=self.nullable or other.nullable,
+                scalar=self.scalar and other.scalar,
             )
         if isinstance(other, (NoneValue, Unknown)):
             return replace(self, certain=False, requires_grad=None if self.requires_grad else self.requires_grad, nullable=True)

@@ -81,11 +81,12 @@ def clone_tensor(doc: Document, params: dict) -> Edits:
 
 
 def use_item(doc: Document, params: dict) -> Edits:
+    """A stored one-element tensor -> ``value.item()`` (GL201): a Python number keeps no graph.
+    The rule offers it only for values the engine knows have one element (a loss, a mean)."""
+    expr = _expr(doc, params.get("expr"))
+    if expr is None or _already_called(doc, expr, "item") or _already_called(doc, expr, "detach"):
+        return None
     return _method_suffix(doc, params, "expr", ".item()")
-
-
-def use_detach(doc: Document, params: dict) -> Edits:
-    return _method_suffix(doc, params, "expr", ".detach()")
 
 
 def _in_shared_helper(doc: Document, node: cst.CSTNode) -> bool:

@@ -27,6 +27,7 @@ RECIPES: dict[str, Recipe] = {
     "inference_mode_to_no_grad": expressions.inference_mode_to_no_grad,
     "clone_tensor": expressions.clone_tensor,
     "use_detach": expressions.use_detach,
+    "use_item": expressions.use_item,
     "replace_text": expressions.replace_text,
     "add_keyword": expressions.add_keyword,
     "drop_keyword": expressions.drop_keyword,

@@ -99,7 +99,9 @@ def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
         if expr is not None and isinstance(store.whole, TensorVal):
             # .detach() first: always a tensor of the same shape; .item() only suits scalars.
             fixes.append(FixRecipe("use_detach", f"Store `{ctx.text(expr)}.detach()`", {"expr": ctx.span(expr)}))
-            fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()` (a Python number)", {"expr": ctx.span(expr)}))
+            if store.whole.scalar and not store.whole.nullable:
+                # One element for certain (a loss, a mean): a Python number, as RULES.md asks for logging.
+                fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()` (a Python number)", {"expr": ctx.span(expr)}))
         ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)
 
 
