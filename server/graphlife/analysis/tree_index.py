@@ -30,6 +30,21 @@ def _node_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))`` without the generator, skipping the fields that
+    never hold a node (names, ``ctx``): the walks below visit every node of the file."""
+    out: list[ast.AST] = []
+    for name in _node_fields(node.__class__):
+        child = getattr(node, name, None)
+        if child is None:
+            continue
+        if child.__class__ is list:
+            out.extend(item for item in child if isinstance(item, ast.AST))
+        elif isinstance(child, ast.AST):
+            out.append(child)
+    return out
+
+
 def descendants(root: ast.AST) -> list[ast.AST]:
     """``root`` and every node under it (``list(ast.walk(root))`` in another order, faster)."""
     out: list[ast.AST] = []
@@ -37,14 +52,7 @@ def descendants(root: ast.AST) -> list[ast.AST]:
     while stack:
         node = stack.pop()
         out.append(node)
-        for name in _node_fields(node.__class__):
-            child = getattr(node, name, None)
-            if child is None:
-                continue
-            if child.__class__ is list:
-                stack.extend(item for item in child if isinstance(item, ast.AST))
-            elif isinstance(child, ast.AST):
-                stack.append(child)
+        stack.extend(child_nodes(node))
     return out
 
 
@@ -80,20 +88,9 @@ class TreeIndex:
             parent = stack.pop()
             if hasattr(parent, "lineno"):
                 located.append(parent)
-            # ast.iter_child_nodes, without its generator and with the fields that never hold
-            # a node (names, `ctx`) skipped: this walk runs over every node of the file.
-            for name in _node_fields(parent.__class__):
-                child = getattr(parent, name, None)
-                if child is None:
-                    continue
-                if child.__class__ is list:
-                    for item in child:
-                        if isinstance(item, ast.AST):
-                            parents[id(item)] = parent
-                            stack.append(item)
-                elif isinstance(child, ast.AST):
-                    parents[id(child)] = parent
-                    stack.append(child)
+            for child in child_nodes(parent):
+                parents[id(child)] = parent
+                stack.append(child)
             if isinstance(parent, ast.If):
                 index.if_nodes.append(parent)
             elif isinstance(parent, (ast.Yield, ast.YieldFrom)):

@@ -136,3 +136,17 @@ class ModuleContext:
         from graphlife.analysis.positions import node_span  # noqa: PLC0415
 
         return node_span(node, self.lines)
+
+
+def callee_name(call: "object") -> str | None:
+    """The last name of what a call calls: ``f(...)`` -> ``f``, ``x.step(...)`` -> ``step``."""
+    import ast  # noqa: PLC0415
+
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None

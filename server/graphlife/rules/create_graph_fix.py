@@ -52,6 +52,7 @@ from typing import Any
 from graphlife.analysis.torch_api import param_storages
 from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
 from graphlife.findings import FixRecipe
+from graphlife.rules.base import callee_name
 
 #: ``.grad`` statuses (``State.grads``) that mean the gradient is None or zero.
 CLEARED = frozenset({"zeroed", "zeroed_none", "zeroed_after_backward"})
@@ -196,7 +197,7 @@ class Tracker:
             unmodeled = binds_zip = False
             for node in ast.walk(self.interp.tree):
                 if isinstance(node, ast.Call):
-                    name = _callee_name(node)
+                    name = callee_name(node)
                     if name in UNMODELED_GRAD_USERS:
                         unmodeled = True
                     if name in ("getattr", "setattr", "delattr") and any(
@@ -611,7 +612,7 @@ def _same_after_reset(entry: Entry, instance: Instance, hit: set[int]) -> bool:
     """After this reset, is each ``.grad`` in ``hit`` the same in both programs?"""
     if entry.set_to_none is True or isinstance(entry.node, ast.Attribute):
         return True  # None in both, or the same assigned value
-    if entry.set_to_none is False and _callee_name(entry.node) == "zero_grad":
+    if entry.set_to_none is False and callee_name(entry.node) == "zero_grad":
         # zero_grad(set_to_none=False) zeroes a tensor and leaves None alone: equal only when
         # the fixed program's .grad (the one from before the backward) already held a tensor
         return all(instance.statuses.get(s) in HOLDS_TENSOR for s in hit)
@@ -685,7 +686,7 @@ def _program_is_visible(ctx, track: Tracker) -> bool:
         if isinstance(node, ast.Attribute) and node.attr == "grad" and id(node) not in track.seen:
             if not _is_callee(interp.parents, node):  # `torch.autograd.grad(...)` is a function
                 return False
-        if isinstance(node, ast.Call) and _callee_name(node) in EVENT_CALLS and id(node) not in track.seen:
+        if isinstance(node, ast.Call) and callee_name(node) in EVENT_CALLS and id(node) not in track.seen:
             return False
         pending.extend(ast.iter_child_nodes(node))
     return True
@@ -749,17 +750,6 @@ def _recipe(ctx, site: Site, planned: set[int], form: tuple[str, tuple[str, ...]
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _callee_name(call: ast.AST) -> str | None:
-    if not isinstance(call, ast.Call):
-        return None
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return None
 
 
 def _is_callee(parents: dict, node: ast.AST) -> bool:

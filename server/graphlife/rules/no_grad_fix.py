@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from graphlife.analysis.torch_api import GRAD_CONTEXTS, canonical
 from graphlife.findings import FixRecipe, Related
+from graphlife.rules.base import callee_name
 
 OFF, ON, UNKNOWN_MODE = "off", "on", "unknown"
 
@@ -202,15 +203,6 @@ def _with_function(found: Break | None, node: ast.AST, parents: dict[int, ast.AS
 # --------------------------------------------------------------------------- what the region holds
 
 
-def _call_name(call: ast.Call) -> str | None:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return None
-
-
 def numpy_of_attached(call: ast.Call) -> bool:
     """``t.numpy()`` / ``t.cpu().numpy()``: raises once ``t`` requires grad (``t.detach().numpy()``,
     ``t.data.numpy()`` do not)."""
@@ -238,7 +230,7 @@ def grad_sensitive(nodes: list[ast.AST]) -> ast.AST | None:
                         if isinstance(part, (ast.Attribute, ast.Subscript)) and isinstance(part.ctx, ast.Store):
                             return node
             if isinstance(node, ast.Call):
-                name = _call_name(node)
+                name = callee_name(node)
                 if name is not None and ((name.endswith("_") and not name.startswith("_")) or name in _GRAD_SENSITIVE_CALLS):
                     return node
                 if numpy_of_attached(node):
