@@ -173,6 +173,10 @@ def render_text(reports: list[FileReport], out) -> None:
                 out.write(f"        = note: line {related['line']}: {related['message']}\n")
     total = sum(counts.values())
     files = len(reports)
+    syntax = sum(len(report.syntax_errors) for report in reports)
+    if syntax:
+        counts["syntax error"] = syntax
+        total += syntax
     if total:
         detail = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'information' else ''}" for s, n in sorted(counts.items()))
         out.write(f"\nFound {total} problem{'s' if total != 1 else ''} ({detail}) in {files} file{'s' if files != 1 else ''}.\n")
@@ -213,7 +217,15 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
     if mode in ("fix", "diff"):
         _apply_fixes(readable, mode)
     if args.format == "json":
-        payload = {"version": __version__, "findings": [f for r in readable for f in r.findings]}
+        payload = {
+            "version": __version__,
+            "findings": [f for r in readable for f in r.findings],
+            # a block with a syntax error is not analyzed: say so (the exit status is 1 for it)
+            "syntax_errors": [
+                {"path": r.path, "line": line, "column": column, "message": message}
+                for r in readable for line, column, message in r.syntax_errors
+            ],
+        }
         json.dump(payload, sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif mode != "diff":

@@ -130,6 +130,20 @@ def test_syntax_error_in_one_block_keeps_the_others(project: Path) -> None:
     assert "GL101" in proc.stdout
 
 
+def test_a_file_with_only_a_syntax_error_is_not_all_clear(project: Path) -> None:
+    path = project / "py2.py"
+    path.write_text("import torch\nprint 'hello'\n")
+    text = run("check", str(path))
+    assert text.returncode == 1
+    assert "All checks passed" not in text.stdout
+    assert "Found 1 problem (1 syntax error)" in text.stdout
+    machine = run("check", "--format", "json", str(path))
+    assert machine.returncode == 1
+    payload = json.loads(machine.stdout)
+    assert payload["findings"] == []
+    assert [(e["line"], e["path"]) for e in payload["syntax_errors"]] == [(2, str(path))]
+
+
 def test_usage_error_exits_two() -> None:
     proc = run("check")
     assert proc.returncode == 2

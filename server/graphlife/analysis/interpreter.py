@@ -299,6 +299,7 @@ class Interpreter:
     def function_entry_state(self, func: ast.FunctionDef, owner: ast.ClassDef | None) -> State:
         """Module-level names known (imports, classes, functions, simple globals); params unknown."""
         state = self.module_names().copy()
+        state.grad_assumed = True  # its callers are unknown: they may run it under no_grad
         args = func.args.posonlyargs + func.args.args
         is_static = any(self.text(d) == "staticmethod" for d in func.decorator_list)
         for index, arg in enumerate(args):
@@ -396,7 +397,10 @@ class Interpreter:
 
     def exec_stmt(self, stmt: ast.stmt, state: State) -> Flow:  # noqa: C901 (one dispatch)
         if isinstance(stmt, ast.Expr):
-            self.eval(stmt.value, state)
+            value = self.eval(stmt.value, state)
+            if isinstance(value, ContextVal) and value.kind == "set_grad_enabled" and isinstance(stmt.value, ast.Call):
+                # `torch.set_grad_enabled(False)` called as a function switches the mode from here on.
+                state.grad_enabled, state.grad_assumed = value.enabled, False
         elif isinstance(stmt, ast.Assign):
             value = self.eval(stmt.value, state)
             for target in stmt.targets:
@@ -590,7 +594,7 @@ class Interpreter:
         return merged
 
     def exec_with(self, stmt: ast.With, state: State) -> Flow:
-        saved_grad, saved_inference = state.grad_enabled, state.inference_mode
+        saved_grad, saved_inference, saved_assumed = state.grad_enabled, state.inference_mode, state.grad_assumed
         for item in stmt.items:
             value = self.eval(item.context_expr, state)
             if isinstance(value, ContextVal):
@@ -599,7 +603,7 @@ class Interpreter:
                 self.assign(item.optional_vars, UNKNOWN if isinstance(value, ContextVal) else value, state, None)
         flow = self.exec_block(stmt.body, state)
         for out in [flow.normal, *flow.breaks, *flow.continues, *(s for s, _ in flow.returns)]:
-            out.grad_enabled, out.inference_mode = saved_grad, saved_inference
+            out.grad_enabled, out.inference_mode, out.grad_assumed = saved_grad, saved_inference, saved_assumed
         return flow
 
     # -- loops ----------------------------------------------------------------------
@@ -1126,8 +1130,11 @@ class Interpreter:
         is_generator = self.is_generator(node)
         decorators = [self.text(d) for d in node.decorator_list]
         callee_state = state.copy()
-        # The caller's names stay visible to the callee (an approximation of globals and closures).
-        env = dict(state.env)
+        # The caller's names stay visible to the callee (an approximation of globals and closures),
+        # except the callee's own locals: before their first assignment they are unbound, never
+        # the caller's value (`out` of the caller is not `out` of a loop that ran zero times).
+        local = self.local_names(node)
+        env = {name: value for name, value in state.env.items() if name not in local}
         params = node.args.posonlyargs + node.args.args
         positional = list(args)
         if func.bound_self is not None and "staticmethod" not in decorators:
@@ -1151,7 +1158,7 @@ class Interpreter:
             env[node.args.kwarg.arg] = UNKNOWN
         callee_state.env = env
         if "torch.no_grad()" in decorators or "torch.no_grad" in decorators or "torch.inference_mode()" in decorators:
-            callee_state.grad_enabled = False
+            callee_state.grad_enabled, callee_state.grad_assumed = False, False
             if "inference_mode" in " ".join(decorators):
                 callee_state.inference_mode = True
         if is_generator:
@@ -1176,9 +1183,9 @@ class Interpreter:
             return UNKNOWN
         after = State.join_all(outs)
         # Back in the caller: its own names, the callee's effects on heap, graph and versions.
-        caller_env, caller_grad, caller_inference = state.env, state.grad_enabled, state.inference_mode
+        caller_env, caller_grad, caller_inference, caller_assumed = state.env, state.grad_enabled, state.inference_mode, state.grad_assumed
         state.adopt(after)
-        state.env, state.grad_enabled, state.inference_mode = caller_env, caller_grad, caller_inference
+        state.env, state.grad_enabled, state.inference_mode, state.grad_assumed = caller_env, caller_grad, caller_inference, caller_assumed
         if len(state.heap) > HEAP_GC_THRESHOLD:
             self.collect_garbage(state, [result_value for _, result_value in flow.returns] + list(yielded or ()))
         if yielded is not None:
@@ -1195,6 +1202,37 @@ class Interpreter:
         if flow.normal.reachable:
             result = NONE if result is None else result.join(NONE)
         return result if result is not None else UNKNOWN
+
+    def local_names(self, func: ast.AST) -> frozenset[str]:
+        """The names a function binds (its locals), without those it declares global or nonlocal
+        and those bound only in nested functions, classes and comprehensions."""
+        cache = self.__dict__.setdefault("_local_names", {})
+        found = cache.get(id(func))
+        if found is None:
+            bound: set[str] = set()
+            declared: set[str] = set()
+            stack = list(func.body)
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.Global, ast.Nonlocal)):
+                    declared.update(node.names)
+                    continue
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    bound.add(node.name)
+                    continue  # their bodies are other scopes
+                if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                    continue
+                if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    bound.add(node.id)
+                elif isinstance(node, ast.alias):
+                    bound.add((node.asname or node.name).split(".")[0])
+                elif isinstance(node, ast.ExceptHandler) and node.name:
+                    bound.add(node.name)
+                elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                    bound.add(node.target.id)
+                stack.extend(ast.iter_child_nodes(node))
+            found = cache[id(func)] = frozenset(bound - declared)
+        return found
 
     def collect_garbage(self, state: State, extra_roots: list[Value]) -> None:
         """Drop heap objects nothing can reach any more (a returned helper's locals).

@@ -102,6 +102,9 @@ class State:
     grad_enabled: Tri = True
     inference_mode: Tri = False
     reachable: bool = True
+    #: Gradients are on only by assumption: a function analyzed alone, before anything in it
+    #: sets the mode. Its callers may run it under ``no_grad``.
+    grad_assumed: bool = False
     #: Which of the maps in ``SHARED_MAPS`` this state shares with another one (copy on write).
     shared: set[str] = field(default_factory=set, repr=False, compare=False)
 
@@ -122,6 +125,7 @@ class State:
             grad_enabled=self.grad_enabled,
             inference_mode=self.inference_mode,
             reachable=self.reachable,
+            grad_assumed=self.grad_assumed,
             shared=set(SHARED_MAPS),
         )
 
@@ -200,6 +204,7 @@ class State:
         out.grad_enabled = join_tri(self.grad_enabled, other.grad_enabled)
         out.inference_mode = join_tri(self.inference_mode, other.inference_mode)
         out.reachable = True
+        out.grad_assumed = self.grad_assumed or other.grad_assumed
         out.shared = set(SHARED_MAPS)  # _merge may hand back a map of self or other
         return out
 

@@ -11,6 +11,7 @@ facts are "maybe": never the basis of an error.
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import TYPE_CHECKING, Iterable
 
 from graphlife.analysis import optable
@@ -92,8 +93,15 @@ def table_key(name: str) -> str:
     return optable.normalize_key(canonical(name))
 
 
+_BUILTINS = frozenset(dir(builtins))
+
+
 def builtin_name(name: str) -> Value:
-    return QualName(f"builtins.{name}")
+    """A name bound nowhere the engine can see: a builtin (``len``, ``zip``), or a global
+    set where it cannot look (a ``global`` statement in another function, ``exec``, another
+    cell, a block left out for a syntax error). Only the former is known; the latter may
+    well be a tensor with a graph, so it is unknown."""
+    return QualName(f"builtins.{name}") if name in _BUILTINS else UNKNOWN
 
 
 # -- tensors ----------------------------------------------------------------------------
@@ -291,8 +299,31 @@ def apply_inplace(
         saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
         leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
     )
-    return replace(target, requires_grad=needs, leaf=False if needs else None, grad_fn=frozenset({node.nid}),
-                   certain=target.certain and needs is True)
+    result = replace(target, requires_grad=needs, leaf=False if needs else None, grad_fn=frozenset({node.nid}),
+                     certain=target.certain and needs is True)
+    if result.requires_grad != target.requires_grad:
+        spread_inplace(interp, state, target, target_expr, result)
+    return result
+
+
+def spread_inplace(interp, state: State, target: TensorVal, target_expr: ast.expr | None, result: TensorVal) -> None:
+    """Writing a value with a graph into a tensor without one gives the tensor a graph
+    (``out = torch.zeros(n); out[i] = h``: ``out`` now requires grad, through CopySlices).
+    Every name and attribute holding that storage (the tensor, its views) sees it."""
+    if target.storage is None:
+        rebind(interp, state, target_expr, result)
+        return
+    fields = {"requires_grad": result.requires_grad, "leaf": result.leaf, "certain": result.certain}
+    for name, value in list(state.env.items()):
+        if isinstance(value, TensorVal) and value.storage == target.storage:
+            state.env[name] = replace(value, grad_fn=value.grad_fn | result.grad_fn, **fields)
+    for oid, obj in list(state.heap.items()):
+        hits = [key for key, value in obj.attrs.items() if isinstance(value, TensorVal) and value.storage == target.storage]
+        if hits:
+            writable = state.heap_write(oid)
+            for key in hits:
+                value = writable.attrs[key]
+                writable.attrs[key] = replace(value, grad_fn=value.grad_fn | result.grad_fn, **fields)
 
 
 def binop(interp: "Interpreter", state: State, op: ast.operator, left: Value, right: Value, site, left_expr, right_expr) -> Value:
@@ -342,6 +373,7 @@ def concatenate(interp, state: State, left: Value, right: Value, site) -> Value:
 
 
 def enter_context(state: State, ctx: ContextVal) -> None:
+    state.grad_assumed = False  # the code sets the mode itself from here
     if ctx.kind == "no_grad":
         state.grad_enabled = False
     elif ctx.kind == "enable_grad":

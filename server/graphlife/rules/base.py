@@ -150,3 +150,17 @@ def callee_name(call: "object") -> str | None:
     if isinstance(func, ast.Name):
         return func.id
     return None
+
+
+#: Added to the message of an error that needs gradients on, in a function analyzed alone.
+ASSUMED_GRAD_NOTE = (" (This function is analyzed without its callers: that holds if gradients are on when it runs, "
+                     "as they are unless a caller turns them off.)")
+
+
+def grad_mode_severity(state: "object", severity: Severity) -> tuple[Severity, str]:
+    """An error that torch raises only with gradients on (an in-place change of a leaf, an
+    inference tensor saved, ...) is certain only where the mode is known; in a function
+    analyzed without its callers it is a warning, with a note saying why."""
+    if severity is Severity.ERROR and getattr(state, "grad_assumed", False):
+        return Severity.WARNING, ASSUMED_GRAD_NOTE
+    return severity, ""

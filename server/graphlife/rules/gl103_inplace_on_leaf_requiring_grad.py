@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from graphlife.analysis.events import EventContext, InplaceEvent
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+from graphlife.rules.base import Rule, RuleDoc, grad_mode_severity
 
 RULE = Rule(
     code="GL103",
@@ -63,7 +63,8 @@ def on_inplace(event: InplaceEvent, ctx: EventContext) -> None:
         related.append(Related(ctx.span(target.created_with_grad), f"`{name}` requires grad from here"))
     stmt = event.stmt
     fixes = [FixRecipe("wrap_no_grad", "Wrap the update in `with torch.no_grad():`", {"stmt": ctx.span(stmt)})]
-    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)
+    severity, note = grad_mode_severity(event.state, RULE.severity)
+    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)
 
 
 RULE.hooks = {"inplace": on_inplace}

@@ -40,7 +40,7 @@ import ast
 from graphlife.analysis.events import EventContext, OptimizerEvent
 from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+from graphlife.rules.base import Rule, RuleDoc, grad_mode_severity
 
 RULE = Rule(
     code="GL105",
@@ -85,7 +85,8 @@ def on_optimizer_created(event: OptimizerEvent, ctx: EventContext) -> None:
         elif origin is not None and expr is not None and ctx.text(expr) == ctx.text(value.origin):
             fixes.append(FixRecipe("leaf_after_conversion", "Apply `.requires_grad_()` after the conversion",
                                    {"expr": ctx.span(expr)}))
-        ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, severity=severity, related=related, fixes=fixes)
+        severity, note = grad_mode_severity(event.state, severity)
+        ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message + note, severity=severity, related=related, fixes=fixes)
 
 
 def _assignment_of(ctx, origin) -> ast.Assign | None:

@@ -39,7 +39,7 @@ from __future__ import annotations
 from graphlife.analysis.events import EventContext, InplaceEvent, SavedEvent
 from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+from graphlife.rules.base import Rule, RuleDoc, grad_mode_severity
 
 RULE = Rule(
     code="GL106",
@@ -87,7 +87,8 @@ def _report(ctx, event, tensor: TensorVal, message: str) -> None:
     if expr is not None:
         fixes.append(FixRecipe("clone_tensor", f"Use `{ctx.text(expr)}.clone()` here", {"expr": ctx.span(expr)}))
     stmt = ctx.interpreter.blame(event.stmt, expr if expr is not None else getattr(event, "target_expr", None))
-    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)
+    severity, note = grad_mode_severity(getattr(event, "state", None), RULE.severity)
+    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)
 
 
 def _inference_mode_item(ctx, node):

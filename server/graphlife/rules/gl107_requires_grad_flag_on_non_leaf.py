@@ -36,7 +36,7 @@ from __future__ import annotations
 from graphlife.analysis.events import EventContext, RequiresGradEvent
 from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+from graphlife.rules.base import Rule, RuleDoc, grad_mode_severity
 
 RULE = Rule(
     code="GL107",
@@ -66,7 +66,8 @@ def on_requires_grad_set(event: RequiresGradEvent, ctx: EventContext) -> None:
         f"`{name} = {name}.detach()" + (".requires_grad_()`" if flag else "`"),
         {"stmt": ctx.span(event.stmt), "target": name, "flag": flag},
     )]
-    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+    severity, note = grad_mode_severity(getattr(event, "state", None), RULE.severity)
+    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message + note, severity=severity, related=related, fixes=fixes)
 
 
 RULE.hooks = {"requires_grad_set": on_requires_grad_set}
