@@ -144,6 +144,24 @@ def test_a_file_with_only_a_syntax_error_is_not_all_clear(project: Path) -> None
     assert [(e["line"], e["path"]) for e in payload["syntax_errors"]] == [(2, str(path))]
 
 
+def test_notebook_shell_escapes_inside_blocks_keep_the_cell(tmp_path: Path) -> None:
+    """An indented `!pip`, a `files = !ls` or a `model?` is IPython, not Python: it must not
+    cost the rest of its cell (the cell would be left out as a syntax error)."""
+    cells = [
+        "import torch\nif True:\n    !pip install tqdm\nfiles = !ls\ntorch.nn?\n"
+        "w = torch.randn(3, requires_grad=True)\nloss = (w * w).sum()\nloss.backward()\nloss.backward()\n",
+    ]
+    notebook = {
+        "cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None} for text in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    path = tmp_path / "magics.ipynb"
+    path.write_text(json.dumps(notebook))
+    payload = json.loads(run("check", "--format", "json", str(path)).stdout)
+    assert payload["syntax_errors"] == []
+    assert [(f["code"], f["cell"], f["cell_line"]) for f in payload["findings"]] == [("GL101", 1, 9)]
+
+
 def test_usage_error_exits_two() -> None:
     proc = run("check")
     assert proc.returncode == 2

@@ -48,12 +48,27 @@ def _blank_ipython(lines: list[str]) -> list[str]:
     out = []
     continued = False
     for line in lines:
-        if not continued and line[:1] in ("%", "!"):
-            out.append("")
-        else:
-            out.append(line)
+        out.append(line if continued else _python_line(line))
         continued = line.endswith("\\")
     return out
+
+
+_HELP = re.compile(r"^\s*(\?\??[\w.]+|[\w.]+\?\??)\s*$")  # `obj?`, `??obj`
+_ASSIGNED_MAGIC = re.compile(r"^(\s*[\w.]+(?:\s*,\s*[\w.]+)*\s*=\s*)[!%]")  # `files = !ls`
+
+
+def _python_line(line: str) -> str:
+    """A line of IPython as Python the engine can read: a magic, a shell escape or a help
+    request becomes ``pass`` at its indentation (so the block around it still parses); a value
+    taken from one (``files = !ls``) becomes an unknown call."""
+    stripped = line.lstrip()
+    indent = line[: len(line) - len(stripped)]
+    if stripped[:1] in ("%", "!") or _HELP.match(line):
+        return indent + "pass" if indent else ""
+    assigned = _ASSIGNED_MAGIC.match(line)
+    if assigned:
+        return assigned.group(1) + "get_ipython()"
+    return line
 
 
 def join_cells(cells: list[CellText]) -> tuple[str, tuple[JoinedCell, ...]]:
