@@ -21,7 +21,7 @@ from graphlife.analysis import torch_api
 from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.analysis.positions import node_span
 from graphlife.analysis.state import GraphStore, State
-from graphlife.analysis.tree_index import TreeIndex
+from graphlife.analysis.tree_index import TreeIndex, child_nodes
 from graphlife.analysis.values import (
     replace,
     NONE,
@@ -1206,8 +1206,7 @@ class Interpreter:
     def local_names(self, func: ast.AST) -> frozenset[str]:
         """The names a function binds (its locals), without those it declares global or nonlocal
         and those bound only in nested functions, classes and comprehensions."""
-        cache = self.__dict__.setdefault("_local_names", {})
-        found = cache.get(id(func))
+        found = getattr(func, "_graphlife_locals", None)  # kept on the node: it outlives one check
         if found is None:
             bound: set[str] = set()
             declared: set[str] = set()
@@ -1230,8 +1229,9 @@ class Interpreter:
                     bound.add(node.name)
                 elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
                     bound.add(node.target.id)
-                stack.extend(ast.iter_child_nodes(node))
-            found = cache[id(func)] = frozenset(bound - declared)
+                stack.extend(child_nodes(node))
+            found = frozenset(bound - declared)
+            func._graphlife_locals = found
         return found
 
     def collect_garbage(self, state: State, extra_roots: list[Value]) -> None:
