@@ -42,8 +42,11 @@ The statement that stores the value.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
-from graphlife.analysis.values import TensorVal
+import ast
+from dataclasses import dataclass
+
+from graphlife.analysis.events import BackwardEvent, EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
+from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
 from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.rules.base import Rule, RuleDoc
 
@@ -55,60 +58,523 @@ RULE = Rule(
     torch_message="",
 )
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+#: Container methods that put a value into their receiver (``outs.append(v)``).
+_MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "__setitem__"}
+_STORE_METHODS = {"append", "add", "insert", "extend", "setdefault"}
+
+
+@dataclass
+class _Store:
+    """One store, with what the engine knew when it happened."""
+
+    event: StoreEvent
+    stmt: ast.stmt  # where to report it
+    seq: int  # its place among the events this rule records
+    loops: list  # the running loops, outermost first (across inlined calls)
+    iteration: tuple  # their iteration indices
+    first: int  # index in ``loops`` of the outermost loop the place outlives
+    frames: list  # the call statements of the inlined calls, outermost first
+    scope: ast.AST  # the function (or module) whose statement stores
+    tracked: str | None  # the local name the place is reached by (`outs`, `loss`), when there is one
+    local: bool  # a container made by this function, or a local accumulator variable
+    oid: int | None  # the container's heap object
+    walks: list  # per loop it outlives, what the loop walks ("modules", "count", "tensor", or None)
+    receiver: int | None  # the module whose method stores (its heap object), if it is one
+
+
+def _data(interp) -> dict:
+    data = interp.__dict__.get("_gl201")
+    if data is None:
+        data = interp.__dict__["_gl201"] = {"seq": 0, "pending": [], "loops": {}, "backwards": [], "scopes": {}}
+    return data
+
+
+def _next(data: dict) -> int:
+    data["seq"] += 1
+    return data["seq"]
+
 
 def on_store(event: StoreEvent, ctx: EventContext) -> None:
     if event.kind in ("attribute", "setitem") and _overwrites(event):
         return  # an overwritten slot keeps one graph, not one per iteration (torch measures it flat)
-    pending = ctx.interpreter.__dict__.setdefault("_gl201_pending", [])
-    pending.append((event, ctx.interpreter.blame(event.stmt, None), ctx.current_loop()))
+    interp = ctx.interpreter
+    data = _data(interp)
+    loops = [loop for loop, _ in interp.loop_stack]
+    if not loops:
+        return
+    iteration = interp.iteration()
+    scope = _scope_of(interp, event.stmt)
+    innermost = len(loops) - 1
+    first, tracked, local, oid = innermost, None, False, None
+    if event.kind == "accumulate":
+        name = event.target
+        # The loops the variable outlives: it was bound before each of them started, in this function.
+        while (
+            0 < first <= len(interp.loop_pre_states) and _scope_of(interp, loops[first - 1]) is scope
+            and name in interp.loop_pre_states[first - 1].env
+            and not _bound_before(interp, data, scope, loops[first - 1], loops[first], name)
+        ):
+            first -= 1
+        if _scope_of(interp, loops[innermost]) is scope:
+            tracked = name
+        local = isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name not in _declared_global(scope)
+    else:
+        receiver = _receiver(interp, event)
+        ref = _resolve(interp, receiver, event.state) if receiver is not None else None
+        if isinstance(ref, HeapRef) and ref.oid in event.state.heap:
+            obj = event.state.heap[ref.oid]
+            born = tuple(obj.extra.get("born", ()))
+            # Made during the iterations that are still running: it outlives only the loops started after it.
+            first = min(len(born), innermost) if born == iteration[: len(born)] else 0
+            oid = ref.oid
+            local = obj.site is not None and _scope_of(interp, obj.site) is scope
+            if local and isinstance(receiver, ast.Name):
+                tracked = receiver.id
+    if tracked is not None and _scope_of(interp, loops[first]) is not scope:
+        tracked = None  # the place outlives a loop of a caller: its later uses are not in this function
+    walks = [_iter_kind(interp, loop.iter, event.state) if isinstance(loop, (ast.For, ast.AsyncFor)) else None
+             for loop in loops[first:]]
+    data["pending"].append(_Store(
+        event=event, stmt=interp.blame(event.stmt, None), seq=_next(data), loops=loops, iteration=iteration,
+        first=first, frames=[frame.stmt for frame in interp.frames], scope=scope, tracked=tracked, local=local, oid=oid,
+        walks=walks, receiver=_module_receiver(scope, event.state),
+    ))
 
 
 def on_loop_end(event: LoopEndEvent, ctx: EventContext) -> None:
-    ctx.interpreter.__dict__.setdefault("_gl201_loops", {})[id(event.loop)] = event.backwards
+    interp = ctx.interpreter
+    data = _data(interp)
+    key = (id(event.loop), interp.iteration())
+    called = frozenset(ref.oid for ref, _ in event.module_calls if isinstance(ref, HeapRef))
+    data["loops"].setdefault(key, []).append((_next(data), event.backwards, called))
 
 
+def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+    interp = ctx.interpreter
+    data = _data(interp)
+    chain = [frame.stmt for frame in interp.frames] + [event.stmt]  # the statement running at each call depth
+    data["backwards"].append((_next(data), interp.iteration(), chain))
+
+
+# When a store is not reported (besides the overwritten slots above). A place piles graphs up
+# only across the loops it outlives: those started after it was made (``_Store.first``). It is a
+# leak when one of them runs training or evaluation steps and no backward consumes the graphs.
+# Not reported:
+# - the loops it outlives run no backward, and a backward after them consumes what it keeps:
+#   on the graph (every stored node freed: truncated BPTT), or, where the engine lost the edges
+#   (`loss = 0; loss += ...` joins a number with a tensor; `torch.cat(list, dim)`), by data flow:
+#   a statement after the loops, in the same iteration of the loops around them, that reads the
+#   place (or a name assigned from it, following `return` into the inlined callers) runs that
+#   backward (``_consumed_by_later_backward``);
+# - a container made by the storing function and kept there, filled by loops without backward
+#   that walk the model's layers (its submodules) or, in a method of a module that does not call
+#   itself in the loop, time steps or a tensor's rows: one forward's intermediate results, gone
+#   with the call (``_structural``);
+# - in a function analyzed on its own that runs no backward (a `forward`), a container made by it
+#   and kept there: its unknown caller decides what becomes of the graphs.
 def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
-    pending = ctx.interpreter.__dict__.pop("_gl201_pending", [])
-    loops = ctx.interpreter.__dict__.pop("_gl201_loops", {})
+    interp = ctx.interpreter
+    data = interp.__dict__.pop("_gl201", None)
+    if data is None:
+        return
     final = event.state
     graph = ctx.graph
-    for store, stmt, loop in pending:
-        _, reach = graph.reach(store.value.grad_fn, False)
-        consumed_later = all(n in final.freed or n in final.may_freed for n in store.value.grad_fn)
-        if loop is not None and loops.get(id(loop)) == 0 and consumed_later:
+    alone = isinstance(event.unit, (ast.FunctionDef, ast.AsyncFunctionDef))
+    for store in data["pending"]:
+        value = store.event.value
+        quiet = _outlived_loops_quiet(data, store)
+        consumed_later = all(n in final.freed or n in final.may_freed for n in value.grad_fn)
+        if quiet and consumed_later:
             continue  # a time loop collecting states for the backward after it (BPTT): not a leak
-        keeps_saved = [n for n in reach if graph.nodes[n].saves_certain and n not in final.freed and n not in final.may_freed]
-        severity = Severity.WARNING if keeps_saved else Severity.INFORMATION
-        value_text = store.value.desc or "the value"
-        if severity is Severity.WARNING:
-            node = graph.nodes[min(keeps_saved)]
-            message = (
-                f"`{store.target}` keeps the graph of `{value_text}` alive after the iteration, and no backward frees it: "
-                f"the activations saved at line {node.site.lineno} (`{node.line_desc}`) pile up every iteration. "
-                "Store `.item()` (a number) or `.detach()` instead."
-            )
-            related = [Related(ctx.span(node.site), "saved activations kept alive from here")]
+        if alone and not data["backwards"] and store.local and not _escapes(interp, final, store):
+            continue  # a forward computation: the function's unknown caller runs the backward, if any
+        if quiet and store.local and _structural(data, store) and not _escapes(interp, final, store):
+            continue  # one forward's loop over layers or time steps: the graphs die with the call
+        if quiet and store.tracked is not None and _consumed_by_later_backward(interp, data, store):
+            continue  # collected (or summed) for the backward that follows in the same step
+        _report(ctx, store, final, graph)
+
+
+def _structural(data: dict, store: _Store) -> bool:
+    """Every loop the place outlives is part of one forward computation, whose length the model
+    fixes: a loop over the layers of a model (its submodules), or - in a method of a module that
+    does not call the module itself in the loop - over a number of steps or the rows of a tensor
+    (time steps, heads, gates). Not a loop that runs training or evaluation steps over batches."""
+    for index, walk in enumerate(store.walks, start=store.first):
+        if walk == "modules":
+            continue
+        if walk not in ("count", "tensor") or store.receiver is None:
+            return False
+        end = _loop_end(data, store, index)
+        if end is None or store.receiver in end[2]:
+            return False  # `for i in range(...): out = self(x[i])`: batches through the whole model
+    return True
+
+
+def _iter_kind(interp, expr: ast.expr, state, depth: int = 0) -> str | None:
+    """What a loop walks: "modules", "count" (`range(n)`), "tensor" (slices of one tensor), or None."""
+    if depth > 3:
+        return None
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and _builtin(interp, expr.func.id, state):
+        name = expr.func.id
+        if name == "range":
+            return "count"
+        if name in ("enumerate", "zip", "reversed") and expr.args:
+            kinds = [_iter_kind(interp, arg, state, depth + 1) for arg in expr.args]
+            if any(kind is None for kind in kinds):
+                return None
+            return "modules" if "modules" in kinds else kinds[0]
+        return None
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr == "unbind" and isinstance(_resolve(interp, expr.func.value, state), TensorVal):
+            return "tensor"
+        return None
+    value = _resolve(interp, expr, state)
+    if isinstance(value, TensorVal):
+        return "tensor"
+    if isinstance(value, HeapRef) and value.oid in state.heap:
+        obj = state.heap[value.oid]
+        if obj.kind == "module":
+            return "modules"
+        if obj.kind == "list" and isinstance(obj.elem, HeapRef) and state.heap.get(obj.elem.oid) is not None:
+            return "modules" if state.heap[obj.elem.oid].kind == "module" else None
+    return None
+
+
+def _builtin(interp, name: str, state) -> bool:
+    return name not in state.env and name not in interp.globals
+
+
+def _module_receiver(scope, state) -> int | None:
+    """The module ``scope`` runs as a method of (its first parameter holds an `nn.Module`), if any."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = scope.args.posonlyargs + scope.args.args
+    value = state.env.get(params[0].arg) if params else None
+    if isinstance(value, HeapRef) and value.oid in state.heap and state.heap[value.oid].kind == "module":
+        return value.oid
+    return None
+
+
+def _outlived_loops_quiet(data: dict, store: _Store) -> bool:
+    """No backward ran in any loop the place outlives (the run of each that followed the store)."""
+    for index in range(store.first, len(store.loops)):
+        if _loop_end(data, store, index) is None:
+            return False
+    return all(_loop_end(data, store, index)[1] == 0 for index in range(store.first, len(store.loops)))
+
+
+def _loop_end(data: dict, store: _Store, index: int) -> tuple | None:
+    """(sequence number, backwards seen, modules called) at the end of the run of
+    ``store.loops[index]`` the store was in."""
+    key = (id(store.loops[index]), store.iteration[:index])
+    for record in data["loops"].get(key, ()):
+        if record[0] > store.seq:
+            return record
+    return None
+
+
+def _consumed_by_later_backward(interp, data: dict, store: _Store) -> bool:
+    """After the loops the place outlives, in the same iteration of the loops around them, a backward
+    runs on a value computed from it: the statements that read the place (or a name assigned from it,
+    through `return` into the callers of inlined functions) include the backward's statement or a
+    call that runs it. This is what the truncated-BPTT exception checks on the graph, for the graphs
+    the engine cannot follow (a number `+=` a tensor, `torch.cat(list, dim)`)."""
+    end = _loop_end(data, store, store.first)
+    if end is None:
+        return False
+    later = [(iteration, chain) for seq, iteration, chain in data["backwards"] if seq > end[0]]
+    if not later:
+        return False
+    # The statements that use the value, per call depth: the store's function, then its callers.
+    depth = len(store.frames)
+    consumers: set[int] = set()
+    returns = _scan(interp, data, store.scope, store.loops[store.first], {store.tracked}, consumers, include_start=False)
+    levels = [(depth, consumers, None, None)]
+    callee = store.scope
+    while returns and depth > 0:
+        depth -= 1
+        call_stmt = store.frames[depth]
+        scope = _scope_of(interp, call_stmt)
+        consumers = set()
+        returns = _scan(interp, data, scope, call_stmt, set(), consumers, include_start=True)
+        levels.append((depth, consumers, call_stmt, callee))
+        callee = scope
+    for iteration, chain in later:
+        for level, statements, call_stmt, called in levels:
+            if len(chain) <= level or id(chain[level]) not in statements or chain[:level] != store.frames[:level]:
+                continue
+            if chain[level] is call_stmt and len(chain) > level + 1 and _scope_of(interp, chain[level + 1]) is called:
+                continue  # a backward inside the call that made the value, before it returned it
+            # The same iteration of every loop around both the store and this backward: the same step.
+            shared = 0
+            while shared < store.first and any(_encloses(interp, store.loops[shared], stmt) for stmt in chain[: level + 1]):
+                shared += 1
+            if iteration[:shared] == store.iteration[:shared]:
+                return True
+    return False
+
+
+def _encloses(interp, loop: ast.AST, stmt: ast.AST) -> bool:
+    """Is ``stmt`` inside ``loop`` (in the same function)?"""
+    current = interp.parents.get(id(stmt))
+    while current is not None and not isinstance(current, (*_SCOPES, ast.Lambda)):
+        if current is loop:
+            return True
+        current = interp.parents.get(id(current))
+    return False
+
+
+def _scan(interp, data: dict, scope, start: ast.AST, tracked: set[str], consumers: set[int], *, include_start: bool) -> bool:
+    """Mark the statements of ``scope`` after ``start`` that read a tracked name; names they assign
+    (or containers they put the value in) are tracked from there on. True when one returns it."""
+    returns = False
+    if include_start:
+        consumers.add(id(start))
+        tracked |= _assigned(start)
+        returns = isinstance(start, ast.Return)
+    after = (start.end_lineno or start.lineno, start.end_col_offset or 0)
+    for stmt in _statements(interp, data, scope):
+        if (stmt.lineno, stmt.col_offset) < after:
+            continue
+        if _reads(stmt) & tracked:
+            consumers.add(id(stmt))
+            tracked |= _assigned(stmt)
+            returns = returns or isinstance(stmt, ast.Return)
         else:
-            message = (
-                f"`{store.target}` keeps the graph nodes of `{value_text}` alive after the iteration; its backward freed "
-                "the saved activations, but the nodes still pile up each step. Store `.item()` or `.detach()` instead."
-            )
-            related = []
-        fixes = []
-        expr = _stored_expr(ctx, stmt)
-        if expr is not None and isinstance(store.whole, TensorVal):
-            # .detach() first: always a tensor of the same shape; .item() only suits scalars.
-            fixes.append(FixRecipe("use_detach", f"Store `{ctx.text(expr)}.detach()`", {"expr": ctx.span(expr)}))
-            if store.whole.scalar and not store.whole.nullable:
-                # One element for certain (a loss, a mean): a Python number, as RULES.md asks for logging.
-                fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()` (a Python number)", {"expr": ctx.span(expr)}))
-        ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)
+            tracked -= _assigned(stmt, rebinding=True)
+    return returns
 
 
-def _stored_expr(ctx, stmt):
+def _bound_before(interp, data: dict, scope, outer: ast.AST, inner: ast.AST, name: str) -> bool:
+    """Does ``outer``'s body bind ``name`` anew (`loss = 0`) before ``inner`` starts? Then each
+    iteration of ``outer`` starts a new variable: it does not outlive that iteration."""
+    start, end = (outer.lineno, outer.col_offset), (inner.lineno, inner.col_offset)
+    return any(
+        start < (stmt.lineno, stmt.col_offset) < end and (stmt.end_lineno or stmt.lineno) <= (outer.end_lineno or outer.lineno)
+        and name in _assigned(stmt, rebinding=True) and not isinstance(stmt, (ast.For, ast.AsyncFor))
+        for stmt in _statements(interp, data, scope)
+    )
+
+
+def _statements(interp, data: dict, scope) -> list[ast.stmt]:
+    """Every statement of a function or module body in source order, nested functions and classes left out."""
+    if scope is None:
+        return []
+    cached = data["scopes"].get(id(scope))
+    if cached is not None:
+        return cached
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        interp.touch(scope)
+    out: list[ast.stmt] = []
+    stack: list[ast.stmt] = list(getattr(scope, "body", []))
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, _NESTED):
+            continue
+        out.append(stmt)
+        for field in ("body", "orelse", "finalbody"):
+            stack.extend(s for s in getattr(stmt, field, ()) if isinstance(s, ast.stmt))
+        for part in list(getattr(stmt, "handlers", ())) + list(getattr(stmt, "cases", ())):
+            stack.extend(part.body)
+    out.sort(key=lambda s: (s.lineno, s.col_offset))
+    data["scopes"][id(scope)] = out
+    return out
+
+
+def _own_exprs(stmt: ast.stmt) -> list[ast.AST]:
+    """The expressions a statement itself evaluates (a compound statement's header only)."""
+    if isinstance(stmt, (ast.If, ast.While)):
+        return [stmt.test]
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [stmt.iter]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [item.context_expr for item in stmt.items]
+    if isinstance(stmt, ast.Match):
+        return [stmt.subject]
+    if isinstance(stmt, (ast.Try, *_NESTED)) or type(stmt).__name__ == "TryStar":
+        return []
+    return [stmt]
+
+
+def _reads(stmt: ast.stmt) -> set[str]:
+    names = {
+        node.id for expr in _own_exprs(stmt) for node in ast.walk(expr)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        names.add(stmt.target.id)  # `total /= n` reads `total`
+    return names
+
+
+def _assigned(stmt: ast.AST, rebinding: bool = False) -> set[str]:
+    """Names a statement binds; unless ``rebinding``, also the containers it puts a value in
+    (`outs.append(v)`, `d[k] = v`). With ``rebinding``: only names it binds to a new value."""
+    names: set[str] = set()
+    targets: list[ast.AST] = []
+    if isinstance(stmt, ast.Assign):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.AugAssign) and not rebinding:
+        targets = [stmt.target]
+    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+        targets = [stmt.target]
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    for target in targets:
+        names |= _target_names(target, rebinding)
+    if not rebinding:
+        for expr in _own_exprs(stmt) if isinstance(stmt, ast.stmt) else []:
+            for node in ast.walk(expr):
+                if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                    names.add(node.target.id)
+                elif (
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in _MUTATORS and isinstance(node.func.value, ast.Name)
+                ):
+                    names.add(node.func.value.id)
+    return names
+
+
+def _target_names(target: ast.AST, rebinding: bool) -> set[str]:
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*(_target_names(elt, rebinding) for elt in target.elts)) if target.elts else set()
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value, rebinding)
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and not rebinding:
+        return {target.value.id}  # `d[k] = v` puts v in d
+    return set()
+
+
+def _scope_of(interp, node: ast.AST):
+    """The function, class or module whose code ``node`` is (None for code outside the tree)."""
+    parents = interp.parents
+    current = parents.get(id(node))
+    while current is not None and not isinstance(current, (*_SCOPES, ast.Lambda)):
+        current = parents.get(id(current))
+    if isinstance(current, ast.Lambda):
+        return _scope_of(interp, current)
+    return current
+
+
+def _declared_global(scope) -> set[str]:
+    """Names a function declares `global` or `nonlocal` (its own body, nested functions left out)."""
+    names: set[str] = set()
+    stack = list(getattr(scope, "body", []))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif not isinstance(node, _NESTED):
+            stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt) or hasattr(child, "body"))
+    return names
+
+
+def _receiver(interp, event: StoreEvent) -> ast.expr | None:
+    """The expression of the container a store puts its value in (`outs` of `outs.append(v)`)."""
+    for node in ast.walk(event.stmt):
+        if event.kind == "append" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _STORE_METHODS and interp.text(node.func.value) == event.target:
+                return node.func.value
+        elif event.kind == "setitem" and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            if interp.text(node) == event.target:
+                return node.value
+    return None
+
+
+def _resolve(interp, expr: ast.expr, state) -> Value | None:
+    """The heap object a simple expression names (`outs`, `self.outs`, `history["loss"]`), without evaluating it."""
+    if isinstance(expr, ast.Name):
+        return state.env.get(expr.id, interp.globals.get(expr.id))
+    if isinstance(expr, (ast.Attribute, ast.Subscript)):
+        base = _resolve(interp, expr.value, state)
+        obj = state.heap.get(base.oid) if isinstance(base, HeapRef) else None
+        if obj is None:
+            return None
+        if isinstance(expr, ast.Attribute):
+            return obj.attrs.get(expr.attr)
+        if isinstance(expr.slice, ast.Constant):
+            return obj.attrs.get(f"[{expr.slice.value!r}]")
+    return None
+
+
+def _escapes(interp, final, store: _Store) -> bool:
+    """Can the container be reached from an object this function did not make (`self`, a global)?"""
+    if store.oid is None:
+        return False  # an accumulator: a local variable (`global` ones are not local)
+    cache = interp.__dict__.setdefault("_gl201_escapes", {})
+    key = (id(final), store.oid, id(store.scope))
+    if key in cache:
+        return cache[key]
+    stack: list[Value] = []
+    for oid, obj in final.heap.items():
+        if oid == store.oid or (obj.site is not None and _scope_of(interp, obj.site) is store.scope):
+            continue
+        stack.extend(obj.attrs.values())
+        if obj.elem is not None:
+            stack.append(obj.elem)
+        stack.extend(v for v in obj.extra.values() if isinstance(v, Value))
+    for name in _declared_global(store.scope):
+        if name in final.env:
+            stack.append(final.env[name])
+    seen: set[int] = set()
+    found = False
+    while stack and not found:
+        value = stack.pop()
+        if isinstance(value, HeapRef):
+            if value.oid == store.oid:
+                found = True
+            elif value.oid not in seen and value.oid in final.heap:
+                seen.add(value.oid)
+                obj = final.heap[value.oid]
+                stack.extend(obj.attrs.values())
+                if obj.elem is not None:
+                    stack.append(obj.elem)
+                stack.extend(v for v in obj.extra.values() if isinstance(v, Value))
+        elif isinstance(value, TupleVal):
+            stack.extend(value.items)
+    cache[key] = found
+    return found
+
+
+def _report(ctx: EventContext, store: _Store, final, graph) -> None:
+    event = store.event
+    _, reach = graph.reach(event.value.grad_fn, False)
+    keeps_saved = [n for n in reach if graph.nodes[n].saves_certain and n not in final.freed and n not in final.may_freed]
+    severity = Severity.WARNING if keeps_saved else Severity.INFORMATION
+    value_text = event.value.desc or "the value"
+    if severity is Severity.WARNING:
+        node = graph.nodes[min(keeps_saved)]
+        message = (
+            f"`{event.target}` keeps the graph of `{value_text}` alive after the iteration, and no backward frees it: "
+            f"the activations saved at line {node.site.lineno} (`{node.line_desc}`) pile up every iteration. "
+            "Store `.item()` (a number) or `.detach()` instead."
+        )
+        related = [Related(ctx.span(node.site), "saved activations kept alive from here")]
+    else:
+        message = (
+            f"`{event.target}` keeps the graph nodes of `{value_text}` alive after the iteration; its backward freed "
+            "the saved activations, but the nodes still pile up each step. Store `.item()` or `.detach()` instead."
+        )
+        related = []
+    fixes = []
+    expr = _stored_expr(store.stmt)
+    if expr is not None and isinstance(event.whole, TensorVal):
+        # .detach() first: always a tensor of the same shape; .item() only suits scalars.
+        fixes.append(FixRecipe("use_detach", f"Store `{ctx.text(expr)}.detach()`", {"expr": ctx.span(expr)}))
+        if event.whole.scalar and not event.whole.nullable:
+            # One element for certain (a loss, a mean): a Python number, as RULES.md asks for logging.
+            fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()` (a Python number)", {"expr": ctx.span(expr)}))
+    ctx.interpreter.reporter.report(RULE, ctx.span(store.stmt), message, severity=severity, related=related, fixes=fixes)
+
+
+def _stored_expr(stmt):
     """The expression stored by the statement (argument of append, value of an assignment)."""
-    import ast  # noqa: PLC0415
-
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and stmt.value.args:
         return stmt.value.args[-1]
     if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
@@ -118,8 +584,6 @@ def _stored_expr(ctx, stmt):
 
 def _overwrites(event: StoreEvent) -> bool:
     """`self.last = h` / `history["loss"] = out`: the same slot each time (a constant key or an attribute)."""
-    import ast  # noqa: PLC0415
-
     stmt = event.stmt
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
     for target in targets:
@@ -130,4 +594,4 @@ def _overwrites(event: StoreEvent) -> bool:
     return False
 
 
-RULE.hooks = {"store": on_store, "loop_end": on_loop_end, "unit_end": on_unit_end}
+RULE.hooks = {"store": on_store, "loop_end": on_loop_end, "backward": on_backward, "unit_end": on_unit_end}
