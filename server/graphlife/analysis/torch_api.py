@@ -558,8 +558,10 @@ def call_table_function(interp, state, key: str, info: optable.OpInfo, args, kwa
     out_expr = kwarg_expr(call, "out")
     inputs = list(args[: len(info.inputs)])
     exprs: list[ast.expr | None] = list(call.args[: len(info.inputs)])
-    if len(inputs) == 1 and len(info.inputs) > 1 and isinstance(inputs[0], (TupleVal, HeapRef)):
-        inputs = flatten_tensor_args(inputs, state)  # torch.cat([a, b]) and friends
+    if inputs and len(info.inputs) > 1 and isinstance(inputs[0], (TupleVal, HeapRef)):
+        # torch.cat([a, b]), torch.stack(outs, 0): the tensors are the sequence's items; what
+        # follows it positionally is the dimension, not a tensor.
+        inputs = flatten_tensor_args(inputs[:1], state)
         exprs = [None] * len(inputs)
     for name in info.inputs[len(inputs):]:
         if name in kwargs:
