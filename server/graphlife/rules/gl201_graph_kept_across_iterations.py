@@ -7,8 +7,11 @@ a module-level log), stored under a new key each time, or added into a running
 total (`total += loss`). Values made with `.item()`, `float()`, `.detach()`, or
 without a graph are fine. Overwriting one slot (`self.last = h`,
 `history["loss"] = out`) keeps one iteration's graph, not one per iteration
-(torch measures it flat), so it is not reported; nor is a time loop that collects
-states for a backward after it (truncated BPTT).
+(torch measures it flat), so it is not reported. Nor is a store whose graph a
+backward later in the same step consumes (a time loop collecting states for a
+truncated-BPTT backward, `loss += ...` over decoder steps with the backward after
+that loop), or a container a function creates and keeps (U-Net skip connections,
+one entry per layer): those graphs are part of one step's computation.
 
 ## Why is this bad?
 The stored tensor keeps its whole graph alive. When no backward consumes that
