@@ -17,7 +17,7 @@ import threading
 
 from graphlife.analysis.blocks import BlockParser
 from graphlife.analysis.unit_cache import UnitCache
-from graphlife.checker import DEFAULT_TIME_BUDGET, CheckResult, SyntaxProblem, run_checks
+from graphlife.checker import DEFAULT_TIME_BUDGET, CheckResult, SyntaxProblem, check_source, run_checks
 from graphlife.config import Config
 
 
@@ -34,14 +34,23 @@ class IncrementalChecker:
         self._interrupted = False
 
     def check(self, source: str, config: Config | None = None, *, time_budget: float = DEFAULT_TIME_BUDGET) -> CheckResult:
-        """The findings for ``source`` (the document's newest text)."""
-        with self._lock:
+        """The findings for ``source`` (the document's newest text).
+
+        The language server runs one analysis per document at a time, so the lock is only a
+        guard; it is never waited for. A cancellation is an exception raised inside the
+        running thread at any point, possibly between taking the lock and the ``try``: a
+        check that finds the lock taken does a full check instead of hanging."""
+        if not self._lock.acquire(blocking=False):
+            return check_source(source, None, config, time_budget=time_budget)
+        try:
             if self._interrupted:
                 self._reset()  # a cancelled check may have left the caches half updated
             self._interrupted = True
             result = run_checks(source, config, time_budget, self._parse, unit_cache=self.units)
             self._interrupted = False
             return result
+        finally:
+            self._lock.release()
 
     def _parse(self, source: str):
         parsed = self.parser.parse(source)

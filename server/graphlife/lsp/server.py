@@ -373,9 +373,31 @@ async def _locate(server: GraphlifeServer, uri: str, position: types.Position):
     return analysis, segment, line + segment.line_offset, column
 
 
+def import_everything() -> None:
+    """Import the engine, the rules, their table and the fixes before serving.
+
+    Analyses run on worker threads that a newer version of the document cancels by raising
+    an exception inside them (:mod:`graphlife.lsp.cancel`). An exception that lands while a
+    thread is importing a module can leave Python's per-module import lock broken, and the
+    next analysis then waits on it forever (seen in the e2e test: the first analysis of a
+    file was cancelled during its first import, and no diagnostics ever came). With every
+    module the workers need imported here, at start, no import happens inside a job.
+    """
+    from graphlife.analysis import interpreter, optable, stories  # noqa: F401, PLC0415
+    from graphlife.fixes import compute_fixes  # noqa: F401, PLC0415 (libcst)
+    from graphlife.rules import all_rules  # noqa: PLC0415
+
+    import libcst  # noqa: PLC0415
+
+    all_rules()
+    optable.lookup("torch.add")  # loads the saved-tensor table
+    libcst.parse_module("pass\n")  # loads libcst's native parser, imported on first use
+
+
 def start(tcp: str | None = None) -> None:
     """Serve on stdio, or on ``tcp`` ("HOST:PORT") for debugging the server by hand."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    import_everything()
     server = create_server()
     if tcp:
         host, _, port = tcp.rpartition(":")
