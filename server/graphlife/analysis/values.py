@@ -68,6 +68,11 @@ class Number(Value):
 
     const: Any = None
 
+    def join(self, other: "Value") -> "Value":
+        if isinstance(other, TensorVal):
+            return other.join(self)  # a number on some paths, a tensor on the others
+        return Value.join(self, other)
+
 
 @dataclass(frozen=True)
 class TensorVal(Value):
@@ -131,6 +136,11 @@ class TensorVal(Value):
             )
         if isinstance(other, (NoneValue, Unknown)):
             return replace(self, certain=False, requires_grad=None if self.requires_grad else self.requires_grad, nullable=True)
+        if isinstance(other, Number) and not isinstance(other.const, str):
+            # `loss = 0` before a loop of `loss += ...` that may not run: a number on some path,
+            # this tensor (and its graph) on the others. Known to maybe not be a tensor at all.
+            return replace(self, certain=False, requires_grad=None if self.requires_grad else self.requires_grad,
+                           nullable=True, scalar=False)
         return UNKNOWN
 
 
