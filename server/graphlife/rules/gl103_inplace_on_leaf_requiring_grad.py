@@ -7,6 +7,10 @@ created with `requires_grad=True` - while gradient recording is on. Updates
 inside `with torch.no_grad():`, `torch.inference_mode()`, a
 `@torch.no_grad()` function, or through `.data` are fine.
 
+Torch raises this only with gradients on. In a function that nothing in its file
+calls, analyzed without its callers (which may run it under `torch.no_grad()`),
+the finding is a warning that says so; elsewhere it is an error.
+
 ## Why is this bad?
 Autograd cannot record an in-place change of a leaf it accumulates gradients
 into, so torch raises at the update. Manual SGD loops hit this first.

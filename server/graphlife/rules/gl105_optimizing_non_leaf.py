@@ -8,6 +8,10 @@ that receive a tensor made *from* a leaf rather than the leaf itself:
 itself, so it is fine). Error when the conversion is certain, warning when it
 depends on the device or dtype at run time.
 
+Torch raises this only with gradients on. In a function that nothing in its file
+calls, analyzed without its callers (which may run it under `torch.no_grad()`),
+the finding is a warning that says so; elsewhere it is an error.
+
 ## Why is this bad?
 Only leaves accumulate `.grad`. The optimizer would update a tensor whose
 gradient is always `None`, so torch refuses at construction.

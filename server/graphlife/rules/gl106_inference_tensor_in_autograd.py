@@ -6,6 +6,10 @@ targets, normalization statistics). Reports the op that would save one for
 backward (into `Linear`, multiplied by a tensor that requires grad), and
 in-place updates of one outside inference mode.
 
+Torch raises this only with gradients on. In a function that nothing in its file
+calls, analyzed without its callers (which may run it under `torch.no_grad()`),
+the finding is a warning that says so; elsewhere it is an error.
+
 ## Why is this bad?
 Inference tensors carry no version counter, so autograd cannot check them
 later; torch refuses to save them for backward and refuses in-place updates

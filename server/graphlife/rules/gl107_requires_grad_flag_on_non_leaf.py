@@ -8,6 +8,10 @@ adversarial-example shape `x_adv = x + delta; x_adv.requires_grad = True`).
 does setting the flag on leaves, parameters, or tensors computed under
 `no_grad`.
 
+Torch raises this only with gradients on. In a function that nothing in its file
+calls, analyzed without its callers (which may run it under `torch.no_grad()`),
+the finding is a warning that says so; elsewhere it is an error.
+
 ## Why is this bad?
 A computed tensor's `requires_grad` follows from its graph; only leaves have a
 flag of their own. Torch raises at the assignment.
