@@ -88,10 +88,11 @@ def run_checks(source: str, config: Config | None, time_budget: float, parse, un
     if unit_cache is not None:
         unit_cache.begin_rules(tuple(rule.code for rule in rules))
     deadline = time.monotonic() + time_budget
-    findings, engine_notes = analyze_module(tree, source, rules, deadline=deadline, index=index, unit_cache=unit_cache)
+    lines = source.splitlines()
+    findings, engine_notes = analyze_module(tree, source, rules, deadline=deadline, index=index, unit_cache=unit_cache,
+                                            lines=lines)
     result.notes.extend(engine_notes)
 
-    lines = source.splitlines()
     kept: list[Finding] = []
     for finding in findings:
         if _ignored_by_comment(finding, lines):

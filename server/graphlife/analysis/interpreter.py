@@ -73,13 +73,14 @@ class Flow:
 
 def analyze_module(
     tree: ast.Module, source: str, rules: list[Rule], *, deadline: float, index: TreeIndex | None = None, unit_cache=None,
+    lines: list[str] | None = None,
 ) -> tuple[list[Finding], list[str]]:
     """Findings of ``rules`` on one parsed file, and notes about skipped work.
 
     ``index`` and ``unit_cache`` are for the language server, which keeps them between
     edits (:mod:`graphlife.incremental`); the findings are the same without them."""
     reporter = Reporter()
-    lines = source.splitlines()
+    lines = lines if lines is not None else source.splitlines()
     notes: list[str] = []
     context = ModuleContext(tree=tree, source=source, lines=lines, reporter=reporter)
     for rule in rules:
@@ -253,6 +254,26 @@ class Interpreter:
         """Note that the running unit read the code of ``node`` (a function or class of this file)."""
         if self.touched is not None:
             self.touched[id(node)] = node
+
+    def touch_whole_file(self) -> None:
+        """Note that the running unit read every definition of the file (a fix proof that looks
+        for callers or gradient users anywhere): after any edit the unit cache runs it again.
+        Methods are noted one by one, as the cache tracks them apart."""
+        if self.touched is None:
+            return
+        for stmt in self.tree.body:
+            self.touch(stmt)
+            if isinstance(stmt, ast.ClassDef):
+                for item in stmt.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self.touch(item)
+
+    def enclosing_function(self, node: ast.AST) -> ast.AST | None:
+        """The function whose code ``node`` is (``None`` at module level)."""
+        current = self.parents.get(id(node))
+        while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            current = self.parents.get(id(current))
+        return current
 
     def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None) -> None:
         flow = self.exec_block(body, state)

@@ -185,15 +185,7 @@ class Tracker:
         unit notes that it read every definition: the language server's unit cache then
         runs it again after any edit, as a full analysis would see it."""
         if self._file_facts is None:
-            touch = getattr(self.interp, "touch", None)
-            if touch is not None:
-                for stmt in self.interp.tree.body:
-                    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                        touch(stmt)
-                    if isinstance(stmt, ast.ClassDef):  # the cache tracks each method apart
-                        for item in stmt.body:
-                            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                                touch(item)
+            self.interp.touch_whole_file()
             unmodeled = binds_zip = False
             for node in ast.walk(self.interp.tree):
                 if isinstance(node, ast.Call):
@@ -580,7 +572,7 @@ def _validate(track: Tracker, site: Site, instance: Instance, planned: set[int],
             hit = tainted if entry.storages is None else entry.storages & tainted
             if hit and not _same_after_reset(entry, instance, hit):
                 return None
-            if entry.storages is not None and _runs_after(track.interp.parents, instance.stack, entry.stack):
+            if entry.storages is not None and _runs_after(track.interp, instance.stack, entry.stack):
                 tainted -= entry.storages  # reset on every path after the backward: equal from here on
                 graphless -= entry.storages
         elif merged and entry.may & instance.may:
@@ -619,12 +611,13 @@ def _same_after_reset(entry: Entry, instance: Instance, hit: set[int]) -> bool:
     return False
 
 
-def _runs_after(parents: dict, before: tuple, after: tuple) -> bool:
+def _runs_after(interp, before: tuple, after: tuple) -> bool:
     """Does the statement at the end of ``after`` run whenever the one at the end of
     ``before`` ran (and after it)? Both stacks go from the unit's top statement down
     through inlined calls. Yes when it is a later sibling, in straight-line code, of
     the statement ``before`` went through at that level, and nothing in between (or in
     that statement's own function) can leave the block."""
+    parents = interp.parents
     level = 0
     while level < len(before) and level < len(after) and before[level] is after[level]:
         level += 1
@@ -642,7 +635,7 @@ def _runs_after(parents: dict, before: tuple, after: tuple) -> bool:
     if any(_escapes(stmt) for stmt in block[first:last]):
         return False
     for stmt in before[level + 1:]:  # functions on the way down must return normally to their caller
-        func = _enclosing_function(parents, stmt)
+        func = interp.enclosing_function(stmt)
         if func is not None and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_same_scope(func, root=True)):
             return False
     return True
@@ -768,13 +761,6 @@ def _block_of(parents: dict, stmt: ast.stmt) -> tuple[list[ast.stmt], int] | Non
                 if item is stmt:
                     return block, index
     return None
-
-
-def _enclosing_function(parents: dict, node: ast.AST) -> ast.AST | None:
-    current = parents.get(id(node))
-    while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        current = parents.get(id(current))
-    return current
 
 
 def _walk_same_scope(node: ast.AST, root: bool = False):

@@ -175,7 +175,10 @@ def _gan_detach_site(event, ctx, node, freeing) -> ast.expr | None:
         if node.nid not in value.grad_fn and not any(n in state.freed for n in value.grad_fn):
             continue
         if calls is None:
-            calls = [c for c in ast.walk(_enclosing_scope(interp, freeing)) if isinstance(c, ast.Call)]
+            # the GAN shape lives in one training step: walking only its function keeps a file
+            # with many findings linear
+            scope = interp.enclosing_function(freeing) or interp.tree
+            calls = [c for c in ast.walk(scope) if isinstance(c, ast.Call)]
         # the first load of `name` after its definition and up to the freeing backward, as a call argument
         for candidate in calls:
             if (
@@ -187,17 +190,6 @@ def _gan_detach_site(event, ctx, node, freeing) -> ast.expr | None:
                     if isinstance(arg, ast.Name) and arg.id == name:
                         return arg
     return None
-
-
-def _enclosing_scope(interp, stmt: ast.AST) -> ast.AST:
-    """The function holding ``stmt`` (the module when it is at top level): the GAN shape lives
-    in one training step, and walking only that scope keeps a file with many findings linear."""
-    current = stmt
-    while id(current) in interp.parents:
-        current = interp.parents[id(current)]
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return current
-    return interp.tree
 
 
 def _closure(ctx, roots) -> set[int]:

@@ -35,7 +35,6 @@ The `for`/`while` line of the loop.
 
 from __future__ import annotations
 
-import ast
 import re
 
 from graphlife.analysis.events import BackwardEvent, EventContext, LoopEndEvent, UnitEndEvent
@@ -62,7 +61,7 @@ def on_loop_end(event: LoopEndEvent, ctx: EventContext) -> None:
         return  # no parameter took part: no model forward with gradients
     in_eval = any(event.state.heap.get(ref.oid) is not None and event.state.heap[ref.oid].extra.get("training") is False
                   for ref, _ in event.module_calls)
-    function = _enclosing_function(interp, event.loop)
+    function = interp.enclosing_function(event.loop)
     named = function is not None and EVAL_NAME.search(function.name) is not None
     if not (in_eval or named):
         return
@@ -85,15 +84,6 @@ def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
         )
         fixes = [FixRecipe("wrap_no_grad", "Wrap the loop in `with torch.no_grad():`", {"stmt": ctx.span(loop)})]
         ctx.interpreter.reporter.report(RULE, ctx.span(loop), message, fixes=fixes)
-
-
-def _enclosing_function(interp, node):
-    current = node
-    while id(current) in interp.parents:
-        current = interp.parents[id(current)]
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return current
-    return None
 
 
 RULE.hooks = {"loop_end": on_loop_end, "backward": on_backward, "unit_end": on_unit_end}

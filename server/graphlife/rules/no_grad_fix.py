@@ -280,14 +280,7 @@ class _File:
         self.tree: ast.Module = interp.tree
         self.parents = interp.parents
         self.imports = _imports(self.tree)
-        touch = getattr(interp, "touch", None)
-        if touch is not None:
-            for stmt in self.tree.body:
-                touch(stmt)
-                if isinstance(stmt, ast.ClassDef):  # the unit cache tracks each method apart
-                    for item in stmt.body:
-                        if isinstance(item, _FUNCTIONS):
-                            touch(item)
+        interp.touch_whole_file()
         self._refs: dict[str, list[ast.expr]] | None = None
 
     def references(self, name: str) -> list[ast.expr]:
