@@ -159,8 +159,6 @@ def discover_fixtures(root: Path = FIXTURES_DIR, codes: set[str] | None = None) 
 #: Bad fixtures the engine does not catch yet, with why. Strict: a fix makes the test fail
 #: until the entry is removed, so this list can only shrink honestly.
 KNOWN_MISSES: dict[str, str] = {
-    "GL103/bad_functional_params_dict.py":
-        "the parameter reaches the update through zip(params.items(), grads) with autograd.grad results unknown",
     "GL106/bad_class_weights_from_label_counts.py":
         "the inference tensor goes in through cross_entropy's weight= keyword, which the saved-tensor table does not measure",
     "GL301/bad_accumulated_microbatches_zeroed_before_step.py":

@@ -60,8 +60,10 @@ class IncrementalChecker:
 
     @property
     def statistics(self) -> dict[str, int]:
-        """How many units the last check replayed and ran (for logs and benchmarks)."""
-        return {"replayed": self.units.replayed, "ran": self.units.ran}
+        """How many units, and calls analyzed apart, the last check replayed and ran (for logs
+        and benchmarks)."""
+        return {"replayed": self.units.replayed, "ran": self.units.ran,
+                "calls_replayed": self.units.calls_replayed, "calls_ran": self.units.calls_ran}
 
 
 __all__ = ["CheckResult", "IncrementalChecker"]

@@ -138,7 +138,7 @@ def test_an_edit_in_one_function_analyzes_only_that_function() -> None:
     lines[target] += " + 0"
     lines.insert(target, "    # a new line: every function below moves by one")
     second = checker.check("\n".join(lines))
-    assert checker.statistics == {"replayed": units - 1, "ran": 1}
+    assert checker.statistics == {"replayed": units - 1, "ran": 1, "calls_replayed": 0, "calls_ran": 0}
     assert [f.span.line + (f.span.line > target) for f in first.findings] == [f.span.line for f in second.findings]
     assert _outcome(second) == _outcome(check_source("\n".join(lines)))
 
@@ -164,6 +164,56 @@ def test_an_edit_in_a_called_function_runs_its_callers_again() -> None:
     assert [(f.code, f.span.line) for f in result.findings] == [("GL101", 10)]  # blamed on the call
     assert checker.statistics["ran"] == 2  # the helper analyzed alone... and train, which inlines it
     assert _outcome(result) == _outcome(check_source(edited))
+
+
+EXPERIMENTS = (Path(__file__).parent / "data" / "experiments.py").read_text()
+
+
+def test_experiments_run_apart_under_edits() -> None:
+    checker = IncrementalChecker()
+    _assert_same(checker, EXPERIMENTS, "experiments as written")
+    for seed in (3, 4):
+        for step, version in enumerate(_edits(EXPERIMENTS, seed=seed)):
+            _assert_same(checker, version, f"experiments after edit {step + 1} (seed {seed})")
+
+
+def test_an_edit_in_one_experiment_runs_only_that_call() -> None:
+    checker = IncrementalChecker()
+    first = checker.check(EXPERIMENTS)
+    assert [f.code for f in first.findings] == ["GL205", "GL202", "GL201", "GL101"]
+    assert checker.statistics["calls_ran"] == 5
+    lines = EXPERIMENTS.split("\n")
+    target = next(i for i, text in enumerate(lines) if "loss.backward(retain_graph=True)" in text)
+    lines.insert(target, "    loss = loss * 1.0  # a new line: everything below moves by one")
+    edited = "\n".join(lines)
+    second = checker.check(edited)
+    # the module body runs again, but of its five calls only the edited experiment does
+    assert checker.statistics == {"replayed": 0, "ran": 1, "calls_replayed": 4, "calls_ran": 1}
+    assert [f.span.line for f in second.findings] == [
+        f.span.line + (f.span.line > target) for f in first.findings
+    ]
+    moved = second.findings[-1].message  # GL101's message names the backward that freed the graph
+    forward = next(i for i, text in enumerate(lines) if "return self.fc(x)" in text) + 1  # above the edit
+    assert f"line {first.findings[-1].span.line}" in moved and f"line {forward}" in moved
+    assert _outcome(second) == _outcome(check_source(edited))
+
+
+def test_an_experiment_given_other_values_runs_again() -> None:
+    checker = IncrementalChecker()
+    checker.check(EXPERIMENTS)
+    edited = EXPERIMENTS.replace("EPOCHS = 2", "EPOCHS = 1")
+    result = checker.check(edited)
+    assert checker.statistics["calls_ran"] == 5  # the module's names changed: every call sees them
+    assert _outcome(result) == _outcome(check_source(edited))
+    again = edited.replace("    return 0\n", "    return 1\n")  # in keep_retained
+    result = checker.check(again)
+    assert checker.statistics["calls_replayed"] == 4 and checker.statistics["calls_ran"] == 1
+    assert _outcome(result) == _outcome(check_source(again))
+    # the module body's own code is one block: a call in it edited makes every call there new
+    last = again.replace("    store_losses(3)\n", "    store_losses(1)\n")
+    result = checker.check(last)
+    assert checker.statistics["calls_ran"] == 5
+    assert _outcome(result) == _outcome(check_source(last))
 
 
 def test_changed_settings_are_followed() -> None:
@@ -277,7 +327,7 @@ def test_an_edit_in_one_method_analyzes_only_that_method() -> None:
     lines.insert(target + 1, "        loss.backward()")  # a new bug in one method; the methods below move
     edited = "\n".join(lines)
     second = checker.check(edited)
-    assert checker.statistics == {"replayed": units - 1, "ran": 1}
+    assert checker.statistics == {"replayed": units - 1, "ran": 1, "calls_replayed": 0, "calls_ran": 0}
     assert len(second.findings) == 7
     assert _outcome(second) == _outcome(check_source(edited))
 
@@ -290,7 +340,7 @@ def test_an_edit_in_init_analyzes_every_method_again() -> None:
     edited = source.replace("nn.Linear(4, 4)", "nn.Linear(4, 4, bias=False)")
     result = checker.check(edited)
     # every method reads __init__ through `self`; only the module body (which does not) is replayed
-    assert checker.statistics == {"replayed": 1, "ran": units - 1}
+    assert checker.statistics == {"replayed": 1, "ran": units - 1, "calls_replayed": 0, "calls_ran": 0}
     assert _outcome(result) == _outcome(check_source(edited))
 
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from graphlife.analysis import torch_api
+from graphlife.analysis import isolation, torch_api
 from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.analysis.positions import node_span
 from graphlife.analysis.state import GraphStore, State
@@ -145,6 +145,17 @@ class Interpreter:
         self.unit_inlined: set[int] | None = None  # ... and the functions it inlined
         self.unit_cache = unit_cache
         self.emitting = True
+        #: What rules remember while a unit runs (pending findings decided at its end). Kept
+        #: here, in one place, so that an isolated call can run with its own (see ``call_isolated``).
+        self.rule_data: dict[str, object] = {}
+        #: Statements on the way to an in-place write made with gradients off, in the running
+        #: unit (a ``no_grad`` around them matters: GL104's fix leaves it). Kept with the nodes.
+        self.no_grad_writes: dict[int, ast.AST] = {}
+        self.current_unit: ast.AST | None = None  # the unit running (module or function analyzed alone)
+        #: Run calls that take and return no graph apart (:mod:`graphlife.analysis.isolation`).
+        #: Off only for the hover story, which reads the graph of the whole run at its end.
+        self.isolate_calls = isolation.ENABLED
+        self.open_calls: set[int] = set()  # callees that returned a graph when run apart: inlined
 
     # -- small helpers --------------------------------------------------------------
     def fresh(self) -> int:
@@ -276,6 +287,7 @@ class Interpreter:
         return current
 
     def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None) -> None:
+        self.current_unit, self.no_grad_writes = unit, {}
         flow = self.exec_block(body, state)
         final = State.join_all([flow.normal, *(s for s, _ in flow.returns)])
         if body:
@@ -1148,6 +1160,16 @@ class Interpreter:
             return UNKNOWN
         if isinstance(node, ast.AsyncFunctionDef):
             return UNKNOWN
+        if self.isolate_calls and isolation.may_isolate(self, func, args, kwargs, state):
+            result = isolation.call_isolated(self, func, args, kwargs, state, site)
+            if result is not None:
+                return result
+        return self.inline_call(func, args, kwargs, state, site)
+
+    def inline_call(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
+        """Run the callee's body on the caller's state: its effects on heap, graph and versions
+        stay, its locals do not."""
+        node = func.node
         is_generator = self.is_generator(node)
         decorators = [self.text(d) for d in node.decorator_list]
         callee_state = state.copy()

@@ -31,8 +31,10 @@ import re
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Callable
 
+from graphlife.analysis import isolation
 from graphlife.analysis.blocks import Block, ParsedFile
 from graphlife.analysis.regions import Region, RegionMap
+from graphlife.analysis.values import ClassRef, FunctionRef, Value
 from graphlife.findings import Span
 
 _LINE_MENTION = re.compile(r"\b(line )(\d+)")
@@ -56,6 +58,26 @@ class UnitEntry:
     reads: list[tuple[int, int, Region]]  # (first line, last line, region) when recorded; its own first
 
 
+@dataclass
+class CallEntry:
+    """A call run apart (:mod:`graphlife.analysis.isolation`): what it was given and what it did."""
+
+    site: ast.AST  # the call expression (kept: identity says the caller's code is the same)
+    callee: ast.AST
+    args: list[Value]
+    kwargs: dict[str, Value]
+    env: dict[str, object]  # the caller's names the callee could see (see ``_env_key``)
+    flags: tuple
+    definitions: int
+    writes_in: dict[int, ast.AST]
+    record: "isolation.CallRecord"
+    reads: list[tuple[int, int, Region]]
+
+
+#: Calls recorded per call site: a site runs more than once in a unit only through ``try``.
+_CALLS_PER_SITE = 4
+
+
 class UnitCache:
     """One document's unit results, kept between versions (the language server owns one per file)."""
 
@@ -69,20 +91,24 @@ class UnitCache:
         self.regions = RegionMap()
         self._statement_blocks: list[Block] = []
         self._definition_reads: list[Region] | None = None
+        self.calls: dict[int, list[CallEntry]] = {}
         self.replayed = 0
         self.ran = 0
+        self.calls_replayed = 0
+        self.calls_ran = 0
 
     # -- one version --------------------------------------------------------------------
     def begin_rules(self, rules_key: tuple) -> None:
         """The enabled rules (their hooks make the reports): another set forgets every unit."""
         if rules_key != self.rules_key:
             self.entries.clear()
+            self.calls.clear()
             self.rules_key = rules_key
 
     def begin(self, parsed: ParsedFile) -> None:
         """Prepare for analyzing ``parsed``; forget what cannot be valid any more."""
         self.version += 1
-        self.replayed = self.ran = 0
+        self.replayed = self.ran = self.calls_replayed = self.calls_ran = 0
         self.regions.update(parsed.blocks, parsed.index.parents, parsed.tree, self.version)
         self._statement_blocks = [
             block for block in parsed.blocks if any(not isinstance(stmt, _DEFINITIONS) for stmt in block.statements)
@@ -94,6 +120,10 @@ class UnitCache:
         for key, entry in list(self.entries.items()):
             if key != _MODULE and entry.reads[0][2].seen != self.version:
                 del self.entries[key]  # its function was edited or removed
+        for site, calls in list(self.calls.items()):
+            calls[:] = [call for call in calls if all(region.seen == self.version for _, _, region in call.reads)]
+            if not calls:
+                del self.calls[site]
 
     def read_definitions(self, interp) -> None:
         """Build the definitions table the functions analyzed alone start from, noting the code
@@ -192,8 +222,12 @@ class UnitCache:
             return False
         if entry.statement_blocks is not None and not _same_objects(entry.statement_blocks, self._statement_blocks):
             return False  # the module body gained, lost or changed a statement
+        return self._reads_valid(entry.reads)
+
+    def _reads_valid(self, reads: list[tuple[int, int, Region]]) -> bool:
+        """Every region read is still here, unchanged, and in the same order."""
         previous_old = previous_new = 0
-        for old_start, _, region in sorted(entry.reads, key=lambda read: read[0]):
+        for old_start, _, region in sorted(reads, key=lambda read: read[0]):
             if region.seen != self.version:
                 return False
             if not region.mappable:
@@ -202,6 +236,59 @@ class UnitCache:
                 return False  # code changed order: comparisons of lines across it may differ
             previous_old, previous_new = old_start, region.start
         return True
+
+    # -- calls run apart ------------------------------------------------------------------
+    def replay_call(self, interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state, site: ast.AST) -> Value | None:
+        """The result of a call run apart, replayed when it was made from the same code with the
+        same values and nothing it read changed; ``None`` to run it."""
+        for entry in self.calls.get(id(site), ()):
+            reports = self._replayable(entry, interp, func, args, kwargs, state, site)
+            if reports is not None:
+                self.calls_replayed += 1
+                return isolation.replay(interp, entry.record, reports)
+        self.calls_ran += 1
+        return None
+
+    def _replayable(self, entry: CallEntry, interp, func, args, kwargs, state, site) -> list[tuple] | None:
+        record = entry.record
+        if entry.site is not site or entry.callee is not func.node or entry.definitions != self.definitions:
+            return None
+        if entry.flags != _flags(state) or record.create_graph_in != interp.create_graph_seen:
+            return None
+        if entry.writes_in.keys() != interp.no_grad_writes.keys() or entry.args != args or entry.kwargs != kwargs:
+            return None
+        if not self._reads_valid(entry.reads):
+            return None
+        # The recorded nodes are kept alive by the entry, so an id in this version's tree is theirs.
+        parents = interp.parents
+        if any(id(node) not in parents for node in record.touched.values()):
+            return None  # a method of a class parsed again: another object, maybe other code
+        if any(id(stmt) not in parents for stmt in record.writes_added.values()):
+            return None
+        if entry.env != _env_key(state.env, interp.local_names(func.node)):
+            return None
+        try:
+            return [self._moved_report(report, entry.reads) for report in record.reports]
+        except Unmappable:
+            return None
+
+    def record_call(self, interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state, site: ast.AST,
+                    record: "isolation.CallRecord") -> None:
+        """Keep what a call run apart did, located in the regions it read and the caller's."""
+        read: dict[int, Region] = {}
+        for node in (site, *record.touched.values()):
+            region = self.regions.region_of(node)
+            if region is None:
+                return  # code outside the known regions: do not keep it
+            read[id(region)] = region
+        entry = CallEntry(
+            site=site, callee=func.node, args=list(args), kwargs=dict(kwargs),
+            env=_env_key(state.env, interp.local_names(func.node)), flags=_flags(state), definitions=self.definitions,
+            writes_in=dict(record.writes_in), record=record,
+            reads=[(region.start, region.end, region) for region in sorted(read.values(), key=lambda region: region.start)],
+        )
+        calls = [call for call in self.calls.get(id(site), ()) if call.site is site]
+        self.calls[id(site)] = [entry, *calls][:_CALLS_PER_SITE]
 
     @staticmethod
     def _current_function(located: tuple[Region, int, int]) -> ast.AST:
@@ -252,6 +339,27 @@ class _LineMover:
             changes = {f.name: self.value(getattr(value, f.name)) for f in fields(value)}
             return replace(value, **changes)
         return value
+
+
+def _flags(state) -> tuple:
+    return state.grad_enabled, state.inference_mode, state.grad_assumed
+
+
+def _env_key(env: dict[str, Value], local: frozenset[str]) -> dict[str, object]:
+    """The caller's names a callee sees, with the file's functions and classes by name: their
+    code is in the regions a call reads when it runs them, and an edit elsewhere makes new
+    nodes (and new references) for the functions it parsed again."""
+    key: dict[str, object] = {}
+    for name, value in env.items():
+        if name in local:
+            continue
+        if isinstance(value, FunctionRef) and value.bound_self is None:
+            key[name] = ("function", getattr(value.node, "name", None), type(value.node).__name__)
+        elif isinstance(value, ClassRef):
+            key[name] = ("class", value.node.name, value.is_module, value.is_autograd_function)
+        else:
+            key[name] = value
+    return key
 
 
 def _same_objects(first: list, second: list) -> bool:

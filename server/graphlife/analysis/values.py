@@ -71,6 +71,8 @@ class Number(Value):
     def join(self, other: "Value") -> "Value":
         if isinstance(other, TensorVal):
             return other.join(self)  # a number on some paths, a tensor on the others
+        if isinstance(other, Number) and other != self:
+            return Number()  # a number either way (`correct = 0` then `correct += x.item()`)
         return Value.join(self, other)
 
 

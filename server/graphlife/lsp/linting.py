@@ -78,7 +78,7 @@ def _mostly_new(analysis) -> bool:
     giving back). After an edit the incremental checker reuses nearly everything: trimming
     the heap then costs about as much as the analysis and only competes with the next one."""
     units = analysis.units
-    return units is None or units["ran"] > units["replayed"]
+    return units is None or units["ran"] + units["calls_ran"] > units["replayed"] + units["calls_replayed"]
 
 
 def _prepare(source: str) -> tuple[str, list[str]]:
@@ -408,7 +408,10 @@ class Linter:
         for note in analysis.notes:
             log(self.server, f"{name}: {note}", types.MessageType.Warning)
         units = analysis.units
-        reuse = f" ({units['replayed']} of {units['replayed'] + units['ran']} units reused)" if units else ""
+        reuse = (
+            f" ({units['replayed']} of {units['replayed'] + units['ran']} units and {units['calls_replayed']} of "
+            f"{units['calls_replayed'] + units['calls_ran']} calls analyzed apart reused)" if units else ""
+        )
         log(
             self.server,
             f"checked {name}: {len(analysis.findings)} finding(s) in {analysis.seconds * 1000:.0f} ms{reuse}",

@@ -45,7 +45,6 @@ not read ``.grad``.
 from __future__ import annotations
 
 import ast
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -205,14 +204,12 @@ class Tracker:
         return self._file_facts
 
 
-_TRACKERS: "weakref.WeakKeyDictionary[Any, Tracker]" = weakref.WeakKeyDictionary()
-
-
 def tracker(ctx) -> Tracker:
+    """The running unit's tracker (kept in the interpreter's rule data, like every rule's state)."""
     interp = ctx.interpreter
-    found = _TRACKERS.get(interp)
+    found = interp.rule_data.get("gl204_tracker")
     if found is None:
-        found = _TRACKERS[interp] = Tracker(interp)
+        found = interp.rule_data["gl204_tracker"] = Tracker(interp)
     return found
 
 
@@ -415,7 +412,7 @@ def on_event(ctx, kind: str, event) -> None:
 
 def on_unit_end(ctx, event, report) -> None:
     """Judge every site of the unit and report its findings, with the fix where proven."""
-    track = _TRACKERS.pop(ctx.interpreter, None)
+    track = ctx.interpreter.rule_data.pop("gl204_tracker", None)
     if track is None:
         return
     for site in track.sites.values():

@@ -88,9 +88,9 @@ class _Store:
 
 
 def _data(interp) -> dict:
-    data = interp.__dict__.get("_gl201")
+    data = interp.rule_data.get("gl201")
     if data is None:
-        data = interp.__dict__["_gl201"] = {"seq": 0, "pending": [], "loops": {}, "backwards": [], "scopes": {}}
+        data = interp.rule_data["gl201"] = {"seq": 0, "pending": [], "loops": {}, "backwards": [], "scopes": {}}
     return data
 
 
@@ -179,7 +179,7 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
 #   and kept there: its unknown caller decides what becomes of the graphs.
 def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
     interp = ctx.interpreter
-    data = interp.__dict__.pop("_gl201", None)
+    data = interp.rule_data.pop("gl201", None)
     if data is None:
         return
     final = event.state
@@ -510,7 +510,7 @@ def _escapes(interp, final, store: _Store) -> bool:
     """Can the container be reached from an object this function did not make (`self`, a global)?"""
     if store.oid is None:
         return False  # an accumulator: a local variable (`global` ones are not local)
-    cache = interp.__dict__.setdefault("_gl201_escapes", {})
+    cache = interp.rule_data.setdefault("gl201_escapes", {})
     key = (id(final), store.oid, id(store.scope))
     if key in cache:
         return cache[key]

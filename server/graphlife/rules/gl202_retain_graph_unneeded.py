@@ -44,12 +44,12 @@ RULE = Rule(
 
 
 def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
-    record = ctx.interpreter.__dict__.setdefault("_gl202_backwards", [])
+    record = ctx.interpreter.rule_data.setdefault("gl202_backwards", [])
     record.append((event, event.stmt))  # the argument to drop is written here
 
 
 def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
-    backwards = ctx.interpreter.__dict__.pop("_gl202_backwards", [])
+    backwards = ctx.interpreter.rule_data.pop("gl202_backwards", [])
     needed: set[int] = set()
     for index, (current, stmt) in enumerate(backwards):
         if current.retain_graph is not True or not current.may:

@@ -65,17 +65,17 @@ def on_loop_end(event: LoopEndEvent, ctx: EventContext) -> None:
     named = function is not None and EVAL_NAME.search(function.name) is not None
     if not (in_eval or named):
         return
-    pending = interp.__dict__.setdefault("_gl205_pending", [])
+    pending = interp.rule_data.setdefault("gl205_pending", [])
     pending.append((event.loop, set(nodes)))
 
 
 def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
-    for loop, nodes in ctx.interpreter.__dict__.get("_gl205_pending", []):
+    for loop, nodes in ctx.interpreter.rule_data.get("gl205_pending", []):
         nodes -= event.may  # a later backward used these graphs
 
 
 def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
-    for loop, nodes in ctx.interpreter.__dict__.pop("_gl205_pending", []):
+    for loop, nodes in ctx.interpreter.rule_data.pop("gl205_pending", []):
         if not nodes:
             continue
         message = (

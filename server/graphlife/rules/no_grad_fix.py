@@ -243,30 +243,19 @@ def grad_sensitive(nodes: list[ast.AST]) -> ast.AST | None:
 # --------------------------------------------------------------------------- engine: in-place writes with gradients off
 
 
-def _unit_of(interp) -> int | None:
-    stack = interp.stmt_stack
-    return id(interp.parents.get(id(stack[0]))) if stack else None
-
-
 def note_inplace(event, ctx) -> None:
     """Remember the statements on the way to an in-place change made while gradients were off
-    (per unit): a block or function they pass through holds code whose ``no_grad`` matters."""
+    (per unit, in ``Interpreter.no_grad_writes``): a block or function they pass through holds
+    code whose ``no_grad`` matters."""
     if event.state.grad_enabled is True:
         return
     interp = ctx.interpreter
-    unit = _unit_of(interp)
-    record = interp.__dict__.get("_gl104_no_grad_writes")
-    if record is None or record[0] != unit:
-        record = (unit, set())
-        interp.__dict__["_gl104_no_grad_writes"] = record
-    record[1].update(id(stmt) for stmt in interp.stmt_stack)
+    for stmt in interp.stmt_stack:
+        interp.no_grad_writes[id(stmt)] = stmt
 
 
 def _written_under(interp, stmts: list[ast.AST]) -> bool:
-    record = interp.__dict__.get("_gl104_no_grad_writes")
-    if record is None or record[0] != _unit_of(interp):
-        return False
-    return any(id(stmt) in record[1] for stmt in stmts)
+    return any(id(stmt) in interp.no_grad_writes for stmt in stmts)
 
 
 # --------------------------------------------------------------------------- who else runs the region

@@ -1,0 +1,201 @@
+"""Calls that take no graph in and give none back, analyzed apart from their caller.
+
+Why: a script's module body usually reaches every function of the file
+(``if __name__ == "__main__": main()``, or one ``main_k()`` per experiment). The
+engine inlines them all into one unit, so after an edit anywhere the language
+server had to run the whole call tree again. A call that can neither see nor
+hand back anything with a graph is independent of everything around it: run
+apart, its findings are a function of its code and of the plain values it was
+given, and the unit cache (:mod:`graphlife.analysis.unit_cache`) replays them
+while that code and those values are unchanged. An edit in one experiment then
+costs that experiment.
+
+A call is run apart when, where it is made:
+
+- it comes from the unit's own code, not from inside another inlined call, and no
+  loop is running (what a loop carries from one iteration into the call is state);
+- every argument, and every name of the caller the callee can see, holds no
+  tensor, module, optimizer or container: numbers, strings, ``None``, torch
+  names, functions and classes of the file, values the engine does not know;
+- the callee is a plain function (not a generator, not bound to an object).
+
+It runs on a fresh state, a fresh graph store and fresh rule data. If it returns
+a plain value (``None``, a number, a string, a tuple of them), never returns,
+or returns what the engine does not know to a statement that discards it (``main()``),
+nothing it made is reachable afterwards: the rules decide what they held pending
+for it right there (a ``unit_end`` event on the state after the call, with the
+caller's names), and the caller goes on with its own state and the returned
+value. If it returns anything else (a tensor, a model, a list), the run apart is
+undone and the call is inlined as usual; that callee is then always inlined in
+this check.
+
+One fact crosses the boundary both ways: the statements on the way to an
+in-place write made with gradients off (``Interpreter.no_grad_writes``, which
+GL104's fix reads). The callee sees the caller's, and what it adds stays.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from graphlife.analysis.events import UnitEndEvent
+from graphlife.analysis.state import GraphStore, State
+from graphlife.analysis.values import (
+    UNKNOWN,
+    ClassRef,
+    ContextVal,
+    FunctionRef,
+    NoneValue,
+    Number,
+    QualName,
+    TupleVal,
+    Unknown,
+    Value,
+)
+
+#: Tests turn this off to compare with everything inlined (the findings must be the same).
+ENABLED = True
+
+
+def holds_no_graph(value: Value) -> bool:
+    """Can nothing with a graph (tensor, module, container) be reached from ``value``?"""
+    if isinstance(value, (Unknown, NoneValue, Number, QualName, ContextVal, ClassRef)):
+        return True
+    if isinstance(value, TupleVal):
+        return all(holds_no_graph(item) for item in value.items)
+    if isinstance(value, FunctionRef):
+        return value.bound_self is None
+    return False
+
+
+def plain_result(value: Value) -> bool:
+    """A returned value that refers to nothing the callee made, nor to code: safe to hand back
+    from a run apart and to replay later. An unknown value is not: the engine may have lost a
+    graph in it (the rules then follow it by name into the caller)."""
+    if isinstance(value, (NoneValue, Number, QualName, ContextVal)):
+        return True
+    if isinstance(value, TupleVal):
+        return all(plain_result(item) for item in value.items)
+    return False
+
+
+def may_isolate(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State) -> bool:
+    """Is this call independent of everything around it (see the module's docstring)?"""
+    if interp.frames or interp.loop_stack or interp.loop_entry_envs or interp.loop_pre_states or interp.yielded:
+        return False
+    if func.bound_self is not None or func.key in interp.open_calls or interp.is_generator(func.node):
+        return False
+    if not all(holds_no_graph(value) for value in args) or not all(holds_no_graph(value) for value in kwargs.values()):
+        return False
+    local = interp.local_names(func.node)
+    return all(holds_no_graph(value) for name, value in state.env.items() if name not in local)
+
+
+@dataclass
+class CallRecord:
+    """What a call run apart did, as the unit cache keeps it for a replay."""
+
+    reports: list[tuple]
+    touched: dict[int, ast.AST]
+    inlined: set[int]
+    result: Value
+    path_ends: bool
+    create_graph_in: bool
+    create_graph_out: bool
+    writes_in: dict[int, ast.AST]  # the caller's writes it saw (kept: their ids stay theirs)
+    writes_added: dict[int, ast.AST]
+
+
+def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value | None:
+    """The call's result, run apart (or replayed by the unit cache); ``None`` when the callee
+    returned something with a graph: the caller then inlines it."""
+    cache = interp.unit_cache
+    if cache is not None:
+        replayed = cache.replay_call(interp, func, args, kwargs, state, site)
+        if replayed is not None:
+            return replayed
+    saved = _Saved(interp)
+    call_log: list[tuple] = []
+    apart = State(env=dict(state.env), grad_enabled=state.grad_enabled, inference_mode=state.inference_mode,
+                  grad_assumed=state.grad_assumed)
+    interp.graph, interp._next_id, interp.rule_data, interp.zeroed_after = GraphStore(), 0, {}, {}
+    interp.touched, interp.unit_inlined, interp.reporter.log = {id(func.node): func.node}, set(), call_log
+    interp.path_ends = False
+    kept = False
+    try:
+        result = interp.inline_call(func, args, kwargs, apart, site)
+        ends = interp.path_ends
+        discarded = isinstance(interp.parents.get(id(site)), ast.Expr)  # `main()`: the result goes nowhere
+        if plain_result(result) or (result is UNKNOWN and (ends or discarded)):
+            # Nothing the callee made is reachable from here on: the rules judge it now.
+            interp.emit("unit_end", UnitEndEvent(stmt=interp.current_stmt(), state=apart, unit=interp.current_unit))
+            interp.reporter.raised = False
+            kept = True
+            record = CallRecord(
+                reports=call_log, touched=interp.touched, inlined=interp.unit_inlined, result=result, path_ends=ends,
+                create_graph_in=saved.create_graph_seen, create_graph_out=interp.create_graph_seen,
+                writes_in=saved.no_grad_writes,
+                writes_added={key: stmt for key, stmt in interp.no_grad_writes.items() if key not in saved.no_grad_writes},
+            )
+    finally:
+        saved.restore(interp, kept)
+    if not kept:
+        interp.open_calls.add(func.key)
+        return None
+    saved.carry_out(interp, record)
+    if cache is not None:
+        cache.record_call(interp, func, args, kwargs, state, site, record)
+    interp.path_ends = record.path_ends
+    return record.result
+
+
+def replay(interp, record: CallRecord, reports: list[tuple]) -> Value:
+    """Redo what a recorded call did to the interpreter, with its reports moved to their lines."""
+    for rule, span, message, severity, related, fixes in reports:
+        interp.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
+    interp.reporter.raised = False
+    if interp.touched is not None:
+        interp.touched.update(record.touched)
+    if interp.unit_inlined is not None:
+        interp.unit_inlined.update(record.inlined)
+    interp.inlined.update(record.inlined)
+    interp.create_graph_seen = record.create_graph_out
+    interp.no_grad_writes.update(record.writes_added)
+    interp.path_ends = record.path_ends
+    return record.result
+
+
+class _Saved:
+    """The caller's side of the interpreter while a call runs apart."""
+
+    def __init__(self, interp) -> None:
+        self.graph, self.next_id, self.rule_data, self.zeroed_after = interp.graph, interp._next_id, interp.rule_data, interp.zeroed_after
+        self.touched, self.unit_inlined, self.log = interp.touched, interp.unit_inlined, interp.reporter.log
+        self.findings, self.seen, self.raised = list(interp.reporter.findings), set(interp.reporter._seen), interp.reporter.raised
+        self.inlined = set(interp.inlined)
+        self.create_graph_seen, self.path_ends, self.backward_count = interp.create_graph_seen, interp.path_ends, interp.backward_count
+        self.no_grad_writes = dict(interp.no_grad_writes)
+
+    def restore(self, interp, kept: bool) -> None:
+        """Back to the caller's graph, ids and rule data; when the run apart is undone, also
+        everything it reported and noted."""
+        interp.graph, interp._next_id, interp.rule_data, interp.zeroed_after = self.graph, self.next_id, self.rule_data, self.zeroed_after
+        interp.touched, interp.unit_inlined, interp.reporter.log = self.touched, self.unit_inlined, self.log
+        if kept:
+            return
+        interp.reporter.findings[:] = self.findings
+        interp.reporter._seen = self.seen
+        interp.reporter.raised = self.raised
+        interp.inlined = self.inlined
+        interp.create_graph_seen, interp.path_ends, interp.backward_count = self.create_graph_seen, self.path_ends, self.backward_count
+        interp.no_grad_writes = self.no_grad_writes
+
+    def carry_out(self, interp, record: CallRecord) -> None:
+        """What the enclosing unit's recording needs to know about the call."""
+        if self.log is not None:
+            self.log.extend(record.reports)
+        if self.touched is not None:
+            self.touched.update(record.touched)
+        if self.unit_inlined is not None:
+            self.unit_inlined.update(record.inlined)
