@@ -74,5 +74,11 @@ def generate(lines: int) -> str:
     return "".join(parts)
 
 
+def generate_one_main(lines: int) -> str:
+    """The same blocks, run from one ``main()`` that ``if __name__ == "__main__":`` calls."""
+    head, _, calls = generate(lines).rpartition('\n\nif __name__ == "__main__":\n')
+    return head + "\n\ndef main():\n" + calls + '\n\nif __name__ == "__main__":\n    main()\n'
+
+
 if __name__ == "__main__":
     sys.stdout.write(generate(int(sys.argv[1]) if len(sys.argv) > 1 else 1000))

@@ -1160,7 +1160,7 @@ class Interpreter:
             return UNKNOWN
         if isinstance(node, ast.AsyncFunctionDef):
             return UNKNOWN
-        if self.isolate_calls and isolation.may_isolate(self, func, args, kwargs, state):
+        if self.isolate_calls and isolation.may_isolate(self, func, args, kwargs, state, site):
             result = isolation.call_isolated(self, func, args, kwargs, state, site)
             if result is not None:
                 return result

@@ -12,22 +12,24 @@ costs that experiment.
 
 A call is run apart when, where it is made:
 
-- it comes from the unit's own code, not from inside another inlined call, and no
-  loop is running (what a loop carries from one iteration into the call is state);
+- no loop is running, in the unit or in the inlined calls it is made from (what a
+  loop carries from one iteration into the call is state);
 - every argument, and every name of the caller the callee can see, holds no
   tensor, module, optimizer or container: numbers, strings, ``None``, torch
   names, functions and classes of the file, values the engine does not know;
-- the callee is a plain function (not a generator, not bound to an object).
+- the callee is a plain function (not a generator, not bound to an object);
+- its result is discarded (``main()``, ``run_experiment(3)`` as a statement), or
+  the call is made from the unit's own code (not from inside another inlined call).
 
-It runs on a fresh state, a fresh graph store and fresh rule data. If it returns
-a plain value (``None``, a number, a string, a tuple of them), never returns,
-or returns what the engine does not know to a statement that discards it (``main()``),
-nothing it made is reachable afterwards: the rules decide what they held pending
-for it right there (a ``unit_end`` event on the state after the call, with the
-caller's names), and the caller goes on with its own state and the returned
-value. If it returns anything else (a tensor, a model, a list), the run apart is
-undone and the call is inlined as usual; that callee is then always inlined in
-this check.
+It runs on a fresh state, a fresh graph store and fresh rule data. When its result
+is discarded, or is a plain value (``None``, a number, a string, a tuple of them),
+or it never returns, nothing it made is reachable afterwards: the rules decide
+what they held pending for it right there (a ``unit_end`` event on the state after
+the call, with the caller's names), and the caller goes on with its own state and
+the plain value (unknown when discarded). Otherwise (``model = build()``) the run
+apart is undone and the call is inlined as usual; that callee is then always
+inlined in this check. Only calls from the unit's own code are tried that way, so
+the wasted run stays rare.
 
 One fact crosses the boundary both ways: the statements on the way to an
 in-place write made with gradients off (``Interpreter.no_grad_writes``, which
@@ -80,9 +82,17 @@ def plain_result(value: Value) -> bool:
     return False
 
 
-def may_isolate(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State) -> bool:
+def discarded(interp, site: ast.AST) -> bool:
+    """Is the call a statement of its own, its result going nowhere (``main()``)?"""
+    parent = interp.parents.get(id(site))
+    return isinstance(parent, ast.Expr) and parent.value is site
+
+
+def may_isolate(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> bool:
     """Is this call independent of everything around it (see the module's docstring)?"""
-    if interp.frames or interp.loop_stack or interp.loop_entry_envs or interp.loop_pre_states or interp.yielded:
+    if interp.loop_stack or interp.loop_entry_envs or interp.loop_pre_states or interp.yielded:
+        return False
+    if interp.frames and not discarded(interp, site):
         return False
     if func.bound_self is not None or func.key in interp.open_calls or interp.is_generator(func.node):
         return False
@@ -126,8 +136,9 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
     try:
         result = interp.inline_call(func, args, kwargs, apart, site)
         ends = interp.path_ends
-        discarded = isinstance(interp.parents.get(id(site)), ast.Expr)  # `main()`: the result goes nowhere
-        if plain_result(result) or (result is UNKNOWN and (ends or discarded)):
+        unused = discarded(interp, site)
+        if unused or plain_result(result) or (result is UNKNOWN and ends):
+            result = result if plain_result(result) else UNKNOWN  # nothing of the callee's world leaks
             # Nothing the callee made is reachable from here on: the rules judge it now.
             interp.emit("unit_end", UnitEndEvent(stmt=interp.current_stmt(), state=apart, unit=interp.current_unit))
             interp.reporter.raised = False

@@ -22,6 +22,13 @@ and marks the functions the unit inlined, exactly as running it would. A report
 that mentions a line outside the block and method regions the unit read, or
 regions that changed order, makes the cache run the unit again. The language server's
 tests compare this against a full analysis on every edit they make.
+
+Inside a unit that runs again, a call analyzed apart (:mod:`graphlife.analysis.isolation`)
+is replayed the same way when it is made from the same code (the same call expression,
+statements and inlined calls around it) with the same values (arguments, the caller's
+names with the file's functions and classes by name, the gradient mode, the writes
+made under ``no_grad`` so far) and the code it read is unchanged. A script whose module
+body runs one experiment after another then re-runs only the edited experiment.
 """
 
 from __future__ import annotations
@@ -64,6 +71,9 @@ class CallEntry:
 
     site: ast.AST  # the call expression (kept: identity says the caller's code is the same)
     callee: ast.AST
+    #: The statements running at each depth and the inlined calls the call is made from (the
+    #: depth left for inlining, and what reports may point at); kept, compared by identity.
+    context: tuple
     args: list[Value]
     kwargs: dict[str, Value]
     env: dict[str, object]  # the caller's names the callee could see (see ``_env_key``)
@@ -253,6 +263,8 @@ class UnitCache:
         record = entry.record
         if entry.site is not site or entry.callee is not func.node or entry.definitions != self.definitions:
             return None
+        if not _same_context(entry.context, _context(interp)):
+            return None
         if entry.flags != _flags(state) or record.create_graph_in != interp.create_graph_seen:
             return None
         if entry.writes_in.keys() != interp.no_grad_writes.keys() or entry.args != args or entry.kwargs != kwargs:
@@ -276,13 +288,13 @@ class UnitCache:
                     record: "isolation.CallRecord") -> None:
         """Keep what a call run apart did, located in the regions it read and the caller's."""
         read: dict[int, Region] = {}
-        for node in (site, *record.touched.values()):
+        for node in (site, *interp.stmt_stack, *record.touched.values()):
             region = self.regions.region_of(node)
             if region is None:
                 return  # code outside the known regions: do not keep it
             read[id(region)] = region
         entry = CallEntry(
-            site=site, callee=func.node, args=list(args), kwargs=dict(kwargs),
+            site=site, callee=func.node, context=_context(interp), args=list(args), kwargs=dict(kwargs),
             env=_env_key(state.env, interp.local_names(func.node)), flags=_flags(state), definitions=self.definitions,
             writes_in=dict(record.writes_in), record=record,
             reads=[(region.start, region.end, region) for region in sorted(read.values(), key=lambda region: region.start)],
@@ -339,6 +351,15 @@ class _LineMover:
             changes = {f.name: self.value(getattr(value, f.name)) for f in fields(value)}
             return replace(value, **changes)
         return value
+
+
+def _context(interp) -> tuple:
+    return tuple(interp.stmt_stack), tuple(frame.call for frame in interp.frames), tuple(interp.call_stack)
+
+
+def _same_context(first: tuple, second: tuple) -> bool:
+    statements, calls, keys = first
+    return keys == second[2] and _same_objects(list(statements), list(second[0])) and _same_objects(list(calls), list(second[1]))
 
 
 def _flags(state) -> tuple:
