@@ -229,7 +229,8 @@ def report(results: dict, edits: int) -> str:
             "",
             f"Resident memory of the server: {results['rss_start']:.0f} MB after initialize, "
             f"{results['rss_open']:.0f} MB with both *functions* files open, {results['rss_edited']:.0f} MB after "
-            f"their edits and a second of quiet (target < 80 MB: {memory_ok}).",
+            f"their edits and a second of quiet (target < 80 MB: {memory_ok}). At initialize the server has",
+            "imported everything it serves with: pygls and lsprotocol are about 28 MB of it, libcst 9 MB.",
             "",
             "The server keeps one incremental checker per document (`graphlife/incremental.py`): only the",
             "top-level blocks whose text changed are parsed again, and a unit of analysis (the module",
