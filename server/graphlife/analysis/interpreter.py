@@ -99,6 +99,21 @@ def analyze_module(
     return reporter.findings, notes
 
 
+def _functions_under(root: ast.AST, owner: ast.ClassDef | None) -> Iterable[tuple[ast.AST, ast.ClassDef | None]]:
+    """The functions and methods inside ``root`` (a statement), depth first, the last child first."""
+    stack: list[tuple[ast.AST, ast.ClassDef | None]] = [(root, owner)]
+    while stack:
+        node, owner = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield child, owner
+                stack.append((child, None))
+            elif isinstance(child, ast.ClassDef):
+                stack.append((child, child))
+            elif isinstance(child, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
+                stack.append((child, owner))
+
+
 class Interpreter:
     """Interprets one file's units and dispatches events to rule hooks."""
 
@@ -305,18 +320,25 @@ class Interpreter:
         return State()
 
     def iter_functions(self) -> Iterable[tuple[ast.FunctionDef, ast.ClassDef | None]]:
-        """Every function and method of the file (nested ones included)."""
-        stack: list[tuple[ast.AST, ast.ClassDef | None]] = [(self.tree, None)]
-        while stack:
-            node, owner = stack.pop()
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    yield child, owner
-                    stack.append((child, None))
-                elif isinstance(child, ast.ClassDef):
-                    stack.append((child, child))
-                elif isinstance(child, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
-                    stack.append((child, owner))
+        """Every function and method of the file (nested ones included): the top-level functions
+        in file order, then what each top-level statement holds, the last statement first.
+
+        What a statement holds is kept on it (the language server reuses the statements of
+        unchanged blocks, so a keystroke does not walk the whole file for this)."""
+        entries: list[tuple[ast.stmt, ast.ClassDef | None]] = []
+        for stmt in self.tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield stmt, None
+                entries.append((stmt, None))
+            elif isinstance(stmt, ast.ClassDef):
+                entries.append((stmt, stmt))
+            elif isinstance(stmt, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
+                entries.append((stmt, None))
+        for stmt, owner in reversed(entries):
+            found = getattr(stmt, "_graphlife_functions", None)
+            if found is None:
+                found = stmt._graphlife_functions = list(_functions_under(stmt, owner))
+            yield from found
 
     def module_names(self) -> State:
         """Once per file: the module-level names a function analyzed alone sees (imports, defs, constants)."""
