@@ -90,6 +90,8 @@ def discarded(interp, site: ast.AST) -> bool:
 
 def may_isolate(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> bool:
     """Is this call independent of everything around it (see the module's docstring)?"""
+    if not interp.emitting:
+        return False  # a quiet evaluation (the table of module names): no rule sees it, nothing to keep
     if interp.loop_stack or interp.loop_entry_envs or interp.loop_pre_states or interp.yielded:
         return False
     if interp.frames and not discarded(interp, site):
