@@ -181,6 +181,7 @@ async def run(edits: int) -> dict:
             opened.append((size, source, uri, open_ms, findings))
         if shape == "functions":
             results["rss_open"] = _rss_mb(pid)
+        results.setdefault("rss_shapes", []).append((shape, _rss_mb(pid)))
         for size, source, uri, open_ms, findings in opened:
             latencies, edited = await _edit(client, uri, source, marker, edits)
             results["rows"].append({
@@ -231,6 +232,9 @@ def report(results: dict, edits: int) -> str:
             f"{results['rss_open']:.0f} MB with both *functions* files open, {results['rss_edited']:.0f} MB after "
             f"their edits and a second of quiet (target < 80 MB: {memory_ok}). At initialize the server has",
             "imported everything it serves with: pygls and lsprotocol are about 28 MB of it, libcst 9 MB.",
+            "Each open document keeps its parsed blocks (the tree is about 9 MB for 5,000 lines) and what its",
+            "units reported; with the files of every shape open at once: "
+            + ", ".join(f"{rss:.0f} MB after the *{shape}* pair" for shape, rss in results["rss_shapes"]) + ".",
             "",
             "The server keeps one incremental checker per document (`graphlife/incremental.py`): only the",
             "top-level blocks whose text changed are parsed again, and a unit of analysis (the module",

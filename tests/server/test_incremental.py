@@ -216,6 +216,32 @@ def test_an_experiment_given_other_values_runs_again() -> None:
     assert _outcome(result) == _outcome(check_source(last))
 
 
+def test_a_call_that_returned_a_model_is_not_run_apart_again() -> None:
+    source = (
+        "import torch\nimport torch.nn as nn\n\n"
+        "def build():\n"
+        "    return nn.Linear(3, 1)\n\n"
+        "def unrelated():\n"
+        "    return 1\n\n"
+        "model = build()\n"
+        "loss = model(torch.randn(2, 3)).sum()\n"
+        "loss.backward()\n"
+        "loss.backward()\n"
+    )
+    checker = IncrementalChecker()
+    checker.check(source)
+    assert checker.statistics["calls_ran"] == 1  # tried apart, undone (the model is used after it)
+    edited = source.replace("    return 1\n", "    return 2\n")
+    result = checker.check(edited)
+    # the module body runs again; what the try apart found is remembered: build is inlined at once
+    assert checker.statistics["calls_replayed"] == 1 and checker.statistics["calls_ran"] == 0
+    assert [(f.code, f.span.line) for f in result.findings] == [("GL101", 13)]
+    assert _outcome(result) == _outcome(check_source(edited))
+    rebuilt = edited.replace("nn.Linear(3, 1)", "nn.Linear(3, 2)")
+    assert _outcome(checker.check(rebuilt)) == _outcome(check_source(rebuilt))
+    assert checker.statistics["calls_ran"] == 1  # build's code changed: tried again
+
+
 def test_changed_settings_are_followed() -> None:
     source = (FIXTURES_DIR / "GL101" / sorted(p.name for p in (FIXTURES_DIR / "GL101").glob("bad_*.py"))[0]).read_text()
     checker = IncrementalChecker()

@@ -59,6 +59,9 @@ from graphlife.analysis.values import (
 #: Tests turn this off to compare with everything inlined (the findings must be the same).
 ENABLED = True
 
+#: What a replay answers for a call whose run apart was undone (it returned a graph): inline it.
+OPEN = object()
+
 
 def holds_no_graph(value: Value) -> bool:
     """Can nothing with a graph (tensor, module, container) be reached from ``value``?"""
@@ -123,11 +126,15 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
     """The call's result, run apart (or replayed by the unit cache); ``None`` when the callee
     returned something with a graph: the caller then inlines it."""
     cache = interp.unit_cache
+    unused = discarded(interp, site)
     if cache is not None:
         replayed = cache.replay_call(interp, func, args, kwargs, state, site)
+        if replayed is OPEN:
+            interp.open_calls.add(func.key)  # as the run apart it stands for would have
+            return None
         if replayed is not None:
             return replayed
-    saved = _Saved(interp)
+    saved = _Saved(interp, undoable=not unused)
     call_log: list[tuple] = []
     apart = State(env=dict(state.env), grad_enabled=state.grad_enabled, inference_mode=state.inference_mode,
                   grad_assumed=state.grad_assumed)
@@ -138,7 +145,6 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
     try:
         result = interp.inline_call(func, args, kwargs, apart, site)
         ends = interp.path_ends
-        unused = discarded(interp, site)
         if unused or plain_result(result) or (result is UNKNOWN and ends):
             result = result if plain_result(result) else UNKNOWN  # nothing of the callee's world leaks
             # Nothing the callee made is reachable from here on: the rules judge it now.
@@ -151,10 +157,16 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
                 writes_in=saved.no_grad_writes,
                 writes_added={key: stmt for key, stmt in interp.no_grad_writes.items() if key not in saved.no_grad_writes},
             )
+        else:
+            record = CallRecord(reports=[], touched=interp.touched, inlined=set(), result=OPEN, path_ends=False,
+                                create_graph_in=saved.create_graph_seen, create_graph_out=saved.create_graph_seen,
+                                writes_in=saved.no_grad_writes, writes_added={})
     finally:
         saved.restore(interp, kept)
     if not kept:
         interp.open_calls.add(func.key)
+        if cache is not None:
+            cache.record_call(interp, func, args, kwargs, state, site, record)  # not worth trying again
         return None
     saved.carry_out(interp, record)
     if cache is not None:
@@ -164,7 +176,10 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
 
 
 def replay(interp, record: CallRecord, reports: list[tuple]) -> Value:
-    """Redo what a recorded call did to the interpreter, with its reports moved to their lines."""
+    """Redo what a recorded call did to the interpreter, with its reports moved to their lines
+    (:data:`OPEN` for a call whose run apart had to be undone: it is inlined)."""
+    if record.result is OPEN:
+        return OPEN
     for rule, span, message, severity, related, fixes in reports:
         interp.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
     interp.reporter.raised = False
@@ -180,13 +195,16 @@ def replay(interp, record: CallRecord, reports: list[tuple]) -> Value:
 
 
 class _Saved:
-    """The caller's side of the interpreter while a call runs apart."""
+    """The caller's side of the interpreter while a call runs apart (and, when the run may be
+    undone, copies of what it could change for good)."""
 
-    def __init__(self, interp) -> None:
+    def __init__(self, interp, undoable: bool) -> None:
         self.graph, self.next_id, self.rule_data, self.zeroed_after = interp.graph, interp._next_id, interp.rule_data, interp.zeroed_after
         self.touched, self.unit_inlined, self.log = interp.touched, interp.unit_inlined, interp.reporter.log
-        self.findings, self.seen, self.raised = list(interp.reporter.findings), set(interp.reporter._seen), interp.reporter.raised
-        self.inlined = set(interp.inlined)
+        if undoable:
+            self.findings, self.seen = list(interp.reporter.findings), set(interp.reporter._seen)
+            self.inlined = set(interp.inlined)
+        self.raised = interp.reporter.raised
         self.create_graph_seen, self.path_ends, self.backward_count = interp.create_graph_seen, interp.path_ends, interp.backward_count
         self.no_grad_writes = dict(interp.no_grad_writes)
 

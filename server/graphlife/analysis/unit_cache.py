@@ -250,12 +250,13 @@ class UnitCache:
     # -- calls run apart ------------------------------------------------------------------
     def replay_call(self, interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state, site: ast.AST) -> Value | None:
         """The result of a call run apart, replayed when it was made from the same code with the
-        same values and nothing it read changed; ``None`` to run it."""
+        same values and nothing it read changed; ``isolation.OPEN`` when that run had to be
+        undone; ``None`` to run it."""
         for entry in self.calls.get(id(site), ()):
             reports = self._replayable(entry, interp, func, args, kwargs, state, site)
             if reports is not None:
                 self.calls_replayed += 1
-                return isolation.replay(interp, entry.record, reports)
+                return isolation.replay(interp, entry.record, reports)  # or OPEN: inline it
         self.calls_ran += 1
         return None
 
