@@ -170,7 +170,6 @@ class Interpreter:
         #: Run calls that take and return no graph apart (:mod:`graphlife.analysis.isolation`).
         #: Off only for the hover story, which reads the graph of the whole run at its end.
         self.isolate_calls = isolation.ENABLED
-        self.open_calls: set[int] = set()  # callees that returned a graph when run apart: inlined
 
     # -- small helpers --------------------------------------------------------------
     def fresh(self) -> int:

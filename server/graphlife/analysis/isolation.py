@@ -27,9 +27,11 @@ or it never returns, nothing it made is reachable afterwards: the rules decide
 what they held pending for it right there (a ``unit_end`` event on the state after
 the call, with the caller's names), and the caller goes on with its own state and
 the plain value (unknown when discarded). Otherwise (``model = build()``) the run
-apart is undone and the call is inlined as usual; that callee is then always
-inlined in this check. Only calls from the unit's own code are tried that way, so
-the wasted run stays rare.
+apart is undone and the call is inlined as usual. Only calls from the unit's own
+code are tried that way, so the wasted run stays rare, and the language server's
+cache remembers it (the call is then inlined at once while its code is unchanged).
+Whether a call is run apart depends only on the call and its values, never on what
+happened to other calls: a replay gives what a run gives.
 
 One fact crosses the boundary both ways: the statements on the way to an
 in-place write made with gradients off (``Interpreter.no_grad_writes``, which
@@ -99,7 +101,7 @@ def may_isolate(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, 
         return False
     if interp.frames and not discarded(interp, site):
         return False
-    if func.bound_self is not None or func.key in interp.open_calls or interp.is_generator(func.node):
+    if func.bound_self is not None or interp.is_generator(func.node):
         return False
     if not all(holds_no_graph(value) for value in args) or not all(holds_no_graph(value) for value in kwargs.values()):
         return False
@@ -130,8 +132,7 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
     if cache is not None:
         replayed = cache.replay_call(interp, func, args, kwargs, state, site)
         if replayed is OPEN:
-            interp.open_calls.add(func.key)  # as the run apart it stands for would have
-            return None
+            return None  # the run apart it stands for was undone: inline the call
         if replayed is not None:
             return replayed
     saved = _Saved(interp, undoable=not unused)
@@ -164,7 +165,6 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
     finally:
         saved.restore(interp, kept)
     if not kept:
-        interp.open_calls.add(func.key)
         if cache is not None:
             cache.record_call(interp, func, args, kwargs, state, site, record)  # not worth trying again
         return None
