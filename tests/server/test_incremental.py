@@ -187,8 +187,9 @@ def test_an_edit_in_one_experiment_runs_only_that_call() -> None:
     lines.insert(target, "    loss = loss * 1.0  # a new line: everything below moves by one")
     edited = "\n".join(lines)
     second = checker.check(edited)
-    # the module body runs again, but of its five calls only the edited experiment does
-    assert checker.statistics == {"replayed": 0, "ran": 1, "calls_replayed": 4, "calls_ran": 1}
+    # the module body's own code did not change: it is replayed, and of the five calls it made
+    # only the edited experiment runs again (alone, with the values it was given)
+    assert checker.statistics == {"replayed": 1, "ran": 0, "calls_replayed": 4, "calls_ran": 1}
     assert [f.span.line for f in second.findings] == [
         f.span.line + (f.span.line > target) for f in first.findings
     ]
@@ -214,6 +215,48 @@ def test_an_experiment_given_other_values_runs_again() -> None:
     result = checker.check(last)
     assert checker.statistics["calls_ran"] == 5
     assert _outcome(result) == _outcome(check_source(last))
+
+
+#: The experiments run from one ``main()``: calls run apart inside a call run apart.
+EXPERIMENTS_IN_MAIN = EXPERIMENTS.replace('if __name__ == "__main__":\n', "def main():\n") + (
+    '\n\nif __name__ == "__main__":\n    main()\n'
+)
+
+
+def test_an_edit_in_an_experiment_called_from_main_runs_only_that_experiment() -> None:
+    checker = IncrementalChecker()
+    first = checker.check(EXPERIMENTS_IN_MAIN)
+    assert [f.code for f in first.findings] == ["GL205", "GL202", "GL201", "GL101"]
+    edited = EXPERIMENTS_IN_MAIN.replace("    return 0\n", "    return 0.5\n")  # in keep_retained
+    result = checker.check(edited)
+    # neither the module body nor main() read keep_retained's code: both are replayed, and
+    # keep_retained runs again alone with the values main() gave it
+    assert checker.statistics == {"replayed": 1, "ran": 0, "calls_replayed": 5, "calls_ran": 1}
+    assert _outcome(result) == _outcome(check_source(edited))
+
+
+@pytest.mark.parametrize("change", [
+    ("    loss.backward(retain_graph=True)\n", "    loss.backward(create_graph=True)\n"),  # a create-graph backward now
+    ("    return 0\n", "    raise SystemExit(0)\n"),  # never returns now
+    ("    return 0\n", "    yield 0\n"),  # a generator now: not run apart
+    ("def keep_retained():", "def keep_retained(scale=1.0):"),
+    ("def keep_retained():", "def keep_retained_renamed():"),  # main() now calls an unknown name
+], ids=["create-graph", "raises", "generator", "new-parameter", "renamed"])
+def test_an_experiment_that_hands_back_something_else_runs_its_callers_again(change) -> None:
+    checker = IncrementalChecker()
+    checker.check(EXPERIMENTS_IN_MAIN)
+    edited = EXPERIMENTS_IN_MAIN.replace(*change)
+    assert edited != EXPERIMENTS_IN_MAIN
+    assert _outcome(checker.check(edited)) == _outcome(check_source(edited))
+    assert _outcome(checker.check(EXPERIMENTS_IN_MAIN)) == _outcome(check_source(EXPERIMENTS_IN_MAIN))  # and back
+
+
+def test_experiments_in_main_under_edits() -> None:
+    checker = IncrementalChecker()
+    _assert_same(checker, EXPERIMENTS_IN_MAIN, "experiments in main() as written")
+    for seed in (5, 6, 7):
+        for step, version in enumerate(_edits(EXPERIMENTS_IN_MAIN, seed=seed)):
+            _assert_same(checker, version, f"experiments in main() after edit {step + 1} (seed {seed})")
 
 
 def test_a_call_that_returned_a_model_is_not_run_apart_again() -> None:

@@ -1174,17 +1174,19 @@ class Interpreter:
         return result
 
     def call_function(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
-        """Inline a function of this file with the caller's values (bounded depth, no recursion)."""
+        """Inline a function of this file with the caller's values (bounded depth, no recursion),
+        or run it apart (:mod:`graphlife.analysis.isolation`): then its code is read by that
+        call's own record, not by the caller's, and an edit in it does not make the caller's
+        record stale."""
         node = func.node
-        self.touch(node)
-        if len(self.call_stack) >= MAX_INLINE_DEPTH or func.key in self.call_stack:
-            return UNKNOWN
-        if isinstance(node, ast.AsyncFunctionDef):
+        if len(self.call_stack) >= MAX_INLINE_DEPTH or func.key in self.call_stack or isinstance(node, ast.AsyncFunctionDef):
+            self.touch(node)
             return UNKNOWN
         if self.isolate_calls and isolation.may_isolate(self, func, args, kwargs, state, site):
             result = isolation.call_isolated(self, func, args, kwargs, state, site)
             if result is not None:
                 return result
+        self.touch(node)
         return self.inline_call(func, args, kwargs, state, site)
 
     def inline_call(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from graphlife.analysis.events import UnitEndEvent
 from graphlife.analysis.state import GraphStore, State
+from graphlife.rules.base import Reporter
 from graphlife.analysis.values import (
     UNKNOWN,
     ClassRef,
@@ -147,7 +148,9 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
         result = interp.inline_call(func, args, kwargs, apart, site)
         ends = interp.path_ends
         if unused or plain_result(result) or (result is UNKNOWN and ends):
-            result = result if plain_result(result) else UNKNOWN  # nothing of the callee's world leaks
+            # Nothing of the callee's world leaks; a discarded value is unknown (only a grad-mode
+            # switch returned to a bare statement is looked at), so that a replay outlives a new one.
+            result = result if plain_result(result) and (not unused or isinstance(result, ContextVal)) else UNKNOWN
             # Nothing the callee made is reachable from here on: the rules judge it now.
             interp.emit("unit_end", UnitEndEvent(stmt=interp.current_stmt(), state=apart, unit=interp.current_unit))
             interp.reporter.raised = False
@@ -168,30 +171,96 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
         if cache is not None:
             cache.record_call(interp, func, args, kwargs, state, site, record)  # not worth trying again
         return None
-    saved.carry_out(interp, record)
-    if cache is not None:
-        cache.record_call(interp, func, args, kwargs, state, site, record)
+    entry = cache.record_call(interp, func, args, kwargs, state, site, record) if cache is not None else None
+    saved.carry_out(record, entry)
     interp.path_ends = record.path_ends
     return record.result
 
 
-def replay(interp, record: CallRecord, reports: list[tuple]) -> Value:
-    """Redo what a recorded call did to the interpreter, with its reports moved to their lines
-    (:data:`OPEN` for a call whose run apart had to be undone: it is inlined)."""
+def replay(interp, entry, reports: list[tuple], inlined: set[int]) -> Value:
+    """Redo what a recorded call did to the interpreter: its reports (moved to their lines, and
+    with those of the calls it ran apart), the functions it inlined, the facts it hands back.
+    :data:`OPEN` for a call whose run apart had to be undone: it is inlined."""
+    record = entry.record
     if record.result is OPEN:
         return OPEN
-    for rule, span, message, severity, related, fixes in reports:
-        interp.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
+    log, interp.reporter.log = interp.reporter.log, None
+    try:
+        for rule, span, message, severity, related, fixes in reports:
+            interp.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
+    finally:
+        interp.reporter.log = log
+    if log is not None:
+        log.append(Nested(entry))  # the enclosing recording keeps the call, not its reports
     interp.reporter.raised = False
-    if interp.touched is not None:
-        interp.touched.update(record.touched)
-    if interp.unit_inlined is not None:
-        interp.unit_inlined.update(record.inlined)
     interp.inlined.update(record.inlined)
+    interp.inlined.update(inlined)
     interp.create_graph_seen = record.create_graph_out
     interp.no_grad_writes.update(record.writes_added)
     interp.path_ends = record.path_ends
     return record.result
+
+
+def definitions_table(interp) -> dict[str, Value]:
+    """This version's module-level imports, functions and classes bound once, by name (what
+    ``Interpreter.globals`` holds once the module body ran), without touching the running
+    analysis: a call run again alone may happen in the middle of the module body."""
+    table = getattr(interp, "_definitions_table", None)
+    if table is None:
+        saved = interp.globals, interp.emitting, interp.touched, interp._next_id, interp.graph
+        interp.globals, interp.emitting, interp.touched, interp.graph = {}, False, None, GraphStore()
+        try:
+            interp.bind_module_definitions(State())
+            table = interp.globals
+        finally:
+            interp.globals, interp.emitting, interp.touched, interp._next_id, interp.graph = saved
+        interp._definitions_table = table
+    return table
+
+
+@dataclass
+class Nested:
+    """In a recorded log of reports: a call run apart (its unit cache entry) and, at replay, all
+    it reported. The enclosing unit or call stays valid when only that call's code changed: the
+    cache runs the call again alone and keeps the rest if it hands back the same."""
+
+    entry: object
+
+
+def same_outcome(old: CallRecord, new: CallRecord) -> bool:
+    """Does the caller see the same thing from both runs of a call (all but the reports)?"""
+    return (old.result == new.result and old.path_ends == new.path_ends and old.create_graph_out == new.create_graph_out
+            and old.writes_added.keys() == new.writes_added.keys())
+
+
+def rerun_alone(interp, entry, node: ast.AST):
+    """Run a recorded call again with the values and in the context it was recorded with (its
+    caller is replayed, so both are the same), ``node`` being the callee's code now. Its
+    reports are kept for the caller's replay, not reported. The new cache entry, or ``None``."""
+    if isinstance(node, ast.AsyncFunctionDef) or interp.is_generator(node):
+        return None  # no longer a call that can run apart
+    cache = interp.unit_cache
+    statements, _, call_stack = entry.context
+    table = definitions_table(interp)
+    if not entry.globals_names <= table.keys():
+        return None
+    saved = (interp.stmt_stack, interp.frames, interp.call_stack, interp.current_unit, interp.create_graph_seen,
+             interp.no_grad_writes, interp.reporter, interp.touched, interp.unit_inlined, interp.path_ends, interp.globals)
+    interp.globals = {name: table[name] for name in entry.globals_names}  # the definitions bound before the call
+    interp.stmt_stack, interp.frames, interp.call_stack = list(statements), list(entry.frames), list(call_stack)
+    interp.current_unit, interp.create_graph_seen = entry.unit, entry.record.create_graph_in
+    interp.no_grad_writes, interp.reporter = dict(entry.writes_in), Reporter()
+    interp.touched, interp.unit_inlined, interp.path_ends = None, None, False
+    grad_enabled, inference_mode, grad_assumed = entry.flags
+    state = State(env=dict(entry.env_values), grad_enabled=grad_enabled, inference_mode=inference_mode, grad_assumed=grad_assumed)
+    try:
+        result = call_isolated(interp, FunctionRef(node=node, key=id(node)), list(entry.args), dict(entry.kwargs), state, entry.site)
+    finally:
+        (interp.stmt_stack, interp.frames, interp.call_stack, interp.current_unit, interp.create_graph_seen,
+         interp.no_grad_writes, interp.reporter, interp.touched, interp.unit_inlined, interp.path_ends, interp.globals) = saved
+    if result is None:
+        return None
+    return next((new for new in cache.calls.get(id(entry.site), ()) if new.callee is node), None)
 
 
 class _Saved:
@@ -222,11 +291,33 @@ class _Saved:
         interp.create_graph_seen, interp.path_ends, interp.backward_count = self.create_graph_seen, self.path_ends, self.backward_count
         interp.no_grad_writes = self.no_grad_writes
 
-    def carry_out(self, interp, record: CallRecord) -> None:
-        """What the enclosing unit's recording needs to know about the call."""
+    def carry_out(self, record: CallRecord, entry) -> None:
+        """What the enclosing recording (a unit, or a call run apart) keeps of the call: the
+        call itself, whose entry has its reports and the code it read; without an entry (code
+        outside the known regions), its reports and reads, made the enclosing one's."""
+        if self.log is not None and entry is not None:
+            self.log.append(Nested(entry))
+            return
+        reports, touched, inlined = flatten(record)
         if self.log is not None:
-            self.log.extend(record.reports)
+            self.log.extend(reports)
         if self.touched is not None:
-            self.touched.update(record.touched)
+            self.touched.update(touched)
         if self.unit_inlined is not None:
-            self.unit_inlined.update(record.inlined)
+            self.unit_inlined.update(inlined)
+
+
+def flatten(record: CallRecord) -> tuple[list[tuple], dict[int, ast.AST], set[int]]:
+    """A recorded call's reports, read code and inlined functions, with those of the calls it ran
+    apart (as recorded: the same version of the file)."""
+    reports: list[tuple] = []
+    touched, inlined = dict(record.touched), set(record.inlined)
+    for item in record.reports:
+        if isinstance(item, Nested):
+            nested = flatten(item.entry.record)
+            reports.extend(nested[0])
+            touched.update(nested[1])
+            inlined.update(nested[2])
+        else:
+            reports.append(item)
+    return reports, touched, inlined

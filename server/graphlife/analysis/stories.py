@@ -54,7 +54,7 @@ def _node_at(tree: ast.Module, lines: list[str], line: int, column: int) -> ast.
             if not (isinstance(func, ast.Attribute) and func.attr == "backward"):
                 continue
             # the cursor on the word `backward`
-            start_line, end_line = func.end_lineno, func.end_lineno
+            start_line = func.end_lineno
             text = lines[start_line - 1] if start_line - 1 < len(lines) else ""
             end = byte_to_char_column(text, func.end_col_offset) + 1
             start = end - len("backward")

@@ -991,7 +991,6 @@ def call_container_method(interp, state, ref: HeapRef, obj, name: str, args, cal
 
 
 def call_module_method(interp, state, ref: HeapRef, name: str, args, kwargs, call) -> Value:
-    obj = state.heap[ref.oid]
     if name in ("parameters", "named_parameters"):
         params = interp.new_object(state, "params", call)
         _, frozen = module_params(state, ref)
@@ -1288,7 +1287,6 @@ def do_backward(interp: "Interpreter", state: State, root: Value, root_expr, kwa
     if create_flag is not False:
         interp.create_graph_seen = True
     if kind == "grad":
-        inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
         leaves = set()  # autograd.grad returns gradients; it does not touch .grad
     interp.emit("backward", BackwardEvent(stmt=stmt, state=state, call=call, root=root, root_expr=root_expr,
                                           retain_graph=retain_flag, kind=kind, must=must, may=may,

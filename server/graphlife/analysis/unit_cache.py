@@ -41,7 +41,7 @@ from typing import Any, Callable
 from graphlife.analysis import isolation
 from graphlife.analysis.blocks import Block, ParsedFile
 from graphlife.analysis.regions import Region, RegionMap
-from graphlife.analysis.values import ClassRef, FunctionRef, Value
+from graphlife.analysis.values import ClassRef, FunctionRef, TupleVal, Value
 from graphlife.findings import Span
 
 _LINE_MENTION = re.compile(r"\b(line )(\d+)")
@@ -74,9 +74,14 @@ class CallEntry:
     #: The statements running at each depth and the inlined calls the call is made from (the
     #: depth left for inlining, and what reports may point at); kept, compared by identity.
     context: tuple
+    frames: list  # the inlined calls it is made from (``CallFrame``s), to run it again alone
+    callee_top_level: bool  # a function of the module (found by name when its block was edited)
+    unit: ast.AST | None
     args: list[Value]
     kwargs: dict[str, Value]
     env: dict[str, object]  # the caller's names the callee could see (see ``_env_key``)
+    env_values: dict[str, Value]  # the caller's names as they were (plain values), to run it again
+    globals_names: frozenset[str]  # the module's definitions bound when it was called
     flags: tuple
     definitions: int
     writes_in: dict[int, ast.AST]
@@ -163,14 +168,16 @@ class UnitCache:
         entry = self.entries.get(key) if key is not None else None
         if entry is not None and self._valid(entry, interp):
             try:
-                reports = [self._moved_report(report, entry.reads) for report in entry.reports]
+                expanded = self._expand(entry.reports, entry.reads, interp)
                 inlined = [self._current_function(located) for located in entry.inlined]
             except Unmappable:
-                reports = None
-            if reports is not None:
+                expanded = None
+            if expanded is not None:
+                reports, nested_inlined = expanded
                 for rule, span, message, severity, related, fixes in reports:
                     interp.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
                 interp.inlined.update(id(node) for node in inlined)
+                interp.inlined.update(nested_inlined)
                 interp.create_graph_seen = entry.create_graph_out
                 self.replayed += 1
                 return
@@ -253,14 +260,14 @@ class UnitCache:
         same values and nothing it read changed; ``isolation.OPEN`` when that run had to be
         undone; ``None`` to run it."""
         for entry in self.calls.get(id(site), ()):
-            reports = self._replayable(entry, interp, func, args, kwargs, state, site)
-            if reports is not None:
+            expanded = self._replayable(entry, interp, func, args, kwargs, state, site)
+            if expanded is not None:
                 self.calls_replayed += 1
-                return isolation.replay(interp, entry.record, reports)  # or OPEN: inline it
+                return isolation.replay(interp, entry, *expanded)  # or OPEN: inline it
         self.calls_ran += 1
         return None
 
-    def _replayable(self, entry: CallEntry, interp, func, args, kwargs, state, site) -> list[tuple] | None:
+    def _replayable(self, entry: CallEntry, interp, func, args, kwargs, state, site) -> tuple[list[tuple], set[int]] | None:
         record = entry.record
         if entry.site is not site or entry.callee is not func.node or entry.definitions != self.definitions:
             return None
@@ -270,38 +277,105 @@ class UnitCache:
             return None
         if entry.writes_in.keys() != interp.no_grad_writes.keys() or entry.args != args or entry.kwargs != kwargs:
             return None
-        if not self._reads_valid(entry.reads):
-            return None
-        # The recorded nodes are kept alive by the entry, so an id in this version's tree is theirs.
-        parents = interp.parents
-        if any(id(node) not in parents for node in record.touched.values()):
-            return None  # a method of a class parsed again: another object, maybe other code
-        if any(id(stmt) not in parents for stmt in record.writes_added.values()):
+        if not self._code_unchanged(entry, interp):
             return None
         if entry.env != _env_key(state.env, interp.local_names(func.node)):
             return None
         try:
-            return [self._moved_report(report, entry.reads) for report in record.reports]
+            return self._expand(record.reports, entry.reads, interp)
         except Unmappable:
             return None
 
+    def _code_unchanged(self, entry: CallEntry, interp) -> bool:
+        """The code a recorded call read (not counting the calls it ran apart) is still the same."""
+        if entry.definitions != self.definitions or not self._reads_valid(entry.reads):
+            return False
+        # The recorded nodes are kept alive by the entry, so an id in this version's tree is theirs.
+        parents = interp.parents
+        if any(id(node) not in parents for node in entry.record.touched.values()):
+            return False  # a method of a class parsed again: another object, maybe other code
+        return all(id(stmt) in parents for stmt in entry.record.writes_added.values())
+
+    def _expand(self, log: list, reads: list[tuple[int, int, Region]], interp) -> tuple[list[tuple], set[int]] | None:
+        """The reports of a recorded log at their current lines, with those of the calls it ran
+        apart (replayed, or run again alone when their own code changed), and the functions
+        those calls inlined; ``None`` when a call run again hands back something else (the
+        enclosing unit or call must run). Raises :class:`Unmappable`."""
+        reports: list[tuple] = []
+        inlined: set[int] = set()
+        for item in log:
+            if isinstance(item, isolation.Nested):
+                nested = self._nested(item, interp)
+                if nested is None:
+                    return None
+                reports.extend(nested[0])
+                inlined.update(nested[1])
+            else:
+                reports.append(self._moved_report(item, reads))
+        return reports, inlined
+
+    def _nested(self, marker: "isolation.Nested", interp) -> tuple[list[tuple], set[int]] | None:
+        entry = marker.entry
+        if self._code_unchanged(entry, interp):
+            try:
+                expanded = self._expand(entry.record.reports, entry.reads, interp)
+            except Unmappable:
+                expanded = None
+            if expanded is not None:
+                self.calls_replayed += 1
+                return expanded[0], expanded[1] | entry.record.inlined
+        node = self._current_callee(entry, interp)
+        if node is None or not self._context_current(entry, interp):
+            return None
+        new = isolation.rerun_alone(interp, entry, node)  # counted as a call run
+        if new is None or not isolation.same_outcome(entry.record, new.record):
+            return None
+        marker.entry = new
+        expanded = self._expand(new.record.reports, new.reads, interp)
+        return (expanded[0], expanded[1] | new.record.inlined) if expanded is not None else None
+
+    @staticmethod
+    def _current_callee(entry: CallEntry, interp) -> ast.AST | None:
+        """The callee's code now: the same node, or the file's only top-level function of its name."""
+        if id(entry.callee) in interp.parents:
+            return entry.callee
+        if not entry.callee_top_level:
+            return None
+        name = getattr(entry.callee, "name", None)
+        found = [stmt for stmt in interp.tree.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name]
+        return found[0] if len(found) == 1 and not interp.rebound.get(name) else None
+
+    @staticmethod
+    def _context_current(entry: CallEntry, interp) -> bool:
+        """Everything a run alone would start from is this version's: the caller's statements and
+        calls, and no function or class of an older version among the values it is given."""
+        parents = interp.parents
+        statements, calls, _ = entry.context
+        if any(id(node) not in parents for node in (entry.site, *statements, *calls) if node is not None):
+            return False
+        values = [*entry.args, *entry.kwargs.values(), *entry.env_values.values()]
+        return all(_refs_current(value, parents) for value in values) and all(id(stmt) in parents for stmt in entry.writes_in.values())
+
     def record_call(self, interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state, site: ast.AST,
-                    record: "isolation.CallRecord") -> None:
+                    record: "isolation.CallRecord") -> CallEntry | None:
         """Keep what a call run apart did, located in the regions it read and the caller's."""
         read: dict[int, Region] = {}
         for node in (site, *interp.stmt_stack, *record.touched.values()):
             region = self.regions.region_of(node)
             if region is None:
-                return  # code outside the known regions: do not keep it
+                return None  # code outside the known regions: do not keep it
             read[id(region)] = region
         entry = CallEntry(
-            site=site, callee=func.node, context=_context(interp), args=list(args), kwargs=dict(kwargs),
-            env=_env_key(state.env, interp.local_names(func.node)), flags=_flags(state), definitions=self.definitions,
+            site=site, callee=func.node, callee_top_level=interp.parents.get(id(func.node)) is interp.tree,
+            context=_context(interp), frames=list(interp.frames), unit=interp.current_unit,
+            args=list(args), kwargs=dict(kwargs), env=_env_key(state.env, interp.local_names(func.node)),
+            env_values=dict(state.env), globals_names=frozenset(interp.globals), flags=_flags(state), definitions=self.definitions,
             writes_in=dict(record.writes_in), record=record,
             reads=[(region.start, region.end, region) for region in sorted(read.values(), key=lambda region: region.start)],
         )
         calls = [call for call in self.calls.get(id(site), ()) if call.site is site]
         self.calls[id(site)] = [entry, *calls][:_CALLS_PER_SITE]
+        return entry
 
     @staticmethod
     def _current_function(located: tuple[Region, int, int]) -> ast.AST:
@@ -361,6 +435,15 @@ def _context(interp) -> tuple:
 def _same_context(first: tuple, second: tuple) -> bool:
     statements, calls, keys = first
     return keys == second[2] and _same_objects(list(statements), list(second[0])) and _same_objects(list(calls), list(second[1]))
+
+
+def _refs_current(value: Value, parents: dict[int, ast.AST]) -> bool:
+    """Does ``value`` refer only to functions and classes of this version of the file?"""
+    if isinstance(value, (FunctionRef, ClassRef)):
+        return id(value.node) in parents
+    if isinstance(value, TupleVal):
+        return all(_refs_current(item, parents) for item in value.items)
+    return True
 
 
 def _flags(state) -> tuple:

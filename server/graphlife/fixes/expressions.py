@@ -14,7 +14,7 @@ import libcst as cst
 
 from graphlife.findings import Span
 from graphlife.fixes import TextEdit
-from graphlife.fixes.cstutil import is_true, keyword_arg, operand_text, parenthesized, with_keyword, without_arg
+from graphlife.fixes.cstutil import is_true, keyword_arg, parenthesized, with_keyword, without_arg
 from graphlife.fixes.document import Document
 
 Edits = list[TextEdit] | None

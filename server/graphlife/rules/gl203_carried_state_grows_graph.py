@@ -37,7 +37,7 @@ The backward call with `retain_graph=True`.
 from __future__ import annotations
 
 from graphlife.analysis.events import BackwardEvent, EventContext
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import Related, Severity
 from graphlife.rules.base import Rule, RuleDoc
 from graphlife.rules.carried import detach_recipe
 
