@@ -33,6 +33,11 @@ cache remembers it (the call is then inlined at once while its code is unchanged
 Whether a call is run apart depends only on the call and its values, never on what
 happened to other calls: a replay gives what a run gives.
 
+For the language server, a call run apart is a unit of its own: its caller's record keeps
+the call (a :class:`Nested` marker), and after an edit in the callee only, the cache runs
+it again alone (:func:`rerun_alone`) and replays the caller when the call hands back the
+same (:func:`same_outcome`); see :mod:`graphlife.analysis.unit_cache`.
+
 One fact crosses the boundary both ways: the statements on the way to an
 in-place write made with gradients off (``Interpreter.no_grad_writes``, which
 GL104's fix reads). The callee sees the caller's, and what it adds stays.

@@ -23,12 +23,19 @@ that mentions a line outside the block and method regions the unit read, or
 regions that changed order, makes the cache run the unit again. The language server's
 tests compare this against a full analysis on every edit they make.
 
-Inside a unit that runs again, a call analyzed apart (:mod:`graphlife.analysis.isolation`)
-is replayed the same way when it is made from the same code (the same call expression,
-statements and inlined calls around it) with the same values (arguments, the caller's
-names with the file's functions and classes by name, the gradient mode, the writes
-made under ``no_grad`` so far) and the code it read is unchanged. A script whose module
-body runs one experiment after another then re-runs only the edited experiment.
+A call analyzed apart (:mod:`graphlife.analysis.isolation`) has an entry of its own. Inside
+a unit that runs again, it is replayed the same way when it is made from the same code
+(the same call expression, statements and inlined calls around it) with the same values
+(arguments, the caller's names with the file's functions and classes by name, the
+gradient mode, the writes made under ``no_grad`` so far) and the code it read is
+unchanged. Its caller's record (a unit's, or another such call's) holds it as a
+:class:`isolation.Nested` marker, not as its reports, and does not count the callee's
+code as read: when only that code changed, replaying the caller runs the call again
+alone, with the values and in the context it was recorded with (the caller being
+unchanged, they are the same), and keeps the caller's replay if the call hands back the
+same result, path end, ``create_graph`` fact and ``no_grad`` writes; otherwise the
+caller runs. A script whose module body runs one experiment after another, or whose
+``main()`` does, then re-runs only the edited experiment.
 """
 
 from __future__ import annotations
