@@ -376,13 +376,22 @@ class UnitCache:
             site=site, callee=func.node, callee_top_level=interp.parents.get(id(func.node)) is interp.tree,
             context=_context(interp), frames=list(interp.frames), unit=interp.current_unit,
             args=list(args), kwargs=dict(kwargs), env=_env_key(state.env, interp.local_names(func.node)),
-            env_values=dict(state.env), globals_names=frozenset(interp.globals), flags=_flags(state), definitions=self.definitions,
+            env_values=dict(state.env), globals_names=self._globals_names(interp), flags=_flags(state), definitions=self.definitions,
             writes_in=dict(record.writes_in), record=record,
             reads=[(region.start, region.end, region) for region in sorted(read.values(), key=lambda region: region.start)],
         )
         calls = [call for call in self.calls.get(id(site), ()) if call.site is site]
         self.calls[id(site)] = [entry, *calls][:_CALLS_PER_SITE]
         return entry
+
+    def _globals_names(self, interp) -> frozenset[str]:
+        """The module's definitions bound so far, one set shared by the calls that saw the same
+        (the table only grows while the module body runs: its size names its state)."""
+        size = len(interp.globals)
+        shared = getattr(interp, "_globals_names", None)
+        if shared is None or shared[0] is not interp.globals or shared[1] != size:
+            shared = interp._globals_names = (interp.globals, size, frozenset(interp.globals))
+        return shared[2]
 
     @staticmethod
     def _current_function(located: tuple[Region, int, int]) -> ast.AST:

@@ -61,7 +61,7 @@ def _load_malloc_trim():
 _MALLOC_TRIM = _load_malloc_trim()
 
 
-def _release_memory() -> None:
+def release_memory() -> None:
     """Give the memory of a big analysis back to the OS.
 
     The syntax tree and abstract states of a big file are garbage once it is
@@ -209,7 +209,7 @@ class Linter:
             log_exception(self.server, f"analysis of {key}", exc)
 
     async def _release_memory(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self.executor, _release_memory)
+        await asyncio.get_running_loop().run_in_executor(self.executor, release_memory)
 
     async def analyze(self, key: str) -> Analysis | None:
         """Check a snapshot of ``key`` off the event loop; ``None`` when it is not open or was stopped.

@@ -25,7 +25,7 @@ from graphlife.lsp import code_actions as actions_mod
 from graphlife.lsp import hover as hover_mod
 from graphlife.lsp.diagnostics import locate
 from graphlife.lsp.documents import CELL_LANGUAGE, NOTEBOOK_TYPE, current_stamp, fs_path, key_for, open_keys
-from graphlife.lsp.linting import Linter
+from graphlife.lsp.linting import Linter, release_memory
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.positions import client_to_char
 from graphlife.lsp.settings import Settings, configuration_params, from_initialization_options
@@ -399,6 +399,7 @@ def start(tcp: str | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     import_everything()
     server = create_server()
+    release_memory()  # what the imports left behind (the table's and libcst's first parses)
     if tcp:
         host, _, port = tcp.rpartition(":")
         server.start_tcp(host or "127.0.0.1", int(port))
