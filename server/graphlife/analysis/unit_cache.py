@@ -47,6 +47,7 @@ from typing import Any, Callable
 
 from graphlife.analysis import isolation
 from graphlife.analysis.blocks import Block, ParsedFile
+from graphlife.analysis.interpreter import Timeout
 from graphlife.analysis.regions import Region, RegionMap
 from graphlife.analysis.values import ClassRef, FunctionRef, TupleVal, Value
 from graphlife.findings import Span
@@ -334,7 +335,12 @@ class UnitCache:
         node = self._current_callee(entry, interp)
         if node is None or not self._context_current(entry, interp):
             return None
-        new = isolation.rerun_alone(interp, entry, node)  # counted as a call run
+        try:
+            new = isolation.rerun_alone(interp, entry, node)  # counted as a call run
+        except Timeout:
+            raise
+        except Exception:  # noqa: BLE001 - an engine bug: the caller runs, as in a full check
+            return None
         if new is None or not isolation.same_outcome(entry.record, new.record):
             return None
         marker.entry = new
