@@ -82,6 +82,9 @@ def analyze_module(
     reporter = Reporter()
     lines = lines if lines is not None else source.splitlines()
     notes: list[str] = []
+    if index is None:  # a full check: one walk of the file, shared with the rules that need one
+        index = TreeIndex.of_module(tree)
+        tree._graphlife_located = index.located
     context = ModuleContext(tree=tree, source=source, lines=lines, reporter=reporter)
     for rule in rules:
         if rule.check_module is not None:

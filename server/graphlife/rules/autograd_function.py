@@ -104,6 +104,19 @@ def index(tree: ast.Module) -> Index:
     top-level statement. Those lists are kept on the statements: the language server reuses
     the statements of unchanged blocks between edits, so only the changed ones are walked."""
     cached = getattr(tree, "_graphlife_gl4_index", None)
+    located = getattr(tree, "_graphlife_located", None)
+    if cached is None and located is not None:
+        # A full check: the engine's index of the file walked every node already (in the
+        # same order as a walk per statement, so the sorted lists are the same).
+        cached = Index(None, maps_of=tree)
+        kinds = cached.by_kind
+        for node in located:
+            bucket = kinds.get(type(node))
+            if bucket is not None:
+                bucket.append(node)
+        for bucket in kinds.values():
+            bucket.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        tree._graphlife_gl4_index = cached  # type: ignore[attr-defined]
     if cached is None:
         cached = Index(None, maps_of=tree)
         for stmt in tree.body:
