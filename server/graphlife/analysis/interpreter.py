@@ -673,11 +673,48 @@ class Interpreter:
         element = self.iter_element(iterable, state)
         count = self.constant_range_length(stmt.iter)
         iterations = 2 if count is None or count >= 2 else max(count, 0)
-        binders = [lambda s: self.assign(stmt.target, element, s, None)] * iterations
+        birth = self.container_birth(iterable, state)
+
+        def bind(s: State, index: int) -> None:
+            if index and birth is not None:
+                self.next_element(element, birth, s)
+            self.assign(stmt.target, element, s, None)
+
+        binders = [lambda s, index=index: bind(s, index) for index in range(iterations)]
         known = count is not None
         if count is None and self.nonempty(iterable, state):
             count = 1
         return self.run_loop(stmt, state, binders, may_skip=count is None or count == 0, count_known=known)
+
+    def container_birth(self, iterable: Value, state: State) -> int | None:
+        """How many loops ran when the container being iterated was made (``None``: not a
+        container whose one abstract element stands for several runtime ones)."""
+        if isinstance(iterable, HeapRef) and iterable.oid in state.heap:
+            obj = state.heap[iterable.oid]
+            if obj.kind in ("list", "dict", "enumerate", "zip", "object"):
+                return len(obj.extra.get("born", ()))
+        return None
+
+    def next_element(self, element: Value, birth: int, state: State) -> None:
+        """The loop goes on to another element of the container: what a backward through the
+        previous one freed is not freed in this one. The container's one abstract element
+        stands for all of them, so its graph nodes made in loops that ran after the container
+        was made (one forward per element: a comprehension, ``append`` in a loop) are another
+        element's now. Nodes the elements share (made before, ``h`` of ``[head(h) for ...]``)
+        stay freed: a backward through them again raises."""
+        nodes: set[int] = set()
+        for tensor in torch_api.tensors_in(element, state):
+            if tensor.grad_fn:
+                _, reach = self.graph.reach(tensor.grad_fn, False)
+                nodes.update(n for n in reach if len(self.graph.nodes[n].iteration) > birth)
+        if nodes & state.freed.keys():
+            freed = state.writable("freed")
+            for node in nodes:
+                freed.pop(node, None)
+        if nodes & state.may_freed.keys():
+            may_freed = state.writable("may_freed")
+            for node in nodes:
+                may_freed.pop(node, None)
 
     def nonempty(self, iterable: Value, state: State) -> bool:
         """A module's parameters: there is at least one (a loop over them runs)."""
@@ -748,11 +785,15 @@ class Interpreter:
         return None
 
     def exact_items(self, iterable: Value, expr: ast.expr, state: State) -> list[Value] | None:
-        """Items of a known, short sequence: a tuple literal, the children of a ModuleList."""
+        """Items of a known, short sequence: a tuple literal, a list literal written in the loop
+        (``for p in [a, b]``: nothing can have changed it), the children of a ModuleList."""
         if isinstance(iterable, TupleVal) and 0 < len(iterable.items) <= MAX_EXACT_UNROLL:
             return list(iterable.items)
         if isinstance(iterable, HeapRef):
             obj = state.heap.get(iterable.oid)
+            items = obj.attrs.get("__items__") if obj is not None and isinstance(expr, ast.List) else None
+            if isinstance(items, TupleVal) and 0 < len(items.items) <= MAX_EXACT_UNROLL:
+                return list(items.items)
             if obj is not None and obj.kind == "module" and isinstance(obj.attrs.get("__children__"), TupleVal):
                 children = obj.attrs["__children__"].items
                 if 0 < len(children) <= MAX_EXACT_UNROLL:
