@@ -44,6 +44,11 @@ from graphlife.rules.base import ModuleContext, Reporter, Rule
 
 MAX_INLINE_DEPTH = 6
 MAX_EXACT_UNROLL = 8
+#: Loops nested deeper than this (with the comprehensions and the loops of the inlined callers)
+#: run their body once, not twice: each level of two iterations doubles the work, and a file of
+#: twenty nested loops would otherwise never finish. Bugs between iterations live in the outer
+#: levels (epochs, batches, time steps).
+MAX_UNROLLED_NESTING = 6
 HEAP_GC_THRESHOLD = 64
 
 
@@ -673,6 +678,9 @@ class Interpreter:
         element = self.iter_element(iterable, state)
         count = self.constant_range_length(stmt.iter)
         iterations = 2 if count is None or count >= 2 else max(count, 0)
+        capped = iterations > 1 and len(self.loop_stack) >= MAX_UNROLLED_NESTING
+        if capped:
+            iterations = 1  # and the loop may end after it, as if its length were unknown
         birth = self.container_birth(iterable, state)
 
         def bind(s: State, index: int) -> None:
@@ -681,7 +689,7 @@ class Interpreter:
             self.assign(stmt.target, element, s, None)
 
         binders = [lambda s, index=index: bind(s, index) for index in range(iterations)]
-        known = count is not None
+        known = count is not None and not capped
         if count is None and self.nonempty(iterable, state):
             count = 1
         return self.run_loop(stmt, state, binders, may_skip=count is None or count == 0, count_known=known)
@@ -727,7 +735,7 @@ class Interpreter:
 
     def exec_while(self, stmt: ast.While, state: State) -> Flow:
         infinite = isinstance(stmt.test, ast.Constant) and bool(stmt.test.value)
-        binders = [lambda s: self.eval(stmt.test, s)] * 2
+        binders = [lambda s: self.eval(stmt.test, s)] * (2 if len(self.loop_stack) < MAX_UNROLLED_NESTING else 1)
         return self.run_loop(stmt, state, binders, may_skip=not infinite, infinite=infinite)
 
     def run_loop(self, stmt, state: State, binders, *, may_skip: bool, infinite: bool = False, count_known: bool = False) -> Flow:
