@@ -76,6 +76,14 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
             return
 
 
+def _built_in_earlier_iteration(ctx: EventContext, node) -> bool:
+    """Was the node made in an earlier iteration of a loop still running (a carried graph)?"""
+    now = ctx.interpreter.iteration()
+    made = node.iteration
+    depth = min(len(now), len(made))
+    return made[:depth] != now[:depth]
+
+
 def _report(ctx: EventContext, event: BackwardEvent, node, saved, bump_site: ast.AST) -> None:
     what = {
         "result": f"the output of `{node.line_desc}`",
@@ -86,12 +94,17 @@ def _report(ctx: EventContext, event: BackwardEvent, node, saved, bump_site: ast
         what += f" (an input of `{node.line_desc}`)"
     is_step = isinstance(bump_site, ast.stmt) and "step(" in ctx.text(bump_site)
     change = "updates them in place" if is_step else "changes it in place"
+    verb = "were" if saved.what == "parameter" else "was"
     message = (
-        f"`{ctx.text(bump_site)}` {change}, but {what} was saved at line {node.site.lineno} for the backward "
+        f"`{ctx.text(bump_site)}` {change}, but {what} {verb} saved at line {node.site.lineno} for the backward "
         f"at line {event.stmt.lineno}, which will raise."
     )
-    if is_step:
-        message += " The graph still to be backpropagated was built before this step (carried state?): detach it or finish its backward first."
+    if is_step and _built_in_earlier_iteration(ctx, node):
+        message += (" The graph still to be backpropagated was built in an earlier iteration (carried state?): "
+                    "detach it or finish its backward first.")
+    elif is_step:
+        message += (f" That backward's graph was built before the step: run it before `{ctx.text(bump_site)}`, "
+                    "or build the graph again after the step.")
     related = [
         Related(ctx.span(node.site), f"saved here by `{node.op}`"),
         Related(ctx.span(event.stmt), "this backward needs the saved value"),
