@@ -104,33 +104,46 @@ def _check_one(args: tuple[str, Config, str]) -> FileReport:
 def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileReport:
     """A notebook's code cells, analyzed together in cell order; findings point into their cell."""
     from graphlife.checker import check_source  # noqa: PLC0415
-    from graphlife.lsp.notebooks import CellText, join_cells  # noqa: PLC0415
+    from graphlife.lsp.notebooks import CellText, cell_relative_lines, join_cells  # noqa: PLC0415
 
     try:
         with open(path, encoding="utf-8") as handle:
             notebook = json.load(handle)
-        cells = [c for c in notebook.get("cells", []) if c.get("cell_type") == "code"]
-        texts = ["".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", "")) for c in cells]
+        # Cells are numbered by their place in the notebook, markdown cells included, as the
+        # editor shows them (and as the language server names them).
+        code = [(number, c) for number, c in enumerate(notebook.get("cells", []), start=1) if c.get("cell_type") == "code"]
+        cells = [
+            CellText(uri=str(number), version=None, number=number,
+                     text="".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", "")))
+            for number, c in code
+        ]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         report.read_error = f"not a readable notebook: {exc}"
         return report
-    source, placed = join_cells([CellText(uri=str(i + 1), text=text, version=None) for i, text in enumerate(texts)])
+    source, placed = join_cells(cells)
     config = config_for_path(base_config, path)
     result = check_source(source, path, config)
     report.notes.extend(config.problems + tuple(result.notes))
 
-    def locate(line: int) -> tuple[int, int]:
+    def segment_for_line(line: int):
         for cell in reversed(placed):
             if line > cell.line_offset:
-                return int(cell.uri), line - cell.line_offset
-        return 1, line
+                return cell
+        return None
+
+    def locate(line: int) -> tuple[int, int]:
+        cell = segment_for_line(line)
+        return (cell.number, line - cell.line_offset) if cell is not None else (1, line)
 
     report.lines = source.splitlines()
     for finding in result.findings:
         data = finding.to_json(path)
+        data["message"] = cell_relative_lines(data["message"], segment_for_line)  # "line 48" -> "line 3 (cell 6)"
         data["cell"], data["cell_line"] = locate(finding.line)
         for related in data["related"]:
             related["cell"], related["cell_line"] = locate(related["line"])
+            if "message" in related:
+                related["message"] = cell_relative_lines(related["message"], segment_for_line)
         report.findings.append(data)
     report.syntax_errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
     return report

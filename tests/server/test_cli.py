@@ -187,6 +187,32 @@ def test_many_files_are_checked_in_parallel(project: Path) -> None:
     assert sum(1 for f in payload["findings"] if f["code"] == "GL101") == 13
 
 
+def test_notebook_findings_name_cells_as_the_editor_counts_them(tmp_path: Path) -> None:
+    """Markdown cells count (the editor numbers every cell), and the lines a message names are
+    lines of their cells, not of the joined source the engine analyzed."""
+    cells = [
+        ("markdown", "# Training\n"),
+        ("code", "import torch\nw = torch.randn(3, requires_grad=True)\n"),
+        ("markdown", "Now the loss:\n"),
+        ("code", "loss = (w * w).sum()\nloss.backward()\n"),
+        ("code", "loss.backward()\n"),
+    ]
+    notebook = {
+        "cells": [{"cell_type": kind, "source": text, "metadata": {}, **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+                  for kind, text in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    path = tmp_path / "train.ipynb"
+    path.write_text(json.dumps(notebook))
+    proc = run("check", str(path))
+    assert f"{path}:cell 5:1:1: GL101 error" in proc.stdout
+    assert "line 2 (cell 4)" in proc.stdout  # the backward that freed the graph
+    payload = json.loads(run("check", "--format", "json", str(path)).stdout)
+    [finding] = payload["findings"]
+    assert (finding["cell"], finding["cell_line"]) == (5, 1)
+    assert "line 2 (cell 4)" in finding["message"] and "line 4 " not in finding["message"]
+
+
 def test_notebook_cells_are_checked_together(tmp_path: Path) -> None:
     cells = [
         "import torch\nw = torch.randn(3, requires_grad=True)\n",
