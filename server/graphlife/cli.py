@@ -180,7 +180,7 @@ def render_text(reports: list[FileReport], out) -> None:
                 start = finding["column"] - 1
                 end = finding["end_column"] - 1 if finding["end_line"] == finding["line"] else len(text)
                 end = max(end, start + 1)
-                out.write(f"  {finding['line']:>5} | {text}\n")
+                out.write(f"  {finding.get('cell_line', finding['line']):>5} | {text}\n")  # a notebook: its cell's line
                 out.write(f"        | {' ' * start}{paint('^' * (end - start), SEVERITY_COLOURS.get(severity, '0'))}\n")
             for related in finding["related"]:
                 out.write(f"        = note: line {related['line']}: {related['message']}\n")
