@@ -708,13 +708,30 @@ class Interpreter:
         previous one freed is not freed in this one. The container's one abstract element
         stands for all of them, so its graph nodes made in loops that ran after the container
         was made (one forward per element: a comprehension, ``append`` in a loop) are another
-        element's now. Nodes the elements share (made before, ``h`` of ``[head(h) for ...]``)
-        stay freed: a backward through them again raises."""
+        element's now. Nodes the elements share stay freed, and a backward through them again
+        raises: those made before (``h`` of ``[head(h) for ...]``), and those one iteration's
+        nodes reach from another's (a hidden state carried from step to step and appended at
+        each: every element's graph holds the earlier steps)."""
+        graph = self.graph.nodes
         nodes: set[int] = set()
         for tensor in torch_api.tensors_in(element, state):
             if tensor.grad_fn:
                 _, reach = self.graph.reach(tensor.grad_fn, False)
-                nodes.update(n for n in reach if len(self.graph.nodes[n].iteration) > birth)
+                nodes.update(n for n in reach if len(graph[n].iteration) > birth)
+        shared: set[int] = set()
+        for node in nodes:
+            made = graph[node].iteration
+            stack = list(graph[node].parents)
+            seen: set[int] = set()
+            while stack:
+                parent = stack.pop()
+                if parent in seen or parent not in nodes:
+                    continue
+                seen.add(parent)
+                if graph[parent].iteration != made:
+                    shared.add(parent)  # an earlier iteration's node, carried into this one's graph
+                stack.extend(graph[parent].parents)
+        nodes -= shared
         if nodes & state.freed.keys():
             freed = state.writable("freed")
             for node in nodes:
@@ -1392,6 +1409,23 @@ class Interpreter:
         return id(node) in self._generators
 
     # -- carried state --------------------------------------------------------------
+    def names_assigned_in(self, loop: ast.AST) -> frozenset[str]:
+        """The names (and ``name.attr`` attributes) a loop's body and target bind, kept on the loop node."""
+        found = getattr(loop, "_graphlife_assigned", None)
+        if found is None:
+            roots = [getattr(loop, "target", None), *getattr(loop, "body", ()), *getattr(loop, "generators", ())]
+            names: set[str] = set()
+            for root in roots:
+                for node in ast.walk(root) if root is not None else ():
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                        names.add(node.id)
+                    elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                          and isinstance(node.value, ast.Name)):
+                        names.add(f"{node.value.id}.{node.attr}")  # `self.h = ...`
+            found = frozenset(names)
+            loop._graphlife_assigned = found
+        return found
+
     def carried_names(self, node_ids: set[int], state: State) -> list[tuple[str, ast.AST]]:
         """Names (or ``self.attr``) that, at the top of the current loop, held graphs reaching ``node_ids``."""
         if not self.loop_entry_envs:
@@ -1400,14 +1434,19 @@ class Interpreter:
         loop, entry = self.loop_entry_envs[-1]
         before = self.loop_pre_states[-1].env if self.loop_pre_states else {}
         candidates: list[tuple[str, Value]] = []
+        assigned = self.names_assigned_in(loop)
         for name, value in sorted(entry.env.items()):
             if name not in before:
                 continue  # first bound inside the loop: a leftover of the last iteration, not carried state
-            candidates.append((name, value))
+            if name in assigned:
+                candidates.append((name, value))
+            # else the loop never rebinds it: it carries nothing from one iteration to the next
+            # by itself, but the attributes the loop sets on it do (`self.h = ...`).
             if isinstance(value, HeapRef) and value.oid in entry.heap:
                 obj = entry.heap[value.oid]
                 if obj.kind in ("module", "object"):
-                    candidates.extend((f"{name}.{attr}", v) for attr, v in sorted(obj.attrs.items()) if not attr.startswith("_"))
+                    candidates.extend((f"{name}.{attr}", v) for attr, v in sorted(obj.attrs.items())
+                                      if not attr.startswith("_") and f"{name}.{attr}" in assigned)
         for name, value in candidates:
             for tensor in torch_api.tensors_in(value, entry):
                 _, may = self.graph.reach(tensor.grad_fn, False)
