@@ -683,9 +683,14 @@ class Interpreter:
             iterations = 1  # and the loop may end after it, as if its length were unknown
         birth = self.container_birth(iterable, state)
 
+        indexed = self.containers_indexed_by_target(stmt)
+
         def bind(s: State, index: int) -> None:
             if index and birth is not None:
                 self.next_element(element, birth, s)
+            if index:
+                for name in indexed:  # `for i in range(len(data)): data[i]...`: another element too
+                    self.next_element_of(s.env.get(name, self.globals.get(name)), s)
             self.assign(stmt.target, element, s, None)
 
         binders = [lambda s, index=index: bind(s, index) for index in range(iterations)]
@@ -702,6 +707,26 @@ class Interpreter:
             if obj.kind in ("list", "dict", "enumerate", "zip", "object"):
                 return len(obj.extra.get("born", ()))
         return None
+
+    def containers_indexed_by_target(self, loop: ast.For) -> tuple[str, ...]:
+        """The names ``data`` of ``data[i]`` in the loop's body, ``i`` being bound by the loop
+        (``for i in range(len(data))``, ``for i, x in enumerate(...)``); kept on the loop node."""
+        found = getattr(loop, "_graphlife_indexed", None)
+        if found is None:
+            targets = {node.id for node in ast.walk(loop.target) if isinstance(node, ast.Name)}
+            found = tuple(sorted({
+                node.value.id for statement in loop.body for node in ast.walk(statement)
+                if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                and isinstance(node.slice, ast.Name) and node.slice.id in targets
+            }))
+            loop._graphlife_indexed = found
+        return found
+
+    def next_element_of(self, container: Value | None, state: State) -> None:
+        """:meth:`next_element` for a container indexed by the loop's variable."""
+        birth = self.container_birth(container, state) if container is not None else None
+        if birth is not None and state.heap[container.oid].kind == "list":
+            self.next_element(self.iter_element(container, state), birth, state)
 
     def next_element(self, element: Value, birth: int, state: State) -> None:
         """The loop goes on to another element of the container: what a backward through the
