@@ -33,6 +33,8 @@ class FileReport:
     path: str
     findings: list[dict] = field(default_factory=list)
     syntax_errors: list[tuple[int, int, str]] = field(default_factory=list)
+    #: For a notebook: the (cell, line in the cell) of each syntax error, in the same order.
+    syntax_error_cells: list[tuple[int, int]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     read_error: str | None = None
     lines: list[str] = field(default_factory=list)
@@ -146,6 +148,7 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
                 related["message"] = cell_relative_lines(related["message"], segment_for_line)
         report.findings.append(data)
     report.syntax_errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
+    report.syntax_error_cells = [locate(e.line) for e in result.syntax_errors]
     return report
 
 
@@ -167,8 +170,9 @@ def render_text(reports: list[FileReport], out) -> None:
     paint = Painter(out)
     counts: dict[str, int] = {}
     for report in reports:
-        for line, column, message in report.syntax_errors:
-            out.write(f"{paint(report.path, '1')}:{line}:{column}: {paint('syntax error', '1;31')}: {message}\n")
+        for index, (line, column, message) in enumerate(report.syntax_errors):
+            where = f"cell {report.syntax_error_cells[index][0]}:{report.syntax_error_cells[index][1]}" if report.syntax_error_cells else line
+            out.write(f"{paint(report.path, '1')}:{where}:{column}: {paint('syntax error', '1;31')}: {message}\n")
         for finding in report.findings:
             severity = finding["severity"]
             counts[severity] = counts.get(severity, 0) + 1
@@ -235,8 +239,9 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
             "findings": [f for r in readable for f in r.findings],
             # a block with a syntax error is not analyzed: say so (the exit status is 1 for it)
             "syntax_errors": [
-                {"path": r.path, "line": line, "column": column, "message": message}
-                for r in readable for line, column, message in r.syntax_errors
+                {"path": r.path, "line": line, "column": column, "message": message,
+                 **({"cell": r.syntax_error_cells[index][0], "cell_line": r.syntax_error_cells[index][1]} if r.syntax_error_cells else {})}
+                for r in readable for index, (line, column, message) in enumerate(r.syntax_errors)
             ],
         }
         json.dump(payload, sys.stdout, indent=2)

@@ -162,6 +162,39 @@ def test_notebook_shell_escapes_inside_blocks_keep_the_cell(tmp_path: Path) -> N
     assert [(f["code"], f["cell"], f["cell_line"]) for f in payload["findings"]] == [("GL101", 1, 9)]
 
 
+def test_notebook_lines_continuing_a_statement_are_python_even_when_they_start_with_percent(tmp_path: Path) -> None:
+    """`%` at the start of a line inside an open bracket (old-style formatting split over two
+    lines), or inside a triple-quoted string, continues the statement: it is not a magic. A
+    public notebook collection lost the training loop of 60 notebooks to this."""
+    cells = [
+        "import torch\nw = torch.randn(3, requires_grad=True)\n%matplotlib inline\n",
+        "for epoch in range(2):\n    loss = (w * w).sum()\n    print('Epoch: %03d | Cost: %.4f'\n"
+        "          %(epoch + 1, loss.item()))\n    note = \"\"\"\n%d items\n\"\"\"\n    loss.backward()\n    loss.backward()\n",
+    ]
+    notebook = {
+        "cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None} for text in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    path = tmp_path / "formatting.ipynb"
+    path.write_text(json.dumps(notebook))
+    payload = json.loads(run("check", "--format", "json", str(path)).stdout)
+    assert payload["syntax_errors"] == []
+    assert [(f["code"], f["cell"], f["cell_line"]) for f in payload["findings"]] == [("GL101", 2, 9)]
+
+
+def test_notebook_syntax_errors_name_their_cell(tmp_path: Path) -> None:
+    cells = ["import torch\n", "lr = \nprint(lr)\n"]  # an exercise placeholder
+    notebook = {
+        "cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None} for text in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    path = tmp_path / "exercise.ipynb"
+    path.write_text(json.dumps(notebook))
+    assert f"{path}:cell 2:1:" in run("check", str(path)).stdout
+    payload = json.loads(run("check", "--format", "json", str(path)).stdout)
+    assert [(e["cell"], e["cell_line"]) for e in payload["syntax_errors"]] == [(2, 1)]
+
+
 def test_usage_error_exits_two() -> None:
     proc = run("check")
     assert proc.returncode == 2

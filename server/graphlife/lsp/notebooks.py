@@ -47,10 +47,57 @@ def _blank_ipython(lines: list[str]) -> list[str]:
         return ["" for _ in lines]
     out = []
     continued = False
+    scan = _Scanner()
     for line in lines:
-        out.append(line if continued else _python_line(line))
+        # Inside an open bracket, a triple-quoted string or after a backslash, a line is the
+        # rest of a Python statement even when it starts with `%` (`print('%d' \n % x)`).
+        python = line if continued or scan.inside else _python_line(line)
+        out.append(python)
+        if python == line:
+            scan.feed(line)
         continued = line.endswith("\\")
     return out
+
+
+class _Scanner:
+    """How many brackets are open, and whether a triple-quoted string is, after the lines fed."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote: str | None = None  # the open triple quote
+
+    @property
+    def inside(self) -> bool:
+        return self.depth > 0 or self.quote is not None
+
+    def feed(self, line: str) -> None:
+        index, size = 0, len(line)
+        while index < size:
+            char = line[index]
+            if self.quote is not None:
+                if line.startswith(self.quote, index):
+                    index += 3
+                    self.quote = None
+                    continue
+                index += 2 if char == "\\" else 1
+                continue
+            if char == "#":
+                return
+            if char in "\"'":
+                if line.startswith(char * 3, index):
+                    self.quote = char * 3
+                    index += 3
+                    continue
+                index += 1
+                while index < size and line[index] != char:  # a one-line string
+                    index += 2 if line[index] == "\\" else 1
+                index += 1
+                continue
+            if char in "([{":
+                self.depth += 1
+            elif char in ")]}":
+                self.depth = max(self.depth - 1, 0)
+            index += 1
 
 
 _HELP = re.compile(r"^\s*(\?\??[\w.]+|[\w.]+\?\??)\s*$")  # `obj?`, `??obj`
