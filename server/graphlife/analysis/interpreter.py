@@ -672,6 +672,8 @@ class Interpreter:
     def exec_for(self, stmt: ast.For, state: State) -> Flow:
         iterable = self.eval(stmt.iter, state)
         items = self.exact_items(iterable, stmt.iter, state)
+        if items is not None and len(items) > 1 and len(self.loop_stack) >= MAX_UNROLLED_NESTING:
+            items = None  # too deep to unroll item by item: once, with what the items have in common
         if items is not None:
             return self.run_loop(stmt, state, [lambda s, v=v: self.assign(stmt.target, v, s, None) for v in items],
                                  may_skip=False, count_known=True)
@@ -835,13 +837,14 @@ class Interpreter:
         return None
 
     def exact_items(self, iterable: Value, expr: ast.expr, state: State) -> list[Value] | None:
-        """Items of a known, short sequence: a tuple literal, a list literal written in the loop
-        (``for p in [a, b]``: nothing can have changed it), the children of a ModuleList."""
+        """Items of a known, short sequence: a tuple literal, a list whose items the engine still
+        knows (a literal, appended to a known number of times: ``__items__``), the children of a
+        ModuleList."""
         if isinstance(iterable, TupleVal) and 0 < len(iterable.items) <= MAX_EXACT_UNROLL:
             return list(iterable.items)
         if isinstance(iterable, HeapRef):
             obj = state.heap.get(iterable.oid)
-            items = obj.attrs.get("__items__") if obj is not None and isinstance(expr, ast.List) else None
+            items = obj.attrs.get("__items__") if obj is not None and obj.kind == "list" else None
             if isinstance(items, TupleVal) and 0 < len(items.items) <= MAX_EXACT_UNROLL:
                 return list(items.items)
             if obj is not None and obj.kind == "module" and isinstance(obj.attrs.get("__children__"), TupleVal):
