@@ -107,19 +107,29 @@ def analyze_module(
     return reporter.findings, notes
 
 
+def _function_walk_step(child: ast.AST, owner: ast.ClassDef | None) -> tuple[bool, ast.ClassDef | None] | None:
+    """How the search for functions goes into ``child``: (is it a function, the class owning
+    what is inside), or ``None`` when no function of interest can be inside."""
+    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True, None
+    if isinstance(child, ast.ClassDef):
+        return False, child
+    if isinstance(child, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
+        return False, owner
+    return None
+
+
 def _functions_under(root: ast.AST, owner: ast.ClassDef | None) -> Iterable[tuple[ast.AST, ast.ClassDef | None]]:
     """The functions and methods inside ``root`` (a statement), depth first, the last child first."""
     stack: list[tuple[ast.AST, ast.ClassDef | None]] = [(root, owner)]
     while stack:
         node, owner = stack.pop()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield child, owner
-                stack.append((child, None))
-            elif isinstance(child, ast.ClassDef):
-                stack.append((child, child))
-            elif isinstance(child, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
-                stack.append((child, owner))
+            step = _function_walk_step(child, owner)
+            if step is not None:
+                if step[0]:
+                    yield child, owner
+                stack.append((child, step[1]))
 
 
 class Interpreter:
@@ -334,13 +344,11 @@ class Interpreter:
         unchanged blocks, so a keystroke does not walk the whole file for this)."""
         entries: list[tuple[ast.stmt, ast.ClassDef | None]] = []
         for stmt in self.tree.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield stmt, None
-                entries.append((stmt, None))
-            elif isinstance(stmt, ast.ClassDef):
-                entries.append((stmt, stmt))
-            elif isinstance(stmt, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
-                entries.append((stmt, None))
+            step = _function_walk_step(stmt, None)
+            if step is not None:
+                if step[0]:
+                    yield stmt, None
+                entries.append((stmt, step[1]))
         for stmt, owner in reversed(entries):
             found = getattr(stmt, "_graphlife_functions", None)
             if found is None:
