@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import struct
 import sys
@@ -48,6 +49,10 @@ HEADER = struct.Struct(">Q")
 #: Test knob shared with the in-process checker: an artificial delay (ms) in each analysis.
 TEST_DELAY_VARIABLE = "GRAPHLIFE_LSP_TEST_DELAY_MS"
 
+#: Seconds without a request after a cold analysis before the heap is trimmed (trimming a big
+#: heap takes about as long as an incremental analysis: not while the user is typing).
+IDLE_TRIM_SECONDS = 1.0
+
 
 def encode(message: Any) -> bytes:
     """One frame holding ``message``."""
@@ -59,16 +64,34 @@ def decode_length(header: bytes) -> int:
     return HEADER.unpack(header)[0]
 
 
+def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
+    """``size`` bytes from an unbuffered stream (a pipe gives them in pieces); ``None`` at its end."""
+    data = bytearray()
+    while len(data) < size:
+        chunk = stream.read(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
 def read_message(stream: BinaryIO) -> Any | None:
-    """The next frame's message; ``None`` at the end of the stream."""
-    header = stream.read(HEADER.size)
-    if len(header) < HEADER.size:
+    """The next frame's message from an unbuffered stream; ``None`` at the end of the stream."""
+    header = _read_exactly(stream, HEADER.size)
+    if header is None:
         return None
-    length = decode_length(header)
-    body = stream.read(length)
-    if len(body) < length:
+    body = _read_exactly(stream, decode_length(header))
+    if body is None:
         return None
     return pickle.loads(body)  # only the server writes to this pipe
+
+
+def _quiet_for(stream: BinaryIO, seconds: float) -> bool:
+    """Whether no request arrives within ``seconds`` (where pipes cannot be polled: yes)."""
+    try:
+        return not select.select([stream], [], [], seconds)[0]
+    except (OSError, ValueError):
+        return True
 
 
 def answer(checker, request: dict) -> dict:
@@ -84,17 +107,23 @@ def answer(checker, request: dict) -> dict:
 
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:
-    """Answer requests until the server closes the pipe."""
+    """Answer requests (``requests`` unbuffered, so that it can be polled) until the server closes the pipe."""
     from graphlife.incremental import IncrementalChecker
     from graphlife.lsp.memory import mostly_new, release_memory
 
     checker = IncrementalChecker()
-    while (request := read_message(requests)) is not None:
+    trim = False  # a cold analysis left garbage worth giving back
+    while True:
+        if trim and _quiet_for(requests, IDLE_TRIM_SECONDS):
+            release_memory()
+            trim = False
+        request = read_message(requests)
+        if request is None:
+            return
         reply = answer(checker, request)
         replies.write(encode(reply))
         replies.flush()
-        if "units" in reply and mostly_new(reply["units"]):
-            release_memory()  # after replying: not on the latency path
+        trim = trim or ("units" in reply and mostly_new(reply["units"]))
 
 
 def _die_with(parent: int) -> None:
@@ -124,7 +153,8 @@ def main() -> None:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     _warm_up()
-    serve(sys.stdin.buffer, replies)
+    with open(0, "rb", buffering=0, closefd=False) as requests:
+        serve(requests, replies)
 
 
 if __name__ == "__main__":
