@@ -139,6 +139,27 @@ async def test_a_checker_process_that_died_between_edits_is_replaced_for_the_nex
     assert len(set(_starts(client))) == 2
 
 
+async def test_a_runaway_analysis_in_a_checker_process_is_killed_at_the_time_box(runaway_client: LanguageClient, workdir):
+    """Each analysis takes 12 s here; the server stops it at the time box (5 s) + 5 s by killing the
+    process, keeps answering, and the next version gets a new process."""
+    source = padded_big_file(ISOLATE_CHARS + 10_000)
+    await initialize(runaway_client, debounce_ms=0)
+    uri = open_document(runaway_client, workdir / "big.py", source)
+    await wait_for_log(runaway_client, "started a checker process")
+    stopped = await wait_for_log(runaway_client, "stopped the analysis of", timeout=WAIT)
+    assert stopped.type == types.MessageType.Warning and "big.py" in stopped.message and "ran over" in stopped.message
+    await _gone(_starts(runaway_client)[0])
+    started = time.monotonic()
+    hover = await runaway_client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=3, character=4))
+    )
+    assert hover is None and time.monotonic() - started < 5, "no retry of a text whose analysis was stopped"
+    lines = source.split("\n")
+    _change_line(runaway_client, uri, 2, lines, 0, "import torch  # edited")
+    await _wait_for(lambda: len(_starts(runaway_client)) == 2, "a new checker process for the next version")
+    assert not any("stopped unexpectedly" in m.message for m in runaway_client.log_messages), "a kill of ours is no crash"
+
+
 async def test_closing_a_big_document_ends_its_checker_process(client: LanguageClient, workdir):
     source = padded_big_file(ISOLATE_CHARS + 10_000)
     await initialize(client, debounce_ms=0)
@@ -158,6 +179,13 @@ def _alive(pid: int) -> bool:
             return stat.read().split(") ", 1)[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+async def _wait_for(condition, what: str, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
 
 
 async def _gone(pid: int, timeout: float = 10.0) -> None:
