@@ -166,10 +166,13 @@ class Linter:
         if cancel is not None:
             cancel(reason, hard)
 
-    def close(self) -> None:
-        """The server is shutting down: end every checker process now (not after its analysis)."""
-        for process in self._processes.values():
-            process.kill()
+    async def close(self) -> None:
+        """The server is shutting down: end every checker process now (not after its analysis),
+        and wait until they are gone (their pipes must not outlive the event loop)."""
+        processes = list(self._processes.values())
+        self._processes.clear()
+        if processes:
+            await asyncio.wait_for(asyncio.gather(*(process.close() for process in processes)), 5)
 
     def result(self, key: str) -> Analysis | None:
         return self._results.get(key)

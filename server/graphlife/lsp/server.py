@@ -168,8 +168,8 @@ def create_server() -> GraphlifeServer:
 
     @server.feature(types.SHUTDOWN)
     @_guarded(server, "shutdown")
-    def shutdown(params: None) -> None:
-        linter.close()  # big documents' checker processes end now, not after their analysis
+    async def shutdown(params: None) -> None:
+        await linter.close()  # big documents' checker processes end now, not after their analysis
 
     # -- text documents ----------------------------------------------------------------------------
 
