@@ -136,7 +136,11 @@ class TensorVal(Value):
                 nullable=self.nullable or other.nullable,
                 scalar=self.scalar and other.scalar,
             )
-        if isinstance(other, (NoneValue, Unknown)):
+        if isinstance(other, Unknown):
+            # Anything on the other path, a tensor with a graph among them (`x = layer(x)` in a
+            # loop over layers the engine cannot see): whether it requires grad is not known.
+            return replace(self, certain=False, requires_grad=None, nullable=True)
+        if isinstance(other, NoneValue):
             return replace(self, certain=False, requires_grad=None if self.requires_grad else self.requires_grad, nullable=True)
         if isinstance(other, Number) and not isinstance(other.const, str):
             # `loss = 0` before a loop of `loss += ...` that may not run: a number on some path,
