@@ -124,6 +124,27 @@ def may_carry_graph(value: Value) -> bool:
     return not isinstance(value, (TensorVal, Number, NoneValue, TupleVal, HeapRef, QualName, ContextVal))
 
 
+
+def graph_left_out(args: list[Value], kwargs: dict[str, Value], positional_used: int, table: optable.OpInfo,
+                   state: State) -> bool:
+    """An argument the op table's inputs did not take may carry a graph.
+
+    The table lists an op's tensor inputs (``scatter_add_(self, index, src)``) while the call
+    also passes non-tensors among them (``x.scatter_add_(0, idx, src)``): matched by position,
+    ``src`` falls off the end. Then whether the result requires grad cannot be read from the
+    table's inputs, and the caller uses the generic op over every tensor argument instead."""
+    rest = list(args[positional_used:]) + [value for name, value in kwargs.items()
+                                           if name not in table.inputs and name != "out"]
+    return any(tensor_may_need_grad(value) for value in flatten_tensor_args(rest, state))
+
+
+def tensor_may_need_grad(value: Value) -> bool:
+    """A tensor that requires grad, or may (unknown), or a value that may be such a tensor."""
+    if isinstance(value, TensorVal):
+        return value.requires_grad is not False
+    return may_carry_graph(value)
+
+
 def pattern_char(value: Value) -> str:
     if isinstance(value, TensorVal):
         return {True: "1", False: "0", None: "?"}[value.requires_grad]
@@ -567,6 +588,11 @@ def call_table_function(interp, state, key: str, info: optable.OpInfo, args, kwa
         if name in kwargs:
             inputs.append(kwargs[name])
             exprs.append(kwarg_expr(call, name))
+    if graph_left_out(args, kwargs, len(info.inputs), info, state):
+        everything = flatten_tensor_args(list(args) + [v for k, v in kwargs.items() if k != "out"], state)
+        if info.inplace and args and isinstance(args[0], TensorVal):
+            return apply_inplace(interp, state, key, args[0], call.args[0] if call.args else None, everything[1:], call, info=None)
+        return apply_op(interp, state, key, everything, [None] * len(everything), call, info=None)
     if info.inplace_keyword and const_bool(kwargs.get(info.inplace_keyword)) and inputs and isinstance(inputs[0], TensorVal):
         return apply_inplace(interp, state, key, inputs[0], exprs[0], inputs[1:], call, info=info, inplace_cases=True)
     if info.inplace and inputs and isinstance(inputs[0], TensorVal):
@@ -1193,6 +1219,11 @@ def _call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: s
         if param in kwargs:
             inputs.append(kwargs[param])
             exprs.append(kwarg_expr(call, param))
+    if graph_left_out(list(args), kwargs, len(info.inputs) - 1, info, state):
+        others = flatten_tensor_args(list(args) + [v for k, v in kwargs.items() if k != "out"], state)
+        if info.inplace:
+            return apply_inplace(interp, state, key, tensor, receiver_expr, others, call, info=None)
+        return apply_op(interp, state, key, [tensor, *others], [receiver_expr] + [None] * len(others), call, info=None)
     if info.inplace:
         return apply_inplace(interp, state, key, tensor, receiver_expr, inputs[1:], call, info=info if len(inputs) == len(info.inputs) else None)
     if len(inputs) != len(info.inputs):
