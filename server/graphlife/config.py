@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
 try:  # Python 3.11+
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib  # type: ignore[no-redef]
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, Iterable, Mapping
 
 from graphlife.findings import Severity
 
@@ -56,7 +58,7 @@ class Config:
             return default
         return self.severity[max(matches, key=len)]
 
-    def merged(self, other: Mapping[str, Any], source: str) -> "Config":
+    def merged(self, other: Mapping[str, Any], source: str) -> Config:
         """This config with the keys of ``other`` applied on top (``other`` wins)."""
         return replace(self, **_parse_settings(other, source, self.problems))
 
@@ -159,7 +161,7 @@ def config_for_path(base: Config, path: str | os.PathLike[str] | None) -> Config
     section, problem, pyproject = pyproject_settings(path)
     config = base
     if problem:
-        config = replace(config, problems=config.problems + (problem,))
+        config = replace(config, problems=(*config.problems, problem))
     if section:
         config = config.merged(section, str(pyproject))
     return config

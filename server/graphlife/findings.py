@@ -22,7 +22,7 @@ class Severity(str, enum.Enum):
     HINT = "hint"
 
     @classmethod
-    def parse(cls, text: str) -> "Severity | None":
+    def parse(cls, text: str) -> Severity | None:
         """Map a user's spelling to a severity; ``None`` means the rule is off."""
         lowered = text.strip().lower()
         aliases = {"info": "information", "warn": "warning", "off": None, "none": None}

@@ -34,7 +34,9 @@ class IncrementalChecker:
         self.units = UnitCache()
         self._interrupted = False
 
-    def check(self, source: str, config: Config | None = None, *, time_budget: float = DEFAULT_TIME_BUDGET) -> CheckResult:
+    def check(
+        self, source: str, config: Config | None = None, *, time_budget: float = DEFAULT_TIME_BUDGET
+    ) -> CheckResult:
         """The findings for ``source`` (the document's newest text).
 
         The language server runs one analysis per document at a time, so the lock is only a

@@ -21,13 +21,14 @@ never as the basis of an error.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from itertools import product
-from typing import Any, Mapping
+from typing import Any
 
-__all__ = ["OpInfo", "SavedCase", "lookup", "keys", "torch_version", "normalize_key"]
+__all__ = ["OpInfo", "SavedCase", "keys", "lookup", "normalize_key", "torch_version"]
 
 _ALIASES = (
     ("torch.nn.functional.", "F."),
@@ -203,7 +204,7 @@ def normalize_key(name: str) -> str:
     return name
 
 
-@lru_cache(maxsize=None)
+@cache
 def lookup(key: str) -> OpInfo | None:
     """The entry for an op, or None when the table does not know it (treat as opaque)."""
     raw = _table()["ops"].get(normalize_key(key))

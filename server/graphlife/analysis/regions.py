@@ -19,7 +19,7 @@ the unit again).
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+from collections.abc import Iterable
 
 from graphlife.analysis.blocks import Block, source_lines
 
@@ -29,7 +29,7 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 class Region:
     """A block, a method of a class, or the rest of a class."""
 
-    __slots__ = ("key", "node", "block", "start", "end", "mappable", "seen", "_functions")
+    __slots__ = ("_functions", "block", "end", "key", "mappable", "node", "seen", "start")
 
     def __init__(self, key: tuple, node: object, block: Block, mappable: bool) -> None:
         self.key = key
@@ -66,7 +66,7 @@ class Region:
             }
         return self._functions
 
-    def locate(self, node: ast.AST) -> tuple["Region", int, int]:
+    def locate(self, node: ast.AST) -> tuple[Region, int, int]:
         """A version-independent name for a function inside this region."""
         return self, node.lineno - self.start, node.col_offset
 

@@ -12,6 +12,7 @@ keeps it alive.
 from __future__ import annotations
 
 import ast
+import contextlib
 import time
 
 from graphlife.analysis.positions import byte_to_char_column
@@ -102,10 +103,8 @@ def _run(tree, source, lines, recorder: _Recorder, deadline: float) -> None:
     interp.hooks = {"backward": [recorder.on_backward], "store": [recorder.on_store]}
     interp.watch = (recorder.target, recorder.values)
     interp.isolate_calls = False  # the story reads one graph store at the end of the run
-    try:
+    with contextlib.suppress(Timeout, RecursionError):
         interp.run()
-    except (Timeout, RecursionError):
-        pass
     recorder.graph = interp.graph
     recorder.interp = interp
 
@@ -134,12 +133,17 @@ def _tensor_story(recorder: _Recorder, target: ast.AST, lines: list[str]) -> str
         _, reach = graph.reach(frozenset(roots), False)
         built = sorted({graph.nodes[n].site.lineno for n in reach})
         saving = sorted({graph.nodes[n].site.lineno for n in reach if graph.nodes[n].saves_certain})
-        out.append(f"- graph built at line{'s' if len(built) > 1 else ''} {_lines(built)} ({len(reach)} node{'s' if len(reach) != 1 else ''})")
+        out.append(
+            f"- graph built at line{'s' if len(built) > 1 else ''} {_lines(built)}"
+            f" ({len(reach)} node{'s' if len(reach) != 1 else ''})"
+        )
         if saving:
             out.append(f"- saves tensors for backward at line{'s' if len(saving) > 1 else ''} {_lines(saving)}")
         freed = sorted({state.freed[n].lineno for n in reach if n in state.freed})
         if freed:
-            out.append(f"- **already freed** by the backward at line {_lines(freed)}: a second backward through it raises")
+            out.append(
+                f"- **already freed** by the backward at line {_lines(freed)}: a second backward through it raises"
+            )
         consumers = sorted({
             e.stmt.lineno for e in recorder.backwards
             if (e.may & reach) and e.stmt.lineno >= getattr(target, "lineno", 0)
@@ -156,11 +160,21 @@ def _tensor_story(recorder: _Recorder, target: ast.AST, lines: list[str]) -> str
         iterations = {graph.nodes[n].iteration for n in reach if graph.nodes[n].iteration}
         if len(iterations) > 1:
             newest = max(iterations)
-            carried = sorted({graph.nodes[n].site.lineno for n in reach if graph.nodes[n].iteration and graph.nodes[n].iteration < newest})
-            out.append(f"- reaches the graph of an earlier loop iteration (built at line {_lines(carried)}): state carried across iterations")
+            carried = sorted({
+                graph.nodes[n].site.lineno
+                for n in reach
+                if graph.nodes[n].iteration and graph.nodes[n].iteration < newest
+            })
+            out.append(
+                f"- reaches the graph of an earlier loop iteration (built at line {_lines(carried)}):"
+                " state carried across iterations"
+            )
     if value.storage is not None and state.bumps.get(value.storage):
         changes = sorted({site.lineno for _, site in state.bumps[value.storage] if hasattr(site, "lineno")})
-        out.append(f"- changed in place at line{'s' if len(changes) > 1 else ''} {_lines(changes)} (version {max(state.version_of(value.storage))})")
+        out.append(
+            f"- changed in place at line{'s' if len(changes) > 1 else ''} {_lines(changes)}"
+            f" (version {max(state.version_of(value.storage))})"
+        )
     if value.inference:
         out.append("- an **inference tensor** (made under `torch.inference_mode()`): it cannot be saved for backward")
     return "\n".join(out)
@@ -176,12 +190,16 @@ def _backward_story(recorder: _Recorder, call: ast.Call, lines: list[str]) -> st
     out = [f"**`{root}.backward()`** — graph lifetime (graphlife)"]
     if not event.may:
         if isinstance(event.root, TensorVal) and event.root.requires_grad is False:
-            out.append(f"- `{root}` has no graph: {event.root.why or 'it does not require grad'} — this backward raises")
+            why = event.root.why or "it does not require grad"
+            out.append(f"- `{root}` has no graph: {why} — this backward raises")
         else:
             out.append("- the graph behind it is not known here (it comes from code graphlife cannot see)")
         return "\n".join(out)
     built = sorted({graph.nodes[n].site.lineno for n in event.may})
-    out.append(f"- walks {len(event.may)} graph node{'s' if len(event.may) != 1 else ''} built at line{'s' if len(built) > 1 else ''} {_lines(built)}")
+    out.append(
+        f"- walks {len(event.may)} graph node{'s' if len(event.may) != 1 else ''}"
+        f" built at line{'s' if len(built) > 1 else ''} {_lines(built)}"
+    )
     freed_before = sorted({event.state.freed[n].lineno for n in event.may if n in event.state.freed})
     if freed_before:
         out.append(f"- part of it was **already freed** by the backward at line {_lines(freed_before)}: this raises")
@@ -190,7 +208,8 @@ def _backward_story(recorder: _Recorder, call: ast.Call, lines: list[str]) -> st
     else:
         out.append("- frees the saved tensors of every node it walks (a later backward through them raises)")
     if event.leaves:
-        out.append(f"- accumulates into `.grad` of {len(event.leaves)} parameter group{'s' if len(event.leaves) != 1 else ''}")
+        groups = len(event.leaves)
+        out.append(f"- accumulates into `.grad` of {groups} parameter group{'s' if groups != 1 else ''}")
     return "\n".join(out)
 
 

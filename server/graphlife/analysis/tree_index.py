@@ -68,7 +68,7 @@ class TreeIndex:
     located: list[ast.AST] = field(default_factory=list)
 
     @classmethod
-    def of_module(cls, tree: ast.Module) -> "TreeIndex":
+    def of_module(cls, tree: ast.Module) -> TreeIndex:
         """The index of a whole file."""
         index = cls.of_statements(tree.body)
         for stmt in tree.body:
@@ -76,7 +76,7 @@ class TreeIndex:
         return index
 
     @classmethod
-    def of_statements(cls, statements: list[ast.stmt]) -> "TreeIndex":
+    def of_statements(cls, statements: list[ast.stmt]) -> TreeIndex:
         """The index of top-level statements, without their parent (the module)."""
         index = cls()
         parents = index.parents
@@ -110,7 +110,7 @@ class TreeIndex:
         return index
 
     @classmethod
-    def merge(cls, tree: ast.Module, parts: list["TreeIndex"]) -> "TreeIndex":
+    def merge(cls, tree: ast.Module, parts: list[TreeIndex]) -> TreeIndex:
         """One index for ``tree`` from the indexes of its blocks (in file order)."""
         merged = cls()
         counts = merged.binding_counts

@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from dataclasses import replace as _checked_replace
-from typing import Any, Optional
+from typing import Any
 
-Tri = Optional[bool]
+Tri = bool | None
 
 
 def join_tri(a: Tri, b: Tri) -> Tri:
@@ -23,7 +23,7 @@ def join_tri(a: Tri, b: Tri) -> Tri:
 class Value:
     """Base of every abstract value."""
 
-    def join(self, other: "Value") -> "Value":
+    def join(self, other: Value) -> Value:
         if self == other:
             return self
         return UNKNOWN
@@ -68,7 +68,7 @@ class Number(Value):
 
     const: Any = None
 
-    def join(self, other: "Value") -> "Value":
+    def join(self, other: Value) -> Value:
         if isinstance(other, TensorVal):
             return other.join(self)  # a number on some paths, a tensor on the others
         if isinstance(other, Number) and other != self:
@@ -137,7 +137,8 @@ class TensorVal(Value):
                 scalar=self.scalar and other.scalar,
             )
         if isinstance(other, (NoneValue, Unknown)):
-            return replace(self, certain=False, requires_grad=None if self.requires_grad else self.requires_grad, nullable=True)
+            requires_grad = None if self.requires_grad else self.requires_grad
+            return replace(self, certain=False, requires_grad=requires_grad, nullable=True)
         if isinstance(other, Number) and not isinstance(other.const, str):
             # `loss = 0` before a loop of `loss += ...` that may not run: a number on some path,
             # this tensor (and its graph) on the others. Known to maybe not be a tensor at all.
@@ -255,7 +256,7 @@ class HeapObject:
     frozen: Tri = False  # requires_grad_(False) on every parameter
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def copy(self) -> "HeapObject":
+    def copy(self) -> HeapObject:
         return HeapObject(
             kind=self.kind,
             attrs=dict(self.attrs),
@@ -270,11 +271,16 @@ class HeapObject:
             extra=dict(self.extra),
         )
 
-    def join(self, other: "HeapObject") -> "HeapObject":
+    def join(self, other: HeapObject) -> HeapObject:
         joined = self.copy()
         for key in set(self.attrs) | set(other.attrs):
             a, b = self.attrs.get(key), other.attrs.get(key)
-            if key == "__items__" and isinstance(a, TupleVal) and isinstance(b, TupleVal) and len(a.items) != len(b.items):
+            if (
+                key == "__items__"
+                and isinstance(a, TupleVal)
+                and isinstance(b, TupleVal)
+                and len(a.items) != len(b.items)
+            ):
                 # The structure of a list built in a loop (layers of a Sequential): keep the longer shape.
                 joined.attrs[key] = a if len(a.items) > len(b.items) else b
                 continue
@@ -286,5 +292,8 @@ class HeapObject:
             joined.elem = self.elem.join(other.elem)
         joined.frozen = join_tri(self.frozen, other.frozen)
         if self.opt_storages != other.opt_storages:
-            joined.opt_storages = None if self.opt_storages is None or other.opt_storages is None else self.opt_storages | other.opt_storages
+            if self.opt_storages is None or other.opt_storages is None:
+                joined.opt_storages = None
+            else:
+                joined.opt_storages = self.opt_storages | other.opt_storages
         return joined

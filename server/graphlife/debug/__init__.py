@@ -43,7 +43,12 @@ def explain(*objects, namespace: dict | None = None, file=None) -> None:
         def mine(name: str) -> bool:
             return any(name == n or name.startswith(n + "[") or name.startswith(n + ".") for n in keep)
 
-        blamed = {b for t in snap["tensors"] if mine(t["name"]) for b in (t.get("backward_prediction") or {}).get("blame_all", [])}
+        blamed = {
+            b
+            for t in snap["tensors"]
+            if mine(t["name"])
+            for b in (t.get("backward_prediction") or {}).get("blame_all", [])
+        }
         snap["tensors"] = [t for t in snap["tensors"] if mine(t["name"]) or t["name"] in blamed]
         snap["containers"] = [c for c in snap["containers"] if mine(c["name"])]
     else:

@@ -206,7 +206,7 @@ def _dtype(t):
 class _Found:
     """One tensor found in the frame, with the containers it sits in."""
 
-    __slots__ = ("tensor", "name", "aliases", "ancestors", "via_module")
+    __slots__ = ("aliases", "ancestors", "name", "tensor", "via_module")
 
     def __init__(self, tensor, name, ancestors, via_module):
         self.tensor = tensor
@@ -217,7 +217,7 @@ class _Found:
 
 
 class _ContainerSeen:
-    __slots__ = ("name", "kind", "items")
+    __slots__ = ("items", "kind", "name")
 
     def __init__(self, name, kind, items):
         self.name = name
@@ -319,7 +319,7 @@ def _walk(namespace: dict, torch, budget: _Budget):
         index = len(containers)
         containers.append(_ContainerSeen(name, kind, len(children)))
         for child_name, item, child_via_module in children:
-            queue.append((child_name, item, depth + 1, ancestors + (index,), child_via_module))
+            queue.append((child_name, item, depth + 1, (*ancestors, index), child_via_module))
     return list(found.values()), containers
 
 
@@ -329,7 +329,7 @@ def _walk(namespace: dict, torch, budget: _Budget):
 class _Node:
     """What one autograd node holds, read once per probe run."""
 
-    __slots__ = ("fn", "name", "seq", "children", "saved", "problem", "hooked", "storages")
+    __slots__ = ("children", "fn", "hooked", "name", "problem", "saved", "seq", "storages")
 
     def __init__(self, fn):
         self.fn = fn
@@ -580,7 +580,8 @@ def _predict(entry: _Found, t, root: int | None, graphs: _Graphs, reach: list[in
         if not scalar:
             return _prediction(False, None, _NON_SCALAR_MESSAGE, "non_scalar", None, None, [],
                                f"`{entry.name}` has {numel} elements; backward() needs a gradient argument.")
-        return _prediction(True, None, None, "ok", None, None, [], f"`{entry.name}` is a leaf; backward() sets its .grad.")
+        return _prediction(True, None, None, "ok", None, None, [],
+                           f"`{entry.name}` is a leaf; backward() sets its .grad.")
     pred = _predict_graph(entry, root, graphs, reach, frame)
     if not scalar and pred["ok"]:
         return _prediction(False, None, _NON_SCALAR_MESSAGE, "non_scalar", None, None, [],
@@ -952,7 +953,8 @@ def _fill(result: dict, namespace: dict, torch, budget: _Budget) -> None:
             info["graph"] = _graph_summary(graphs, info["reach"], info["cut"], leaf_keys, owners)
         info["backward_prediction"] = _predict(entry, t, info["root"], graphs, info["reach"], frame)
         pred = info["backward_prediction"]
-        if pred is not None and not pred["ok"] and pred["reason"] in ("modified", "freed", "consumed", "shared", "carried", "stored"):
+        raises = ("modified", "freed", "consumed", "shared", "carried", "stored")
+        if pred is not None and not pred["ok"] and pred["reason"] in raises:
             info["severity"] = "error"
         out.append(info)
     blamed = set()
@@ -968,7 +970,8 @@ def _fill(result: dict, namespace: dict, torch, budget: _Budget) -> None:
         # Parameters reached through a module are many and rarely news: list them only when blamed.
         if entry.via_module and info["root"] is None and entry.name not in blamed:
             continue
-        tensors.append({k: v for k, v in info.items() if k not in ("_fn", "_key", "root", "key", "reach", "cut", "reach_set")})
+        internal = ("_fn", "_key", "root", "key", "reach", "cut", "reach_set")
+        tensors.append({k: v for k, v in info.items() if k not in internal})
     result["containers"] = _containers(frame, containers, graphs, leaf_keys)
     leaking = {c["name"]: c["severity"] for c in result["containers"] if c["leak"]}
     for rec in tensors:
@@ -1043,7 +1046,8 @@ def graph(namespace: dict, name: str, *, max_nodes: int = 300) -> dict:
     for k, i in enumerate(keep):
         node = graphs.nodes[i]
         states = {rec["state"] for rec in node.saved}
-        state = next((s for s in ("modified", "freed", "hooked", "ok") if s in states), "leaf" if _is_accumulate(node) else "none")
+        fallback = "leaf" if _is_accumulate(node) else "none"
+        state = next((s for s in ("modified", "freed", "hooked", "ok") if s in states), fallback)
         saved = []
         for rec in node.saved[:8]:
             key = rec.get("_key")

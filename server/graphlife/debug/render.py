@@ -7,7 +7,7 @@ tensor, saved tensors and containers indented under it.
 
 from __future__ import annotations
 
-_MARK = {"error": "✖", "warning": "⚠", "information": "ℹ", None: " "}
+_MARK = {"error": "✖", "warning": "⚠", "information": "ℹ", None: " "}  # noqa: RUF001 - the information sign, meant
 
 
 def _bytes(n) -> str:

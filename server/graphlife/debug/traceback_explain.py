@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from graphlife.debug.messages import classify
 
 _FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
-_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)|[A-Za-z_][\w.]*\.[A-Za-z_]\w*): ?(?P<msg>.*)$")
+_EXC_RE = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)|[A-Za-z_][\w.]*\.[A-Za-z_]\w*): ?(?P<msg>.*)$"
+)
 _LIBRARY_PARTS = ("site-packages", "dist-packages", f"{os.sep}lib{os.sep}python", "<frozen", "<string>")
 
 

@@ -31,7 +31,11 @@ def compute_fixes(finding: Finding, source: str, _doc: Document | None = None) -
         make = RECIPES.get(recipe.kind)
         if make is None:
             continue
-        if recipe.kind == "detach_expression" and "merge_backwards" in kinds and _offers(doc, finding, "merge_backwards"):
+        if (
+            recipe.kind == "detach_expression"
+            and "merge_backwards" in kinds
+            and _offers(doc, finding, "merge_backwards")
+        ):
             # two adjacent backwards through a shared part: detaching the shared tensor would
             # silently stop one loss from training it; the merged backward keeps both gradients
             continue

@@ -22,6 +22,8 @@ Shapes:
 
 from __future__ import annotations
 
+import itertools
+
 import libcst as cst
 
 from graphlife.findings import Span
@@ -130,7 +132,9 @@ def _walk_gradients(doc: Document, reads: list[cst.Attribute], name: str, grads:
     edits: list[TextEdit] = []
     for comp, for_in, variable, nodes in groups.values():
         uses = _uses(comp, for_in, variable)
-        grad_reads = [u for u in uses if isinstance(doc.parent(u), cst.Attribute) and doc.parent(u).attr.value == "grad"]
+        grad_reads = [
+            u for u in uses if isinstance(doc.parent(u), cst.Attribute) and doc.parent(u).attr.value == "grad"
+        ]
         if {id(doc.parent(u)) for u in grad_reads} != {id(n) for n in nodes}:
             return None  # a `.grad` of the variable the rule did not prove: leave it all alone
         only_grad = len(grad_reads) == len(uses)
@@ -244,4 +248,4 @@ def _fresh(base: str, taken: set[str]) -> str:
 
 def _overlap(edits: list[TextEdit]) -> bool:
     ranges = sorted(((e.span.line, e.span.column), (e.span.end_line, e.span.end_column)) for e in edits)
-    return any(b[0] < a[1] for a, b in zip(ranges, ranges[1:]))
+    return any(b[0] < a[1] for a, b in itertools.pairwise(ranges))

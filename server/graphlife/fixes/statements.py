@@ -125,7 +125,12 @@ def _method_call(doc: Document, stmt: cst.Expr, call: cst.Call) -> Edits:
     new_call = doc.code(call.with_changes(func=func.with_changes(attr=cst.Name(twin))))
     receiver = func.value
     if isinstance(receiver, cst.Name) and receiver.value in FUNCTIONAL_NAMESPACES:
-        if not call.args or call.args[0].keyword is not None or call.args[0].star or not _is_rebindable(call.args[0].value):
+        if (
+            not call.args
+            or call.args[0].keyword is not None
+            or call.args[0].star
+            or not _is_rebindable(call.args[0].value)
+        ):
             return None
         target = doc.code(call.args[0].value)
     elif _is_rebindable(receiver):
@@ -183,8 +188,8 @@ def detach_requires_grad(doc: Document, params: dict) -> Edits:
             receiver = call.func.value
             if not call.args:
                 value = "True"
-            elif len(call.args) == 1 and call.args[0].keyword in (None,) or (
-                len(call.args) == 1 and call.args[0].keyword is not None and call.args[0].keyword.value == "requires_grad"
+            elif len(call.args) == 1 and (
+                call.args[0].keyword is None or call.args[0].keyword.value == "requires_grad"
             ):
                 arg = call.args[0].value
                 value = arg.value if isinstance(arg, cst.Name) else None
@@ -277,7 +282,7 @@ def merge_backwards(doc: Document, params: dict) -> Edits:
     if first is None or second is None or not isinstance(first_root, str) or not isinstance(second_root, str):
         return None
     calls = []
-    for line, small in (first, second):
+    for _line, small in (first, second):
         if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
             return None
         func = small.value.func
@@ -381,7 +386,8 @@ def detach_carried_state(doc: Document, params: dict) -> Edits:
 
 def _loop_at(doc: Document, span: Span) -> cst.For | cst.While | None:
     for node, rng in doc.positions.items():
-        if isinstance(node, (cst.For, cst.While)) and (rng.start.line, rng.start.column + 1) == (span.line, span.column):
+        at = (rng.start.line, rng.start.column + 1)
+        if isinstance(node, (cst.For, cst.While)) and at == (span.line, span.column):
             return node
     return None
 
@@ -439,15 +445,11 @@ def _assigned_before(doc: Document, loop: cst.CSTNode, target: str) -> bool:
         params = [p.name.value for p in scope.params.params + scope.params.posonly_params + scope.params.kwonly_params]
         if target in params:
             return True
-        if "." in target or "[" in target:
-            if root in params:
-                if root == "self":
-                    return target in _assigned_targets(doc, doc.module) or target in _class_assigned(doc, scope)
-                return True
-    for stmt in _statements_before(doc, scope, loop_line):
-        if target in _assigned_targets(doc, stmt):
+        if ("." in target or "[" in target) and root in params:
+            if root == "self":
+                return target in _assigned_targets(doc, doc.module) or target in _class_assigned(doc, scope)
             return True
-    return False
+    return any(target in _assigned_targets(doc, stmt) for stmt in _statements_before(doc, scope, loop_line))
 
 
 def _class_assigned(doc: Document, func: cst.FunctionDef) -> set[str]:

@@ -175,7 +175,9 @@ def edits_for(analysis: Analysis, text_edits, codec) -> dict[str, list[types.Tex
     return out
 
 
-def workspace_edit(analysis: Analysis, per_uri: dict[str, list[types.TextEdit]], document_changes: bool) -> types.WorkspaceEdit:
+def workspace_edit(
+    analysis: Analysis, per_uri: dict[str, list[types.TextEdit]], document_changes: bool
+) -> types.WorkspaceEdit:
     """A workspace edit pinned to the versions that were analyzed (the client refuses it if they moved on)."""
     if not document_changes:
         return types.WorkspaceEdit(changes=per_uri)
@@ -228,7 +230,8 @@ def _line_end_in_string(source: str, line_no: int) -> bool:
             if fstring_start is not None and token.type == fstring_start:
                 open_fstrings.append(token.start[0])
             elif fstring_end is not None and token.type == fstring_end and open_fstrings:
-                if open_fstrings.pop() <= line_no < token.end[0]:
+                opened = open_fstrings.pop()
+                if opened <= line_no < token.end[0]:
                     return True
             if token.start[0] > line_no and not open_fstrings:
                 return False

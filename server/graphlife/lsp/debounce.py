@@ -8,7 +8,7 @@ pending timer on the event loop; a newer request replaces it.
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 
 
 class Debouncer:

@@ -28,9 +28,9 @@ import pickle
 import re
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
 
 from lsprotocol import types
 
@@ -86,7 +86,8 @@ def _prepare(source: str) -> tuple[str, list[str]]:
     if _LONE_SURROGATE.search(source):
         # Text the editor decoded from invalid bytes: one replacement character each keeps
         # every position where it was, and the rest of the file is still analyzed.
-        return _LONE_SURROGATE.sub("\ufffd", source), ["contains bytes that are not valid UTF-8; they were read as U+FFFD"]
+        note = "contains bytes that are not valid UTF-8; they were read as U+FFFD"
+        return _LONE_SURROGATE.sub("\ufffd", source), [note]
     return source, []
 
 
@@ -263,7 +264,9 @@ class Linter:
                 del self._running[key]
                 self._running_stamp.pop(key, None)
 
-    async def _check_isolated(self, snapshot: Snapshot, config: Config, process_box: list, stop_reason: list) -> Analysis:
+    async def _check_isolated(
+        self, snapshot: Snapshot, config: Config, process_box: list, stop_reason: list
+    ) -> Analysis:
         """:meth:`_check` in a child process that a cancellation kills."""
         started = time.perf_counter()
         config_key = repr(config)
@@ -283,7 +286,8 @@ class Linter:
         if stop_reason:
             raise Cancelled(stop_reason[0])
         if process.returncode != 0:
-            raise RuntimeError(f"the isolated checker exited with {process.returncode}: {err.decode(errors='replace')[-2000:]}")
+            detail = err.decode(errors="replace")[-2000:]
+            raise RuntimeError(f"the isolated checker exited with {process.returncode}: {detail}")
         result = pickle.loads(out)  # noqa: S301 - our own child process, fed by us
         result.notes[:0] = notes
         self._last_cache[snapshot.key] = (snapshot.source, config_key, result)

@@ -29,7 +29,7 @@ def log(server, message: str, kind: types.MessageType = types.MessageType.Info) 
     logger.log(_LEVELS.get(kind, logging.INFO), message)
     try:
         server.window_log_message(types.LogMessageParams(type=kind, message=f"graphlife: {message}"))
-    except Exception:  # noqa: BLE001 - the transport may already be closed
+    except Exception:  # the transport may already be closed
         logger.debug("could not send log message", exc_info=True)
 
 

@@ -125,10 +125,8 @@ def join_cells(cells: list[CellText]) -> tuple[str, tuple[JoinedCell, ...]]:
     offset = 0
     for cell in cells:
         lines = split_lines(cell.text)
-        if lines and lines[-1] == "" and len(lines) > 1:
-            body = lines[:-1]  # a trailing newline is not an extra line of code
-        else:
-            body = lines
+        # a trailing newline is not an extra line of code
+        body = lines[:-1] if lines and lines[-1] == "" and len(lines) > 1 else lines
         joined.append(JoinedCell(cell.uri, cell.version, offset, tuple(lines), cell.number))
         parts.extend(_blank_ipython(body))
         offset += len(body)

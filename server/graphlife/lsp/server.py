@@ -51,7 +51,7 @@ class GraphlifeServer(LanguageServer):
         self.settings = Settings(lambda message: log(self, message, types.MessageType.Warning))
         self.linter = Linter(self, self.settings)
 
-    def report_server_error(self, error, source) -> None:  # noqa: ANN001
+    def report_server_error(self, error, source) -> None:
         """pygls' own errors (bad JSON, unknown documents) go to the log, not to a pop-up."""
         log(self, f"protocol error ({source.__name__ if hasattr(source, '__name__') else source}): {error!r}",
             types.MessageType.Error)
@@ -383,11 +383,11 @@ def import_everything() -> None:
     file was cancelled during its first import, and no diagnostics ever came). With every
     module the workers need imported here, at start, no import happens inside a job.
     """
+    import libcst  # noqa: PLC0415
+
     from graphlife.analysis import interpreter, optable, stories  # noqa: F401, PLC0415
     from graphlife.fixes import compute_fixes  # noqa: F401, PLC0415 (libcst)
     from graphlife.rules import all_rules  # noqa: PLC0415
-
-    import libcst  # noqa: PLC0415
 
     all_rules()
     optable.lookup("torch.add")  # loads the saved-tensor table
