@@ -14,9 +14,13 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from graphlife import __version__
 from graphlife.config import Config, config_for_path
+
+if TYPE_CHECKING:
+    from graphlife.lsp.notebooks import JoinedCell
 
 #: Folders a folder walk never enters (virtualenvs, build output, caches, VCS).
 SKIPPED_DIRS = {
@@ -129,7 +133,7 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
     result = check_source(source, path, config)
     report.notes.extend(config.problems + tuple(result.notes))
 
-    def segment_for_line(line: int):
+    def segment_for_line(line: int) -> JoinedCell | None:
         for cell in reversed(placed):
             if line > cell.line_offset:
                 return cell
@@ -157,7 +161,7 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
 class Painter:
     """ANSI colours, only when writing to a terminal (and NO_COLOR is unset)."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self.enabled = hasattr(stream, "isatty") and stream.isatty() and not os.environ.get("NO_COLOR")
 
     def __call__(self, text: str, code: str) -> str:
@@ -167,7 +171,7 @@ class Painter:
 SEVERITY_COLOURS = {"error": "1;31", "warning": "1;33", "information": "1;34", "hint": "2"}
 
 
-def render_text(reports: list[FileReport], out) -> None:
+def render_text(reports: list[FileReport], out: TextIO) -> None:
     """`path:line:col: CODE severity: message`, the source line with the span marked, a summary."""
     paint = Painter(out)
     counts: dict[str, int] = {}
@@ -272,7 +276,9 @@ def _apply_fixes(reports: list[FileReport], mode: str) -> None:
     import difflib  # noqa: PLC0415
 
     for report in reports:
-        if report.fixed_source is None or report.fixed_source == report.original_source:
+        if report.fixed_source is None or report.original_source is None:
+            continue  # nothing was fixed (or the file could not be read)
+        if report.fixed_source == report.original_source:
             continue
         if mode == "diff":
             sys.stdout.writelines(
@@ -359,5 +365,4 @@ def main(argv: list[str] | None = None) -> int:
         return explain_main([args.file] if args.file else [])
     if args.command == "rules":
         return _run_rules(args)
-    parser.error(f"unknown command {args.command}")
-    return 2
+    parser.error(f"unknown command {args.command}")  # exits with status 2

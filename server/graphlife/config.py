@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 from graphlife.findings import Severity
 
@@ -76,7 +77,7 @@ def _as_codes(value: Any, key: str, source: str, problems: list[str]) -> tuple[s
     return codes
 
 
-def _parse_settings(raw: Mapping[str, Any], source: str, earlier: Iterable[str]) -> dict[str, Any]:
+def _parse_settings(raw: object, source: str, earlier: Iterable[str]) -> dict[str, Any]:
     """Turn a settings mapping into Config fields, collecting what could not be used."""
     problems = list(earlier)
     out: dict[str, Any] = {}

@@ -14,9 +14,11 @@ text gives; the tests compare the two after every edit they make.
 
 from __future__ import annotations
 
+import ast
 import threading
 
 from graphlife.analysis.blocks import BlockParser
+from graphlife.analysis.tree_index import TreeIndex
 from graphlife.analysis.unit_cache import UnitCache
 from graphlife.checker import DEFAULT_TIME_BUDGET, CheckResult, SyntaxProblem, check_source, run_checks
 from graphlife.config import Config
@@ -55,7 +57,7 @@ class IncrementalChecker:
         finally:
             self._lock.release()
 
-    def _parse(self, source: str):
+    def _parse(self, source: str) -> tuple[ast.Module, list[SyntaxProblem], TreeIndex]:
         parsed = self.parser.parse(source)
         self.units.begin(parsed)
         problems = [SyntaxProblem(line, column, message) for line, column, message in parsed.errors]

@@ -22,8 +22,12 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from graphlife.analysis.tree_index import TreeIndex
+
+if TYPE_CHECKING:
+    from graphlife.analysis.regions import Region
 
 _NEWLINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 #: Characters ``str.splitlines`` breaks at but Python's tokenizer does not.
@@ -97,6 +101,8 @@ class Block:
         self.index = index
         self.error = error
         self.line_count = len(source_lines(text))
+        #: Its regions, kept by :class:`graphlife.analysis.regions.RegionMap` while the block lives.
+        self.regions: list[Region] | None = None
 
     @classmethod
     def parse(cls, text: str, start: int) -> Block:
@@ -118,7 +124,7 @@ class Block:
         if delta:
             for node in self.index.located:
                 node.lineno += delta
-                if getattr(node, "end_lineno", None) is not None:
+                if node.end_lineno is not None:
                     node.end_lineno += delta
             self.start = start
 

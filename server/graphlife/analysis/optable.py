@@ -132,13 +132,17 @@ class OpInfo:
     def saved_for(self, pattern: str) -> SavedCase | None:
         """The measured case for ``pattern``, or None when the table lacks it."""
         norm = self._normalize(pattern)
-        raw = self._cases.get(norm) if norm is not None else None
+        if norm is None:
+            return None
+        raw = self._cases.get(norm)
         return _case(norm, raw) if raw is not None else None
 
     def inplace_saved_for(self, pattern: str) -> SavedCase | None:
         """Like ``saved_for`` for the ``inplace=True`` form of a functional or module."""
         norm = self._normalize(pattern)
-        raw = self._inplace_cases.get(norm) if norm is not None else None
+        if norm is None:
+            return None
+        raw = self._inplace_cases.get(norm)
         return _case(norm, raw) if raw is not None else None
 
     def saved_for_all(self, pattern: str) -> tuple[SavedCase, ...] | None:

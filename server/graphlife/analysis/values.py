@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from dataclasses import replace as _checked_replace
-from typing import Any
+from typing import Any, TypeVar
 
 Tri = bool | None
 
@@ -29,14 +29,19 @@ class Value:
         return UNKNOWN
 
 
-def replace(value, **changes):
+_V = TypeVar("_V", bound="Value")
+
+
+def replace(value: _V, **changes: Any) -> _V:
     """``dataclasses.replace`` for the engine's frozen values, without re-running ``__init__``:
     the engine makes a changed copy of a tensor fact for nearly every op, and the generic
     version was a tenth of the analysis. Unknown field names still fail loudly."""
-    fields_ = value.__class__.__dataclass_fields__
+    instance: Any = value  # a dataclass: every kind of value is one (``Value`` itself is not)
+    cls = instance.__class__
+    fields_ = cls.__dataclass_fields__
     if not changes.keys() <= fields_.keys():
-        return _checked_replace(value, **changes)  # raises the usual TypeError
-    new = object.__new__(value.__class__)
+        return _checked_replace(instance, **changes)  # raises the usual TypeError
+    new: _V = object.__new__(cls)
     attributes = new.__dict__
     attributes.update(value.__dict__)
     attributes.update(changes)
@@ -223,9 +228,9 @@ class BoundMethod(Value):
 
 def join_values(a: Value | None, b: Value | None) -> Value:
     """Join two possibly-missing values (a name bound on one path only)."""
-    if a is None and b is None:
-        return UNKNOWN
     if a is None:
+        if b is None:
+            return UNKNOWN
         return b.join(UNKNOWN) if isinstance(b, (TensorVal, TupleVal)) else b
     if b is None:
         return a.join(UNKNOWN) if isinstance(a, (TensorVal, TupleVal)) else a

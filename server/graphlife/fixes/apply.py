@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from graphlife.config import Config
 from graphlife.findings import Finding, Span
 from graphlife.fixes import ResolvedFix, TextEdit
 from graphlife.fixes.document import Document
@@ -99,7 +100,7 @@ def _conflicts(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] == b[0] or (max(a[0], b[0]) < min(a[1], b[1]))
 
 
-def fix_source(source: str, path: str | None = None, config=None) -> str:
+def fix_source(source: str, path: str | None = None, config: Config | None = None) -> str:
     """``source`` with the preferred fix of every finding applied, re-checked until stable.
 
     A file that does not parse is returned unchanged. Fixes whose edits overlap an

@@ -19,7 +19,7 @@ still apply.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lsprotocol import types
@@ -153,7 +153,7 @@ def from_initialization_options(options: Any) -> Any:
     return options
 
 
-def configuration_params(folder_uris: list[str] = ()) -> types.ConfigurationParams:
+def configuration_params(folder_uris: Sequence[str] = ()) -> types.ConfigurationParams:
     """The ``workspace/configuration`` request: the ``graphlife`` section globally, then per workspace folder."""
     return types.ConfigurationParams(
         items=[types.ConfigurationItem(section="graphlife")]
