@@ -3,7 +3,7 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.graphlife-installed
 
-.PHONY: run test venv test-python test-node test-e2e vsix node clean bench
+.PHONY: run test lint venv test-python test-node test-e2e vsix node clean bench
 
 $(STAMP): server/pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -26,8 +26,19 @@ run: venv
 	  echo "== install the extension: code --install-extension dist/graphlife-$$(node -p 'require("./package.json").version').vsix =="; fi
 
 test: venv
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory test-python
 	@if [ -f package.json ]; then $(MAKE) --no-print-directory test-node test-e2e; fi
+
+# Quality gates, run first by `make test`: ruff (ruff.toml), mypy on the engine, the rules and
+# the language server (server/pyproject.toml), the import layers (server/.importlinter, when
+# present), ESLint on the extension (eslint.config.mjs). Formatting is not checked.
+lint: venv
+	$(abspath $(VENV))/bin/ruff check .
+	cd server && $(abspath $(VENV))/bin/mypy
+	@if [ -f server/.importlinter ]; then echo "cd server && lint-imports"; \
+	  cd server && $(abspath $(VENV))/bin/lint-imports; fi
+	@if [ -f package.json ]; then $(MAKE) --no-print-directory node && npm run lint; fi
 
 test-python: venv
 	$(PY) -m pytest -q -n auto tests

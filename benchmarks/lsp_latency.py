@@ -33,7 +33,7 @@ from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generate import generate, generate_one_main  # noqa: E402 - the checker benchmark's generated files
+from generate import generate, generate_one_main  # the checker benchmark's generated files
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
@@ -84,7 +84,9 @@ def _client() -> LanguageClient:
 WAIT_SECONDS = 20.0
 
 
-async def _wait(client: LanguageClient, uri: str, version: int, timeout: float = WAIT_SECONDS) -> tuple[float, int] | None:
+async def _wait(
+    client: LanguageClient, uri: str, version: int, timeout: float = WAIT_SECONDS
+) -> tuple[float, int] | None:
     """When the diagnostics of ``version`` arrived and how many; ``None`` if they never came."""
     deadline = time.perf_counter() + timeout
     while True:  # event-driven: polling would steal the CPU the server needs on 2 cores
@@ -131,7 +133,9 @@ async def _open(client: LanguageClient, path: Path, source: str) -> tuple[str, f
     uri = path.as_uri()
     opened = time.perf_counter()
     client.text_document_did_open(
-        types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=source))
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=source)
+        )
     )
     got = await _wait(client, uri, 1)
     return uri, (got[0] - opened) * 1000 if got else float("inf"), got[1] if got else 0
@@ -203,7 +207,8 @@ def report(results: dict, edits: int) -> str:
         target = TARGETS_MS[data["size"]]
         ok = "yes" if data["latency_median"] <= target else "**no**"
         rows.append(
-            f"| {data['shape']} | {data['lines']} | {data['findings']} | {data['open_ms']:.0f} | {data['latency_median']:.0f} | "
+            f"| {data['shape']} | {data['lines']} | {data['findings']} | {data['open_ms']:.0f} | "
+            f"{data['latency_median']:.0f} | "
             f"{data['latency_max']:.0f} | {target} | {ok} | {data['engine_ms']:.0f} |"
             .replace("inf", "none (stopped)")
         )
@@ -223,7 +228,8 @@ def report(results: dict, edits: int) -> str:
             "inlines them all, so it is one unit of analysis. *one main()*: the same, with the `main_i()`",
             "calls in one `main()` that the module body calls.",
             "",
-            "| shape | lines | findings | open -> diagnostics (ms) | change -> diagnostics beyond debounce, median (ms) "
+            "| shape | lines | findings | open -> diagnostics (ms) "
+            "| change -> diagnostics beyond debounce, median (ms) "
             "| max (ms) | target (ms) | met | full check of the same text, in process (ms) |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
             *rows,

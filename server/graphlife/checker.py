@@ -13,9 +13,16 @@ import ast
 import re
 import time
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from graphlife.config import Config
 from graphlife.findings import Finding
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from graphlife.analysis.tree_index import TreeIndex
+    from graphlife.analysis.unit_cache import UnitCache
 
 #: Files larger than this are not analyzed (a clear message instead).
 MAX_SOURCE_BYTES = 5_000_000
@@ -59,7 +66,19 @@ def check_source(
     return run_checks(source, config, time_budget, parse_tolerant)
 
 
-def run_checks(source: str, config: Config | None, time_budget: float, parse, unit_cache=None) -> CheckResult:
+if TYPE_CHECKING:
+    #: How the pipeline parses: the tree (``None`` when nothing parses), the syntax problems, and
+    #: optionally the tree's index when the parser built one.
+    Parse = Callable[
+        [str],
+        tuple[ast.Module | None, list[SyntaxProblem]]
+        | tuple[ast.Module | None, list[SyntaxProblem], TreeIndex],
+    ]
+
+
+def run_checks(
+    source: str, config: Config | None, time_budget: float, parse: Parse, unit_cache: UnitCache | None = None
+) -> CheckResult:
     """The one pipeline behind :func:`check_source` and the language server's incremental
     checker (:mod:`graphlife.incremental`): they differ only in how they parse (``parse``
     returns the tree, the syntax problems and optionally the tree's index) and in the

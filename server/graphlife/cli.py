@@ -14,9 +14,13 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from graphlife import __version__
 from graphlife.config import Config, config_for_path
+
+if TYPE_CHECKING:
+    from graphlife.lsp.notebooks import JoinedCell
 
 #: Folders a folder walk never enters (virtualenvs, build output, caches, VCS).
 SKIPPED_DIRS = {
@@ -113,7 +117,9 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
             notebook = json.load(handle)
         # Cells are numbered by their place in the notebook, markdown cells included, as the
         # editor shows them (and as the language server names them).
-        code = [(number, c) for number, c in enumerate(notebook.get("cells", []), start=1) if c.get("cell_type") == "code"]
+        code = [
+            (number, c) for number, c in enumerate(notebook.get("cells", []), start=1) if c.get("cell_type") == "code"
+        ]
         cells = [
             CellText(uri=str(number), version=None, number=number,
                      text="".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", "")))
@@ -127,7 +133,7 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
     result = check_source(source, path, config)
     report.notes.extend(config.problems + tuple(result.notes))
 
-    def segment_for_line(line: int):
+    def segment_for_line(line: int) -> JoinedCell | None:
         for cell in reversed(placed):
             if line > cell.line_offset:
                 return cell
@@ -155,7 +161,7 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
 class Painter:
     """ANSI colours, only when writing to a terminal (and NO_COLOR is unset)."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self.enabled = hasattr(stream, "isatty") and stream.isatty() and not os.environ.get("NO_COLOR")
 
     def __call__(self, text: str, code: str) -> str:
@@ -165,20 +171,25 @@ class Painter:
 SEVERITY_COLOURS = {"error": "1;31", "warning": "1;33", "information": "1;34", "hint": "2"}
 
 
-def render_text(reports: list[FileReport], out) -> None:
+def render_text(reports: list[FileReport], out: TextIO) -> None:
     """`path:line:col: CODE severity: message`, the source line with the span marked, a summary."""
     paint = Painter(out)
     counts: dict[str, int] = {}
     for report in reports:
         for index, (line, column, message) in enumerate(report.syntax_errors):
-            where = f"cell {report.syntax_error_cells[index][0]}:{report.syntax_error_cells[index][1]}" if report.syntax_error_cells else line
+            if report.syntax_error_cells:
+                cell, cell_line = report.syntax_error_cells[index]
+                where = f"cell {cell}:{cell_line}"
+            else:
+                where = str(line)
             out.write(f"{paint(report.path, '1')}:{where}:{column}: {paint('syntax error', '1;31')}: {message}\n")
         for finding in report.findings:
             severity = finding["severity"]
             counts[severity] = counts.get(severity, 0) + 1
             where = f"cell {finding['cell']}:{finding['cell_line']}" if "cell" in finding else str(finding["line"])
             head = f"{paint(report.path, '1')}:{where}:{finding['column']}: "
-            out.write(f"{head}{paint(finding['code'], '1')} {paint(severity, SEVERITY_COLOURS.get(severity, '0'))}: {finding['message']}\n")
+            code = paint(finding["code"], "1")
+            out.write(f"{head}{code} {paint(severity, SEVERITY_COLOURS.get(severity, '0'))}: {finding['message']}\n")
             if 0 < finding["line"] <= len(report.lines):
                 text = report.lines[finding["line"] - 1]
                 start = finding["column"] - 1
@@ -196,7 +207,10 @@ def render_text(reports: list[FileReport], out) -> None:
         total += syntax
     if total:
         detail = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'information' else ''}" for s, n in sorted(counts.items()))
-        out.write(f"\nFound {total} problem{'s' if total != 1 else ''} ({detail}) in {files} file{'s' if files != 1 else ''}.\n")
+        out.write(
+            f"\nFound {total} problem{'s' if total != 1 else ''} ({detail})"
+            f" in {files} file{'s' if files != 1 else ''}.\n"
+        )
     else:
         out.write(f"All checks passed ({files} file{'s' if files != 1 else ''}).\n")
 
@@ -240,7 +254,11 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
             # a block with a syntax error is not analyzed: say so (the exit status is 1 for it)
             "syntax_errors": [
                 {"path": r.path, "line": line, "column": column, "message": message,
-                 **({"cell": r.syntax_error_cells[index][0], "cell_line": r.syntax_error_cells[index][1]} if r.syntax_error_cells else {})}
+                 **(
+                     {"cell": r.syntax_error_cells[index][0], "cell_line": r.syntax_error_cells[index][1]}
+                     if r.syntax_error_cells
+                     else {}
+                 )}
                 for r in readable for index, (line, column, message) in enumerate(r.syntax_errors)
             ],
         }
@@ -258,7 +276,9 @@ def _apply_fixes(reports: list[FileReport], mode: str) -> None:
     import difflib  # noqa: PLC0415
 
     for report in reports:
-        if report.fixed_source is None or report.fixed_source == report.original_source:
+        if report.fixed_source is None or report.original_source is None:
+            continue  # nothing was fixed (or the file could not be read)
+        if report.fixed_source == report.original_source:
             continue
         if mode == "diff":
             sys.stdout.writelines(
@@ -345,5 +365,4 @@ def main(argv: list[str] | None = None) -> int:
         return explain_main([args.file] if args.file else [])
     if args.command == "rules":
         return _run_rules(args)
-    parser.error(f"unknown command {args.command}")
-    return 2
+    parser.error(f"unknown command {args.command}")  # exits with status 2

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import functools
 import os
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
-    import tomli as tomllib  # type: ignore[no-redef]
+import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 from graphlife.findings import Severity
 
@@ -56,7 +59,7 @@ class Config:
             return default
         return self.severity[max(matches, key=len)]
 
-    def merged(self, other: Mapping[str, Any], source: str) -> "Config":
+    def merged(self, other: Mapping[str, Any], source: str) -> Config:
         """This config with the keys of ``other`` applied on top (``other`` wins)."""
         return replace(self, **_parse_settings(other, source, self.problems))
 
@@ -74,7 +77,7 @@ def _as_codes(value: Any, key: str, source: str, problems: list[str]) -> tuple[s
     return codes
 
 
-def _parse_settings(raw: Mapping[str, Any], source: str, earlier: Iterable[str]) -> dict[str, Any]:
+def _parse_settings(raw: object, source: str, earlier: Iterable[str]) -> dict[str, Any]:
     """Turn a settings mapping into Config fields, collecting what could not be used."""
     problems = list(earlier)
     out: dict[str, Any] = {}
@@ -159,7 +162,7 @@ def config_for_path(base: Config, path: str | os.PathLike[str] | None) -> Config
     section, problem, pyproject = pyproject_settings(path)
     config = base
     if problem:
-        config = replace(config, problems=config.problems + (problem,))
+        config = replace(config, problems=(*config.problems, problem))
     if section:
         config = config.merged(section, str(pyproject))
     return config

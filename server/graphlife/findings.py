@@ -22,14 +22,14 @@ class Severity(str, enum.Enum):
     HINT = "hint"
 
     @classmethod
-    def parse(cls, text: str) -> "Severity | None":
+    def parse(cls, text: str) -> Severity | None:
         """Map a user's spelling to a severity; ``None`` means the rule is off."""
         lowered = text.strip().lower()
-        aliases = {"info": "information", "warn": "warning", "off": None, "none": None}
-        lowered = aliases.get(lowered, lowered)
-        if lowered is None:
+        aliases: dict[str, str | None] = {"info": "information", "warn": "warning", "off": None, "none": None}
+        canonical = aliases.get(lowered, lowered)
+        if canonical is None:
             return None
-        return cls(lowered)
+        return cls(canonical)
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,14 @@ never as the basis of an error.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from itertools import product
-from typing import Any, Mapping
+from typing import Any
 
-__all__ = ["OpInfo", "SavedCase", "lookup", "keys", "torch_version", "normalize_key"]
+__all__ = ["OpInfo", "SavedCase", "keys", "lookup", "normalize_key", "torch_version"]
 
 _ALIASES = (
     ("torch.nn.functional.", "F."),
@@ -131,13 +132,17 @@ class OpInfo:
     def saved_for(self, pattern: str) -> SavedCase | None:
         """The measured case for ``pattern``, or None when the table lacks it."""
         norm = self._normalize(pattern)
-        raw = self._cases.get(norm) if norm is not None else None
+        if norm is None:
+            return None
+        raw = self._cases.get(norm)
         return _case(norm, raw) if raw is not None else None
 
     def inplace_saved_for(self, pattern: str) -> SavedCase | None:
         """Like ``saved_for`` for the ``inplace=True`` form of a functional or module."""
         norm = self._normalize(pattern)
-        raw = self._inplace_cases.get(norm) if norm is not None else None
+        if norm is None:
+            return None
+        raw = self._inplace_cases.get(norm)
         return _case(norm, raw) if raw is not None else None
 
     def saved_for_all(self, pattern: str) -> tuple[SavedCase, ...] | None:
@@ -203,7 +208,7 @@ def normalize_key(name: str) -> str:
     return name
 
 
-@lru_cache(maxsize=None)
+@cache
 def lookup(key: str) -> OpInfo | None:
     """The entry for an op, or None when the table does not know it (treat as opaque)."""
     raw = _table()["ops"].get(normalize_key(key))

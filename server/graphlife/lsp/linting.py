@@ -28,12 +28,15 @@ import pickle
 import re
 import sys
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, TypeVar
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
+from graphlife.checker import CheckResult
 from graphlife.config import Config
 from graphlife.findings import Finding
 from graphlife.incremental import IncrementalChecker
@@ -42,13 +45,16 @@ from graphlife.lsp.debounce import Debouncer
 from graphlife.lsp.diagnostics import diagnostics_by_uri
 from graphlife.lsp.documents import Snapshot, current_stamp, take_snapshot
 from graphlife.lsp.log import log, log_exception
+from graphlife.lsp.settings import Settings
+
+_T = TypeVar("_T")
 
 #: Test and debugging knob: an artificial delay (ms) inside each analysis, to make
 #: "a slow analysis is overtaken by a newer version" reproducible.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 #: Analyses of different documents that may run at once.
 WORKERS = 3
-def _load_malloc_trim():
+def _load_malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim``: gives the heap freed by an analysis back to the OS (``None`` elsewhere)."""
     try:
         import ctypes  # noqa: PLC0415
@@ -73,7 +79,7 @@ def release_memory() -> None:
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 
-def _mostly_new(analysis) -> bool:
+def _mostly_new(analysis: Analysis) -> bool:
     """Whether an analysis built most of its trees and states anew (then its garbage is worth
     giving back). After an edit the incremental checker reuses nearly everything: trimming
     the heap then costs about as much as the analysis and only competes with the next one."""
@@ -86,7 +92,8 @@ def _prepare(source: str) -> tuple[str, list[str]]:
     if _LONE_SURROGATE.search(source):
         # Text the editor decoded from invalid bytes: one replacement character each keeps
         # every position where it was, and the rest of the file is still analyzed.
-        return _LONE_SURROGATE.sub("\ufffd", source), ["contains bytes that are not valid UTF-8; they were read as U+FFFD"]
+        note = "contains bytes that are not valid UTF-8; they were read as U+FFFD"
+        return _LONE_SURROGATE.sub("\ufffd", source), [note]
     return source, []
 
 
@@ -120,7 +127,7 @@ class Analysis:
 class Linter:
     """Debounced, off-loop, never-stale diagnostics for every open document and notebook."""
 
-    def __init__(self, server, settings) -> None:
+    def __init__(self, server: LanguageServer, settings: Settings) -> None:
         self.server = server
         self.settings = settings
         self.debouncer = Debouncer()
@@ -133,7 +140,7 @@ class Linter:
         self._generation: dict[str, int] = {}
         self._results: dict[str, Analysis] = {}
         self._published: dict[str, set[str]] = {}  # key -> URIs that got diagnostics
-        self._last_cache: dict[str, tuple[str, str, object]] = {}  # key -> (source, config repr, CheckResult)
+        self._last_cache: dict[str, tuple[str, str, CheckResult]] = {}  # key -> (source, config repr, CheckResult)
         self._last_report: dict[str, tuple] = {}  # key -> (syntax errors, notes) already logged
         #: key -> the document's incremental checker (keeps parsed blocks and unit results between edits)
         self._checkers: dict[str, IncrementalChecker] = {}
@@ -155,7 +162,7 @@ class Linter:
         wait = self.settings.debounce if delay is None else delay
         self.debouncer.schedule(key, wait, lambda: self._lint(key, generation))
 
-    def forget(self, key: str, uris: list[str] = ()) -> None:
+    def forget(self, key: str, uris: Sequence[str] = ()) -> None:
         """The document or notebook closed: drop pending work and clear its diagnostics."""
         self._generation[key] = self._generation.get(key, 0) + 1
         self.debouncer.cancel(key)
@@ -223,8 +230,9 @@ class Linter:
         config = self.settings.config_for(snapshot.path)
         limit = self.settings.time_budget + HARD_LIMIT_GRACE
         stop_reason: list[str] = []
+        work: Awaitable[Analysis]
         if len(snapshot.source) > ISOLATE_CHARS:
-            process_box: list = []
+            process_box: list[asyncio.subprocess.Process] = []
 
             def cancel(reason: str) -> None:
                 if not stop_reason:
@@ -263,7 +271,13 @@ class Linter:
                 del self._running[key]
                 self._running_stamp.pop(key, None)
 
-    async def _check_isolated(self, snapshot: Snapshot, config: Config, process_box: list, stop_reason: list) -> Analysis:
+    async def _check_isolated(
+        self,
+        snapshot: Snapshot,
+        config: Config,
+        process_box: list[asyncio.subprocess.Process],
+        stop_reason: list[str],
+    ) -> Analysis:
         """:meth:`_check` in a child process that a cancellation kills."""
         started = time.perf_counter()
         config_key = repr(config)
@@ -283,14 +297,15 @@ class Linter:
         if stop_reason:
             raise Cancelled(stop_reason[0])
         if process.returncode != 0:
-            raise RuntimeError(f"the isolated checker exited with {process.returncode}: {err.decode(errors='replace')[-2000:]}")
+            detail = err.decode(errors="replace")[-2000:]
+            raise RuntimeError(f"the isolated checker exited with {process.returncode}: {detail}")
         result = pickle.loads(out)  # noqa: S301 - our own child process, fed by us
         result.notes[:0] = notes
         self._last_cache[snapshot.key] = (snapshot.source, config_key, result)
         return self._analysis(snapshot, config, result, started, reused=False)
 
     @staticmethod
-    def _analysis(snapshot: Snapshot, config: Config, result, started: float, reused: bool) -> Analysis:
+    def _analysis(snapshot: Snapshot, config: Config, result: CheckResult, started: float, reused: bool) -> Analysis:
         return Analysis(
             snapshot=snapshot,
             config=config,
@@ -335,7 +350,7 @@ class Linter:
             self._results[key] = analysis
         return analysis
 
-    async def run_in_worker(self, function, *args):
+    async def run_in_worker(self, function: Callable[..., _T], *args: Any) -> _T | None:
         """Run ``function(*args)`` on a worker thread (libcst fixes and hover stories are slow too).
 
         When the request is cancelled (VS Code cancels a hover as soon as the mouse
