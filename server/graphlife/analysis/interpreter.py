@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from graphlife.analysis import isolation, torch_api
+from graphlife.analysis.call_memo import CallMemo
 from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.analysis.positions import node_span
 from graphlife.analysis.self_cache import SelfCache
@@ -203,6 +204,9 @@ class Interpreter:
         #: Off only for the hover story, which reads the graph of the whole run at its end.
         self.isolate_calls = isolation.ENABLED
         self.self_cache = SelfCache()  # the `self` of the methods analyzed alone, per class
+        self.call_memo = CallMemo()  # inlined calls that changed nothing, replayed (:mod:`call_memo`)
+        self.emitted = 0  # events emitted so far
+        self.last_call_roots: list[Value] = []  # what the last inlined call's garbage collection kept
 
     # -- small helpers --------------------------------------------------------------
     def fresh(self) -> int:
@@ -267,6 +271,7 @@ class Interpreter:
         return tuple(i for _, i in self.loop_stack)
 
     def emit(self, name: str, event) -> None:
+        self.emitted += 1  # events sent or not, for the memo of calls that change nothing
         if not self.emitting:
             return
         for hook in self.hooks.get(name, ()):
@@ -1299,7 +1304,7 @@ class Interpreter:
             if result is not None:
                 return result
         self.touch(node)
-        return self.inline_call(func, args, kwargs, state, site)
+        return self.call_memo.call(self, func, args, kwargs, state, site)
 
     def inline_call(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
         """Run the callee's body on the caller's state: its effects on heap, graph and versions
@@ -1364,8 +1369,8 @@ class Interpreter:
         caller_env, caller_grad, caller_inference, caller_assumed = state.env, state.grad_enabled, state.inference_mode, state.grad_assumed
         state.adopt(after)
         state.env, state.grad_enabled, state.inference_mode, state.grad_assumed = caller_env, caller_grad, caller_inference, caller_assumed
-        if len(state.heap) > HEAP_GC_THRESHOLD:
-            self.collect_garbage(state, [result_value for _, result_value in flow.returns] + list(yielded or ()))
+        self.last_call_roots = [result_value for _, result_value in flow.returns] + list(yielded or ())
+        self.collect_after_call(state, self.last_call_roots)
         if yielded is not None:
             # A generator: what the caller iterates over is the join of what it yields.
             ref = self.new_list(state, (), site, literal=False)
@@ -1411,6 +1416,11 @@ class Interpreter:
             found = frozenset(bound - declared)
             func._graphlife_locals = found
         return found
+
+    def collect_after_call(self, state: State, returned: list[Value]) -> None:
+        """Back from a call: drop what the callee made that nothing reaches, once the heap is large."""
+        if len(state.heap) > HEAP_GC_THRESHOLD:
+            self.collect_garbage(state, returned)
 
     def collect_garbage(self, state: State, extra_roots: list[Value]) -> None:
         """Drop heap objects nothing can reach any more (a returned helper's locals).
