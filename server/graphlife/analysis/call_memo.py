@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from graphlife.analysis import scopes
 from graphlife.analysis.state import State
 from graphlife.analysis.values import (
     BoundMethod,
@@ -103,7 +104,7 @@ class CallMemo:
                 outer_inlined.update(ran_inlined)
         if _facts(interp) != facts_before or not _same_heap(heap_before, state.heap) or not _same_maps(maps_before, state):
             return result
-        names = _names_read(func.node, inlined, touched)
+        names = _names_read(func.node, inlined, touched, interp)
         if names is None:
             return result
         visible = {name: env_before.get(name, _ABSENT) for name in names if name not in local}
@@ -233,33 +234,26 @@ def _reachable(values: list[Value], heap: dict) -> tuple[tuple[int, HeapObject],
         elif kind is TupleVal or kind is ValuesIndices:
             stack.extend(item for item in value.items if type(item) in _LEADING)
         elif kind is FunctionRef:
-            if value.bound_self is not None:
+            if type(value.bound_self) in _LEADING:
                 stack.append(value.bound_self)
         elif kind is BoundMethod:
-            stack.append(value.receiver)
+            if type(value.receiver) in _LEADING:
+                stack.append(value.receiver)
         elif value.owner is not None:  # a tensor handed out by a module's parameters()
             stack.append(HeapRef(value.owner))
     return tuple(seen.items())
 
 
-def _names_read(node: ast.AST, inlined: set[int], touched: dict[int, ast.AST]) -> frozenset[str] | None:
+def _names_read(node: ast.AST, inlined: set[int], touched: dict[int, ast.AST], interp) -> frozenset[str] | None:
     """The names the callee, and every function it inlined, may load (defaults included: they
     are evaluated with the caller's names); ``None`` when an inlined function is not known."""
-    names = set(_loads(node))
+    names = set(scopes.names_read(node, interp.function_text(node)))
     for key in inlined:
         other = node if key == id(node) else touched.get(key)
         if other is None:
             return None
-        names |= _loads(other)
+        names |= scopes.names_read(other, interp.function_text(other))
     return frozenset(names)
-
-
-def _loads(node: ast.AST) -> frozenset[str]:
-    found = getattr(node, "_graphlife_loads", None)
-    if found is None:
-        found = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
-        node._graphlife_loads = found
-    return found
 
 
 def _simple_defaults(node: ast.AST) -> bool:

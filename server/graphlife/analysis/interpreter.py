@@ -17,13 +17,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from graphlife.analysis import isolation, torch_api
+from graphlife.analysis import isolation, scopes, torch_api
 from graphlife.analysis.call_memo import CallMemo
 from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.analysis.positions import node_span
 from graphlife.analysis.self_cache import SelfCache
 from graphlife.analysis.state import GraphStore, State
-from graphlife.analysis.tree_index import TreeIndex, child_nodes
+from graphlife.analysis.tree_index import TreeIndex
 from graphlife.analysis.values import (
     replace,
     NONE,
@@ -206,6 +206,7 @@ class Interpreter:
         self.self_cache = SelfCache()  # the `self` of the methods analyzed alone, per class
         self.call_memo = CallMemo()  # inlined calls that changed nothing, replayed (:mod:`call_memo`)
         self.emitted = 0  # events emitted so far
+        self.walrus_possible = ":=" in source  # else only statements bind names (:mod:`scopes`)
         self.last_call_roots: list[Value] = []  # what the last inlined call's garbage collection kept
 
     # -- small helpers --------------------------------------------------------------
@@ -233,6 +234,10 @@ class Interpreter:
         segment = segment if len(segment) <= 80 else segment[:77] + "..."
         self._text_cache[key] = segment
         return segment
+
+    def function_text(self, node: ast.AST) -> str | None:
+        """The whole source text of a function (``None`` when its position is unknown)."""
+        return self._segment(node)
 
     def _segment(self, node: ast.AST) -> str | None:
         line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
@@ -1388,34 +1393,8 @@ class Interpreter:
 
     def local_names(self, func: ast.AST) -> frozenset[str]:
         """The names a function binds (its locals), without those it declares global or nonlocal
-        and those bound only in nested functions, classes and comprehensions."""
-        found = getattr(func, "_graphlife_locals", None)  # kept on the node: it outlives one check
-        if found is None:
-            bound: set[str] = set()
-            declared: set[str] = set()
-            stack = list(func.body)
-            while stack:
-                node = stack.pop()
-                if isinstance(node, (ast.Global, ast.Nonlocal)):
-                    declared.update(node.names)
-                    continue
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    bound.add(node.name)
-                    continue  # their bodies are other scopes
-                if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                    continue
-                if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                    bound.add(node.id)
-                elif isinstance(node, ast.alias):
-                    bound.add((node.asname or node.name).split(".")[0])
-                elif isinstance(node, ast.ExceptHandler) and node.name:
-                    bound.add(node.name)
-                elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-                    bound.add(node.target.id)
-                stack.extend(child_nodes(node))
-            found = frozenset(bound - declared)
-            func._graphlife_locals = found
-        return found
+        and those bound only in nested functions, classes and comprehensions (:mod:`scopes`)."""
+        return scopes.local_names(func, self.walrus_possible)
 
     def collect_after_call(self, state: State, returned: list[Value]) -> None:
         """Back from a call: drop what the callee made that nothing reaches, once the heap is large."""
