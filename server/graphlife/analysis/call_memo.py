@@ -62,8 +62,9 @@ class MemoEntry:
     objects: tuple[tuple[int, HeapObject], ...]  # the heap objects reachable from those values
     result: Value
     roots: list[Value]  # what the call's garbage collection kept alive (its returned values)
-    touched: dict[int, ast.AST]
+    touched: dict[int, ast.AST]  # the code it read (collected for the unit cache only)
     inlined: set[int]
+    ran: list[ast.AST]  # the functions it inlined, once each
 
 
 class CallMemo:
@@ -90,23 +91,25 @@ class CallMemo:
              site: ast.AST, local: frozenset[str]) -> Value:
         heap_before, env_before = state.heap, state.env
         facts_before, maps_before = _facts(interp), _maps(state)
-        outer_touched, outer_inlined = interp.touched, interp.unit_inlined
-        interp.touched, interp.unit_inlined = {}, set()
+        first_inlined = len(interp.inline_log)
+        # The code the call reads matters only to the unit cache: collected only for it.
+        outer_touched = interp.touched
+        collect = interp.unit_cache is not None
+        if collect:
+            interp.touched = {}
         try:
             result = interp.inline_call(func, args, kwargs, state, site)
-            touched, inlined = interp.touched, interp.unit_inlined
         finally:
-            ran_touched, ran_inlined = interp.touched, interp.unit_inlined
-            interp.touched, interp.unit_inlined = outer_touched, outer_inlined
-            if outer_touched is not None:
-                outer_touched.update(ran_touched)
-            if outer_inlined is not None:
-                outer_inlined.update(ran_inlined)
+            touched = interp.touched if collect else {}
+            if collect:
+                interp.touched = outer_touched
+                if outer_touched is not None:
+                    outer_touched.update(touched)
         if _facts(interp) != facts_before or not _same_heap(heap_before, state.heap) or not _same_maps(maps_before, state):
             return result
-        names = _names_read(func.node, inlined, touched, interp)
-        if names is None:
-            return result
+        ran = interp.inline_log[first_inlined:]
+        inlined = {id(node) for node in ran}
+        names = _names_read(func.node, ran, interp)
         visible = {name: env_before.get(name, _ABSENT) for name in names if name not in local}
         inputs = [*args, *kwargs.values(), *(v for v in visible.values() if v is not _ABSENT)]
         if func.bound_self is not None:
@@ -115,6 +118,7 @@ class CallMemo:
         entry = MemoEntry(
             bound_self=func.bound_self, args=tuple(args), kwargs=tuple(sorted(kwargs.items())), names=visible,
             objects=objects, result=result, roots=list(interp.last_call_roots), touched=touched, inlined=inlined,
+            ran=list({id(node): node for node in ran}.values()),
         )
         if self.size >= _MAX_ENTRIES:
             self.entries.clear()
@@ -204,6 +208,7 @@ def _replay(interp, entry: MemoEntry, state: State) -> Value:
     if interp.unit_inlined is not None:
         interp.unit_inlined.update(entry.inlined)
     interp.inlined.update(entry.inlined)
+    interp.inline_log.extend(entry.ran)
     interp.collect_after_call(state, entry.roots)
     return entry.result
 
@@ -244,14 +249,11 @@ def _reachable(values: list[Value], heap: dict) -> tuple[tuple[int, HeapObject],
     return tuple(seen.items())
 
 
-def _names_read(node: ast.AST, inlined: set[int], touched: dict[int, ast.AST], interp) -> frozenset[str] | None:
+def _names_read(node: ast.AST, ran: list[ast.AST], interp) -> frozenset[str]:
     """The names the callee, and every function it inlined, may load (defaults included: they
-    are evaluated with the caller's names); ``None`` when an inlined function is not known."""
+    are evaluated with the caller's names)."""
     names = set(scopes.names_read(node, interp.function_text(node)))
-    for key in inlined:
-        other = node if key == id(node) else touched.get(key)
-        if other is None:
-            return None
+    for other in {id(other): other for other in ran}.values():
         names |= scopes.names_read(other, interp.function_text(other))
     return frozenset(names)
 

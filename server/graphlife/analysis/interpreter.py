@@ -206,6 +206,7 @@ class Interpreter:
         self.self_cache = SelfCache()  # the `self` of the methods analyzed alone, per class
         self.call_memo = CallMemo()  # inlined calls that changed nothing, replayed (:mod:`call_memo`)
         self.emitted = 0  # events emitted so far
+        self.inline_log: list[ast.AST] = []  # every function inlined so far, in order (for the memo)
         self.walrus_possible = ":=" in source  # else only statements bind names (:mod:`scopes`)
         self.last_call_roots: list[Value] = []  # what the last inlined call's garbage collection kept
 
@@ -1352,6 +1353,7 @@ class Interpreter:
         if is_generator:
             self.yielded.append([])
         self.inlined.add(func.key)
+        self.inline_log.append(node)
         if self.unit_inlined is not None:
             self.unit_inlined.add(func.key)
         self.call_stack.append(func.key)
