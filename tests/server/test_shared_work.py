@@ -23,6 +23,7 @@ from graphlife.analysis import interpreter as engine
 from graphlife.analysis.state import State
 from graphlife.analysis.values import NONE, Number
 from graphlife.checker import check_source
+from graphlife.incremental import IncrementalChecker
 from graphlife.rules import all_rules
 from graphlife.rules.base import Reporter
 from tests.fixturelib import FIXTURES_DIR
@@ -158,3 +159,34 @@ def test_each_method_gets_a_self_of_its_own() -> None:
     assert second.heap[seen.attrs["history"].oid].elem is None
     # made "at" each method's own definition, as when built for it
     assert first.heap[ref_first.oid].site.name == "first" and seen.site.name == "second"
+
+
+KEPT_GRAPH = '''import torch
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self):
+        self.model = nn.Linear(4, 1)
+        self.keep = True
+
+    def log(self):
+        return 1
+
+    def run(self, x):
+        loss = self.model(x).sum()
+        loss.backward(retain_graph=self.keep)
+        loss.backward()
+'''
+
+
+def test_an_edit_of_init_reaches_every_method_in_the_language_server() -> None:
+    """The ``self`` built once depends on ``__init__``'s code: the unit cache runs the methods again."""
+    checker = IncrementalChecker()
+    versions = [KEPT_GRAPH, KEPT_GRAPH.replace("self.keep = True", "self.keep = False"), KEPT_GRAPH]
+    seen = []
+    for source in versions:
+        incremental = [(f.code, f.span, f.message) for f in checker.check(source).findings]
+        assert incremental == [(f.code, f.span, f.message) for f in check_source(source).findings]
+        seen.append([code for code, _, _ in incremental])
+    assert seen == [[], ["GL101"], []]
