@@ -111,7 +111,7 @@ class CallMemo:
         inlined = {id(node) for node in ran}
         names = _names_read(func.node, ran, interp)
         visible = {name: env_before.get(name, _ABSENT) for name in names if name not in local}
-        inputs = [*args, *kwargs.values(), *(v for v in visible.values() if v is not _ABSENT)]
+        inputs: list[Value] = [*args, *kwargs.values(), *(v for v in visible.values() if isinstance(v, Value))]
         if func.bound_self is not None:
             inputs.append(func.bound_self)
         objects = _reachable(inputs, heap_before)
@@ -224,8 +224,7 @@ def _reachable(values: list[Value], heap: dict) -> tuple[tuple[int, HeapObject],
     stack = [value for value in values if type(value) in _LEADING]
     while stack:
         value = stack.pop()
-        kind = type(value)
-        if kind is HeapRef:
+        if isinstance(value, HeapRef):
             if value.oid in seen:
                 continue
             obj = heap.get(value.oid)
@@ -236,15 +235,15 @@ def _reachable(values: list[Value], heap: dict) -> tuple[tuple[int, HeapObject],
             if obj.elem is not None and type(obj.elem) in _LEADING:
                 stack.append(obj.elem)
             stack.extend(item for item in obj.extra.values() if type(item) in _LEADING)
-        elif kind is TupleVal or kind is ValuesIndices:
+        elif isinstance(value, TupleVal):
             stack.extend(item for item in value.items if type(item) in _LEADING)
-        elif kind is FunctionRef:
-            if type(value.bound_self) in _LEADING:
+        elif isinstance(value, FunctionRef):
+            if value.bound_self is not None and type(value.bound_self) in _LEADING:
                 stack.append(value.bound_self)
-        elif kind is BoundMethod:
+        elif isinstance(value, BoundMethod):
             if type(value.receiver) in _LEADING:
                 stack.append(value.receiver)
-        elif value.owner is not None:  # a tensor handed out by a module's parameters()
+        elif isinstance(value, TensorVal) and value.owner is not None:  # handed out by a module's parameters()
             stack.append(HeapRef(value.owner))
     return tuple(seen.items())
 
