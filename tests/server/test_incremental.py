@@ -28,7 +28,7 @@ from tests.fixturelib import FIXTURES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from generate import generate  # noqa: E402
+from generate import generate, generate_fanout  # noqa: E402
 from lsp_latency import training_module  # noqa: E402
 
 
@@ -126,7 +126,8 @@ def test_examples_under_edits() -> None:
             _assert_same(checker, version, f"{path.name} after edit {step + 1}")
 
 
-@pytest.mark.parametrize("make", [training_module, generate], ids=["functions", "one-call-tree"])
+@pytest.mark.parametrize("make", [training_module, generate, lambda lines: generate_fanout(lines // 60)],
+                         ids=["functions", "one-call-tree", "getters-fanning-out"])
 def test_generated_files_under_edits(make) -> None:
     source = make(600)
     checker = IncrementalChecker()

@@ -17,11 +17,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from graphlife.analysis import isolation, torch_api
+from graphlife.analysis import isolation, scopes, torch_api
+from graphlife.analysis.call_memo import CallMemo
 from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.analysis.positions import node_span
+from graphlife.analysis.self_cache import SelfCache
 from graphlife.analysis.state import GraphStore, State
-from graphlife.analysis.tree_index import TreeIndex, child_nodes
+from graphlife.analysis.tree_index import TreeIndex
 from graphlife.analysis.values import (
     replace,
     NONE,
@@ -132,6 +134,19 @@ def _functions_under(root: ast.AST, owner: ast.ClassDef | None) -> Iterable[tupl
                 stack.append((child, step[1]))
 
 
+def _methods_of(node: ast.ClassDef) -> dict[str, ast.AST]:
+    """The methods a class body defines, by name (the first of a name, as a scan finds it); kept
+    on the class node: a lookup per `self.x` scanned the body, 15% of the work on a large class."""
+    table = getattr(node, "_graphlife_methods", None)
+    if table is None:
+        table = {}
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                table.setdefault(stmt.name, stmt)
+        node._graphlife_methods = table
+    return table
+
+
 class Interpreter:
     """Interprets one file's units and dispatches events to rule hooks."""
 
@@ -161,7 +176,7 @@ class Interpreter:
         self.backward_count = 0
         self.create_graph_seen = False
         self.zeroed_after: dict[int, ast.AST] = {}  # zero_grad statement -> the backward whose gradients it cleared
-        self.watch: tuple[ast.AST, list] | None = None  # (expression, records) for hover stories
+        self.watch = None  # (expression, records) for hover stories
         self.module_calls: list[list] = []  # per running loop: (module heap ref, call) pairs
         self.inlined: set[int] = set()  # functions analyzed by inlining from the module body  # values yielded by the generators being inlined
         self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
@@ -188,6 +203,25 @@ class Interpreter:
         #: Run calls that take and return no graph apart (:mod:`graphlife.analysis.isolation`).
         #: Off only for the hover story, which reads the graph of the whole run at its end.
         self.isolate_calls = isolation.ENABLED
+        self.self_cache = SelfCache()  # the `self` of the methods analyzed alone, per class
+        self.call_memo = CallMemo()  # inlined calls that changed nothing, replayed (:mod:`call_memo`)
+        self.emitted = 0  # events emitted so far
+        self.inline_log: list[ast.AST] = []  # every function inlined so far, in order (for the memo)
+        self.walrus_possible = ":=" in source  # else only statements bind names (:mod:`scopes`)
+        self.last_call_roots: list[Value] = []  # what the last inlined call's garbage collection kept
+
+    @property
+    def watch(self) -> tuple[ast.AST, list] | None:
+        """The expression a hover story watches and what it recorded (``None``: no story)."""
+        return self._watch
+
+    @watch.setter
+    def watch(self, value: tuple[ast.AST, list] | None) -> None:
+        self._watch = value
+        if value is None:
+            self.eval = self._eval  # no story: no check on each of the many evaluations
+        else:
+            self.__dict__.pop("eval", None)
 
     # -- small helpers --------------------------------------------------------------
     def fresh(self) -> int:
@@ -214,6 +248,10 @@ class Interpreter:
         segment = segment if len(segment) <= 80 else segment[:77] + "..."
         self._text_cache[key] = segment
         return segment
+
+    def function_text(self, node: ast.AST) -> str | None:
+        """The whole source text of a function (``None`` when its position is unknown)."""
+        return self._segment(node)
 
     def _segment(self, node: ast.AST) -> str | None:
         line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
@@ -252,6 +290,7 @@ class Interpreter:
         return tuple(i for _, i in self.loop_stack)
 
     def emit(self, name: str, event) -> None:
+        self.emitted += 1  # events sent or not, for the memo of calls that change nothing
         if not self.emitting:
             return
         for hook in self.hooks.get(name, ()):
@@ -378,17 +417,9 @@ class Interpreter:
             if index == 0 and owner is not None and not is_static and not is_classmethod:
                 ref = self.lookup_class(owner, state)
                 if isinstance(ref, ClassRef) and func.name != "__init__":
-                    self.emitting = False
-                    self.stmt_stack.append(func)  # where `__init__` runs from: the method's own definition
-                    try:
-                        state.env[arg.arg] = self.instantiate(ref, [], {}, state, func)
-                    except (Timeout, RecursionError):
-                        raise
-                    except Exception:  # noqa: BLE001
-                        state.env[arg.arg] = UNKNOWN
-                    finally:
-                        self.stmt_stack.pop()
-                        self.emitting = True
+                    # `self` is what `__init__` makes: built once per class (:mod:`self_cache`).
+                    state, instance = self.self_cache.entry_state(self, ref, func, arg.arg, state)
+                    state.env[arg.arg] = instance
         for arg in func.args.kwonlyargs:
             state.env[arg.arg] = UNKNOWN
         if func.args.vararg:
@@ -1190,9 +1221,9 @@ class Interpreter:
 
     def find_method(self, ref: ClassRef, name: str, state: State, depth: int = 0) -> ast.FunctionDef | None:
         self.touch(ref.node)
-        for stmt in ref.node.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
-                return stmt
+        found = _methods_of(ref.node).get(name)
+        if found is not None:
+            return found
         if depth > 5:
             return None
         for base in ref.node.bases:
@@ -1292,7 +1323,7 @@ class Interpreter:
             if result is not None:
                 return result
         self.touch(node)
-        return self.inline_call(func, args, kwargs, state, site)
+        return self.call_memo.call(self, func, args, kwargs, state, site)
 
     def inline_call(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
         """Run the callee's body on the caller's state: its effects on heap, graph and versions
@@ -1335,6 +1366,7 @@ class Interpreter:
         if is_generator:
             self.yielded.append([])
         self.inlined.add(func.key)
+        self.inline_log.append(node)
         if self.unit_inlined is not None:
             self.unit_inlined.add(func.key)
         self.call_stack.append(func.key)
@@ -1357,8 +1389,8 @@ class Interpreter:
         caller_env, caller_grad, caller_inference, caller_assumed = state.env, state.grad_enabled, state.inference_mode, state.grad_assumed
         state.adopt(after)
         state.env, state.grad_enabled, state.inference_mode, state.grad_assumed = caller_env, caller_grad, caller_inference, caller_assumed
-        if len(state.heap) > HEAP_GC_THRESHOLD:
-            self.collect_garbage(state, [result_value for _, result_value in flow.returns] + list(yielded or ()))
+        self.last_call_roots = [result_value for _, result_value in flow.returns] + list(yielded or ())
+        self.collect_after_call(state, self.last_call_roots)
         if yielded is not None:
             # A generator: what the caller iterates over is the join of what it yields.
             ref = self.new_list(state, (), site, literal=False)
@@ -1376,34 +1408,13 @@ class Interpreter:
 
     def local_names(self, func: ast.AST) -> frozenset[str]:
         """The names a function binds (its locals), without those it declares global or nonlocal
-        and those bound only in nested functions, classes and comprehensions."""
-        found = getattr(func, "_graphlife_locals", None)  # kept on the node: it outlives one check
-        if found is None:
-            bound: set[str] = set()
-            declared: set[str] = set()
-            stack = list(func.body)
-            while stack:
-                node = stack.pop()
-                if isinstance(node, (ast.Global, ast.Nonlocal)):
-                    declared.update(node.names)
-                    continue
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    bound.add(node.name)
-                    continue  # their bodies are other scopes
-                if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                    continue
-                if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                    bound.add(node.id)
-                elif isinstance(node, ast.alias):
-                    bound.add((node.asname or node.name).split(".")[0])
-                elif isinstance(node, ast.ExceptHandler) and node.name:
-                    bound.add(node.name)
-                elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-                    bound.add(node.target.id)
-                stack.extend(child_nodes(node))
-            found = frozenset(bound - declared)
-            func._graphlife_locals = found
-        return found
+        and those bound only in nested functions, classes and comprehensions (:mod:`scopes`)."""
+        return scopes.local_names(func, self.walrus_possible)
+
+    def collect_after_call(self, state: State, returned: list[Value]) -> None:
+        """Back from a call: drop what the callee made that nothing reaches, once the heap is large."""
+        if len(state.heap) > HEAP_GC_THRESHOLD:
+            self.collect_garbage(state, returned)
 
     def collect_garbage(self, state: State, extra_roots: list[Value]) -> None:
         """Drop heap objects nothing can reach any more (a returned helper's locals).
