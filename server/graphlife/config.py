@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
-    import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -130,6 +126,12 @@ def find_pyproject(start: str | os.PathLike[str]) -> Path | None:
 
 @functools.lru_cache(maxsize=64)
 def _read_pyproject(path: str, mtime: float) -> tuple[dict[str, Any] | None, str | None]:
+    # Imported here, not at the top: checking a file with no pyproject.toml above it
+    # should not pay for the TOML parser (start-up of `graphlife check`).
+    try:  # Python 3.11+
+        import tomllib  # noqa: PLC0415
+    except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
+        import tomli as tomllib  # type: ignore[no-redef]  # noqa: PLC0415
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
