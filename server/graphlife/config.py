@@ -17,11 +17,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser, from PyPI
-    import tomli as tomllib
-
 from graphlife.findings import Severity
 
 
@@ -133,6 +128,12 @@ def find_pyproject(start: str | os.PathLike[str]) -> Path | None:
 
 @functools.lru_cache(maxsize=64)
 def _read_pyproject(path: str, mtime: float) -> tuple[dict[str, Any] | None, str | None]:
+    # Imported here, not at the top: checking a file with no pyproject.toml above it
+    # should not pay for the TOML parser (start-up of `graphlife check`).
+    if sys.version_info >= (3, 11):
+        import tomllib  # noqa: PLC0415
+    else:  # Python 3.10: the same parser, from PyPI
+        import tomli as tomllib  # noqa: PLC0415
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
