@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import time
 
+from graphlife.analysis.blocks import parse_tolerant
+from graphlife.analysis.events import BackwardEvent, StoreEvent
 from graphlife.analysis.positions import byte_to_char_column
 from graphlife.analysis.state import State
 from graphlife.analysis.values import TensorVal, TupleVal, Value
@@ -23,8 +25,6 @@ MAX_LISTED = 4
 
 def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0) -> str | None:
     """Markdown for the tensor name or `.backward(` call at 1-based ``line``/``column`` (characters)."""
-    from graphlife.checker import parse_tolerant  # noqa: PLC0415
-
     tree, _ = parse_tolerant(source)
     if tree is None:
         return None
@@ -96,10 +96,10 @@ class _Recorder:
 
 def _run(tree, source, lines, recorder: _Recorder, deadline: float) -> None:
     from graphlife.analysis.interpreter import Interpreter, Timeout  # noqa: PLC0415
-    from graphlife.rules.base import Reporter  # noqa: PLC0415
+    from graphlife.analysis.rule_api import Reporter  # noqa: PLC0415
 
     interp = Interpreter(tree, source, lines, [], Reporter(), deadline)
-    interp.hooks = {"backward": [recorder.on_backward], "store": [recorder.on_store]}
+    interp.hooks = {BackwardEvent: [recorder.on_backward], StoreEvent: [recorder.on_store]}
     interp.watch = (recorder.target, recorder.values)
     interp.isolate_calls = False  # the story reads one graph store at the end of the run
     try:

@@ -37,10 +37,10 @@ The `.requires_grad = ...` assignment or `.requires_grad_(False)` call.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import EventContext, RequiresGradEvent
-from graphlife.analysis.values import TensorVal
+from graphlife.analysis.events import RequiresGradEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc, grad_mode_severity
+from graphlife.rules.base import grad_mode_severity
 
 RULE = Rule(
     code="GL107",
@@ -51,9 +51,10 @@ RULE = Rule(
 )
 
 
-def on_requires_grad_set(event: RequiresGradEvent, ctx: EventContext) -> None:
+@RULE.on(RequiresGradEvent)
+def on_requires_grad_set(event: RequiresGradEvent, ctx: RuleContext) -> None:
     target = event.target
-    if not isinstance(target, TensorVal) or target.leaf is not False or target.requires_grad is not True:
+    if target.leaf is not False or target.requires_grad is not True:
         return
     if event.form == "method" and event.flag is not False:
         return  # requires_grad_() / (True) on a non-leaf that already requires grad runs
@@ -70,8 +71,5 @@ def on_requires_grad_set(event: RequiresGradEvent, ctx: EventContext) -> None:
         f"`{name} = {name}.detach()" + (".requires_grad_()`" if flag else "`"),
         {"stmt": ctx.span(event.stmt), "target": name, "flag": flag},
     )]
-    severity, note = grad_mode_severity(getattr(event, "state", None), RULE.severity)
-    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message + note, severity=severity, related=related, fixes=fixes)
-
-
-RULE.hooks = {"requires_grad_set": on_requires_grad_set}
+    severity, note = grad_mode_severity(ctx.grad_mode(event.state), RULE.severity)
+    ctx.report(RULE, ctx.span(event.stmt), message + note, severity=severity, related=related, fixes=fixes)
