@@ -42,7 +42,15 @@ from typing import (
 from graphlife.analysis.events import Event
 from graphlife.analysis.positions import node_span
 from graphlife.analysis.values import UNKNOWN, Tri, Value
-from graphlife.findings import Finding, FixRecipe, Related, Severity, Span
+from graphlife.findings import (
+    Finding,
+    FixRecipe,
+    Line,
+    Message,
+    Related,
+    Severity,
+    Span,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from graphlife.analysis.state import GraphStore, State
@@ -136,7 +144,7 @@ def hooks_by_event(rules: Iterable[Rule]) -> dict[type[Event], list[AnyHook]]:
 # --------------------------------------------------------------------------- reporting
 
 #: One ``Reporter.report`` call as the unit cache records it.
-ReportArgs = tuple[Rule, Span, str, "Severity | None", tuple[Related, ...], tuple[FixRecipe, ...]]
+ReportArgs = tuple[Rule, Span, "str | Message", "Severity | None", tuple[Related, ...], tuple[FixRecipe, ...]]
 
 
 @dataclass
@@ -155,15 +163,18 @@ class Reporter:
         self,
         rule: Rule,
         span: Span,
-        message: str,
+        message: str | Message,
         *,
         severity: Severity | None = None,
         related: Iterable[Related] = (),
         fixes: Iterable[FixRecipe] = (),
     ) -> None:
+        """Add a finding. ``message`` is text, or a :class:`Message` when it names lines (the log
+        keeps it as given, so that a replay can move its lines; the finding gets its text)."""
         related, fixes = tuple(related), tuple(fixes)
         if self.log is not None:
             self.log.append((rule, span, message, severity, related, fixes))
+        text = str(message)
         key = (rule.code, span)
         if (severity or rule.severity) is Severity.ERROR:
             self.raised = True
@@ -173,7 +184,7 @@ class Reporter:
             new_severity = severity or rule.severity
             for index, old in enumerate(self.findings):
                 if (old.code, old.span) == key and _rank(new_severity) < _rank(old.severity):
-                    self.findings[index] = Finding(rule.code, rule.name, new_severity, span, message, related, fixes)
+                    self.findings[index] = Finding(rule.code, rule.name, new_severity, span, text, related, fixes)
             return
         self._seen.add(key)
         self.findings.append(
@@ -182,7 +193,7 @@ class Reporter:
                 name=rule.name,
                 severity=severity or rule.severity,
                 span=span,
-                message=message,
+                message=text,
                 related=related,
                 fixes=fixes,
             )
@@ -308,13 +319,15 @@ class RuleContext:
         self,
         rule: Rule,
         span: Span,
-        message: str,
+        message: str | Message,
         *,
         severity: Severity | None = None,
         related: Iterable[Related] = (),
         fixes: Iterable[FixRecipe] = (),
     ) -> None:
-        """Report a finding (recorded for the unit cache). An error ends the path: torch raised there."""
+        """Report a finding (recorded for the unit cache). An error ends the path: torch raised there.
+        A message that names lines is a :class:`~graphlife.findings.Message` with :meth:`line`
+        arguments (a replay moves them with the code); other messages may be plain text."""
         self._engine.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
 
     # -- the code --------------------------------------------------------------------
@@ -326,9 +339,9 @@ class RuleContext:
         """The source text of a node, shortened to 80 characters (empty for ``None``)."""
         return self._engine.text(node)
 
-    def line(self, node: ast.AST) -> int:
-        """The 1-based line where ``node`` starts, as messages name it (``line N``)."""
-        return cast(int, getattr(node, "lineno", 0))
+    def line(self, node: ast.AST) -> Line:
+        """The 1-based line where ``node`` starts, as a message argument (``line {built}``)."""
+        return Line(cast(int, getattr(node, "lineno", 0)))
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         """The node ``node`` is a child of (``None`` for the module, or a node not in this file)."""

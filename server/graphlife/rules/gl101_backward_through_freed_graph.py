@@ -54,7 +54,7 @@ from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import Node, State
 from graphlife.analysis.values import TensorVal
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.rules.carried import detach_recipe
 
 RULE = Rule(
@@ -63,6 +63,18 @@ RULE = Rule(
     severity=Severity.ERROR,
     doc=RuleDoc(__doc__),
     torch_message="Trying to backward through the graph a second time",
+)
+
+CARRIED = MessageTemplate(
+    "GL101.carried",
+    "`{root}` reaches the graph built at line {built} (`{built_by}`) in an earlier iteration, carried into this one "
+    "by `{name}`; the backward at line {freed} already freed it{maybe}. Detach `{name}` at the top of the loop "
+    "(line {loop}).",
+)
+FREED = MessageTemplate(
+    "GL101.freed",
+    "`{root}` backpropagates through the graph built at line {built} (`{built_by}`), which the backward at "
+    "line {freed} already freed{maybe}.",
 )
 
 
@@ -92,16 +104,10 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     maybe = "" if severity is Severity.ERROR else " on some paths"
     if carried:
         name, loop = carried[0]
-        message = (
-            f"`{root}` reaches the graph built at line {built_line} (`{node.line_desc}`) in an earlier iteration, "
-            f"carried into this one by `{name}`; the backward at line {freed_line} already freed it{maybe}. "
-            f"Detach `{name}` at the top of the loop (line {ctx.line(loop)})."
-        )
+        message = CARRIED(root=root, built=built_line, built_by=node.line_desc, name=name, freed=freed_line,
+                          maybe=maybe, loop=ctx.line(loop))
     else:
-        message = (
-            f"`{root}` backpropagates through the graph built at line {built_line} (`{node.line_desc}`), "
-            f"which the backward at line {freed_line} already freed{maybe}."
-        )
+        message = FREED(root=root, built=built_line, built_by=node.line_desc, freed=freed_line, maybe=maybe)
     related = [Related(ctx.span(node.site), f"graph built here (`{node.line_desc}`)")]
     if freeing is not None:
         related.append(Related(ctx.span(freeing), "this backward freed it"))
@@ -168,7 +174,7 @@ def _gan_detach_site(event: BackwardEvent, ctx: RuleContext, node: Node, freeing
     if freeing is None:
         return None
     state = event.state
-    freeing_line = ctx.line(freeing)
+    freeing_line = ctx.line(freeing).number
     calls: list[ast.Call] | None = None
     for name, value in state.env.items():
         if not isinstance(value, TensorVal) or node.nid not in _closure(ctx, value.grad_fn):

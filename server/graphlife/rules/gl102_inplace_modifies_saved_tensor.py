@@ -48,7 +48,7 @@ import ast
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import Node, SavedRef
-from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity, Span
 
 RULE = Rule(
     code="GL102",
@@ -56,6 +56,19 @@ RULE = Rule(
     severity=Severity.ERROR,
     doc=RuleDoc(__doc__),
     torch_message="one of the variables needed for gradient computation has been modified by an inplace operation",
+)
+
+_SAVED = "`{change_text}` {change}, but {what} {verb} saved at line {saved} for the backward at line {backward}, which will raise."
+SAVED = MessageTemplate("GL102.saved", _SAVED)
+SAVED_BEFORE_STEP_CARRIED = MessageTemplate(
+    "GL102.saved-before-step-carried",
+    _SAVED + " The graph still to be backpropagated was built in an earlier iteration (carried state?): "
+    "detach it or finish its backward first.",
+)
+SAVED_BEFORE_STEP = MessageTemplate(
+    "GL102.saved-before-step",
+    _SAVED + " That backward's graph was built before the step: run it before `{change_text}`, "
+    "or build the graph again after the step.",
 )
 
 
@@ -97,16 +110,11 @@ def _report(ctx: RuleContext, event: BackwardEvent, node: Node, saved: SavedRef,
     is_step = isinstance(bump_site, ast.stmt) and "step(" in ctx.text(bump_site)
     change = "updates them in place" if is_step else "changes it in place"
     verb = "were" if saved.what == "parameter" else "was"
-    message = (
-        f"`{ctx.text(bump_site)}` {change}, but {what} {verb} saved at line {ctx.line(node.site)} for the backward "
-        f"at line {event.stmt.lineno}, which will raise."
-    )
-    if is_step and _built_in_earlier_iteration(ctx, node):
-        message += (" The graph still to be backpropagated was built in an earlier iteration (carried state?): "
-                    "detach it or finish its backward first.")
-    elif is_step:
-        message += (f" That backward's graph was built before the step: run it before `{ctx.text(bump_site)}`, "
-                    "or build the graph again after the step.")
+    template = SAVED
+    if is_step:
+        template = SAVED_BEFORE_STEP_CARRIED if _built_in_earlier_iteration(ctx, node) else SAVED_BEFORE_STEP
+    message = template(change_text=ctx.text(bump_site), change=change, what=what, verb=verb,
+                       saved=ctx.line(node.site), backward=ctx.line(event.stmt))
     related = [
         Related(ctx.span(node.site), f"saved here by `{node.op}`"),
         Related(ctx.span(event.stmt), "this backward needs the saved value"),

@@ -44,7 +44,7 @@ import ast
 from graphlife.analysis.events import OptimizerEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.rules.base import grad_mode_severity
 
 RULE = Rule(
@@ -53,6 +53,17 @@ RULE = Rule(
     severity=Severity.ERROR,
     doc=RuleDoc(__doc__),
     torch_message="can't optimize a non-leaf Tensor",
+)
+
+NOT_A_LEAF = MessageTemplate(
+    "GL105.not-a-leaf",
+    "`{name}` is not a leaf: `{made_by}` (line {line}) made a new tensor from the one that requires grad, "
+    "so it never gets a `.grad`; the optimizer raises here.{note}",
+)
+MAYBE_NOT_A_LEAF = MessageTemplate(
+    "GL105.maybe-not-a-leaf",
+    "`{name}` may not be a leaf: `{made_by}` (line {line}) makes a new tensor when it really converts "
+    "(another device or dtype); the optimizer then raises `can't optimize a non-leaf Tensor`.{note}",
 )
 
 
@@ -69,16 +80,9 @@ def on_optimizer_created(event: OptimizerEvent, ctx: RuleContext) -> None:
             continue
         name = ctx.text(expr) or ctx.text(value.origin) or "a tensor"
         made_by = ctx.text(value.converted_from or value.origin)
-        line = getattr(value.converted_from or value.origin, "lineno", None)
-        message = (
-            f"`{name}` is not a leaf: `{made_by}` (line {line}) made a new tensor from the one that requires grad, "
-            "so it never gets a `.grad`; the optimizer raises here."
-        )
-        if severity is Severity.WARNING:
-            message = (
-                f"`{name}` may not be a leaf: `{made_by}` (line {line}) makes a new tensor when it really converts "
-                "(another device or dtype); the optimizer then raises `can't optimize a non-leaf Tensor`."
-            )
+        made_at = value.converted_from or value.origin
+        line = ctx.line(made_at) if made_at is not None and hasattr(made_at, "lineno") else None
+        template = MAYBE_NOT_A_LEAF if severity is Severity.WARNING else NOT_A_LEAF
         related: list[Related] = []
         if value.created_with_grad is not None:
             related.append(Related(ctx.span(value.created_with_grad), "the leaf that requires grad"))
@@ -92,7 +96,8 @@ def on_optimizer_created(event: OptimizerEvent, ctx: RuleContext) -> None:
             fixes.append(FixRecipe("leaf_after_conversion", "Apply `.requires_grad_()` after the conversion",
                                    {"expr": ctx.span(expr)}))
         severity, note = grad_mode_severity(ctx.grad_mode(event.state), severity)
-        ctx.report(RULE, ctx.span(event.stmt), message + note, severity=severity, related=related, fixes=fixes)
+        message = template(name=name, made_by=made_by, line=line, note=note)
+        ctx.report(RULE, ctx.span(event.stmt), message, severity=severity, related=related, fixes=fixes)
 
 
 def _assignment_of(ctx: RuleContext, origin: ast.AST | None) -> ast.Assign | None:

@@ -58,7 +58,7 @@ from graphlife.analysis.events import (
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import FixRecipe, Message, MessageTemplate, Related, Severity
 
 RULE = Rule(
     code="GL201",
@@ -73,6 +73,17 @@ _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 #: Container methods that put a value into their receiver (``outs.append(v)``).
 _MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "__setitem__"}
 _STORE_METHODS = {"append", "add", "insert", "extend", "setdefault"}
+
+KEEPS_SAVED = MessageTemplate(
+    "GL201.keeps-saved",
+    "`{target}` keeps the graph of `{value}` alive after the iteration, and no backward frees it: the activations "
+    "saved at line {saved} (`{saved_by}`) pile up every iteration. Store `.item()` (a number) or `.detach()` instead.",
+)
+KEEPS_NODES = MessageTemplate(
+    "GL201.keeps-nodes",
+    "`{target}` keeps the graph nodes of `{value}` alive after the iteration; its backward freed the saved "
+    "activations, but the nodes still pile up each step. Store `.item()` or `.detach()` instead.",
+)
 
 #: The code a statement belongs to: a function, a class body or the module.
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module
@@ -575,19 +586,13 @@ def _report(ctx: RuleContext, store: _Store, final: State, graph: GraphStore) ->
     keeps_saved = [n for n in reach if graph.nodes[n].saves_certain and n not in final.freed and n not in final.may_freed]
     severity = Severity.WARNING if keeps_saved else Severity.INFORMATION
     value_text = event.value.desc or "the value"
+    message: Message
     if severity is Severity.WARNING:
         node = graph.nodes[min(keeps_saved)]
-        message = (
-            f"`{event.target}` keeps the graph of `{value_text}` alive after the iteration, and no backward frees it: "
-            f"the activations saved at line {ctx.line(node.site)} (`{node.line_desc}`) pile up every iteration. "
-            "Store `.item()` (a number) or `.detach()` instead."
-        )
+        message = KEEPS_SAVED(target=event.target, value=value_text, saved=ctx.line(node.site), saved_by=node.line_desc)
         related = [Related(ctx.span(node.site), "saved activations kept alive from here")]
     else:
-        message = (
-            f"`{event.target}` keeps the graph nodes of `{value_text}` alive after the iteration; its backward freed "
-            "the saved activations, but the nodes still pile up each step. Store `.item()` or `.detach()` instead."
-        )
+        message = KEEPS_NODES(target=event.target, value=value_text)
         related = []
     fixes: list[FixRecipe] = []
     expr = _stored_expr(store.stmt)

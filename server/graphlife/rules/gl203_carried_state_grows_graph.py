@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.rules.carried import detach_recipe
 
 RULE = Rule(
@@ -47,6 +47,13 @@ RULE = Rule(
     severity=Severity.WARNING,
     doc=RuleDoc(__doc__),
     torch_message="",
+)
+
+GROWS = MessageTemplate(
+    "GL203.grows",
+    "This backward keeps the graph (`retain_graph=True`) and reaches the graph built at line {built} (`{built_by}`) "
+    "in an earlier iteration{via}: the graph grows every step. Detach the carried state at the top of the loop and "
+    "drop `retain_graph=True`.",
 )
 
 
@@ -68,11 +75,7 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     carried = ctx.carried_names(set(older), event.state)
     name = carried[0][0] if carried else None
     via = f" through `{name}`" if name else ""
-    message = (
-        f"This backward keeps the graph (`retain_graph=True`) and reaches the graph built at line {ctx.line(node.site)} "
-        f"(`{node.line_desc}`) in an earlier iteration{via}: the graph grows every step. Detach the carried state at "
-        "the top of the loop and drop `retain_graph=True`."
-    )
+    message = GROWS(built=ctx.line(node.site), built_by=node.line_desc, via=via)
     fixes: list[FixRecipe] = []
     if name:
         fixes.append(detach_recipe(ctx, name, carried[0][1], event.state))

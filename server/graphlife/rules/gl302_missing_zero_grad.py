@@ -41,7 +41,7 @@ import ast
 
 from graphlife.analysis.events import StepEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 
 RULE = Rule(
     code="GL302",
@@ -49,6 +49,17 @@ RULE = Rule(
     severity=Severity.WARNING,
     doc=RuleDoc(__doc__),
     torch_message="",
+)
+
+_SUM = "so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each iteration."
+NEVER_RESET = MessageTemplate(
+    "GL302.never-reset",
+    "Gradients are never reset: `{step}` applies the new gradients on top of the ones `{earlier}` (line {line}) "
+    "already used, " + _SUM,
+)
+NEVER_RESET_NO_STEP = MessageTemplate(
+    "GL302.never-reset-no-step",
+    "Gradients are never reset: `{step}` applies the new gradients on top of the ones an earlier step already used, " + _SUM,
 )
 
 
@@ -62,11 +73,10 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     if not all(st is not None and st[0] == "acc_stale" for st in statuses):
         return
     earlier_step = statuses[0][1] if statuses[0] is not None else None
-    message = (
-        f"Gradients are never reset: `{ctx.text(event.call)}` applies the new gradients on top of the ones "
-        f"{'`' + ctx.text(earlier_step) + '` (line ' + str(ctx.line(earlier_step)) + ') already used' if earlier_step is not None else 'an earlier step already used'}, "
-        "so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each iteration."
-    )
+    if earlier_step is not None:
+        message = NEVER_RESET(step=ctx.text(event.call), earlier=ctx.text(earlier_step), line=ctx.line(earlier_step))
+    else:
+        message = NEVER_RESET_NO_STEP(step=ctx.text(event.call))
     loop = ctx.current_loop()
     fixes: list[FixRecipe] = []
     body = getattr(loop, "body", None)

@@ -40,7 +40,7 @@ import ast
 
 from graphlife.analysis.events import GradReadEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 
 RULE = Rule(
     code="GL303",
@@ -50,6 +50,12 @@ RULE = Rule(
     torch_message="The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
 )
 
+NOT_A_LEAF = MessageTemplate(
+    "GL303.not-a-leaf",
+    "`{name}` is not a leaf (computed at line {line}), so `{name}.grad` is always None unless "
+    "`{name}.retain_grad()` is called before the backward.",
+)
+
 
 @RULE.on(GradReadEvent)
 def on_grad_read(event: GradReadEvent, ctx: RuleContext) -> None:
@@ -57,11 +63,8 @@ def on_grad_read(event: GradReadEvent, ctx: RuleContext) -> None:
     if tensor.leaf is not False or tensor.requires_grad is not True or tensor.retains_grad:
         return
     name = ctx.text(event.expr.value)
-    line = getattr(tensor.origin, "lineno", None)
-    message = (
-        f"`{name}` is not a leaf (computed at line {line}), so `{name}.grad` is always None unless "
-        f"`{name}.retain_grad()` is called before the backward."
-    )
+    line = ctx.line(tensor.origin) if tensor.origin is not None and hasattr(tensor.origin, "lineno") else None
+    message = NOT_A_LEAF(name=name, line=line)
     fixes: list[FixRecipe] = []
     anchor = _statement_after_origin(ctx, tensor.origin)
     bound = _bound_name(ctx, anchor, tensor.origin)
