@@ -112,10 +112,6 @@ class Rule:
 
         return register
 
-    def hooks_on(self, event_type: type[EventT]) -> Sequence[Hook[EventT]]:
-        """This rule's hooks on ``event_type``, in registration order."""
-        return cast("list[Hook[EventT]]", self._hooks.get(event_type, []))
-
     @property
     def hooks(self) -> Mapping[type[Event], Sequence[object]]:
         """The event classes this rule hooks (empty for a syntactic rule), with their hooks."""
