@@ -129,16 +129,10 @@ def parse_tolerant(source: str) -> tuple[ast.Module | None, list[SyntaxProblem]]
     """Parse; on a syntax error, parse top-level block by block and leave out the blocks that
     do not parse (each reported with its own error), so the rest of the file still gets its
     findings. The language server cuts blocks the same way (:mod:`graphlife.analysis.blocks`)."""
-    try:
-        return ast.parse(source), []
-    except SyntaxError:
-        pass
-    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
-        return None, [SyntaxProblem(1, 1, f"cannot parse: {exc}")]
-    from graphlife.analysis.blocks import BlockParser  # noqa: PLC0415
+    from graphlife.analysis.blocks import parse_tolerant as parse_blocks  # noqa: PLC0415
 
-    parsed = BlockParser().parse(source)
-    return parsed.tree, [SyntaxProblem(line, column, message) for line, column, message in parsed.errors]
+    tree, errors = parse_blocks(source)
+    return tree, [SyntaxProblem(line, column, message) for line, column, message in errors]
 
 
 def _ignored_by_comment(finding: Finding, lines: list[str]) -> bool:

@@ -203,3 +203,17 @@ class BlockParser:
             index = TreeIndex.of_statements(statements)
             blocks.append(Block("".join(lines[first:end]), first + 1, statements, index, None))
         return blocks
+
+
+def parse_tolerant(source: str) -> tuple[ast.Module | None, list[tuple[int, int, str]]]:
+    """Parse; on a syntax error, parse top-level block by block and leave out the blocks that
+    do not parse (each with its own error: line, column, message), so the rest of the file
+    still gets its findings. ``None`` when nothing can be parsed (NUL bytes, absurd nesting)."""
+    try:
+        return ast.parse(source), []
+    except SyntaxError:
+        pass
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return None, [(1, 1, f"cannot parse: {exc}")]
+    parsed = BlockParser().parse(source)
+    return parsed.tree, parsed.errors

@@ -19,8 +19,9 @@ from typing import Iterable
 
 from graphlife.analysis import isolation, scopes, torch_api
 from graphlife.analysis.call_memo import CallMemo
-from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
+from graphlife.analysis.events import Event, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.analysis.positions import node_span
+from graphlife.analysis.rule_api import ModuleContext, Reporter, Rule, RuleContext, hooks_by_event
 from graphlife.analysis.self_cache import SelfCache
 from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.tree_index import TreeIndex
@@ -42,7 +43,6 @@ from graphlife.analysis.values import (
     Value,
 )
 from graphlife.findings import Finding, Span
-from graphlife.rules.base import ModuleContext, Reporter, Rule
 
 MAX_INLINE_DEPTH = 6
 MAX_EXACT_UNROLL = 8
@@ -181,11 +181,8 @@ class Interpreter:
         self.lines = lines
         self.reporter = reporter
         self.deadline = deadline
-        self.hooks: dict[str, list] = {}
-        for rule in rules:
-            for name, hook in rule.hooks.items():
-                self.hooks.setdefault(name, []).append(hook)
-        self.ctx = EventContext(self)
+        self.hooks = hooks_by_event(rules)  # event class -> the rules' hooks on it
+        self.ctx = RuleContext(self)  # what the hooks see of the interpreter
         self._text_cache: dict[int, str] = {}
         self.globals: dict[str, Value] = {}
         self._module_names: State | None = None
@@ -219,7 +216,7 @@ class Interpreter:
         self.emitting = True
         #: What rules remember while a unit runs (pending findings decided at its end). Kept
         #: here, in one place, so that an isolated call can run with its own (see ``call_isolated``).
-        self.rule_data: dict[str, object] = {}
+        self.rule_data: dict[type, object] = {}
         #: Statements on the way to an in-place write made with gradients off, in the running
         #: unit (a ``no_grad`` around them matters: GL104's fix leaves it). Kept with the nodes.
         self.no_grad_writes: dict[int, ast.AST] = {}
@@ -313,11 +310,11 @@ class Interpreter:
     def iteration(self) -> tuple[int, ...]:
         return tuple(i for _, i in self.loop_stack)
 
-    def emit(self, name: str, event) -> None:
+    def emit(self, event: Event) -> None:
         self.emitted += 1  # events sent or not, for the memo of calls that change nothing
         if not self.emitting:
             return
-        for hook in self.hooks.get(name, ()):
+        for hook in self.hooks.get(type(event), ()):
             hook(event, self.ctx)
 
     def check_time(self) -> None:
@@ -388,7 +385,7 @@ class Interpreter:
         if body:
             self.stmt_stack.append(body[-1])
             try:
-                self.emit("unit_end", UnitEndEvent(stmt=body[-1], state=final, unit=unit))
+                self.emit(UnitEndEvent(stmt=body[-1], state=final, unit=unit))
             finally:
                 self.stmt_stack.pop()
 
@@ -638,7 +635,7 @@ class Interpreter:
                 isinstance(stmt.target, ast.Name) and isinstance(result, TensorVal) and result.requires_grad is True
                 and self.loop_entry_envs and stmt.target.id in self.loop_entry_envs[-1][1].env
             ):
-                self.emit("store", StoreEvent(stmt=self.current_stmt(), state=state, value=result,
+                self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=result,
                                               target=stmt.target.id, kind="accumulate", whole=operand))
             if isinstance(stmt.target, ast.Name) and isinstance(target_value, HeapRef) and isinstance(operand, Value):
                 obj = state.heap.get(target_value.oid)
@@ -878,7 +875,7 @@ class Interpreter:
         if not infinite or not exits:
             exits.append(current)
         after = State.join_all(exits) if exits else current
-        self.emit("loop_end", LoopEndEvent(stmt=stmt, state=after, loop=stmt, first_node=first_node,
+        self.emit(LoopEndEvent(stmt=stmt, state=after, loop=stmt, first_node=first_node,
                                            last_node=len(self.graph.nodes), backwards=self.backward_count - backwards_before,
                                            module_calls=calls))
         if not infinite and getattr(stmt, "orelse", None):
@@ -1007,7 +1004,7 @@ class Interpreter:
             return  # made in this iteration: it dies with it
         for tensor in torch_api.tensors_in(value, state):
             if tensor.requires_grad is True and tensor.grad_fn:
-                self.emit("store", StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target,
+                self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target,
                                               kind=kind, whole=value))
                 return
 

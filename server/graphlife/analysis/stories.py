@@ -17,20 +17,20 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from graphlife.analysis.blocks import parse_tolerant
+from graphlife.analysis.events import BackwardEvent, StoreEvent
 from graphlife.analysis.positions import byte_to_char_column
 from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.values import TensorVal, TupleVal, Value
 
 if TYPE_CHECKING:
-    from graphlife.analysis.events import BackwardEvent, EventContext, StoreEvent
+    from graphlife.analysis.rule_api import RuleContext
 
 MAX_LISTED = 4
 
 
 def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0) -> str | None:
     """Markdown for the tensor name or `.backward(` call at 1-based ``line``/``column`` (characters)."""
-    from graphlife.checker import parse_tolerant  # noqa: PLC0415
-
     tree, _ = parse_tolerant(source)
     if tree is None:
         return None
@@ -94,20 +94,20 @@ class _Recorder:
         self.backwards: list[BackwardEvent] = []
         self.stores: list[StoreEvent] = []
 
-    def on_backward(self, event: BackwardEvent, ctx: EventContext) -> None:
+    def on_backward(self, event: BackwardEvent, ctx: RuleContext) -> None:
         self.backwards.append(event)
 
-    def on_store(self, event: StoreEvent, ctx: EventContext) -> None:
+    def on_store(self, event: StoreEvent, ctx: RuleContext) -> None:
         self.stores.append(event)
 
 
 def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, deadline: float) -> GraphStore:
     """Interpret the file with the watch on; the graph store as the run left it."""
     from graphlife.analysis.interpreter import Interpreter, Timeout  # noqa: PLC0415
-    from graphlife.rules.base import Reporter  # noqa: PLC0415
+    from graphlife.analysis.rule_api import Reporter  # noqa: PLC0415
 
     interp = Interpreter(tree, source, lines, [], Reporter(), deadline)
-    interp.hooks = {"backward": [recorder.on_backward], "store": [recorder.on_store]}
+    interp.hooks = {BackwardEvent: [recorder.on_backward], StoreEvent: [recorder.on_store]}
     interp.watch = (recorder.target, recorder.values)
     interp.isolate_calls = False  # the story reads one graph store at the end of the run
     with contextlib.suppress(Timeout, RecursionError):
