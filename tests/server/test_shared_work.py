@@ -25,7 +25,7 @@ from graphlife.analysis.values import NONE, Number
 from graphlife.checker import check_source
 from graphlife.incremental import IncrementalChecker
 from graphlife.rules import all_rules
-from graphlife.rules.base import Reporter
+from graphlife.analysis.rule_api import Reporter
 from tests.fixturelib import FIXTURES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -197,7 +197,9 @@ class Interpreter:
         self.backward_count = 0
         self.create_graph_seen = False
         self.zeroed_after: dict[int, ast.AST] = {}  # zero_grad statement -> the backward whose gradients it cleared
-        self.watch = None  # (expression, records) for hover stories
+        #: The expression a hover story watches and what it recorded (``None``: no story); set
+        #: only by :class:`WatchingInterpreter`, whose ``eval`` records the watched values.
+        self.watch: tuple[ast.AST, list] | None = None
         self.module_calls: list[list] = []  # per running loop: (module heap ref, call) pairs
         self.inlined: set[int] = set()  # functions analyzed by inlining from the module body  # values yielded by the generators being inlined
         self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
@@ -230,19 +232,6 @@ class Interpreter:
         self.inline_log: list[ast.AST] = []  # every function inlined so far, in order (for the memo)
         self.walrus_possible = ":=" in source  # else only statements bind names (:mod:`scopes`)
         self.last_call_roots: list[Value] = []  # what the last inlined call's garbage collection kept
-
-    @property
-    def watch(self) -> tuple[ast.AST, list] | None:
-        """The expression a hover story watches and what it recorded (``None``: no story)."""
-        return self._watch
-
-    @watch.setter
-    def watch(self, value: tuple[ast.AST, list] | None) -> None:
-        self._watch = value
-        if value is None:
-            self.eval = self._eval  # no story: no check on each of the many evaluations
-        else:
-            self.__dict__.pop("eval", None)
 
     # -- small helpers --------------------------------------------------------------
     def fresh(self) -> int:
@@ -1029,13 +1018,7 @@ class Interpreter:
         return None
 
     # -- expressions ----------------------------------------------------------------
-    def eval(self, expr: ast.expr | None, state: State) -> Value:
-        value = self._eval(expr, state)
-        if self.watch is not None and expr is self.watch[0]:
-            self.watch[1].append((value, state.copy()))  # the hover story's witness
-        return value
-
-    def _eval(self, expr: ast.expr | None, state: State) -> Value:  # noqa: C901 (one dispatch)
+    def eval(self, expr: ast.expr | None, state: State) -> Value:  # noqa: C901 (one dispatch)
         if expr is None:
             return NONE
         if isinstance(expr, ast.Name):

@@ -106,8 +106,18 @@ def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, d
     from graphlife.analysis.interpreter import Interpreter, Timeout  # noqa: PLC0415
     from graphlife.analysis.rule_api import Reporter  # noqa: PLC0415
 
-    interp = Interpreter(tree, source, lines, [], Reporter(), deadline)
-    interp.hooks = {BackwardEvent: [recorder.on_backward], StoreEvent: [recorder.on_store]}
+    class WatchingInterpreter(Interpreter):
+        """The engine with a witness on every evaluation: the story needs each value the watched
+        expression took. Only the hover pays for the check, not every check of a file."""
+
+        def eval(self, expr: ast.expr | None, state: State) -> Value:
+            value = super().eval(expr, state)
+            if expr is recorder.target:
+                recorder.values.append((value, state.copy()))
+            return value
+
+    interp = WatchingInterpreter(tree, source, lines, [], Reporter(), deadline)
+    interp.hooks = {BackwardEvent: [recorder.on_backward], StoreEvent: [recorder.on_store]}  # type: ignore[list-item]
     interp.watch = (recorder.target, recorder.values)
     interp.isolate_calls = False  # the story reads one graph store at the end of the run
     with contextlib.suppress(Timeout, RecursionError):
