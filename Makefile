@@ -3,7 +3,7 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.graphlife-installed
 
-.PHONY: run test venv test-python test-node test-e2e vsix node clean bench
+.PHONY: run test lint venv test-python test-node test-e2e vsix node clean bench bench-public
 
 $(STAMP): server/pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -26,8 +26,19 @@ run: venv
 	  echo "== install the extension: code --install-extension dist/graphlife-$$(node -p 'require("./package.json").version').vsix =="; fi
 
 test: venv
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory test-python
 	@if [ -f package.json ]; then $(MAKE) --no-print-directory test-node test-e2e; fi
+
+# Quality gates, run first by `make test`: ruff (ruff.toml), mypy on the engine, the rules and
+# the language server (server/pyproject.toml), the import layers (server/.importlinter, when
+# present), ESLint on the extension (eslint.config.mjs). Formatting is not checked.
+lint: venv
+	$(abspath $(VENV))/bin/ruff check .
+	cd server && $(abspath $(VENV))/bin/mypy
+	@if [ -f server/.importlinter ]; then echo "cd server && lint-imports"; \
+	  cd server && $(abspath $(VENV))/bin/lint-imports; fi
+	@if [ -f package.json ]; then $(MAKE) --no-print-directory node && npm run lint; fi
 
 test-python: venv
 	$(PY) -m pytest -q -n auto tests
@@ -42,11 +53,16 @@ test-e2e: node vsix
 vsix: node venv
 	PYTHON=$(abspath $(PY)) npm run package
 
-# Speed, on demand (never a pass/fail test): ratios against ast.parse and TorchFix, in one run.
+# Speed, on demand (never a pass/fail test): ratios against ast.parse, python -c pass and TorchFix,
+# in one run. Large public training files are read from $$GRAPHLIFE_BENCH_PUBLIC or .cache/public
+# (`make bench-public` fetches them at the commits of benchmarks/public_files.toml; never committed).
 TORCHFIX_VENV := .cache/torchfix-venv
 $(TORCHFIX_VENV)/bin/torchfix:
 	python3 -m venv $(TORCHFIX_VENV)
 	$(TORCHFIX_VENV)/bin/pip install -q torchfix
+
+bench-public: venv
+	$(PY) benchmarks/public_files.py
 
 bench: venv $(TORCHFIX_VENV)/bin/torchfix
 	$(PY) benchmarks/bench_check.py --torchfix $(TORCHFIX_VENV)/bin/torchfix

@@ -37,7 +37,7 @@ def python_files(roots: list[str]) -> list[str]:
 
 def check_one(args: tuple[str, float]) -> tuple[str, dict]:
     """Findings of one file, as plain data (JSON-ready)."""
-    from graphlife.checker import check_source  # noqa: PLC0415 (imported in the worker)
+    from graphlife.checker import check_source  # imported in the worker
 
     path, budget = args
     try:
@@ -86,7 +86,8 @@ def compare(before_path: str, after_path: str) -> int:
         old, new = before.get(path, {}), after.get(path, {})
         if old.get("timed_out") or new.get("timed_out"):
             if old.get("findings") != new.get("findings"):
-                print(f"~ {path}: time box hit (before {old.get('timed_out')}, after {new.get('timed_out')}); not compared")
+                print(f"~ {path}: time box hit (before {old.get('timed_out')}, after {new.get('timed_out')});"
+                      " not compared")
             continue
         if old.get("findings") != new.get("findings"):
             changed += 1

@@ -80,5 +80,95 @@ def generate_one_main(lines: int) -> str:
     return head + "\n\ndef main():\n" + calls + '\n\nif __name__ == "__main__":\n    main()\n'
 
 
+FANOUT_HEADER = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Config:
+    def __init__(self, width=8, depth=2, lr=1e-3, clip=1.0, stage=2):
+        self.width = width
+        self.depth = depth
+        self.lr = lr
+        self.clip = clip
+        self.stage = stage
+
+
+class Model(nn.Module):
+    def __init__(self, width=8):
+        super().__init__()
+        self.body = nn.Linear(width, width)
+        self.head = nn.Linear(width, 2)
+
+    def forward(self, x):
+        return self.head(F.relu(self.body(x)))
+
+
+class Engine:
+    def __init__(self, config):
+        self.config = config
+        self.model = Model(config.width)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=config.lr)
+        self.steps = 0
+'''
+
+FANOUT_LEVEL = '''
+    def setting_{k}(self, name="width"):
+        stage = self.config.stage
+        if stage > {k}:
+            width = self.setting_{n}(name)
+        else:
+            width = self.setting_{n}("depth")
+        depth = self.setting_{n}(name)
+        clip = self.setting_{n}("clip")
+        return max(width, depth, clip, self.config.lr)
+'''
+
+FANOUT_LAST = '''
+    def setting_{k}(self, name="width"):
+        if name == "depth":
+            return self.config.depth
+        return self.config.width
+'''
+
+FANOUT_TRAIN = '''
+    def train_step(self, x, y):
+        self.optimizer.zero_grad()
+        scale = self.setting_0()
+        loss = F.cross_entropy(self.model(x), y) * scale
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip)
+        self.optimizer.step()
+        self.steps += 1
+        return loss.item()
+
+
+def main():
+    engine = Engine(Config())
+    for epoch in range(2):
+        for step in range(4):
+            x, y = torch.randn(4, 8), torch.randint(0, 2, (4,))
+            engine.train_step(x, y)
+    return engine.steps
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def generate_fanout(levels: int) -> str:
+    """A training engine whose settings getters fan out: ``setting_k`` calls ``setting_{k+1}``
+    three times (the shape of a large engine class's getters, each asking the next ones), and
+    the training step asks ``setting_0``. Inlining every call costs 3**levels (up to the
+    inlining depth); ``levels=9`` is about 140 lines."""
+    parts = [FANOUT_HEADER]
+    for k in range(levels):
+        parts.append(FANOUT_LEVEL.format(k=k, n=k + 1))
+    parts.append(FANOUT_LAST.format(k=levels))
+    parts.append(FANOUT_TRAIN)
+    return "".join(parts)
+
+
 if __name__ == "__main__":
     sys.stdout.write(generate(int(sys.argv[1]) if len(sys.argv) > 1 else 1000))

@@ -41,7 +41,7 @@ from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from generate import generate, generate_one_main  # noqa: E402 - the checker benchmark's generated files
+from generate import generate, generate_one_main  # the checker benchmark's generated files
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
@@ -139,7 +139,9 @@ def _client() -> LanguageClient:
 WAIT_SECONDS = 20.0
 
 
-async def _wait(client: LanguageClient, uri: str, version: int, timeout: float = WAIT_SECONDS) -> tuple[float, int] | None:
+async def _wait(
+    client: LanguageClient, uri: str, version: int, timeout: float = WAIT_SECONDS
+) -> tuple[float, int] | None:
     """When the diagnostics of ``version`` arrived and how many; ``None`` if they never came."""
     deadline = time.perf_counter() + timeout
     while True:  # event-driven: polling would steal the CPU the server needs on 2 cores
@@ -209,7 +211,9 @@ async def _open(client: LanguageClient, path: Path, source: str) -> tuple[str, f
     uri = path.as_uri()
     opened = time.perf_counter()
     client.text_document_did_open(
-        types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=source))
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=source)
+        )
     )
     got = await _wait(client, uri, 1)
     return uri, (got[0] - opened) * 1000 if got else float("inf"), got[1] if got else 0
@@ -235,7 +239,8 @@ def _insert_a_line(lines: list[str], number: int) -> tuple[int, int, str]:
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for statement in function.body:
-            if not isinstance(statement, (ast.Assign, ast.AugAssign, ast.Expr)) or statement.lineno != statement.end_lineno:
+            simple = isinstance(statement, (ast.Assign, ast.AugAssign, ast.Expr))
+            if not simple or statement.lineno != statement.end_lineno:
                 continue
             text = lines[statement.lineno - 1]
             indent = len(text) - len(text.lstrip())
@@ -248,7 +253,8 @@ def _insert_a_line(lines: list[str], number: int) -> tuple[int, int, str]:
 
 
 async def _edit(client: LanguageClient, uri: str, source: str, make_edit, edits: int) -> tuple[list[float], str]:
-    """``edits`` versions, each one ``make_edit(lines, n)`` -> (line, character, inserted text); latencies beyond the debounce."""
+    """``edits`` versions, each one ``make_edit(lines, n)`` -> (line, character, inserted text);
+    the latencies beyond the debounce."""
     latencies = []
     text = source
     for edit in range(edits):
@@ -263,7 +269,9 @@ async def _edit(client: LanguageClient, uri: str, source: str, make_edit, edits:
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
                 content_changes=[
-                    types.TextDocumentContentChangePartial(range=types.Range(start=position, end=position), text=inserted)
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(start=position, end=position), text=inserted
+                    )
                 ],
             )
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import metadata
 
 
-def pytest_report_header(config):  # noqa: ARG001
+def pytest_report_header(config):
     """Say which torch judges the fixtures (without importing it in the controller)."""
     try:
         return f"torch (the oracle): {metadata.version('torch')}"

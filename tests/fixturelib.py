@@ -81,7 +81,9 @@ def parse_oracle_options(source: str) -> frozenset[str]:
             continue
         for option in (part.strip().lower() for part in match.group("options").split(",")):
             if option not in _ORACLE_OPTIONS:
-                raise MarkerError(f"line {line}: unknown `# oracle:` option {option!r} (known: {sorted(_ORACLE_OPTIONS)})")
+                raise MarkerError(
+                    f"line {line}: unknown `# oracle:` option {option!r} (known: {sorted(_ORACLE_OPTIONS)})"
+                )
             options.add(option)
     return frozenset(options)
 
@@ -160,13 +162,16 @@ def discover_fixtures(root: Path = FIXTURES_DIR, codes: set[str] | None = None) 
 #: until the entry is removed, so this list can only shrink honestly.
 KNOWN_MISSES: dict[str, str] = {
     "GL106/bad_class_weights_from_label_counts.py":
-        "the inference tensor goes in through cross_entropy's weight= keyword, which the saved-tensor table does not measure",
+        "the inference tensor goes in through cross_entropy's weight= keyword, "
+        "which the saved-tensor table does not measure",
     "GL301/bad_accumulated_microbatches_zeroed_before_step.py":
-        "the micro-batch loop over zip(x.chunk(n), ...) may run zero times for the engine, so the gradients may be untouched",
+        "the micro-batch loop over zip(x.chunk(n), ...) may run zero times for the engine, "
+        "so the gradients may be untouched",
     "GL302/bad_gan_generator_never_zeroed.py":
         "the optimizers live in a dict comprehension keyed by name; which parameters each one steps is unknown",
     "GL302/bad_policy_gradient_episodes.py":
-        "the episode's loss is built from a list of log-probs of a torch.distributions object, which the engine does not model",
+        "the episode's loss is built from a list of log-probs of a torch.distributions object, "
+        "which the engine does not model",
     "GL304/bad_multitask_sum_unscaled.py":
         "the step guard's optimizer and the backward's parameters are not matched through the dict-returning model",
 }

@@ -45,7 +45,9 @@ def platform_tags() -> list[str]:
     return seen
 
 
-def pip_install(target: Path, requirements: list[str], python: str, platforms: list[str], no_deps: bool = False) -> None:
+def pip_install(
+    target: Path, requirements: list[str], python: str, platforms: list[str], no_deps: bool = False
+) -> None:
     command = [
         sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
         "--target", str(target), "--only-binary=:all:", "--implementation", "cp",
@@ -89,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(out, ignore_errors=True)
     (out / "libs").mkdir(parents=True)
 
-    shutil.copytree(ROOT / "server" / "graphlife", out / "graphlife", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        ROOT / "server" / "graphlife", out / "graphlife", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
 
     # Resolved for the oldest Python so that its conditional dependencies
     # (exceptiongroup, typing_extensions) are there; they are harmless on newer ones.
@@ -107,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         tidy(folder)
 
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
     print(f"bundled the server and its libraries for Python {', '.join(pythons)} "
-          f"({sysconfig.get_platform()}) into {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}: {size / 1e6:.1f} MB")
+          f"({sysconfig.get_platform()}) into {shown}: {size / 1e6:.1f} MB")
     return 0
 
 

@@ -58,9 +58,10 @@ import itertools
 import json
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -150,7 +151,7 @@ def meth(name: str, *args: Any, variant: str | None = None, **kwargs: Any) -> Sp
         return getattr(self, name)(*a, **k)
 
     if not args or not (isinstance(args[0], In) and args[0].name == "self"):
-        args = (t("self"),) + args
+        args = (t("self"), *args)
     return Spec("Tensor." + name, "method", call, args, kwargs, variant=variant)
 
 
@@ -195,7 +196,7 @@ def conv(name: str, convert: tuple | None, noop: tuple | None,
         return getattr(self, method)(*a)
 
     shown = convert if convert is not None else noop
-    spec = Spec("Tensor." + name, "method", call, (t("self"),) + shown, proxy=proxy)
+    spec = Spec("Tensor." + name, "method", call, (t("self"), *shown), proxy=proxy)
     spec.converts = (convert, noop, self_dtype)
     if method != name:
         spec.call_text = f"self.{method}({', '.join(repr(a) for a in shown)})"
@@ -390,7 +391,8 @@ SPECS: list[Spec] = [
     meth("__len__"), meth("sum_to_size", 1, 3), fn("torch.meshgrid", t("x", (2,)), t("y", (3,)), indexing="ij"),
     fn("torch.block_diag", t("a", (2, 2)), t("b", (1, 1))), fn("torch.cartesian_prod", t("a", (2,)), t("b", (2,))),
     fn("torch.logical_and", t(), t("other")), fn("torch.heaviside", t(), t("values")),
-    fn("torch.trapezoid", t()), fn("torch.cumulative_trapezoid", t()), fn("torch.vander", t("x", (3,))), fn("torch.bernoulli", t()),
+    fn("torch.trapezoid", t()), fn("torch.cumulative_trapezoid", t()), fn("torch.vander", t("x", (3,))),
+    fn("torch.bernoulli", t()),
     fn("torch.multinomial", t("input", (4,)), 2), fn("torch.dropout", t(), 0.5, True),
     # conversions
     conv("to", (torch.float64,), (torch.float32,)),
@@ -526,7 +528,7 @@ SPECS: list[Spec] = [
 def _storage(x: torch.Tensor) -> int:
     try:
         return x.untyped_storage().data_ptr()
-    except Exception:  # sparse, meta, ... never match anything
+    except Exception:  # noqa: BLE001 - sparse, meta, ... never match anything
         return 0
 
 
@@ -596,7 +598,7 @@ def _saved_values(node: Any) -> tuple[list[torch.Tensor], bool]:
         except RuntimeError as exc:
             broken |= "modified by an inplace operation" in str(exc)
             continue
-        except Exception:
+        except Exception:  # noqa: BLE001 - a saved slot torch cannot hand out is not a saved tensor
             continue
         found.extend(_flatten(value))
     return found, broken
@@ -655,7 +657,7 @@ def _nest(spec: Spec, ins: list[In], args: tuple) -> tuple:
 def run_case(spec: Spec, pattern: str, inplace_kw: str | None = None,
              module_inplace: bool = False) -> Run | None:
     """Run ``spec`` with one requires-grad pattern and classify what its graph saves."""
-    ins, vals, call, args, kwargs, module = _build_call(spec, pattern, inplace_kw, module_inplace)
+    _ins, vals, call, args, kwargs, module = _build_call(spec, pattern, inplace_kw, module_inplace)
     tensors_in = [v if isinstance(v, torch.Tensor) else None for v in vals]
     before_versions = [v._version if v is not None else None for v in tensors_in]
     stop = {id(v.grad_fn) for v in tensors_in if v is not None and v.grad_fn is not None}
@@ -664,7 +666,7 @@ def run_case(spec: Spec, pattern: str, inplace_kw: str | None = None,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = call(*args, **kwargs)
-    except Exception:
+    except Exception:  # noqa: BLE001 - an op torch rejects for this pattern saves nothing
         return None
     outputs = _flatten(result)
     first = tensors_in[0] if tensors_in else None
@@ -770,7 +772,7 @@ def _patterns(ins: list[In]) -> list[str]:
 def _shares_version(spec: Spec) -> bool | None:
     """For views: does an in-place change of the input bump the result's version?"""
     pattern = "".join("0" for _ in _flat_ins(spec.args, spec.kwargs))
-    ins, vals, call, args, kwargs, _ = _build_call(spec, pattern)
+    _ins, vals, call, args, kwargs, _ = _build_call(spec, pattern)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -780,7 +782,7 @@ def _shares_version(spec: Spec) -> bool | None:
         before = out[0]._version
         increment_version(vals[0])
         return out[0]._version != before
-    except Exception:
+    except Exception:  # noqa: BLE001 - a view torch cannot change in place shares nothing
         return None
 
 
@@ -906,7 +908,7 @@ def _converts(spec: Spec) -> dict:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 out = spec.call(leaf, *args)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a conversion torch rejects has nothing to report
             continue
         report[label] = {"returns_input": out is leaf, "leaf": out.is_leaf,
                          "requires_grad": out.requires_grad}
@@ -931,7 +933,7 @@ def _factory_entry(spec: Spec, ins: list[In]) -> dict | None:
             _, _, call, args, kwargs, _ = _build_call(spec, "0" * len(ins))
             out = call(*args, requires_grad=True, **kwargs)
             ok = out.requires_grad and out.is_leaf
-        except Exception:
+        except Exception:  # noqa: BLE001 - a factory that rejects requires_grad=True makes no leaf
             ok = False
     return {
         "kind": "factory",

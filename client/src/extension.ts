@@ -68,7 +68,7 @@ async function followPythonExtension(context: vscode.ExtensionContext, server: S
   };
   let present = isPythonExtensionInstalled();
   context.subscriptions.push(
-    { dispose: () => listener?.dispose() },
+    { dispose: () => { listener?.dispose(); } },
     vscode.extensions.onDidChange(() => {
       if (isPythonExtensionInstalled() === present) return;
       present = !present;

@@ -52,7 +52,7 @@ export function parseInterpreterSetting(setting: unknown): { command: string[]; 
   if (setting === undefined || setting === null || setting === "") return { command: [] };
   if (typeof setting === "string") return { command: [setting.trim()].filter((s) => s !== "") };
   if (Array.isArray(setting) && setting.every((s) => typeof s === "string")) {
-    return { command: (setting as string[]).map((s) => s.trim()).filter((s) => s !== "") };
+    return { command: setting.map((s) => s.trim()).filter((s) => s !== "") };
   }
   return {
     command: [],

@@ -22,14 +22,18 @@ export type ProbeResult =
   | { ok: true; candidate: InterpreterCandidate; info: PythonInfo }
   | { ok: false; candidate: InterpreterCandidate; reason: "missing" | "too-old" | "broken"; message: string; info?: PythonInfo };
 
+function isVersion(v: unknown): v is [number, number, number] {
+  return Array.isArray(v) && v.length === 3 && v.every((n: unknown) => Number.isInteger(n));
+}
+
 /** Reads the probe's line out of the interpreter's stdout. */
 export function parseProbeOutput(stdout: string): PythonInfo | undefined {
   for (const line of stdout.split(/\r?\n/)) {
     if (!line.startsWith("GRAPHLIFE-PROBE ")) continue;
     try {
-      const data = JSON.parse(line.slice("GRAPHLIFE-PROBE ".length));
+      const data = JSON.parse(line.slice("GRAPHLIFE-PROBE ".length)) as { version?: unknown; executable?: unknown };
       const v = data.version;
-      if (Array.isArray(v) && v.length === 3 && v.every((n: unknown) => Number.isInteger(n)) && typeof data.executable === "string") {
+      if (isVersion(v) && typeof data.executable === "string") {
         return { version: [v[0], v[1], v[2]], executable: data.executable };
       }
     } catch {

@@ -44,7 +44,7 @@ function codes(key: string, value: unknown, problems: string[]): string[] {
     return [];
   }
   const out: string[] = [];
-  for (const raw of list as string[]) {
+  for (const raw of list) {
     const code = raw.trim().toUpperCase();
     if (code === "") continue;
     if (!CODE.test(code)) {

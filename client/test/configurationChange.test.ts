@@ -34,7 +34,7 @@ function runningOn(inputs: Partial<InterpreterInputs>): RunningInterpreter {
 
 function resolver(choice: InterpreterChoice) {
   const calls = { count: 0 };
-  return { calls, resolve: async () => (calls.count++, choice) };
+  return { calls, resolve: () => (calls.count++, Promise.resolve(choice)) };
 }
 
 test("a debug-session start that touches python/debugpy/launch settings neither restarts nor resolves", async () => {

@@ -8,10 +8,25 @@ import { test } from "node:test";
 
 import { SERVER_KEYS } from "../src/settings";
 
+/** The parts of package.json these tests read. */
+interface Manifest {
+  contributes: {
+    configuration: {
+      properties: Record<string, { description?: string; markdownDescription?: string; scope?: string; default?: unknown }>;
+    };
+    commands: { command: string; title: string; category?: string }[];
+    views: { debug: { id: string; name: string }[] };
+    menus: Record<string, { command: string; when: string }[]>;
+    snippets: unknown;
+  };
+  capabilities: { untrustedWorkspaces: { description: string } };
+  activationEvents: string[];
+  extensionDependencies?: unknown;
+}
+
 const root = path.resolve(__dirname, "../../..");
-const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"));
-const properties: Record<string, { description?: string; markdownDescription?: string; scope?: string; default?: unknown }> =
-  manifest.contributes.configuration.properties;
+const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as Manifest;
+const properties = manifest.contributes.configuration.properties;
 
 test("every server setting and the client settings are declared with a description", () => {
   const expected = [...SERVER_KEYS.map((k) => `graphlife.${k}`), "graphlife.interpreter", "graphlife.trace.server"];
@@ -40,19 +55,21 @@ test("activation on Python files, notebooks and Python debug sessions; never a d
   ]);
   assert.equal(manifest.extensionDependencies, undefined);
   // The debug view must cost nothing without a debug session: only a Python session's start activates.
-  assert.ok(!manifest.activationEvents.some((e: string) => e === "*" || e === "onDebug" || e === "onStartupFinished"));
+  assert.ok(!manifest.activationEvents.some((e) => e === "*" || e === "onDebug" || e === "onStartupFinished"));
 });
 
 test("commands: restart, logs, and the debug inspector's ids", () => {
-  const commands = new Map<string, string>(manifest.contributes.commands.map((c: { command: string; title: string; category?: string }) => [c.command, c.category ? `${c.category}: ${c.title}` : c.title]));
+  const commands = new Map<string, string>(
+    manifest.contributes.commands.map((c) => [c.command, c.category ? `${c.category}: ${c.title}` : c.title]),
+  );
   assert.equal(commands.get("graphlife.restart"), "graphlife: Restart Server");
   assert.equal(commands.get("graphlife.showLogs"), "graphlife: Show Logs");
   assert.equal(commands.get("graphlife.autograd.refresh"), "graphlife: Refresh Autograd View");
   assert.equal(commands.get("graphlife.autograd.drawGraph"), "graphlife: Draw Autograd Graph");
   assert.ok(commands.has("graphlife.autograd.explainException"));
-  const debugViews = manifest.contributes.views.debug as { id: string; name: string }[];
+  const debugViews = manifest.contributes.views.debug;
   assert.ok(debugViews.some((v) => v.id === "graphlife.autograd" && v.name === "Autograd"));
-  const itemMenu = manifest.contributes.menus["view/item/context"] as { command: string; when: string }[];
+  const itemMenu = manifest.contributes.menus["view/item/context"];
   assert.ok(itemMenu.some((m) => m.command === "graphlife.autograd.drawGraph" && m.when.includes("view == graphlife.autograd")));
 });
 

@@ -38,10 +38,12 @@ test("3.10 is the minimum", () => {
 });
 
 test("a missing command, an old Python and a good one are told apart, in order", async () => {
-  const runner: Runner = async (command) => {
-    if (command[0] === "python3") return { stdout: "", stderr: "", spawnError: "ENOENT", exitCode: null };
-    if (command[0] === "old") return { stdout: probeLine([3, 8, 10], "/usr/bin/python3.8"), stderr: "", exitCode: 0 };
-    return { stdout: probeLine([3, 11, 2], "/usr/bin/python3.11"), stderr: "", exitCode: 0 };
+  const runner: Runner = (command) => {
+    if (command[0] === "python3") return Promise.resolve({ stdout: "", stderr: "", spawnError: "ENOENT", exitCode: null });
+    if (command[0] === "old") {
+      return Promise.resolve({ stdout: probeLine([3, 8, 10], "/usr/bin/python3.8"), stderr: "", exitCode: 0 });
+    }
+    return Promise.resolve({ stdout: probeLine([3, 11, 2], "/usr/bin/python3.11"), stderr: "", exitCode: 0 });
   };
   const result = await findWorkingInterpreter([cand("python3"), cand("old"), cand("python")], runner);
   assert.equal(result.found?.info.executable, "/usr/bin/python3.11");
@@ -54,14 +56,15 @@ test("a missing command, an old Python and a good one are told apart, in order",
 });
 
 test("Python 2 fails on the probe with a SyntaxError and is called too old", async () => {
-  const runner: Runner = async () => ({ stdout: "", stderr: '  File "<string>", line 1\nSyntaxError: invalid syntax', exitCode: 1 });
+  const runner: Runner = () =>
+    Promise.resolve({ stdout: "", stderr: '  File "<string>", line 1\nSyntaxError: invalid syntax', exitCode: 1 });
   const result = await probeInterpreter(cand("python"), runner);
   assert.equal(result.ok, false);
   assert.equal(!result.ok && result.reason, "too-old");
 });
 
 test("a command that is not Python is called broken with its output", async () => {
-  const runner: Runner = async () => ({ stdout: "", stderr: "bash: -I: invalid option", exitCode: 2 });
+  const runner: Runner = () => Promise.resolve({ stdout: "", stderr: "bash: -I: invalid option", exitCode: 2 });
   const result = await probeInterpreter(cand("bash"), runner);
   assert.ok(!result.ok);
   assert.equal(result.reason, "broken");

@@ -13,9 +13,16 @@ import ast
 import re
 import time
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from graphlife.config import Config
 from graphlife.findings import Finding
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from graphlife.analysis.tree_index import TreeIndex
+    from graphlife.analysis.unit_cache import UnitCache
 
 #: Files larger than this are not analyzed (a clear message instead).
 MAX_SOURCE_BYTES = 5_000_000
@@ -59,7 +66,19 @@ def check_source(
     return run_checks(source, config, time_budget, parse_tolerant)
 
 
-def run_checks(source: str, config: Config | None, time_budget: float, parse, unit_cache=None) -> CheckResult:
+if TYPE_CHECKING:
+    #: How the pipeline parses: the tree (``None`` when nothing parses), the syntax problems, and
+    #: optionally the tree's index when the parser built one.
+    Parse = Callable[
+        [str],
+        tuple[ast.Module | None, list[SyntaxProblem]]
+        | tuple[ast.Module | None, list[SyntaxProblem], TreeIndex],
+    ]
+
+
+def run_checks(
+    source: str, config: Config | None, time_budget: float, parse: Parse, unit_cache: UnitCache | None = None
+) -> CheckResult:
     """The one pipeline behind :func:`check_source` and the language server's incremental
     checker (:mod:`graphlife.incremental`): they differ only in how they parse (``parse``
     returns the tree, the syntax problems and optionally the tree's index) and in the
@@ -110,16 +129,10 @@ def parse_tolerant(source: str) -> tuple[ast.Module | None, list[SyntaxProblem]]
     """Parse; on a syntax error, parse top-level block by block and leave out the blocks that
     do not parse (each reported with its own error), so the rest of the file still gets its
     findings. The language server cuts blocks the same way (:mod:`graphlife.analysis.blocks`)."""
-    try:
-        return ast.parse(source), []
-    except SyntaxError:
-        pass
-    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
-        return None, [SyntaxProblem(1, 1, f"cannot parse: {exc}")]
-    from graphlife.analysis.blocks import BlockParser  # noqa: PLC0415
+    from graphlife.analysis.blocks import parse_tolerant as parse_blocks  # noqa: PLC0415
 
-    parsed = BlockParser().parse(source)
-    return parsed.tree, [SyntaxProblem(line, column, message) for line, column, message in parsed.errors]
+    tree, errors = parse_blocks(source)
+    return tree, [SyntaxProblem(line, column, message) for line, column, message in errors]
 
 
 def _ignored_by_comment(finding: Finding, lines: list[str]) -> bool:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import functools
 import os
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
-    import tomli as tomllib  # type: ignore[no-redef]
+import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from graphlife.findings import Severity
 
@@ -56,7 +54,7 @@ class Config:
             return default
         return self.severity[max(matches, key=len)]
 
-    def merged(self, other: Mapping[str, Any], source: str) -> "Config":
+    def merged(self, other: Mapping[str, Any], source: str) -> Config:
         """This config with the keys of ``other`` applied on top (``other`` wins)."""
         return replace(self, **_parse_settings(other, source, self.problems))
 
@@ -74,7 +72,7 @@ def _as_codes(value: Any, key: str, source: str, problems: list[str]) -> tuple[s
     return codes
 
 
-def _parse_settings(raw: Mapping[str, Any], source: str, earlier: Iterable[str]) -> dict[str, Any]:
+def _parse_settings(raw: object, source: str, earlier: Iterable[str]) -> dict[str, Any]:
     """Turn a settings mapping into Config fields, collecting what could not be used."""
     problems = list(earlier)
     out: dict[str, Any] = {}
@@ -130,6 +128,12 @@ def find_pyproject(start: str | os.PathLike[str]) -> Path | None:
 
 @functools.lru_cache(maxsize=64)
 def _read_pyproject(path: str, mtime: float) -> tuple[dict[str, Any] | None, str | None]:
+    # Imported here, not at the top: checking a file with no pyproject.toml above it
+    # should not pay for the TOML parser (start-up of `graphlife check`).
+    if sys.version_info >= (3, 11):
+        import tomllib  # noqa: PLC0415
+    else:  # Python 3.10: the same parser, from PyPI
+        import tomli as tomllib  # noqa: PLC0415
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
@@ -159,7 +163,7 @@ def config_for_path(base: Config, path: str | os.PathLike[str] | None) -> Config
     section, problem, pyproject = pyproject_settings(path)
     config = base
     if problem:
-        config = replace(config, problems=config.problems + (problem,))
+        config = replace(config, problems=(*config.problems, problem))
     if section:
         config = config.merged(section, str(pyproject))
     return config

@@ -22,14 +22,14 @@ class Severity(str, enum.Enum):
     HINT = "hint"
 
     @classmethod
-    def parse(cls, text: str) -> "Severity | None":
+    def parse(cls, text: str) -> Severity | None:
         """Map a user's spelling to a severity; ``None`` means the rule is off."""
         lowered = text.strip().lower()
-        aliases = {"info": "information", "warn": "warning", "off": None, "none": None}
-        lowered = aliases.get(lowered, lowered)
-        if lowered is None:
+        aliases: dict[str, str | None] = {"info": "information", "warn": "warning", "off": None, "none": None}
+        canonical = aliases.get(lowered, lowered)
+        if canonical is None:
             return None
-        return cls(lowered)
+        return cls(canonical)
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,48 @@ class Span:
     column: int
     end_line: int
     end_column: int
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line of the file named in a message (``line 12``): a typed argument, so that the
+    language server's unit cache moves it with the code, as it moves a :class:`Span`."""
+
+    number: int
+
+    def __str__(self) -> str:
+        return str(self.number)
+
+
+#: What a message template may be filled with: text, numbers, lines (``None`` reads "None").
+MessageArg = str | int | Line | None
+
+
+@dataclass(frozen=True)
+class Message:
+    """A finding's message as a template and typed arguments, rendered to text once (``str``).
+
+    ``id`` names the template (``GL101.carried``); ``template`` is ``str.format`` text with
+    named fields; ``args`` fill them. Lines are :class:`Line` arguments, never digits inside
+    the text, so whoever moves findings to new lines (the unit cache) moves them exactly."""
+
+    id: str
+    template: str
+    args: dict[str, MessageArg] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.template.format_map(self.args)
+
+
+@dataclass(frozen=True)
+class MessageTemplate:
+    """A rule's message with named fields; calling it with the fields gives the :class:`Message`."""
+
+    id: str
+    text: str
+
+    def __call__(self, **args: MessageArg) -> Message:
+        return Message(self.id, self.text, args)
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,11 @@ text gives; the tests compare the two after every edit they make.
 
 from __future__ import annotations
 
+import ast
 import threading
 
 from graphlife.analysis.blocks import BlockParser
+from graphlife.analysis.tree_index import TreeIndex
 from graphlife.analysis.unit_cache import UnitCache
 from graphlife.checker import DEFAULT_TIME_BUDGET, CheckResult, SyntaxProblem, check_source, run_checks
 from graphlife.config import Config
@@ -34,7 +36,9 @@ class IncrementalChecker:
         self.units = UnitCache()
         self._interrupted = False
 
-    def check(self, source: str, config: Config | None = None, *, time_budget: float = DEFAULT_TIME_BUDGET) -> CheckResult:
+    def check(
+        self, source: str, config: Config | None = None, *, time_budget: float = DEFAULT_TIME_BUDGET
+    ) -> CheckResult:
         """The findings for ``source`` (the document's newest text).
 
         The language server runs one analysis per document at a time, so the lock is only a
@@ -53,7 +57,7 @@ class IncrementalChecker:
         finally:
             self._lock.release()
 
-    def _parse(self, source: str):
+    def _parse(self, source: str) -> tuple[ast.Module, list[SyntaxProblem], TreeIndex]:
         parsed = self.parser.parse(source)
         self.units.begin(parsed)
         problems = [SyntaxProblem(line, column, message) for line, column, message in parsed.errors]

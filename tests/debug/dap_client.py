@@ -7,6 +7,7 @@ uses: ``evaluate`` with ``context: "repl"`` and ``format: {"rawString": true}``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -50,7 +51,7 @@ class DapSession:
         self.sock = self._connect()
         self.seq = 0
         self.responses: dict[int, dict] = {}
-        self.events: "queue.Queue[dict]" = queue.Queue()
+        self.events: queue.Queue[dict] = queue.Queue()
         self.cond = threading.Condition()
         self.reader = threading.Thread(target=self._read_loop, daemon=True)
         self.reader.start()
@@ -158,20 +159,16 @@ class DapSession:
                     self.request("continue", threadId=event["body"]["threadId"])
                 elif event["event"] in ("terminated", "exited"):
                     break
-            try:
+            with contextlib.suppress(OSError, RuntimeError, TimeoutError):
                 self.request("disconnect", terminateDebuggee=False)
-            except (OSError, RuntimeError, TimeoutError):
-                pass
             out, err = self.proc.communicate(timeout=self.timeout)
         finally:
             self.close()
         return out.decode(errors="replace"), err.decode(errors="replace")
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
@@ -186,6 +183,6 @@ def marked_line(script: Path, marker: str = "# stop here") -> int:
 
 
 def last_exception_line(stderr: str) -> str | None:
-    lines = [l for l in stderr.splitlines() if l and not l.startswith((" ", "\t", "Traceback"))]
-    errors = [l for l in lines if l.split(":", 1)[0].endswith("Error")]
+    lines = [line for line in stderr.splitlines() if line and not line.startswith((" ", "\t", "Traceback"))]
+    errors = [line for line in lines if line.split(":", 1)[0].endswith("Error")]
     return errors[-1] if errors else None

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from dap_client import DapSession, last_exception_line, marked_line, probe_expression
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"

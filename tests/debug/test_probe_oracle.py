@@ -54,7 +54,8 @@ def backward_lines(source: str) -> dict[int, ast.expr]:
     tree = ast.parse(source)
     found: dict[int, ast.expr] = {}
     for stmt in ast.walk(tree):
-        if not isinstance(stmt, ast.stmt) or isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.For, ast.While, ast.If, ast.With, ast.Try, ast.AsyncFunctionDef)):
+        compound = (ast.FunctionDef, ast.ClassDef, ast.For, ast.While, ast.If, ast.With, ast.Try, ast.AsyncFunctionDef)
+        if not isinstance(stmt, ast.stmt) or isinstance(stmt, compound):
             continue
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call):

@@ -30,15 +30,18 @@ CODES = ("GL101", "GL102", "GL103", "GL104", "GL105", "GL106", "GL107")
 #: fixture -> why its recipe is not offered for that shape.
 NOT_OFFERED = {
     "GL101/bad_helper_backward_called_twice.py":
-        "retain_graph: the earlier backward is in a helper called twice; retaining there leaves a useless retain (GL202)",
+        "retain_graph: the earlier backward is in a helper called twice; "
+        "retaining there leaves a useless retain (GL202)",
     "GL101/bad_total_loss_accumulated_backward_each_step.py":
         "detach_carried_state targets `loss`, unbound before the loop; retain_graph on a loop-carried graph",
     "GL101/bad_trainer_self_hidden_state.py": "retain_graph on a loop-carried graph fails after optimizer.step()",
     "GL102/bad_attention_dict_masked_fill_inplace.py": "out_of_place: the receiver is a dict item, not rebindable",
-    "GL102/bad_out_argument_resamples_saved_noise.py": "out_of_place: `torch.rand(..., out=buffer)` has no rebinding form",
+    "GL102/bad_out_argument_resamples_saved_noise.py":
+        "out_of_place: `torch.rand(..., out=buffer)` has no rebinding form",
     "GL102/bad_dropout_inplace_attr_after_sigmoid.py": "out_of_place: module call with no `construction` span",
     "GL102/bad_view_of_saved_output_zeroed.py": "out_of_place: `zero_()` has no out-of-place twin",
-    "GL105/bad_feature_visualization_rescaled_input.py": "leaf_after_conversion: no `requires_grad=True` in the expression",
+    "GL105/bad_feature_visualization_rescaled_input.py":
+        "leaf_after_conversion: no `requires_grad=True` in the expression",
     "GL105/bad_reshaped_kernel.py": "leaf_after_conversion: no `requires_grad=True` in the expression",
 }
 
@@ -50,7 +53,8 @@ def _cases() -> list[Path]:
     for code in CODES:
         for path in sorted((FIXTURES / code).glob("bad_*.py")):
             source = path.read_text(encoding="utf-8")
-            if f"{code}/{path.name}" in NOT_OFFERED or any(f.code == code and f.fixes for f in check(source, str(path))):
+            offered = any(f.code == code and f.fixes for f in check(source, str(path)))
+            if f"{code}/{path.name}" in NOT_OFFERED or offered:
                 out.append(path)
     return out
 
@@ -62,11 +66,13 @@ NO_GRAD_BREAK = "computed while gradients were disabled"
 
 
 def _marked(source: str, code: str) -> list[int]:
-    return [n for n, line in enumerate(source.splitlines(), 1) if "expect:" in line and code in line.split("expect:")[1]]
+    return [
+        n for n, line in enumerate(source.splitlines(), 1) if "expect:" in line and code in line.split("expect:")[1]
+    ]
 
 
 def _run(source: str, tmp_path: Path, name: str) -> BaseException | None:
-    import torch  # noqa: F401, PLC0415 - imported once per process; the fixtures import it again for free
+    import torch  # noqa: F401 - imported once per process; the fixtures import it again for free
 
     script = tmp_path / name
     script.write_text(source, encoding="utf-8")

@@ -86,11 +86,15 @@ def test_fix_turns_a_bad_fixture_into_a_good_one(path: Path, tmp_path: Path) -> 
     fixture = load_fixture(target)
     expectation = load_all()[code]
     problems = expectation.check(fixture, expectation.run(fixture))
-    assert not problems, "torch does not judge the fixed script good:\n" + "\n".join(problems) + "\n--- fixed:\n" + fixed
+    assert not problems, (
+        "torch does not judge the fixed script good:\n" + "\n".join(problems) + "\n--- fixed:\n" + fixed
+    )
 
     if code in SAME_VALUES:
         differences = value_differences(path, target)
-        assert not differences, "the fixed script computes other values:\n" + "\n".join(differences) + "\n--- fixed:\n" + fixed
+        assert not differences, (
+            "the fixed script computes other values:\n" + "\n".join(differences) + "\n--- fixed:\n" + fixed
+        )
 
 
 def _alternatives() -> list[tuple[Path, int, int]]:
@@ -136,7 +140,9 @@ def test_every_alternative_fix_is_proven_too(case, tmp_path: Path) -> None:
     if len([f for f in check(source, str(path)) if f.code == code]) > 1:
         pytest.skip("other findings of the fixture stay unfixed: the good-side check judges the whole script")
     problems = expectation.check(fixture, expectation.run(fixture))
-    assert not problems, f"{fix.title}: torch does not judge the fixed script good:\n" + "\n".join(problems) + "\n--- fixed:\n" + fixed
+    assert not problems, (
+        f"{fix.title}: torch does not judge the fixed script good:\n" + "\n".join(problems) + "\n--- fixed:\n" + fixed
+    )
 
 
 def test_every_bad_fixture_of_the_proven_codes_is_proven_or_listed():
@@ -166,7 +172,10 @@ def test_no_fix_is_offered_where_it_is_not_proven(key: str) -> None:
 def _module_names(source: str) -> list[str]:
     names = []
     for stmt in ast.parse(source).body:
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        if isinstance(stmt, ast.Assign):
+            targets = stmt.targets
+        else:
+            targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
         for target in targets:
             for node in ast.walk(target):
                 if isinstance(node, ast.Name) and node.id not in names:
@@ -176,9 +185,9 @@ def _module_names(source: str) -> list[str]:
 
 def _compare(name: str, a, b, out: list[str]) -> int:
     """Append the differences between two values to ``out``; the number of values compared."""
-    import torch  # noqa: PLC0415
+    import torch
 
-    from oracle.leaks import max_rel_diff  # noqa: PLC0415
+    from oracle.leaks import max_rel_diff
 
     if isinstance(a, torch.nn.Module) and isinstance(b, torch.nn.Module):
         sa, sb = a.state_dict(), b.state_dict()
@@ -211,7 +220,7 @@ def _compare(name: str, a, b, out: list[str]) -> int:
 def value_differences(original: Path, fixed: Path) -> list[str]:
     """What the two scripts compute differently: each optimizer step's applied gradient and
     update, and the module-level results. Empty when the same (and something was compared)."""
-    from oracle.leaks import max_rel_diff, run_measured  # noqa: PLC0415
+    from oracle.leaks import max_rel_diff, run_measured
 
     names = _module_names(original.read_text(encoding="utf-8"))
     runs = [run_measured(p, saved=None, nodes=False, optim=True, keep=names) for p in (original, fixed)]
@@ -244,9 +253,9 @@ def test_the_value_check_sees_gradients_a_rewrite_would_lose(tmp_path: Path) -> 
     longer applies the loss's own gradient. The rewrite alone still passes the oracle's
     leak check for GL204, so it takes the value comparison to see the difference."""
     pytest.importorskip("torch")
-    from graphlife.fixes.apply import apply_edits  # noqa: PLC0415
-    from graphlife.fixes.document import Document  # noqa: PLC0415
-    from graphlife.fixes.gradients import autograd_grad  # noqa: PLC0415
+    from graphlife.fixes.apply import apply_edits
+    from graphlife.fixes.document import Document
+    from graphlife.fixes.gradients import autograd_grad
 
     path = FIXTURES / "GL204" / "bad_input_gradient_penalty_backward.py"
     source = path.read_text(encoding="utf-8")

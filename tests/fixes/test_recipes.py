@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from graphlife.checker import check
-from graphlife.findings import FixRecipe, Finding, Severity, Span
+from graphlife.findings import Finding, FixRecipe, Severity, Span
 from graphlife.fixes import compute_fixes, fix_source
 from graphlife.fixes.apply import apply_edits
 
@@ -46,7 +46,8 @@ def test_detach_carried_state_from_checker_keeps_comments_and_is_idempotent():
             opt.step()
         ''')
     fixed = fix_source(source)
-    assert "    # one step of truncated BPTT\n    hidden = hidden.detach()\n    hidden = rnn(x, hidden)  # carried\n" in fixed
+    block = "    # one step of truncated BPTT\n    hidden = hidden.detach()\n    hidden = rnn(x, hidden)  # carried\n"
+    assert block in fixed
     assert fix_source(fixed) == fixed
     assert not [f for f in check(fixed) if f.code == "GL101"]
 
@@ -58,7 +59,9 @@ def test_detach_carried_state_tuple_and_maybe_none_forms():
             out, state = lstm(x, state)
         ''')
     loop = Span(2, 1, 3, 32)
-    tuple_fix = FixRecipe("detach_carried_state", "t", {"target": "state", "loop": loop, "is_tuple": True, "maybe_none": True})
+    tuple_fix = FixRecipe(
+        "detach_carried_state", "t", {"target": "state", "loop": loop, "is_tuple": True, "maybe_none": True}
+    )
     assert _apply_first(source, tuple_fix) == _src('''
         state = None
         for x in xs:
@@ -86,10 +89,11 @@ def test_detach_carried_state_refuses_a_name_unbound_before_the_loop():
     ("    h = F.relu(h, inplace=True)", "    h = F.relu(h)"),
 ])
 def test_out_of_place_forms(line, expected):
-    source = f"def f(x, h, probs, eps, a, b, lr, g, noise_std, EPS, self, action):\n{line}\n"
+    header = "def f(x, h, probs, eps, a, b, lr, g, noise_std, EPS, self, action):\n"
+    source = f"{header}{line}\n"
     span = Span(2, 5, 2, len(line.split("  #")[0]) + 1)
     recipe = FixRecipe("out_of_place", "t", {"stmt": span})
-    assert _apply_first(source, recipe) == f"def f(x, h, probs, eps, a, b, lr, g, noise_std, EPS, self, action):\n{expected}\n"
+    assert _apply_first(source, recipe) == f"{header}{expected}\n"
 
 
 def test_out_of_place_setitem_clones_first_and_constructions_drop_inplace():
@@ -102,11 +106,13 @@ def test_out_of_place_setitem_clones_first_and_constructions_drop_inplace():
     assert fixed == "net = nn.Sequential(\n    nn.Linear(2, 2),\n    nn.LeakyReLU(0.2),  # act\n)\n"
     source = "act = nn.ReLU(inplace=True)\n"
     span = Span(1, 7, 1, 28)
-    assert _apply_first(source, FixRecipe("out_of_place", "t", {"stmt": span, "construction": span})) == "act = nn.ReLU()\n"
+    fixed = _apply_first(source, FixRecipe("out_of_place", "t", {"stmt": span, "construction": span}))
+    assert fixed == "act = nn.ReLU()\n"
 
 
 def test_out_of_place_refuses_shapes_without_an_out_of_place_twin():
-    for line, end in (("    out['w'].masked_fill_(m, 0.0)", 34), ("    gate.zero_()", 17), ("    y = self.drop(y)", 21)):
+    shapes = (("    out['w'].masked_fill_(m, 0.0)", 34), ("    gate.zero_()", 17), ("    y = self.drop(y)", 21))
+    for line, end in shapes:
         source = f"def f(out, m, gate, self, y):\n{line}\n"
         assert compute_fixes(_finding(FixRecipe("out_of_place", "t", {"stmt": Span(2, 5, 2, end)})), source) == []
 
@@ -163,7 +169,9 @@ def test_merge_backwards_only_for_adjacent_siblings():
 ])
 def test_detach_requires_grad(stmt, flag, expected):
     source = f"def f(x_adv):\n    {stmt}  # flag\n"
-    recipe = FixRecipe("detach_requires_grad", "t", {"stmt": Span(2, 5, 2, 5 + len(stmt)), "target": "x_adv", "flag": flag})
+    recipe = FixRecipe(
+        "detach_requires_grad", "t", {"stmt": Span(2, 5, 2, 5 + len(stmt)), "target": "x_adv", "flag": flag}
+    )
     assert _apply_first(source, recipe) == f"def f(x_adv):\n    {expected}  # flag\n"
 
 
@@ -184,15 +192,15 @@ def test_leaf_after_conversion_inference_mode_and_clone():
 
 def test_generic_recipes():
     source = "y = model(x)\nloss = y.sum()\n"
-    assert _apply_first(source, FixRecipe("insert_before", "t", {"anchor": Span(2, 1, 2, 15), "code": "y.retain_grad()"})) == \
-        "y = model(x)\ny.retain_grad()\nloss = y.sum()\n"
+    insert = FixRecipe("insert_before", "t", {"anchor": Span(2, 1, 2, 15), "code": "y.retain_grad()"})
+    assert _apply_first(source, insert) == "y = model(x)\ny.retain_grad()\nloss = y.sum()\n"
     source = "out = checkpoint(f, x)\n"
     assert _apply_first(source, FixRecipe("add_keyword", "t", {"call": Span(1, 7, 1, 23), "keyword": "use_reentrant",
                                                                "value": "False"})) == \
         "out = checkpoint(f, x, use_reentrant=False)\n"
     source = "loss.backward(retain_graph=True)\n"
-    assert _apply_first(source, FixRecipe("drop_keyword", "t", {"call": Span(1, 1, 1, 33), "keyword": "retain_graph"})) == \
-        "loss.backward()\n"
+    drop = FixRecipe("drop_keyword", "t", {"call": Span(1, 1, 1, 33), "keyword": "retain_graph"})
+    assert _apply_first(source, drop) == "loss.backward()\n"
     assert _apply_first(source, FixRecipe("replace_text", "t", {"span": Span(1, 1, 1, 5), "text": "total"})) == \
         "total.backward(retain_graph=True)\n"
     assert _apply_first(source, FixRecipe("ignore_comment", "t", {"line": 1, "code": "GL202"})) == \
@@ -225,7 +233,9 @@ def test_shared_part_prefers_merged_backward_over_detach():
 
 # --------------------------------------------------------------------------- autograd_grad (GL204)
 
-_GL204_HEADER = HEADER + "torch.manual_seed(0)\nnet = nn.Linear(3, 1)\nsgd = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+_GL204_HEADER = (
+    HEADER + "torch.manual_seed(0)\nnet = nn.Linear(3, 1)\nsgd = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+)
 
 
 def _gl204(source: str) -> list:
@@ -370,7 +380,8 @@ _GL204_PAIRS = {
         "loss.backward(create_graph=True)\nprint(w.grad.norm())\nfor t in mylib.tensors():\n    print(t.grad)\n"),
     "the module runs the code / a function analyzed alone has unknown callers": (
         "def penalty(net, x):\n    x.requires_grad_()\n    loss = net(x).sum()\n    loss.backward(create_graph=True)\n"
-        "    return x.grad.pow(2).sum()\n\np = penalty(net, torch.randn(4, 3))\nsgd.zero_grad()\np.backward()\nsgd.step()\n",
+        "    return x.grad.pow(2).sum()\n\np = penalty(net, torch.randn(4, 3))\n"
+        "sgd.zero_grad()\np.backward()\nsgd.step()\n",
         "def penalty(net, x):\n    x.requires_grad_()\n    loss = net(x).sum()\n    loss.backward(create_graph=True)\n"
         "    return x.grad.pow(2).sum()\n"),
 }
@@ -392,11 +403,13 @@ def test_autograd_grad_checks_the_shape_it_edits():
     assert _apply_first(source, FixRecipe("autograd_grad", "t", params)) == \
         "import torch\n(x_grad,) = torch.autograd.grad(loss, x, create_graph=True)\ng = x_grad\n"
     # not `torch`, already rewritten, a read that is not `.grad` of an input: no fix
-    assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", params)), source.replace("import torch\n", "import torch as th\n")) == []
+    renamed = source.replace("import torch\n", "import torch as th\n")
+    assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", params)), renamed) == []
     done = _apply_first(source, FixRecipe("autograd_grad", "t", params))
     assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", params)), done) == []
     assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", {**params, "inputs": ("y",)})), source) == []
-    assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", {**params, "reads": (Span(3, 1, 3, 2),)})), source) == []
+    other_read = FixRecipe("autograd_grad", "t", {**params, "reads": (Span(3, 1, 3, 2),)})
+    assert compute_fixes(_finding(other_read), source) == []
 
 
 # --------------------------------------------------------------------------- unwrap_with / drop_decorator (GL104)
@@ -409,7 +422,7 @@ def _gl104(source: str) -> list:
 
 
 def _run_under_torch(source: str) -> BaseException | None:
-    import torch  # noqa: F401, PLC0415 - the snippets import it again for free
+    import torch  # noqa: F401 - the snippets import it again for free
 
     try:
         exec(compile(source, "<snippet>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the test's own snippets
@@ -508,7 +521,10 @@ def test_unwrap_with_and_drop_decorator_check_the_shape_they_edit():
         "y = g(x)\n"
     source = 'with torch.no_grad():\n    y = f("""a\n    b""")\n'
     assert compute_fixes(_finding(FixRecipe("unwrap_with", "t", {"with": Span(1, 1, 3, 10)})), source) == []
-    source = "def f():\n    if a:\n        with torch.no_grad():\n            y = g(x)\n# top\n            z = y\n    return z\n"
+    source = (
+        "def f():\n    if a:\n        with torch.no_grad():\n"
+        "            y = g(x)\n# top\n            z = y\n    return z\n"
+    )
     assert _apply_first(source, FixRecipe("unwrap_with", "t", {"with": Span(3, 9, 6, 18)})) == \
         "def f():\n    if a:\n        y = g(x)\n        # top\n        z = y\n    return z\n"
     # a span that is not a `with` / not a decorator: nothing
@@ -533,12 +549,16 @@ _GL104_PAIRS = {
         "    loss = net(x).pow(2).mean()\n    decay(net)\nloss.backward()\n"),
     "... / it accumulates a running sum in place": (
         "with torch.no_grad():\n    loss = net(x).pow(2).mean()\n    total = loss.item()\nloss.backward()\n",
-        "total = 0.0\nwith torch.no_grad():\n    loss = net(x).pow(2).mean()\n    total += loss.item()\nloss.backward()\n"),
+        "total = 0.0\nwith torch.no_grad():\n    loss = net(x).pow(2).mean()\n"
+        "    total += loss.item()\nloss.backward()\n"),
     "a detached .numpy() / a .numpy() that raises once the output keeps its graph": (
-        "with torch.no_grad():\n    out = net(x)\n    loss = out.pow(2).mean()\nloss.backward()\nprint(out.detach().numpy())\n",
-        "with torch.no_grad():\n    out = net(x)\n    loss = out.pow(2).mean()\nloss.backward()\nprint(out.cpu().numpy())\n"),
+        "with torch.no_grad():\n    out = net(x)\n    loss = out.pow(2).mean()\n"
+        "loss.backward()\nprint(out.detach().numpy())\n",
+        "with torch.no_grad():\n    out = net(x)\n    loss = out.pow(2).mean()\n"
+        "loss.backward()\nprint(out.cpu().numpy())\n"),
     "the helper runs only for training / it is also the evaluation helper": (
-        "def run(m, b):\n    with torch.no_grad():\n        return m(b).pow(2).mean()\n\nloss = run(net, x)\nloss.backward()\n",
+        "def run(m, b):\n    with torch.no_grad():\n"
+        "        return m(b).pow(2).mean()\n\nloss = run(net, x)\nloss.backward()\n",
         "def run(m, b):\n    with torch.no_grad():\n        return m(b).pow(2).mean()\n\nprint(run(net, x).item())\n"
         "loss = run(net, x)\nloss.backward()\n"),
     "the decorated function has one call / it is also called for evaluation": (
@@ -546,12 +566,14 @@ _GL104_PAIRS = {
         "@torch.no_grad()\ndef run(m, b):\n    return m(b).pow(2).mean()\n\nprint(run(net, x).item())\n"
         "loss = run(net, x)\nloss.backward()\n"),
     "the only no_grad region / another one encloses the call": (
-        "def run(m, b):\n    with torch.no_grad():\n        return m(b).pow(2).mean()\n\nloss = run(net, x)\nloss.backward()\n",
+        "def run(m, b):\n    with torch.no_grad():\n"
+        "        return m(b).pow(2).mean()\n\nloss = run(net, x)\nloss.backward()\n",
         "def run(m, b):\n    with torch.no_grad():\n        return m(b).pow(2).mean()\n\nwith torch.no_grad():\n"
         "    loss = run(net, x)\nloss.backward()\n"),
     "the only no_grad region / another one encloses the block": (
         "for _ in range(1):\n    with torch.no_grad():\n        loss = net(x).pow(2).mean()\nloss.backward()\n",
-        "with torch.no_grad():\n    for _ in range(1):\n        with torch.no_grad():\n            loss = net(x).pow(2).mean()\n"
+        "with torch.no_grad():\n    for _ in range(1):\n"
+        "        with torch.no_grad():\n            loss = net(x).pow(2).mean()\n"
         "loss.backward()\n"),
     "a literal False / a flag (the engine knows it, the edit cannot be sure)": (
         "with torch.set_grad_enabled(False):\n    loss = net(x).pow(2).mean()\nloss.backward()\n",
@@ -564,9 +586,11 @@ _GL104_PAIRS = {
         "with torch.no_grad() as mode:\n    loss = net(x).pow(2).mean()\nloss.backward()\n",
         "with torch.no_grad() as mode:\n    loss = net(x).pow(2).mean()\nprint(mode)\nloss.backward()\n"),
     "a function nothing calls: straight-line code to the backward / evaluation returns before it": (
-        "def step(model, b):\n    with torch.no_grad():\n        loss = model(b).pow(2).mean()\n    print(loss.item())\n"
+        "def step(model, b):\n    with torch.no_grad():\n"
+        "        loss = model(b).pow(2).mean()\n    print(loss.item())\n"
         "    loss.backward()\n",
-        "def step(model, b, train):\n    with torch.no_grad():\n        loss = model(b).pow(2).mean()\n    if not train:\n"
+        "def step(model, b, train):\n    with torch.no_grad():\n"
+        "        loss = model(b).pow(2).mean()\n    if not train:\n"
         "        return loss\n    loss.backward()\n"),
     "... / the backward only on some calls": (
         "def step(model, b):\n    with torch.no_grad():\n        loss = model(b).pow(2).mean()\n    loss.backward()\n",

@@ -11,7 +11,9 @@ from lsp_helpers import FAKE_TORCH_DIR, SERVER_COMMAND, initialize, make_client,
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client, server_env=server_env_with()))
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=SERVER_COMMAND, client_factory=make_client, server_env=server_env_with())
+)
 async def client(lsp_client: LanguageClient):
     """A server that is not initialized yet: tests call :func:`initialize` with their settings."""
     yield

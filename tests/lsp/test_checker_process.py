@@ -20,7 +20,7 @@ from graphlife.lsp.checker_process import CheckerProcess, CheckerProcessDied
 from graphlife.lsp.isolated import TEST_DELAY_VARIABLE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from generate import generate  # noqa: E402 - the benchmark's generated training scripts
+from generate import generate  # the benchmark's generated training scripts
 
 pytestmark = pytest.mark.asyncio
 
@@ -42,7 +42,8 @@ class _Started:
 
 
 async def test_answers_are_a_full_checks_and_the_process_keeps_its_caches():
-    source = generate(300) + "\n\nw = torch.randn(3, requires_grad=True)\nl = (w * w).sum()\nl.backward()\nl.backward()\n"
+    double_backward = "w = torch.randn(3, requires_grad=True)\nl = (w * w).sum()\nl.backward()\nl.backward()\n"
+    source = generate(300) + "\n\n" + double_backward
     edited = source.replace("            logits = model(x)\n", "            logits = model(x) + 0\n", 1)
     started = _Started()
     process = CheckerProcess(started)
@@ -52,7 +53,8 @@ async def test_answers_are_a_full_checks_and_the_process_keeps_its_caches():
         assert [f.code for f in first.result.findings] == ["GL101"]
         second = await process.check(edited, Config(), 10.0)
         assert _outcome(second.result) == _outcome(check_source(edited))
-        assert second.units["replayed"] + second.units["calls_replayed"] > 0, "the second version reuses the first's work"
+        reused = second.units["replayed"] + second.units["calls_replayed"]
+        assert reused > 0, "the second version reuses the first's work"
         assert len(started.pids) == 1
     finally:
         await process.close()

@@ -78,7 +78,7 @@ async def test_quick_fixes_are_listed_preferred_first_and_resolve_lazily(client:
     actions = await _actions(client, uri, diagnostic)
     fixes = [a for a in actions if not a.title.startswith("Ignore ")]
     assert fixes, "GL103 carries a fix (wrap the update in torch.no_grad())"
-    assert [a.is_preferred for a in fixes][0] is True
+    assert fixes[0].is_preferred is True
     assert all(a.kind == types.CodeActionKind.QuickFix and a.edit is None for a in fixes)
     resolved = await client.code_action_resolve_async(fixes[0])
     new_text = apply_text_edits(MANUAL_UPDATE, edits_for_uri(resolved.edit, uri))

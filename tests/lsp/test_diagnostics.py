@@ -7,10 +7,10 @@ import asyncio
 import pytest
 from lsp_helpers import (
     initialize,
-    wait_for_log,
     open_document,
     replace_all,
     utf16_len,
+    wait_for_log,
     wait_for_publish,
 )
 from lsprotocol import types
@@ -76,7 +76,9 @@ async def test_edits_republish_with_the_new_version_and_moved_ranges(client: Lan
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
             content_changes=[
                 types.TextDocumentContentChangePartial(
-                    range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+                    range=types.Range(
+                        start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+                    ),
                     text="# a comment\n# another\n",
                 )
             ],

@@ -53,7 +53,10 @@ async def test_cells_are_analyzed_together_and_findings_land_on_their_cell(clien
     assert gl101[0].range.start == types.Position(line=2, character=0)  # cell-relative
     assert gl101[0].range.end == types.Position(line=2, character=len("loss.backward()"))
     # the graph was freed by the backward in the loss cell: related information points there
-    assert any(r.location.uri == cells[2] and r.location.range.start.line == 1 for r in gl101[0].related_information or [])
+    assert any(
+        r.location.uri == cells[2] and r.location.range.start.line == 1
+        for r in gl101[0].related_information or []
+    )
     # line numbers in the message are the cells' own ("line 2 (cell 3)"), not the joined source's
     assert "line 2 (cell 3)" in gl101[0].message, gl101[0].message
     for uri in (cells[0], cells[2]):

@@ -76,7 +76,9 @@ async def test_a_50000_line_file_neither_blocks_nor_kills_the_server(client: Lan
     await asyncio.sleep(1.0)  # its analysis is running now
     started = time.monotonic()
     await client.text_document_hover_async(
-        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=0))
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=0)
+        )
     )
     assert time.monotonic() - started < 6, "hover must not wait for the whole analysis of a huge file"
     await _still_serving(client, workdir)
@@ -117,7 +119,9 @@ async def test_a_document_closed_mid_analysis_gets_no_late_diagnostics(slow_clie
     await wait_for_log(slow_client, "the document was closed")
     # and the server still works (requests for the closed document get empty answers)
     hover = await slow_client.text_document_hover_async(
-        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=5, character=3))
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=5, character=3)
+        )
     )
     assert hover is None
     await _still_serving(slow_client, workdir)

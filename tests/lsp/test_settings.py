@@ -75,7 +75,12 @@ async def test_pyproject_can_turn_a_rule_off(client: LanguageClient, tmp_path):
 async def test_broken_settings_are_logged_and_the_rest_still_applies(client: LanguageClient, workdir):
     await initialize(
         client,
-        settings={"select": 5, "severity": {"GL101": "loud", "GL102": "off"}, "lintOnChange": "yes", "debounce": "soon"},
+        settings={
+            "select": 5,
+            "severity": {"GL101": "loud", "GL102": "off"},
+            "lintOnChange": "yes",
+            "debounce": "soon",
+        },
     )
     uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
     published = await wait_for_publish(client, uri, version=1)

@@ -64,8 +64,10 @@ GL305  the leaf gradients after every backward compared with a reference run in
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -103,7 +105,10 @@ def _clean(fixture: Fixture, outcome: Outcome) -> list[str]:
     kind = "bad" if fixture.is_bad else "good"
     problems = []
     if outcome.raised or outcome.timed_out:
-        problems.append(f"a {kind} {fixture.code} fixture must run clean (it leaks or goes wrong silently), but {outcome.describe()}")
+        problems.append(
+            f"a {kind} {fixture.code} fixture must run clean (it leaks or goes wrong silently), "
+            f"but {outcome.describe()}"
+        )
     for name, m in getattr(outcome, "measures", {}).items():
         if m.outcome.raised:
             problems.append(f"the instrumented run '{name}' raised: {m.outcome.describe()}")
@@ -175,7 +180,10 @@ def _gl202_details(m: Measurement) -> str:
 def _gl202_bad(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
     m = outcome.measures["default"]
     if not m.unneeded_retains:
-        return [f"expected a backward whose saved tensors stay alive after it and are never read again: {_gl202_details(m)}"]
+        return [
+            "expected a backward whose saved tensors stay alive after it and are never read again: "
+            + _gl202_details(m)
+        ]
     return []
 
 
@@ -198,10 +206,12 @@ def _gl203_bad(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
     small, large, details = _pair(outcome)
     problems = _loop_grows(small, large)
     executed = [b.executed for b in large.backwards]
-    if len(executed) < 2 or any(b <= a for a, b in zip(executed, executed[1:])):
+    if len(executed) < 2 or any(b <= a for a, b in itertools.pairwise(executed)):
         problems.append(f"expected every backward to execute more graph nodes than the one before:{details}")
     if not small.backwards or large.backwards[-1].executed <= small.backwards[-1].executed:
-        problems.append(f"expected the last backward of the 2N run to execute more nodes than that of the N run:{details}")
+        problems.append(
+            f"expected the last backward of the 2N run to execute more nodes than that of the N run:{details}"
+        )
     if large.peak_saved <= small.peak_saved:
         problems.append(f"expected the peak of live saved tensors to grow with the iterations:{details}")
     return problems
@@ -234,7 +244,8 @@ def _gl204_bad(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
         problems.append(f"expected torch's warning {CREATE_GRAPH_WARNING!r}, but {small.outcome.describe()}")
     if not (small.live_nodes_end and large.live_nodes_end and small.live_leaves_end and large.live_leaves_end):
         problems.append(
-            f"expected graph nodes and the tensors they hold to survive the fixture (reference cycle), but they did not:{details}"
+            "expected graph nodes and the tensors they hold to survive the fixture (reference cycle), "
+            f"but they did not:{details}"
         )
     return problems
 
@@ -292,7 +303,9 @@ def _steps_good(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
 def _gl301_bad(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
     m = outcome.measures["default"]
     if not any(s.applies_nothing() for s in m.steps):
-        return [f"expected a step that applies only None/zero gradients after a backward produced some:{_steps_table(m)}"]
+        return [
+            f"expected a step that applies only None/zero gradients after a backward produced some:{_steps_table(m)}"
+        ]
     return []
 
 
@@ -300,7 +313,10 @@ def _gl302_bad(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
     m = outcome.measures["default"]
     stale = [s for s in m.steps if s.fresh_norm > 0 and (s.residual() > 1e-3 or s.scale() > 1 + 1e-3)]
     if not stale:
-        return [f"expected a step that applies stale gradients from earlier steps on top of the fresh one:{_steps_table(m)}"]
+        return [
+            "expected a step that applies stale gradients from earlier steps on top of the fresh one:"
+            + _steps_table(m)
+        ]
     return []
 
 
@@ -388,7 +404,10 @@ def _gl305_bad(fixture: Fixture, outcome: MeasuredOutcome) -> list[str]:
     if not outcome.measures["observed"].backwards:
         return ["a GL305 fixture must call backward"]
     if not diff > 1e-3:
-        return [f"expected gradients that differ from the forward-time reference; worst relative difference {diff:.3g} ({where})"]
+        return [
+            "expected gradients that differ from the forward-time reference; "
+            f"worst relative difference {diff:.3g} ({where})"
+        ]
     return []
 
 

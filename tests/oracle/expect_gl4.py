@@ -34,8 +34,9 @@ import ast
 import contextlib
 import gc
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.autograd.function import Function
@@ -198,7 +199,7 @@ def _gl401_bad(fixture: Fixture, outcome: Outcome) -> list[str]:
     problems = runs_clean()(fixture, outcome)
     probe = _CTX_PROBES.get(str(fixture.path), CtxProbe())
     if not probe.found:
-        return problems + ["no Function.apply kept one of its input or output tensors as a ctx attribute"]
+        return [*problems, "no Function.apply kept one of its input or output tensors as a ctx attribute"]
     for found in probe.found:
         problems += demonstrate_ctx_tensor(found)
     return problems
@@ -228,7 +229,7 @@ class GradRun:
 def _watch_backwards(run: GradRun, clone: bool):
     patched: dict[type, Any] = {}
 
-    def observe(cls: type, args: tuple, kwargs: dict, result: Any) -> None:  # noqa: ARG001
+    def observe(cls: type, args: tuple, kwargs: dict, result: Any) -> None:
         if cls in patched:
             return
         original = cls.__dict__.get("backward")
@@ -247,7 +248,7 @@ def _watch_backwards(run: GradRun, clone: bool):
 
         cls.backward = staticmethod(wrapper)
 
-    def record(optimizer, args, kwargs):  # noqa: ARG001
+    def record(optimizer, args, kwargs):
         run.steps.append(
             [
                 None if p.grad is None else p.grad.detach().clone()
@@ -326,22 +327,26 @@ def _gl403_good(fixture: Fixture, outcome: Outcome) -> list[str]:
 def _class_of_line(source: str, line: int) -> str | None:
     best = None
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            if best is None or node.lineno > best.lineno:
-                best = node
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.lineno <= line <= (node.end_lineno or node.lineno)
+            and (best is None or node.lineno > best.lineno)
+        ):
+            best = node
     return best.name if best else None
 
 
 def _gl402_names_marked_class(fixture: Fixture, outcome: Outcome) -> list[str]:
     names = {_class_of_line(fixture.source, line) for line in fixture.lines_marked("GL402")}
     if not any(name and f"function {name}Backward returned" in outcome.exc_message for name in names):
-        return [f"torch's error names another Function than the ones whose backward is marked ({sorted(filter(None, names))})"]
+        marked = sorted(filter(None, names))
+        return [f"torch's error names another Function than the ones whose backward is marked ({marked})"]
     return []
 
 
 def _gl404_raised_by_marked_instance(fixture: Fixture, outcome: Outcome) -> list[str]:
     """The raising statement is marked, or calls what a marked line bound (``f = Fn()`` ... ``f(x)``)."""
-    from oracle.expectations import statement_start  # noqa: PLC0415
+    from oracle.expectations import statement_start
 
     marked = set(fixture.lines_marked("GL404"))
     tree = ast.parse(fixture.source)
@@ -360,7 +365,7 @@ def _gl404_raised_by_marked_instance(fixture: Fixture, outcome: Outcome) -> list
 
 def _gl406_raised_at_apply(fixture: Fixture, outcome: Outcome) -> list[str]:
     """torch checks the saved values when forward returns: the error surfaces at ``<marked class>.apply(...)``."""
-    from oracle.expectations import statement_start  # noqa: PLC0415
+    from oracle.expectations import statement_start
 
     names = {_class_of_line(fixture.source, line) for line in fixture.lines_marked("GL406")}
     if not outcome.frames:
@@ -381,8 +386,12 @@ _REENTRANT_WARNINGS = (
 
 def _gl405_bad(fixture: Fixture, outcome: Outcome) -> list[str]:
     problems = runs_clean()(fixture, outcome)
-    if not any(w.category == "UserWarning" and any(t in w.message for t in _REENTRANT_WARNINGS) for w in outcome.warnings):
-        problems.append(f"expected torch's checkpoint warning ({' / '.join(_REENTRANT_WARNINGS)}), but {outcome.describe()}")
+    if not any(
+        w.category == "UserWarning" and any(t in w.message for t in _REENTRANT_WARNINGS) for w in outcome.warnings
+    ):
+        problems.append(
+            f"expected torch's checkpoint warning ({' / '.join(_REENTRANT_WARNINGS)}), but {outcome.describe()}"
+        )
     return problems
 
 
@@ -395,11 +404,15 @@ register(
     _gl401_bad,
     _gl401_good,
     run=_run_gl401,
-    summary="keep an apply's own input/output tensor as a ctx attribute; replay: in-place change undetected, gradient differs",
+    summary="keep an apply's own input/output tensor as a ctx attribute; "
+    "replay: in-place change undetected, gradient differs",
 )
 register(
     "GL402",
-    all_of(raises(RuntimeError, "returned an incorrect number of gradients", at_marker=False), _gl402_names_marked_class),
+    all_of(
+        raises(RuntimeError, "returned an incorrect number of gradients", at_marker=False),
+        _gl402_names_marked_class,
+    ),
     summary="RuntimeError: function <marked class>Backward returned an incorrect number of gradients",
 )
 register(

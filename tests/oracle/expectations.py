@@ -17,9 +17,9 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from fixturelib import Fixture
 from oracle.runner import Outcome, run_fixture
@@ -87,10 +87,11 @@ def statement_start(source: str, line: int) -> int:
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.stmt) or node.end_lineno is None:
             continue
-        if node.lineno <= line <= node.end_lineno:
-            # compound statements (for, with, def, if...) span their bodies; prefer the innermost
-            if best is None or (node.lineno, -node.end_lineno) >= (best.lineno, -best.end_lineno):
-                best = node
+        # compound statements (for, with, def, if...) span their bodies; prefer the innermost
+        if node.lineno <= line <= node.end_lineno and (
+            best is None or (node.lineno, -node.end_lineno) >= (best.lineno, -best.end_lineno)
+        ):
+            best = node
     return best.lineno if best is not None else line
 
 
@@ -134,7 +135,7 @@ def raises(exc_type: type[BaseException], *fragments: str, at_marker: bool = Tru
 def runs_clean() -> Check:
     """The fixture runs to the end without an exception."""
 
-    def check(fixture: Fixture, outcome: Outcome) -> list[str]:  # noqa: ARG001
+    def check(fixture: Fixture, outcome: Outcome) -> list[str]:
         if outcome.raised or outcome.timed_out:
             return [f"a good fixture must run clean, but {outcome.describe()}"]
         return []
@@ -150,7 +151,7 @@ def warns(category: type[Warning] | str, fragment: str = "", *, clean: bool = Tr
     """
     name = category if isinstance(category, str) else category.__name__
 
-    def check(fixture: Fixture, outcome: Outcome) -> list[str]:  # noqa: ARG001
+    def check(fixture: Fixture, outcome: Outcome) -> list[str]:
         problems = []
         if clean and (outcome.raised or outcome.timed_out):
             problems.append(f"expected only a warning, but {outcome.describe()}")

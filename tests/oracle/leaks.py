@@ -60,9 +60,10 @@ import time
 import traceback
 import warnings
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 import torch.optim.optimizer as _optim_hooks
@@ -177,7 +178,8 @@ class Measurement:
         executed = [b.executed for b in self.backwards]
         return (
             f"{self.globals_in or 'defaults'}: peak saved tensors {self.peak_saved}, peak graph nodes "
-            f"{self.peak_nodes}, torch calls {self.torch_calls}, nodes built {self.nodes_created}, never executed {self.wasted_nodes}, "
+            f"{self.peak_nodes}, torch calls {self.torch_calls}, nodes built {self.nodes_created}, "
+            f"never executed {self.wasted_nodes}, "
             f"alive after the run {self.live_nodes_end} nodes / {self.live_saved_end} saved / "
             f"{self.live_leaves_end} leaves, "
             f"{len(self.backwards)} backward calls (nodes executed: {_abbrev(executed)}), "
@@ -195,7 +197,7 @@ def _abbrev(values: list[int]) -> str:
 
 
 class _Box:
-    __slots__ = ("t", "retained_by", "__weakref__")
+    __slots__ = ("__weakref__", "retained_by", "t")
 
     def __init__(self, t: torch.Tensor) -> None:
         self.t = t
@@ -203,9 +205,9 @@ class _Box:
 
 
 class _Marker:
-    __slots__ = ("hits", "meter", "__weakref__")
+    __slots__ = ("__weakref__", "hits", "meter")
 
-    def __init__(self, meter: "Meter") -> None:
+    def __init__(self, meter: Meter) -> None:
         self.hits = 0
         self.meter = meter
 
@@ -257,13 +259,16 @@ class Meter(TorchFunctionMode):
         self._needed: set[int] = set()
         self.steps: list[StepRecord] = []
         self._contrib: dict[int, torch.Tensor] = {}
-        self._step_before: dict[int, tuple[list[torch.Tensor | None], list[torch.Tensor | None], list[torch.Tensor]]] = {}
+        self._step_before: dict[
+            int, tuple[list[torch.Tensor | None], list[torch.Tensor | None], list[torch.Tensor]]
+        ] = {}
         self.nonleaf_grad_reads: list[tuple[bool, bool]] = []
-        self._leaves_seen: dict[int, weakref.ref[torch.Tensor]] = {}  # leaves any backward reached (tensors hash by id only through this)
+        # leaves any backward reached (tensors hash by id only through this)
+        self._leaves_seen: dict[int, weakref.ref[torch.Tensor]] = {}
         self._stack = contextlib.ExitStack()
 
     # -- context ------------------------------------------------------------
-    def __enter__(self) -> "Meter":
+    def __enter__(self) -> Meter:
         self._warn_always = torch.is_warn_always_enabled()
         torch.set_warn_always(True)  # TORCH_WARN_ONCE warnings (create_graph) show in every run
         if self.saved_mode is not None:
@@ -344,7 +349,7 @@ class Meter(TorchFunctionMode):
         return count, leaves
 
     # -- torch function interception ---------------------------------------
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+    def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         self.torch_calls += 1
         if func in _BACKWARDS:
@@ -360,7 +365,7 @@ class Meter(TorchFunctionMode):
             self.peak_nodes = max(self.peak_nodes, len(self.node_live))
         return result
 
-    def _backward(self, func, args, kwargs):  # noqa: ANN001
+    def _backward(self, func, args, kwargs):
         if func is torch.autograd.grad:
             kind = "autograd.grad"
             roots_arg = args[0] if args else kwargs.get("outputs")
@@ -426,14 +431,14 @@ class Meter(TorchFunctionMode):
     def _params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
         return [p for group in optimizer.param_groups for p in group["params"]]
 
-    def _pre_step(self, optimizer, args, kwargs) -> None:  # noqa: ANN001, ARG002
+    def _pre_step(self, optimizer, args, kwargs) -> None:
         with torch._C.DisableTorchFunction():
             params = self._params(optimizer)
             applied = [None if p.grad is None else p.grad.detach().clone() for p in params]
             fresh = [self._contrib.pop(id(p), None) for p in params]
             self._step_before[id(optimizer)] = (applied, fresh, [p.detach().clone() for p in params])
 
-    def _post_step(self, optimizer, args, kwargs) -> None:  # noqa: ANN001, ARG002
+    def _post_step(self, optimizer, args, kwargs) -> None:
         applied, fresh, before = self._step_before.pop(id(optimizer))
         with torch._C.DisableTorchFunction():
             update = [p.detach() - b for p, b in zip(self._params(optimizer), before)]
@@ -486,7 +491,7 @@ def run_measured(
                         namespace = runpy.run_path(path, init_globals=globals_in, run_name="__main__")
                     values = {name: namespace.get(name) for name in keep}
                     del namespace
-                except BaseException as exc:  # noqa: BLE001 - recorded, like the plain runner does
+                except BaseException as exc:  # recorded, like the plain runner does
                     if isinstance(exc, KeyboardInterrupt):
                         raise
                     outcome.exc_type = type(exc).__name__

@@ -35,16 +35,18 @@ import threading
 import time
 import traceback
 import warnings
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager
+from typing import Any
 
 import torch
 
 # Two xdist workers on two cores: one intra-op thread each avoids oversubscription.
 torch.set_num_threads(1)
-import torch.nn  # noqa: E402,F401 - warm up what nearly every fixture uses
-import torch.optim  # noqa: E402,F401
+import torch.nn  # noqa: E402 - warm up what nearly every fixture uses
+import torch.optim  # noqa: E402
 
 #: A fixture runs "well under a second"; this only stops a runaway one.
 DEFAULT_TIMEOUT = 60.0
@@ -52,7 +54,10 @@ _JSON_PREFIX = "GRAPHLIFE-ORACLE-OUTCOME "
 
 
 class FixtureTimeout(BaseException):
-    """Raised inside a fixture that runs past its time limit (BaseException: fixtures' ``except Exception`` won't eat it)."""
+    """Raised inside a fixture that runs past its time limit.
+
+    A BaseException, so that the fixtures' own ``except Exception`` won't eat it.
+    """
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,7 @@ class Outcome:
         return json.dumps(data)
 
     @classmethod
-    def from_json(cls, text: str) -> "Outcome":
+    def from_json(cls, text: str) -> Outcome:
         data = json.loads(text)
         data["exc_mro"] = tuple(data["exc_mro"])
         data["frames"] = tuple(Frame(**f) for f in data["frames"])
@@ -170,7 +175,7 @@ def _time_limit(seconds: float):
         yield
         return
 
-    def on_alarm(signum, frame):  # noqa: ARG001
+    def on_alarm(signum, frame):
         raise FixtureTimeout(f"fixture ran longer than {seconds}s")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
@@ -195,7 +200,7 @@ def run_in_process(
     path: str | os.PathLike[str],
     *,
     timeout: float = DEFAULT_TIMEOUT,
-    around: Callable[[], ContextManager[Any]] | None = None,
+    around: Callable[[], AbstractContextManager[Any]] | None = None,
     keep_namespace: bool = False,
     init_globals: dict[str, Any] | None = None,
 ) -> Outcome:
@@ -217,7 +222,7 @@ def run_in_process(
                         namespace = runpy.run_path(path, init_globals=init_globals, run_name="__main__")
                 except FixtureTimeout:
                     outcome.timed_out = True
-                except BaseException as exc:  # noqa: BLE001 - the oracle records everything, SystemExit included
+                except BaseException as exc:  # the oracle records everything, SystemExit included
                     if isinstance(exc, KeyboardInterrupt):
                         raise
                     outcome.exc_type = type(exc).__name__
@@ -287,9 +292,9 @@ def run_in_subprocess(
 def run_fixture(
     path: str | os.PathLike[str],
     *,
-    subprocess: bool = False,  # noqa: A002 - reads well at call sites
+    subprocess: bool = False,  # reads well at call sites
     timeout: float = DEFAULT_TIMEOUT,
-    around: Callable[[], ContextManager[Any]] | None = None,
+    around: Callable[[], AbstractContextManager[Any]] | None = None,
     keep_namespace: bool = False,
     init_globals: dict[str, Any] | None = None,
 ) -> Outcome:
@@ -304,7 +309,7 @@ def run_fixture(
 
 
 def _main(argv: list[str]) -> int:
-    import argparse  # noqa: PLC0415
+    import argparse
 
     parser = argparse.ArgumentParser(description="Run one graphlife fixture under torch; print the outcome as JSON.")
     parser.add_argument("fixture")

@@ -23,12 +23,14 @@ _LOADED_BY_HARNESS = "oracle.expect_gl2_3" in sys.modules
 _PATHS = [] if _LOADED_BY_HARNESS else fixture_paths(codes=CODES)
 
 
-@pytest.mark.parametrize("path", _PATHS or ["(none)"], ids=lambda p: p if isinstance(p, str) else f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path", _PATHS or ["(none)"], ids=lambda p: p if isinstance(p, str) else f"{p.parent.name}/{p.name}"
+)
 def test_gl2_gl3_fixture_runtime_truth(path) -> None:
     if path == "(none)":
         pytest.skip("the generic harness runs these fixtures")
-    from oracle import expect_gl2_3  # noqa: F401,PLC0415 - registers GL2xx/GL3xx
-    from oracle.expectations import EXPECTATIONS  # noqa: PLC0415
+    from oracle import expect_gl2_3  # noqa: F401 - registers GL2xx/GL3xx
+    from oracle.expectations import EXPECTATIONS
 
     fixture = load_fixture(path)
     expectation = EXPECTATIONS[fixture.code]
@@ -87,8 +89,10 @@ _LOOP = """\
         ("kept.append(loss.detach())", False, False),
     ],
 )
-def test_leak_meter_counts_nodes_and_saved_tensors(tmp_path: Path, body: str, nodes_grow: bool, saved_grow: bool) -> None:
-    from oracle.leaks import run_measured  # noqa: PLC0415
+def test_leak_meter_counts_nodes_and_saved_tensors(
+    tmp_path: Path, body: str, nodes_grow: bool, saved_grow: bool
+) -> None:
+    from oracle.leaks import run_measured
 
     path = _write(tmp_path, _LOOP.format(body=body))
     small, large = (run_measured(path, globals_in={"STEPS": n}) for n in (3, 6))
@@ -98,7 +102,7 @@ def test_leak_meter_counts_nodes_and_saved_tensors(tmp_path: Path, body: str, no
 
 
 def test_retain_meter_tells_needed_from_unneeded(tmp_path: Path) -> None:
-    from oracle.leaks import run_measured  # noqa: PLC0415
+    from oracle.leaks import run_measured
 
     needed = _write(tmp_path, """\
         import torch
@@ -120,7 +124,7 @@ def test_retain_meter_tells_needed_from_unneeded(tmp_path: Path) -> None:
 
 
 def test_step_meter_sees_zeroed_stale_and_clipped_gradients(tmp_path: Path) -> None:
-    from oracle.leaks import run_measured  # noqa: PLC0415
+    from oracle.leaks import run_measured
 
     template = """\
         import torch
@@ -152,7 +156,7 @@ def test_step_meter_sees_zeroed_stale_and_clipped_gradients(tmp_path: Path) -> N
 
 
 def test_snapshot_reference_sees_data_changes_of_saved_tensors_only(tmp_path: Path) -> None:
-    from oracle.leaks import max_rel_diff, run_measured  # noqa: PLC0415
+    from oracle.leaks import max_rel_diff, run_measured
 
     template = """\
         import torch
@@ -175,7 +179,7 @@ def test_snapshot_reference_sees_data_changes_of_saved_tensors_only(tmp_path: Pa
 
 
 def test_wasted_nodes_and_leaked_nodes(tmp_path: Path) -> None:
-    from oracle.leaks import run_measured  # noqa: PLC0415
+    from oracle.leaks import run_measured
 
     wasted = _write(tmp_path, _LOOP.format(body="kept.append(loss.item())"))
     assert run_measured(wasted, globals_in={"STEPS": 3}).wasted_nodes >= 3

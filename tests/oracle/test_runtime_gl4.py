@@ -24,8 +24,8 @@ _PATHS = fixture_paths(codes=CODES)
 
 @pytest.mark.parametrize("path", _PATHS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_gl4_fixture_runtime_truth(path) -> None:
-    from oracle import expect_gl4  # noqa: F401,PLC0415 - registers GL401-GL406
-    from oracle.expectations import EXPECTATIONS  # noqa: PLC0415
+    from oracle import expect_gl4  # noqa: F401 - registers GL401-GL406
+    from oracle.expectations import EXPECTATIONS
 
     fixture = load_fixture(path)
     expectation = EXPECTATIONS[fixture.code]
@@ -60,10 +60,10 @@ def test_every_gl4_directory_has_five_bad_and_five_good() -> None:
 
 
 def test_watch_apply_sees_every_call_and_restores_apply() -> None:
-    import torch  # noqa: PLC0415
-    from torch.autograd.function import Function  # noqa: PLC0415
+    import torch
+    from torch.autograd.function import Function
 
-    from oracle.expect_gl4 import CtxProbe, watch_apply  # noqa: PLC0415
+    from oracle.expect_gl4 import CtxProbe, watch_apply
 
     class Keep(Function):
         @staticmethod
@@ -85,10 +85,10 @@ def test_watch_apply_sees_every_call_and_restores_apply() -> None:
 
 
 def test_replay_objects_when_backward_ignores_the_ctx_tensor() -> None:
-    import torch  # noqa: PLC0415
-    from torch.autograd.function import Function  # noqa: PLC0415
+    import torch
+    from torch.autograd.function import Function
 
-    from oracle.expect_gl4 import CtxTensor, demonstrate_ctx_tensor  # noqa: PLC0415
+    from oracle.expect_gl4 import CtxTensor, demonstrate_ctx_tensor
 
     class Uses(Function):
         @staticmethod

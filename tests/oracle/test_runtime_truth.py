@@ -33,7 +33,8 @@ def test_fixture_runtime_truth(path: Path) -> None:
     outcome = expectation.run(fixture)
     problems = expectation.check(fixture, outcome)
     if problems:
-        lines = [f"{fixture.id} ({fixture.kind}; {fixture.code} bad fixtures must: {expectation.summary or 'see expectations'})"]
+        summary = expectation.summary or "see expectations"
+        lines = [f"{fixture.id} ({fixture.kind}; {fixture.code} bad fixtures must: {summary})"]
         lines += [f"  - {problem}" for problem in problems]
         if outcome.traceback:
             lines.append("torch's traceback:\n" + outcome.traceback[-3000:])

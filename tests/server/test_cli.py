@@ -97,9 +97,10 @@ def test_pyproject_settings_apply(project: Path) -> None:
 
 def test_ignore_comment_silences_a_line(project: Path) -> None:
     path = project / "double.py"
-    path.write_text(DOUBLE_BACKWARD.replace("loss.backward()\nloss.backward()", "loss.backward()\nloss.backward()  # graphlife: ignore[GL101]"))
+    twice = "loss.backward()\nloss.backward()"
+    path.write_text(DOUBLE_BACKWARD.replace(twice, twice + "  # graphlife: ignore[GL101]"))
     assert run("check", str(path)).returncode == 0
-    path.write_text(DOUBLE_BACKWARD.replace("loss.backward()\nloss.backward()", "loss.backward()\nloss.backward()  # graphlife: ignore[GL2]"))
+    path.write_text(DOUBLE_BACKWARD.replace(twice, twice + "  # graphlife: ignore[GL2]"))
     assert run("check", str(path)).returncode == 1  # another family's ignore does not hide GL101
 
 
@@ -144,6 +145,18 @@ def test_a_file_with_only_a_syntax_error_is_not_all_clear(project: Path) -> None
     assert [(e["line"], e["path"]) for e in payload["syntax_errors"]] == [(2, str(path))]
 
 
+def _notebook(cells: list[str | tuple[str, str]]) -> str:
+    """The JSON of a notebook with these cells: the text of a code cell, or (cell type, text)."""
+    out = []
+    for cell in cells:
+        kind, text = cell if isinstance(cell, tuple) else ("code", cell)
+        entry: dict = {"cell_type": kind, "source": text, "metadata": {}}
+        if kind == "code":
+            entry.update(outputs=[], execution_count=None)
+        out.append(entry)
+    return json.dumps({"cells": out, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
 def test_notebook_shell_escapes_inside_blocks_keep_the_cell(tmp_path: Path) -> None:
     """An indented `!pip`, a `files = !ls` or a `model?` is IPython, not Python: it must not
     cost the rest of its cell (the cell would be left out as a syntax error)."""
@@ -151,12 +164,8 @@ def test_notebook_shell_escapes_inside_blocks_keep_the_cell(tmp_path: Path) -> N
         "import torch\nif True:\n    !pip install tqdm\nfiles = !ls\ntorch.nn?\n"
         "w = torch.randn(3, requires_grad=True)\nloss = (w * w).sum()\nloss.backward()\nloss.backward()\n",
     ]
-    notebook = {
-        "cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None} for text in cells],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
-    }
     path = tmp_path / "magics.ipynb"
-    path.write_text(json.dumps(notebook))
+    path.write_text(_notebook(cells))
     payload = json.loads(run("check", "--format", "json", str(path)).stdout)
     assert payload["syntax_errors"] == []
     assert [(f["code"], f["cell"], f["cell_line"]) for f in payload["findings"]] == [("GL101", 1, 9)]
@@ -169,14 +178,11 @@ def test_notebook_lines_continuing_a_statement_are_python_even_when_they_start_w
     cells = [
         "import torch\nw = torch.randn(3, requires_grad=True)\n%matplotlib inline\n",
         "for epoch in range(2):\n    loss = (w * w).sum()\n    print('Epoch: %03d | Cost: %.4f'\n"
-        "          %(epoch + 1, loss.item()))\n    note = \"\"\"\n%d items\n\"\"\"\n    loss.backward()\n    loss.backward()\n",
+        "          %(epoch + 1, loss.item()))\n    note = \"\"\"\n%d items\n\"\"\"\n"
+        "    loss.backward()\n    loss.backward()\n",
     ]
-    notebook = {
-        "cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None} for text in cells],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
-    }
     path = tmp_path / "formatting.ipynb"
-    path.write_text(json.dumps(notebook))
+    path.write_text(_notebook(cells))
     payload = json.loads(run("check", "--format", "json", str(path)).stdout)
     assert payload["syntax_errors"] == []
     assert [(f["code"], f["cell"], f["cell_line"]) for f in payload["findings"]] == [("GL101", 2, 9)]
@@ -184,12 +190,8 @@ def test_notebook_lines_continuing_a_statement_are_python_even_when_they_start_w
 
 def test_notebook_syntax_errors_name_their_cell(tmp_path: Path) -> None:
     cells = ["import torch\n", "lr = \nprint(lr)\n"]  # an exercise placeholder
-    notebook = {
-        "cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None} for text in cells],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
-    }
     path = tmp_path / "exercise.ipynb"
-    path.write_text(json.dumps(notebook))
+    path.write_text(_notebook(cells))
     assert f"{path}:cell 2:1:" in run("check", str(path)).stdout
     payload = json.loads(run("check", "--format", "json", str(path)).stdout)
     assert [(e["cell"], e["cell_line"]) for e in payload["syntax_errors"]] == [(2, 1)]
@@ -230,13 +232,8 @@ def test_notebook_findings_name_cells_as_the_editor_counts_them(tmp_path: Path) 
         ("code", "loss = (w * w).sum()\nloss.backward()\n"),
         ("code", "loss.backward()\n"),
     ]
-    notebook = {
-        "cells": [{"cell_type": kind, "source": text, "metadata": {}, **({"outputs": [], "execution_count": None} if kind == "code" else {})}
-                  for kind, text in cells],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
-    }
     path = tmp_path / "train.ipynb"
-    path.write_text(json.dumps(notebook))
+    path.write_text(_notebook(cells))
     proc = run("check", str(path))
     assert f"{path}:cell 5:1:1: GL101 error" in proc.stdout
     assert "line 2 (cell 4)" in proc.stdout  # the backward that freed the graph
@@ -252,12 +249,8 @@ def test_notebook_cells_are_checked_together(tmp_path: Path) -> None:
         "%matplotlib inline\nloss = (w * w).sum()\nloss.backward()\n",
         "loss.backward()\n",
     ]
-    notebook = {
-        "cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None} for text in cells],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
-    }
     path = tmp_path / "train.ipynb"
-    path.write_text(json.dumps(notebook))
+    path.write_text(_notebook(cells))
     proc = run("check", str(tmp_path))
     assert proc.returncode == 1
     assert f"{path}:cell 3:1:1: GL101 error" in proc.stdout

@@ -80,7 +80,9 @@ def test_fixture_findings(path: Path, request) -> None:
         for f in findings:
             marked = fixture.markers.get(f.span.line, ())
             if f.code == code and code not in marked:
-                problems.append(f"unexpected {f.code} on line {f.span.line} (not marked): {fixture.line_text(f.span.line)}")
+                problems.append(
+                    f"unexpected {f.code} on line {f.span.line} (not marked): {fixture.line_text(f.span.line)}"
+                )
             elif f.code != code and _severity(f) == Severity.ERROR.value and f.code not in marked:
                 problems.append(
                     f"unexpected error {f.code} on line {f.span.line} (not marked): {fixture.line_text(f.span.line)}"
@@ -90,9 +92,13 @@ def test_fixture_findings(path: Path, request) -> None:
             problems.append(f"a good fixture has no `# expect:` markers (found on lines {sorted(fixture.markers)})")
         for f in findings:
             if f.code == code:
-                problems.append(f"a good {code} fixture got {f.code} on line {f.span.line}: {fixture.line_text(f.span.line)}")
+                problems.append(
+                    f"a good {code} fixture got {f.code} on line {f.span.line}: {fixture.line_text(f.span.line)}"
+                )
             elif _severity(f) == Severity.ERROR.value:
-                problems.append(f"a good fixture got error {f.code} on line {f.span.line}: {fixture.line_text(f.span.line)}")
+                problems.append(
+                    f"a good fixture got error {f.code} on line {f.span.line}: {fixture.line_text(f.span.line)}"
+                )
 
     if problems:
         message = [f"{fixture.id} ({fixture.kind}):"] + [f"  - {p}" for p in problems]

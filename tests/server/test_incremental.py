@@ -28,7 +28,7 @@ from tests.fixturelib import FIXTURES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from generate import generate  # noqa: E402
+from generate import generate, generate_fanout  # noqa: E402
 from lsp_latency import training_module  # noqa: E402
 
 
@@ -63,7 +63,11 @@ def _edits(source: str, seed: int) -> list[str]:
             if index is not None:
                 lines[index] += "  # note"
         elif kind == 2:  # a statement duplicated (a second backward, a second step, ...)
-            index = pick(lambda text: text.startswith("    ") and text.strip() and not text.rstrip().endswith((":", ",", "(", "[", "\\")))
+            index = pick(
+                lambda text: text.startswith("    ")
+                and text.strip()
+                and not text.rstrip().endswith((":", ",", "(", "[", "\\"))
+            )
             if index is not None:
                 lines.insert(index + 1, lines[index])
         elif kind == 3:  # half-typed code: a syntax error
@@ -77,7 +81,11 @@ def _edits(source: str, seed: int) -> list[str]:
             if index is not None:
                 del lines[index]
         elif kind == 5:  # an expression changed
-            index = pick(lambda text: text.startswith("    ") and " = " in text and not text.rstrip().endswith(("(", "[", ",", ":", "\\")))
+            index = pick(
+                lambda text: text.startswith("    ")
+                and " = " in text
+                and not text.rstrip().endswith(("(", "[", ",", ":", "\\"))
+            )
             if index is not None:
                 lines[index] += " + 0" if not lines[index].rstrip().endswith(")") else ".detach()"
         elif kind == 6:  # the last top-level block moved to the top (after the imports)
@@ -118,7 +126,8 @@ def test_examples_under_edits() -> None:
             _assert_same(checker, version, f"{path.name} after edit {step + 1}")
 
 
-@pytest.mark.parametrize("make", [training_module, generate], ids=["functions", "one-call-tree"])
+@pytest.mark.parametrize("make", [training_module, generate, lambda lines: generate_fanout(lines // 60)],
+                         ids=["functions", "one-call-tree", "getters-fanning-out"])
 def test_generated_files_under_edits(make) -> None:
     source = make(600)
     checker = IncrementalChecker()
@@ -352,7 +361,8 @@ def test_moved_blocks_get_their_new_lines() -> None:
     moved = parser.parse("# a comment\n\n" + source)
     assert moved.tree.body[1] is function  # reused, not parsed again
     assert function.lineno == 5 and function.body[0].lineno == 6
-    assert ast.dump(moved.tree, include_attributes=True) == ast.dump(ast.parse("# a comment\n\n" + source), include_attributes=True)
+    expected = ast.parse("# a comment\n\n" + source)
+    assert ast.dump(moved.tree, include_attributes=True) == ast.dump(expected, include_attributes=True)
 
 
 def test_a_block_with_a_syntax_error_is_left_out_and_reported() -> None:
@@ -422,7 +432,8 @@ def test_classes_under_edits() -> None:
 
 
 @pytest.mark.parametrize("late", [
-    ("def late(model):\n    return model\n", "def late(model):\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"),
+    ("def late(model):\n    return model\n",
+     "def late(model):\n    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"),
     ("class Late:\n    def clip(self, model):\n        return model\n",
      "class Late:\n    def clip(self, model):\n        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"),
 ], ids=["function", "method"])

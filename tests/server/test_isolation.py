@@ -43,9 +43,10 @@ def _calls_run_apart(monkeypatch, source: str) -> list[str]:
     return kept
 
 
-@pytest.mark.parametrize("group", sorted(p.name for p in FIXTURES_DIR.iterdir() if p.is_dir()) + ["examples"])
+@pytest.mark.parametrize("group", [*sorted(p.name for p in FIXTURES_DIR.iterdir() if p.is_dir()), "examples"])
 def test_findings_are_those_of_inlining_every_call(group: str, monkeypatch) -> None:
-    paths = sorted((ROOT / "examples").glob("*.py")) if group == "examples" else sorted((FIXTURES_DIR / group).glob("*.py"))
+    folder = ROOT / "examples" if group == "examples" else FIXTURES_DIR / group
+    paths = sorted(folder.glob("*.py"))
     for path in paths:
         source = path.read_text()
         apart = _findings(source)

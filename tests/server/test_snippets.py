@@ -72,7 +72,9 @@ HARNESS: dict[str, tuple[str, str]] = {
         before = [p.detach().clone() for p in model.parameters()]
         """,
         """
-        assert all(not torch.equal(b, p) for b, p in zip(before, model.parameters())), "the step did not move the parameters"
+        assert all(
+            not torch.equal(b, p) for b, p in zip(before, model.parameters())
+        ), "the step did not move the parameters"
         assert loss.grad_fn is not None
         """,
     ),
@@ -89,7 +91,9 @@ HARNESS: dict[str, tuple[str, str]] = {
         # What the first step must do: SGD on the mean gradient of the first two micro-batches.
         reference = nn.Linear(4, 1)
         reference.load_state_dict(model.state_dict())
-        reference_loss = (criterion(reference(loader[0][0]), loader[0][1]) + criterion(reference(loader[1][0]), loader[1][1])) / 2
+        reference_loss = (
+            criterion(reference(loader[0][0]), loader[0][1]) + criterion(reference(loader[1][0]), loader[1][1])
+        ) / 2
         reference_loss.backward()
         expected = [p.detach() - 0.1 * p.grad for p in reference.parameters()]
         snapshots = []
@@ -122,7 +126,9 @@ HARNESS: dict[str, tuple[str, str]] = {
         """,
         """
         assert all(not torch.equal(b, p) for b, p in zip(g_before, generator.parameters())), "generator not updated"
-        assert all(not torch.equal(b, p) for b, p in zip(d_before, discriminator.parameters())), "discriminator not updated"
+        assert all(
+            not torch.equal(b, p) for b, p in zip(d_before, discriminator.parameters())
+        ), "discriminator not updated"
         """,
     ),
     "graphlife: truncated BPTT": (
@@ -188,7 +194,9 @@ HARNESS: dict[str, tuple[str, str]] = {
         """,
         """
         assert scaler.is_enabled()
-        assert all(not torch.equal(b, p) for b, p in zip(before, model.parameters())), "the scaled step did not move the parameters"
+        assert all(
+            not torch.equal(b, p) for b, p in zip(before, model.parameters())
+        ), "the scaled step did not move the parameters"
         """,
     ),
     "graphlife: activation checkpointing": (
@@ -237,7 +245,8 @@ HARNESS: dict[str, tuple[str, str]] = {
 
 def program(name: str) -> str:
     setup, checks = HARNESS[name]
-    return "\n".join([textwrap.dedent(setup).strip(), expand(SNIPPETS[name]["body"]), textwrap.dedent(checks).strip(), ""])
+    parts = [textwrap.dedent(setup).strip(), expand(SNIPPETS[name]["body"]), textwrap.dedent(checks).strip(), ""]
+    return "\n".join(parts)
 
 
 def describe(findings) -> str:
@@ -267,4 +276,4 @@ def test_snippet_body_passes_graphlife_check(name):
 def test_snippet_runs_under_torch(name):
     pytest.importorskip("torch")
     source = program(name)
-    exec(compile(source, f"<snippet {name}>", "exec"), {"__name__": "__main__"})
+    exec(compile(source, f"<snippet {name}>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the repository's own snippets

@@ -76,7 +76,7 @@ export function tensorRow(t: TensorRecord): Row {
   if (prediction) children.push(prediction);
   if (t.graph) {
     const g = t.graph;
-    const counts = (Object.entries(g.states) as [string, number][]).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
+    const counts = Object.entries<number>(g.states).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
     children.push(
       detail(`${id}/graph`, `graph: ${g.nodes}${g.nodes_truncated ? "+" : ""} nodes, ${g.saved_count} saved`,
         `${counts.join(", ") || "none"} · keeps ${formatBytes(g.activation_bytes)}`),

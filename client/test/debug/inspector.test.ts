@@ -5,6 +5,7 @@ import path from "node:path";
 import { test } from "node:test";
 
 import { probeCandidates } from "../../src/debug/probeExpression";
+import type { Snapshot } from "../../src/debug/snapshot";
 import { buildRows } from "../../src/debug/viewModel";
 import { fake, installFakeVscode, recorded } from "./fakeVscode";
 import { loadGraph, snapshotText } from "./fixtures";
@@ -36,7 +37,7 @@ function fakeSession(id: string, evaluate: (args: Record<string, unknown>) => Pr
       requests.push({ command, args });
       if (command === "threads") return Promise.resolve({ threads: [{ id: 3 }] });
       if (command === "stackTrace") return Promise.resolve({ stackFrames: [TORCH_FRAME, USER_FRAME] });
-      if (command === "exceptionInfo") return Promise.resolve({ description: JSON.parse(snapshotText()).exception.message });
+      if (command === "exceptionInfo") return Promise.resolve({ description: (JSON.parse(snapshotText()) as Snapshot).exception?.message });
       if (command === "evaluate") return evaluate(args);
       return Promise.reject(new Error(`unexpected ${command}`));
     },
@@ -49,7 +50,7 @@ async function setup(visible = true) {
   const tree = new AutogradTreeProvider();
   const view = { visible, message: undefined as string | undefined, description: undefined as string | undefined };
   const log = { warn: (m: string) => recorded.errors.push(m), info: () => undefined, debug: () => undefined };
-  const inspector = new AutogradInspector(repoRoot(), log as never, tree as never, view as never);
+  const inspector = new AutogradInspector(repoRoot(), log as never, tree, view as never);
   return { inspector, tree, view };
 }
 
@@ -70,7 +71,7 @@ test("a breakpoint stop evaluates the probe in the top user frame with repl + ra
   assert.equal(evaluate.args.expression, `__import__('runpy').run_path(${JSON.stringify(probe)})['snapshot_json']({**globals(), **locals()})`);
   assert.ok(!session.requests.some((r) => r.command === "exceptionInfo"));
   const rows = tree.getChildren();
-  assert.deepEqual(rows.map((r) => r.id), buildRows(JSON.parse(snapshotText())).map((r) => r.id));
+  assert.deepEqual(rows.map((r) => r.id), buildRows(JSON.parse(snapshotText()) as Snapshot).map((r) => r.id));
   assert.match(view.description ?? "", /tensors · \d+ would fail/);
   const item = tree.getTreeItem(rows.find((r) => r.label === "loss")!);
   assert.equal((item.iconPath as { id: string }).id, "error");

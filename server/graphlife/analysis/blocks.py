@@ -22,8 +22,12 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from graphlife.analysis.tree_index import TreeIndex
+
+if TYPE_CHECKING:
+    from graphlife.analysis.regions import Region
 
 _NEWLINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 #: Characters ``str.splitlines`` breaks at but Python's tokenizer does not.
@@ -97,9 +101,11 @@ class Block:
         self.index = index
         self.error = error
         self.line_count = len(source_lines(text))
+        #: Its regions, kept by :class:`graphlife.analysis.regions.RegionMap` while the block lives.
+        self.regions: list[Region] | None = None
 
     @classmethod
-    def parse(cls, text: str, start: int) -> "Block":
+    def parse(cls, text: str, start: int) -> Block:
         try:
             tree = ast.parse(text)
         except SyntaxError as exc:
@@ -118,7 +124,7 @@ class Block:
         if delta:
             for node in self.index.located:
                 node.lineno += delta
-                if getattr(node, "end_lineno", None) is not None:
+                if node.end_lineno is not None:
                     node.end_lineno += delta
             self.start = start
 
@@ -147,7 +153,7 @@ class BlockParser:
     def parse(self, source: str) -> ParsedFile:
         lines = source_lines(source)
         starts = block_starts(lines)
-        bounds = list(zip(starts, starts[1:] + [len(lines)]))
+        bounds = list(zip(starts, [*starts[1:], len(lines)]))
         blocks = [self._block("".join(lines[first:end]), first + 1) for first, end in bounds if end > first]
         if any(block.error for block in blocks):
             whole = self._from_whole_file(source, lines)
@@ -159,7 +165,11 @@ class BlockParser:
         statements = [stmt for block in blocks for stmt in block.statements]
         tree = ast.Module(body=statements, type_ignores=[])
         index = TreeIndex.merge(tree, [block.index for block in blocks])
-        errors = [(block.start + block.error.line - 1, block.error.column, block.error.message) for block in blocks if block.error]
+        errors = [
+            (block.start + block.error.line - 1, block.error.column, block.error.message)
+            for block in blocks
+            if block.error
+        ]
         return ParsedFile(tree, blocks, index, errors)
 
     def _block(self, text: str, start: int) -> Block:
@@ -189,7 +199,21 @@ class BlockParser:
             firsts.insert(0, 0)
             groups.insert(0, [])
         blocks = []
-        for (first, end), statements in zip(zip(firsts, firsts[1:] + [len(lines)]), groups):
+        for (first, end), statements in zip(zip(firsts, [*firsts[1:], len(lines)]), groups):
             index = TreeIndex.of_statements(statements)
             blocks.append(Block("".join(lines[first:end]), first + 1, statements, index, None))
         return blocks
+
+
+def parse_tolerant(source: str) -> tuple[ast.Module | None, list[tuple[int, int, str]]]:
+    """Parse; on a syntax error, parse top-level block by block and leave out the blocks that
+    do not parse (each with its own error: line, column, message), so the rest of the file
+    still gets its findings. ``None`` when nothing can be parsed (NUL bytes, absurd nesting)."""
+    try:
+        return ast.parse(source), []
+    except SyntaxError:
+        pass
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return None, [(1, 1, f"cannot parse: {exc}")]
+    parsed = BlockParser().parse(source)
+    return parsed.tree, parsed.errors

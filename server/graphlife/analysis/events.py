@@ -1,55 +1,59 @@
-"""Events the engine emits in program order, and what rules may ask at each.
+"""Events the engine emits in program order: what happened, where, and the state there.
 
-A rule registers hooks by event name (``RULE.hooks = {"backward": fn}``); each
-hook is called as ``fn(event, ctx)`` where ``ctx`` is the :class:`EventContext`
-(spans, source text, the graph, the loop the event is in, carried variables).
+A rule hooks an event by its class (``@RULE.on(BackwardEvent)``, see
+:mod:`graphlife.analysis.rule_api`); the engine calls each hook as
+``hook(event, ctx)`` where ``ctx`` is the :class:`~graphlife.analysis.rule_api.RuleContext`
+(spans, source text, the graph, the loop the event is in, carried variables, the
+rule's state for the running unit). Dispatch is on the event's exact class.
 
-Event names and payloads:
+The events:
 
-- ``backward`` (:class:`BackwardEvent`): ``.backward()``, ``torch.autograd.backward``,
+- :class:`BackwardEvent`: ``.backward()``, ``torch.autograd.backward``,
   ``torch.autograd.grad``; emitted *before* the graph is freed, with the nodes
   the backward reaches on every path (``must``) and on some path (``may``).
-- ``inplace`` (:class:`InplaceEvent`): an in-place change of a tensor (``x += y``,
+- :class:`InplaceEvent`: an in-place change of a tensor (``x += y``,
   ``x.add_()``, ``x[i] = v``, ``out=``, an in-place module or functional flag).
-- ``optimizer_created`` (:class:`OptimizerEvent`): ``torch.optim.X(params, ...)``.
-- ``requires_grad_set`` (:class:`RequiresGradEvent`): ``t.requires_grad = flag`` or
-  ``t.requires_grad_(flag)``.
-- ``saved`` (:class:`SavedEvent`): an op saved an input tensor for backward.
-- ``step`` (:class:`StepEvent`): ``optimizer.step()`` updated parameters in place.
-- ``zero_grad`` (:class:`ZeroGradEvent`): ``optimizer.zero_grad()``, ``model.zero_grad()``,
+- :class:`OptimizerEvent`: ``torch.optim.X(params, ...)``.
+- :class:`RequiresGradEvent`: ``t.requires_grad = flag`` or ``t.requires_grad_(flag)``.
+- :class:`SavedEvent`: an op saved an inference tensor for backward.
+- :class:`StepEvent`: ``optimizer.step()`` updated parameters in place.
+- :class:`ZeroGradEvent`: ``optimizer.zero_grad()``, ``model.zero_grad()``,
   ``p.grad = None``, ``p.grad.zero_()``.
-- ``grad_read`` (:class:`GradReadEvent`): ``t.grad`` read.
-- ``store`` (:class:`StoreEvent`): a tensor stored where it outlives the loop iteration
+- :class:`GradReadEvent`: ``t.grad`` read.
+- :class:`StoreEvent`: a tensor stored where it outlives the loop iteration
   (a container or object made before the loop, an accumulator variable).
-- ``loop_end`` (:class:`LoopEndEvent`): a loop finished; which nodes and backwards it saw.
-- ``unit_end`` (:class:`UnitEndEvent`): the analyzed unit finished, with its final state.
+- :class:`LoopEndEvent`: a loop finished; which nodes and backwards it saw.
+- :class:`UnitEndEvent`: the analyzed unit finished (or a call analyzed apart returned),
+  with its final state: rules report what they kept pending.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from graphlife.analysis.values import Tri, Value
+from graphlife.analysis.values import HeapRef, TensorVal, Tri, Value
 
 if TYPE_CHECKING:  # pragma: no cover
-    from graphlife.analysis.state import GraphStore, State
+    from graphlife.analysis.state import State
 
 
 @dataclass
 class Event:
+    """What every event has: where it happens and the state there."""
+
     stmt: ast.stmt  # the statement (innermost, in user code) where it happens
-    state: "State"  # the state just before the event takes effect
+    state: State  # the state just before the event takes effect
 
 
 @dataclass
 class BackwardEvent(Event):
     call: ast.Call
-    root: Value
+    root: Value  # what is backpropagated: a tensor, a tuple of them, or unknown
     root_expr: ast.expr | None
     retain_graph: Tri
-    kind: str  # "backward" | "grad"
+    kind: str  # "backward" (`.backward()`, `torch.autograd.backward`) | "grad" (`torch.autograd.grad`)
     must: set[int] = field(default_factory=set)
     may: set[int] = field(default_factory=set)
     create_graph: Tri = False
@@ -59,7 +63,7 @@ class BackwardEvent(Event):
 @dataclass
 class InplaceEvent(Event):
     site: ast.AST
-    target: Value
+    target: TensorVal
     target_expr: ast.expr | None
     op: str
     construction: ast.AST | None = None  # the nn.X(inplace=True) that does it, if any
@@ -74,16 +78,16 @@ class OptimizerEvent(Event):
 
 @dataclass
 class RequiresGradEvent(Event):
-    target: Value
+    target: TensorVal
     target_expr: ast.expr | None
     flag: Tri
-    form: str  # "attribute" | "method"
+    form: str  # "attribute" (`t.requires_grad = flag`) | "method" (`t.requires_grad_(flag)`)
 
 
 @dataclass
 class SavedEvent(Event):
     site: ast.AST
-    tensor: Value
+    tensor: TensorVal
     tensor_expr: ast.expr | None
     op: str
 
@@ -91,25 +95,25 @@ class SavedEvent(Event):
 @dataclass
 class StepEvent(Event):
     call: ast.Call
-    storages: frozenset[int] | None
+    storages: frozenset[int] | None  # the parameters it updates (None: unknown)
 
 
 @dataclass
 class ZeroGradEvent(Event):
-    call: ast.AST
+    call: ast.AST  # the call, or the `p.grad` of `p.grad = None`
     storages: frozenset[int] | None
     set_to_none: Tri
 
 
 @dataclass
 class GradReadEvent(Event):
-    tensor: Value
-    expr: ast.expr
+    tensor: TensorVal  # the tensor whose `.grad` is read
+    expr: ast.Attribute  # the `t.grad` expression
 
 
 @dataclass
 class StoreEvent(Event):
-    value: Value
+    value: TensorVal  # the tensor with a graph that is kept
     target: str  # how the place is written: `losses`, `history["loss"]`, `self.last`, `total`
     kind: str  # "append" | "setitem" | "attribute" | "accumulate"
     whole: Value | None = None  # the stored value itself (a tensor, or a tuple holding one)
@@ -117,36 +121,13 @@ class StoreEvent(Event):
 
 @dataclass
 class LoopEndEvent(Event):
-    loop: ast.AST
+    loop: ast.stmt  # the `for` or `while` statement
     first_node: int  # nodes created by the loop are those with nid >= first_node
     last_node: int
     backwards: int  # backward events seen while the loop ran
-    module_calls: list = field(default_factory=list)  # (heap object, call) of modules called
+    module_calls: list[tuple[HeapRef, ast.AST]] = field(default_factory=list)  # modules called, and where
 
 
 @dataclass
 class UnitEndEvent(Event):
-    unit: ast.AST | None
-
-
-@dataclass
-class EventContext:
-    """What a hook can ask about: text and spans, the graph, loops and carried state."""
-
-    interpreter: Any  # graphlife.analysis.interpreter.Interpreter (kept loose to avoid a cycle)
-
-    @property
-    def graph(self) -> "GraphStore":
-        return self.interpreter.graph
-
-    def span(self, node: ast.AST):
-        return self.interpreter.span(node)
-
-    def text(self, node: ast.AST | None) -> str:
-        return self.interpreter.text(node)
-
-    def carried_names(self, node_ids: set[int], state: "State") -> list[tuple[str, ast.AST]]:
-        return self.interpreter.carried_names(node_ids, state)
-
-    def current_loop(self) -> ast.AST | None:
-        return self.interpreter.current_loop()
+    unit: ast.AST | None  # the module or function analyzed (``None``: outside any)

@@ -17,11 +17,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from graphlife.analysis import isolation, torch_api
-from graphlife.analysis.events import EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
+from graphlife.analysis import isolation, scopes, torch_api
+from graphlife.analysis.call_memo import CallMemo
+from graphlife.analysis.events import Event, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.analysis.positions import node_span
+from graphlife.analysis.rule_api import ModuleContext, Reporter, Rule, RuleContext, hooks_by_event
+from graphlife.analysis.self_cache import SelfCache
 from graphlife.analysis.state import GraphStore, State
-from graphlife.analysis.tree_index import TreeIndex, child_nodes
+from graphlife.analysis.tree_index import TreeIndex
 from graphlife.analysis.values import (
     replace,
     NONE,
@@ -40,7 +43,6 @@ from graphlife.analysis.values import (
     Value,
 )
 from graphlife.findings import Finding, Span
-from graphlife.rules.base import ModuleContext, Reporter, Rule
 
 MAX_INLINE_DEPTH = 6
 MAX_EXACT_UNROLL = 8
@@ -87,24 +89,48 @@ def analyze_module(
     reporter = Reporter()
     lines = lines if lines is not None else source.splitlines()
     notes: list[str] = []
-    if index is None:  # a full check: one walk of the file, shared with the rules that need one
+    whole_file = index is None
+    if whole_file:  # a full check: one walk of the file, shared with the rules that need one
         index = TreeIndex.of_module(tree)
         tree._graphlife_located = index.located
-    context = ModuleContext(tree=tree, source=source, lines=lines, reporter=reporter)
-    for rule in rules:
-        if rule.check_module is not None:
+    try:
+        context = ModuleContext(tree=tree, source=source, lines=lines, reporter=reporter)
+        for rule in rules:
+            if rule.check_module is not None:
+                try:
+                    rule.check_module(context)
+                except Exception as exc:  # a rule bug must not cost the other rules
+                    notes.append(f"rule {rule.code} failed: {type(exc).__name__}: {exc}")
+        hooked = [rule for rule in rules if rule.hooks]
+        if hooked:
+            interpreter = Interpreter(tree, source, lines, hooked, reporter, deadline, index=index, unit_cache=unit_cache)
             try:
-                rule.check_module(context)
-            except Exception as exc:  # a rule bug must not cost the other rules
-                notes.append(f"rule {rule.code} failed: {type(exc).__name__}: {exc}")
-    hooked = [rule for rule in rules if rule.hooks]
-    if hooked:
-        interpreter = Interpreter(tree, source, lines, hooked, reporter, deadline, index=index, unit_cache=unit_cache)
-        try:
-            notes.extend(interpreter.run())
-        except Exception as exc:  # noqa: BLE001 - an engine bug must never take the editor down
-            notes.append(f"internal error in the engine ({type(exc).__name__}: {exc}); some findings may be missing")
+                notes.extend(interpreter.run())
+            except Exception as exc:  # noqa: BLE001 - an engine bug must never take the editor down
+                notes.append(f"internal error in the engine ({type(exc).__name__}: {exc}); some findings may be missing")
+            finally:
+                interpreter.ctx = None  # the hooks' context refers back to the interpreter
+    finally:
+        release_tree(tree, whole_file)
     return reporter.findings, notes
+
+
+def release_tree(tree: ast.Module, whole_file: bool) -> None:
+    """Take back what a check hung on the tree that refers back into it.
+
+    Why: the GL4 rules' index of the file keeps the tree it maps, and the top-level
+    functions found in a class keep the class as their owner. Left there, they put the
+    tree in reference cycles: after a check of 5,000 lines, 65,000 objects that only the
+    cycle collector frees, at the cost of the next file's time. The language server keeps
+    the statements of unchanged blocks between edits (``whole_file`` False), and their
+    caches with them: only the file-wide index goes then. A caller that checks the same
+    tree again builds what it needs again; nothing else reads these after the check.
+    """
+    for name in ("_graphlife_located", "_graphlife_gl4_index"):
+        tree.__dict__.pop(name, None)
+    if whole_file:
+        for stmt in tree.body:
+            stmt.__dict__.pop("_graphlife_functions", None)
 
 
 def _function_walk_step(child: ast.AST, owner: ast.ClassDef | None) -> tuple[bool, ast.ClassDef | None] | None:
@@ -132,6 +158,19 @@ def _functions_under(root: ast.AST, owner: ast.ClassDef | None) -> Iterable[tupl
                 stack.append((child, step[1]))
 
 
+def _methods_of(node: ast.ClassDef) -> dict[str, ast.AST]:
+    """The methods a class body defines, by name (the first of a name, as a scan finds it); kept
+    on the class node: a lookup per `self.x` scanned the body, 15% of the work on a large class."""
+    table = getattr(node, "_graphlife_methods", None)
+    if table is None:
+        table = {}
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                table.setdefault(stmt.name, stmt)
+        node._graphlife_methods = table
+    return table
+
+
 class Interpreter:
     """Interprets one file's units and dispatches events to rule hooks."""
 
@@ -142,11 +181,8 @@ class Interpreter:
         self.lines = lines
         self.reporter = reporter
         self.deadline = deadline
-        self.hooks: dict[str, list] = {}
-        for rule in rules:
-            for name, hook in rule.hooks.items():
-                self.hooks.setdefault(name, []).append(hook)
-        self.ctx = EventContext(self)
+        self.hooks = hooks_by_event(rules)  # event class -> the rules' hooks on it
+        self.ctx = RuleContext(self)  # what the hooks see of the interpreter
         self._text_cache: dict[int, str] = {}
         self.globals: dict[str, Value] = {}
         self._module_names: State | None = None
@@ -161,7 +197,9 @@ class Interpreter:
         self.backward_count = 0
         self.create_graph_seen = False
         self.zeroed_after: dict[int, ast.AST] = {}  # zero_grad statement -> the backward whose gradients it cleared
-        self.watch: tuple[ast.AST, list] | None = None  # (expression, records) for hover stories
+        #: The expression a hover story watches and what it recorded (``None``: no story); set
+        #: only by :class:`WatchingInterpreter`, whose ``eval`` records the watched values.
+        self.watch: tuple[ast.AST, list] | None = None
         self.module_calls: list[list] = []  # per running loop: (module heap ref, call) pairs
         self.inlined: set[int] = set()  # functions analyzed by inlining from the module body  # values yielded by the generators being inlined
         self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
@@ -180,7 +218,7 @@ class Interpreter:
         self.emitting = True
         #: What rules remember while a unit runs (pending findings decided at its end). Kept
         #: here, in one place, so that an isolated call can run with its own (see ``call_isolated``).
-        self.rule_data: dict[str, object] = {}
+        self.rule_data: dict[type, object] = {}
         #: Statements on the way to an in-place write made with gradients off, in the running
         #: unit (a ``no_grad`` around them matters: GL104's fix leaves it). Kept with the nodes.
         self.no_grad_writes: dict[int, ast.AST] = {}
@@ -188,6 +226,12 @@ class Interpreter:
         #: Run calls that take and return no graph apart (:mod:`graphlife.analysis.isolation`).
         #: Off only for the hover story, which reads the graph of the whole run at its end.
         self.isolate_calls = isolation.ENABLED
+        self.self_cache = SelfCache()  # the `self` of the methods analyzed alone, per class
+        self.call_memo = CallMemo()  # inlined calls that changed nothing, replayed (:mod:`call_memo`)
+        self.emitted = 0  # events emitted so far
+        self.inline_log: list[ast.AST] = []  # every function inlined so far, in order (for the memo)
+        self.walrus_possible = ":=" in source  # else only statements bind names (:mod:`scopes`)
+        self.last_call_roots: list[Value] = []  # what the last inlined call's garbage collection kept
 
     # -- small helpers --------------------------------------------------------------
     def fresh(self) -> int:
@@ -214,6 +258,10 @@ class Interpreter:
         segment = segment if len(segment) <= 80 else segment[:77] + "..."
         self._text_cache[key] = segment
         return segment
+
+    def function_text(self, node: ast.AST) -> str | None:
+        """The whole source text of a function (``None`` when its position is unknown)."""
+        return self._segment(node)
 
     def _segment(self, node: ast.AST) -> str | None:
         line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
@@ -251,10 +299,11 @@ class Interpreter:
     def iteration(self) -> tuple[int, ...]:
         return tuple(i for _, i in self.loop_stack)
 
-    def emit(self, name: str, event) -> None:
+    def emit(self, event: Event) -> None:
+        self.emitted += 1  # events sent or not, for the memo of calls that change nothing
         if not self.emitting:
             return
-        for hook in self.hooks.get(name, ()):
+        for hook in self.hooks.get(type(event), ()):
             hook(event, self.ctx)
 
     def check_time(self) -> None:
@@ -325,7 +374,7 @@ class Interpreter:
         if body:
             self.stmt_stack.append(body[-1])
             try:
-                self.emit("unit_end", UnitEndEvent(stmt=body[-1], state=final, unit=unit))
+                self.emit(UnitEndEvent(stmt=body[-1], state=final, unit=unit))
             finally:
                 self.stmt_stack.pop()
 
@@ -378,17 +427,9 @@ class Interpreter:
             if index == 0 and owner is not None and not is_static and not is_classmethod:
                 ref = self.lookup_class(owner, state)
                 if isinstance(ref, ClassRef) and func.name != "__init__":
-                    self.emitting = False
-                    self.stmt_stack.append(func)  # where `__init__` runs from: the method's own definition
-                    try:
-                        state.env[arg.arg] = self.instantiate(ref, [], {}, state, func)
-                    except (Timeout, RecursionError):
-                        raise
-                    except Exception:  # noqa: BLE001
-                        state.env[arg.arg] = UNKNOWN
-                    finally:
-                        self.stmt_stack.pop()
-                        self.emitting = True
+                    # `self` is what `__init__` makes: built once per class (:mod:`self_cache`).
+                    state, instance = self.self_cache.entry_state(self, ref, func, arg.arg, state)
+                    state.env[arg.arg] = instance
         for arg in func.args.kwonlyargs:
             state.env[arg.arg] = UNKNOWN
         if func.args.vararg:
@@ -583,7 +624,7 @@ class Interpreter:
                 isinstance(stmt.target, ast.Name) and isinstance(result, TensorVal) and result.requires_grad is True
                 and self.loop_entry_envs and stmt.target.id in self.loop_entry_envs[-1][1].env
             ):
-                self.emit("store", StoreEvent(stmt=self.current_stmt(), state=state, value=result,
+                self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=result,
                                               target=stmt.target.id, kind="accumulate", whole=operand))
             if isinstance(stmt.target, ast.Name) and isinstance(target_value, HeapRef) and isinstance(operand, Value):
                 obj = state.heap.get(target_value.oid)
@@ -823,7 +864,7 @@ class Interpreter:
         if not infinite or not exits:
             exits.append(current)
         after = State.join_all(exits) if exits else current
-        self.emit("loop_end", LoopEndEvent(stmt=stmt, state=after, loop=stmt, first_node=first_node,
+        self.emit(LoopEndEvent(stmt=stmt, state=after, loop=stmt, first_node=first_node,
                                            last_node=len(self.graph.nodes), backwards=self.backward_count - backwards_before,
                                            module_calls=calls))
         if not infinite and getattr(stmt, "orelse", None):
@@ -952,7 +993,7 @@ class Interpreter:
             return  # made in this iteration: it dies with it
         for tensor in torch_api.tensors_in(value, state):
             if tensor.requires_grad is True and tensor.grad_fn:
-                self.emit("store", StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target,
+                self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target,
                                               kind=kind, whole=value))
                 return
 
@@ -977,13 +1018,7 @@ class Interpreter:
         return None
 
     # -- expressions ----------------------------------------------------------------
-    def eval(self, expr: ast.expr | None, state: State) -> Value:
-        value = self._eval(expr, state)
-        if self.watch is not None and expr is self.watch[0]:
-            self.watch[1].append((value, state.copy()))  # the hover story's witness
-        return value
-
-    def _eval(self, expr: ast.expr | None, state: State) -> Value:  # noqa: C901 (one dispatch)
+    def eval(self, expr: ast.expr | None, state: State) -> Value:  # noqa: C901 (one dispatch)
         if expr is None:
             return NONE
         if isinstance(expr, ast.Name):
@@ -1190,9 +1225,9 @@ class Interpreter:
 
     def find_method(self, ref: ClassRef, name: str, state: State, depth: int = 0) -> ast.FunctionDef | None:
         self.touch(ref.node)
-        for stmt in ref.node.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
-                return stmt
+        found = _methods_of(ref.node).get(name)
+        if found is not None:
+            return found
         if depth > 5:
             return None
         for base in ref.node.bases:
@@ -1292,7 +1327,7 @@ class Interpreter:
             if result is not None:
                 return result
         self.touch(node)
-        return self.inline_call(func, args, kwargs, state, site)
+        return self.call_memo.call(self, func, args, kwargs, state, site)
 
     def inline_call(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
         """Run the callee's body on the caller's state: its effects on heap, graph and versions
@@ -1335,6 +1370,7 @@ class Interpreter:
         if is_generator:
             self.yielded.append([])
         self.inlined.add(func.key)
+        self.inline_log.append(node)
         if self.unit_inlined is not None:
             self.unit_inlined.add(func.key)
         self.call_stack.append(func.key)
@@ -1357,8 +1393,8 @@ class Interpreter:
         caller_env, caller_grad, caller_inference, caller_assumed = state.env, state.grad_enabled, state.inference_mode, state.grad_assumed
         state.adopt(after)
         state.env, state.grad_enabled, state.inference_mode, state.grad_assumed = caller_env, caller_grad, caller_inference, caller_assumed
-        if len(state.heap) > HEAP_GC_THRESHOLD:
-            self.collect_garbage(state, [result_value for _, result_value in flow.returns] + list(yielded or ()))
+        self.last_call_roots = [result_value for _, result_value in flow.returns] + list(yielded or ())
+        self.collect_after_call(state, self.last_call_roots)
         if yielded is not None:
             # A generator: what the caller iterates over is the join of what it yields.
             ref = self.new_list(state, (), site, literal=False)
@@ -1376,34 +1412,13 @@ class Interpreter:
 
     def local_names(self, func: ast.AST) -> frozenset[str]:
         """The names a function binds (its locals), without those it declares global or nonlocal
-        and those bound only in nested functions, classes and comprehensions."""
-        found = getattr(func, "_graphlife_locals", None)  # kept on the node: it outlives one check
-        if found is None:
-            bound: set[str] = set()
-            declared: set[str] = set()
-            stack = list(func.body)
-            while stack:
-                node = stack.pop()
-                if isinstance(node, (ast.Global, ast.Nonlocal)):
-                    declared.update(node.names)
-                    continue
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    bound.add(node.name)
-                    continue  # their bodies are other scopes
-                if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                    continue
-                if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                    bound.add(node.id)
-                elif isinstance(node, ast.alias):
-                    bound.add((node.asname or node.name).split(".")[0])
-                elif isinstance(node, ast.ExceptHandler) and node.name:
-                    bound.add(node.name)
-                elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-                    bound.add(node.target.id)
-                stack.extend(child_nodes(node))
-            found = frozenset(bound - declared)
-            func._graphlife_locals = found
-        return found
+        and those bound only in nested functions, classes and comprehensions (:mod:`scopes`)."""
+        return scopes.local_names(func, self.walrus_possible)
+
+    def collect_after_call(self, state: State, returned: list[Value]) -> None:
+        """Back from a call: drop what the callee made that nothing reaches, once the heap is large."""
+        if len(state.heap) > HEAP_GC_THRESHOLD:
+            self.collect_garbage(state, returned)
 
     def collect_garbage(self, state: State, extra_roots: list[Value]) -> None:
         """Drop heap objects nothing can reach any more (a returned helper's locals).

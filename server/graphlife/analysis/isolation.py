@@ -49,8 +49,8 @@ import ast
 from dataclasses import dataclass
 
 from graphlife.analysis.events import UnitEndEvent
+from graphlife.analysis.rule_api import Reporter
 from graphlife.analysis.state import GraphStore, State
-from graphlife.rules.base import Reporter
 from graphlife.analysis.values import (
     UNKNOWN,
     ClassRef,
@@ -157,7 +157,7 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
             # switch returned to a bare statement is looked at), so that a replay outlives a new one.
             result = result if plain_result(result) and (not unused or isinstance(result, ContextVal)) else UNKNOWN
             # Nothing the callee made is reachable from here on: the rules judge it now.
-            interp.emit("unit_end", UnitEndEvent(stmt=interp.current_stmt(), state=apart, unit=interp.current_unit))
+            interp.emit(UnitEndEvent(stmt=interp.current_stmt(), state=apart, unit=interp.current_unit))
             interp.reporter.raised = False
             kept = True
             record = CallRecord(

@@ -5,7 +5,8 @@ bug depends on what each op saved (``sigmoid`` saves its result, ``x * 2``
 saves nothing, ``addmm`` does not save its output).  The engine must know
 that without importing torch, so ``tools/gen_saved_tensors.py`` measures it
 under the installed torch and ships ``graphlife/data/saved_tensors.json``;
-this module only reads that file (once) and answers questions about it.
+this module only reads that file (once, each op's entry when it is first asked for)
+and answers questions about it.
 
 Keys: ``torch.sigmoid``, ``Tensor.relu_``, ``Tensor.__mul__``, ``F.relu``,
 ``nn.Linear``, ``torch.linalg.norm``...  ``lookup`` also accepts the long
@@ -21,13 +22,15 @@ never as the basis of an error.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
+from functools import cache, lru_cache
 from itertools import product
-from typing import Any, Mapping
+from json.decoder import scanstring  # type: ignore[attr-defined]  # C speed, not in typeshed
+from typing import Any
 
-__all__ = ["OpInfo", "SavedCase", "lookup", "keys", "torch_version", "normalize_key"]
+__all__ = ["OpInfo", "SavedCase", "keys", "lookup", "normalize_key", "torch_version"]
 
 _ALIASES = (
     ("torch.nn.functional.", "F."),
@@ -131,13 +134,17 @@ class OpInfo:
     def saved_for(self, pattern: str) -> SavedCase | None:
         """The measured case for ``pattern``, or None when the table lacks it."""
         norm = self._normalize(pattern)
-        raw = self._cases.get(norm) if norm is not None else None
+        if norm is None:
+            return None
+        raw = self._cases.get(norm)
         return _case(norm, raw) if raw is not None else None
 
     def inplace_saved_for(self, pattern: str) -> SavedCase | None:
         """Like ``saved_for`` for the ``inplace=True`` form of a functional or module."""
         norm = self._normalize(pattern)
-        raw = self._inplace_cases.get(norm) if norm is not None else None
+        if norm is None:
+            return None
+        raw = self._inplace_cases.get(norm)
         return _case(norm, raw) if raw is not None else None
 
     def saved_for_all(self, pattern: str) -> tuple[SavedCase, ...] | None:
@@ -189,10 +196,81 @@ def _info(key: str, raw: Mapping[str, Any]) -> OpInfo:
     )
 
 
+TABLE_FILE = "saved_tensors.json"
+_DECODER = json.JSONDecoder()
+
+
+class _Table:
+    """The op table, each op's entry parsed when it is first looked up.
+
+    Why: ``graphlife check`` of a small file looks up a few dozen of the table's ~760
+    ops, and parsing all 438 KB of it cost more than the analysis of such a file.  The
+    file is written by ``tools/gen_saved_tensors.py`` (``render``: sorted keys, one space
+    of indent per level, a test keeps the shipped file byte-identical to it), so each op
+    starts on its own line with two spaces of indent inside ``"ops"``.  One pass of
+    ``str.find`` over that section maps each key to where its value starts, and
+    ``raw_decode`` parses just that value.  A table in any other layout is parsed whole.
+    """
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._entries: dict[str, Mapping[str, Any]] = {}
+        self._offsets = _op_offsets(text)
+        self._whole: Mapping[str, Any] | None = None
+        if self._offsets is None:  # not the generator's layout
+            self._whole = json.loads(text)
+            self._entries = dict(self._whole["ops"])
+
+    def op(self, key: str) -> Mapping[str, Any] | None:
+        entry = self._entries.get(key)
+        if entry is None and self._offsets is not None:
+            offset = self._offsets.get(key)
+            if offset is not None:
+                entry = self._entries[key] = _DECODER.raw_decode(self._text, offset)[0]
+        return entry
+
+    def keys(self) -> tuple[str, ...]:
+        return tuple(sorted(self._offsets if self._offsets is not None else self._entries))
+
+    def top_level(self, name: str) -> Any:
+        """A top-level field other than ``ops`` (``torch_version``)."""
+        if self._whole is None:
+            self._whole = json.loads(self._text)
+        return self._whole[name]
+
+
+def _op_offsets(text: str) -> dict[str, int] | None:
+    """Key -> offset of its value, for each op of a table in the generator's layout; else None."""
+    head = '\n "ops": {\n'
+    start = text.find(head)
+    end = text.find("\n }", start + 1)  # the only line at one space of indent that closes a value
+    if start < 0 or end < 0:
+        return None
+    offsets: dict[str, int] = {}
+    marker = '\n  "'  # a key line of "ops" (deeper lines start with more spaces)
+    at = text.find(marker, start + len(head) - 1, end)
+    while at >= 0:
+        key, after = scanstring(text, at + len(marker))
+        if text[after:after + 3] != ": {":
+            return None
+        offsets[key] = after + 2
+        at = text.find(marker, after, end)
+    return offsets or None
+
+
 @lru_cache(maxsize=1)
-def _table() -> Mapping[str, Any]:
-    text = resources.files("graphlife").joinpath("data/saved_tensors.json").read_text("utf-8")
-    return json.loads(text)
+def _table() -> _Table:
+    # A plain file read: importlib.resources (and the zipfile module it pulls in) cost
+    # more start-up time than reading the file.  It stays the way for a zipped install.
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", TABLE_FILE)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        from importlib import resources  # noqa: PLC0415
+
+        text = resources.files("graphlife").joinpath(f"data/{TABLE_FILE}").read_text("utf-8")
+    return _Table(text)
 
 
 def normalize_key(name: str) -> str:
@@ -203,17 +281,17 @@ def normalize_key(name: str) -> str:
     return name
 
 
-@lru_cache(maxsize=None)
+@cache
 def lookup(key: str) -> OpInfo | None:
     """The entry for an op, or None when the table does not know it (treat as opaque)."""
-    raw = _table()["ops"].get(normalize_key(key))
+    raw = _table().op(normalize_key(key))
     return _info(normalize_key(key), raw) if raw is not None else None
 
 
 def keys() -> tuple[str, ...]:
-    return tuple(sorted(_table()["ops"]))
+    return _table().keys()
 
 
 def torch_version() -> str:
     """The torch version the table was measured with."""
-    return str(_table()["torch_version"])
+    return str(_table().top_level("torch_version"))

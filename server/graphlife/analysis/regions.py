@@ -19,7 +19,7 @@ the unit again).
 from __future__ import annotations
 
 import ast
-from typing import Iterable
+from collections.abc import Iterable
 
 from graphlife.analysis.blocks import Block, source_lines
 
@@ -29,9 +29,9 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 class Region:
     """A block, a method of a class, or the rest of a class."""
 
-    __slots__ = ("key", "node", "block", "start", "end", "mappable", "seen", "_functions")
+    __slots__ = ("_functions", "block", "end", "key", "mappable", "node", "seen", "start")
 
-    def __init__(self, key: tuple, node: object, block: Block, mappable: bool) -> None:
+    def __init__(self, key: tuple, node: Block | ast.stmt, block: Block, mappable: bool) -> None:
         self.key = key
         self.block = block
         self.mappable = mappable
@@ -40,7 +40,7 @@ class Region:
         self.node = node
         self._functions: dict[tuple[int, int], ast.AST] | None = None
 
-    def attach(self, node: object, block: Block) -> None:
+    def attach(self, node: Block | ast.stmt, block: Block) -> None:
         """Point the region at this version's node (an edited class is parsed anew)."""
         if node is not self.node:
             self.node = node
@@ -52,7 +52,7 @@ class Region:
         if isinstance(self.node, Block):
             self.start, self.end = self.node.start, self.node.end
         elif self.mappable:
-            self.start, self.end = first_line(self.node), self.node.end_lineno
+            self.start, self.end = first_line(self.node), self.node.end_lineno or self.node.lineno
         else:
             self.start, self.end = self.block.start, self.block.end
 
@@ -66,12 +66,12 @@ class Region:
             }
         return self._functions
 
-    def locate(self, node: ast.AST) -> tuple["Region", int, int]:
+    def locate(self, node: ast.stmt) -> tuple[Region, int, int]:
         """A version-independent name for a function inside this region."""
         return self, node.lineno - self.start, node.col_offset
 
 
-def first_line(node: ast.AST) -> int:
+def first_line(node: ast.stmt) -> int:
     return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
 
 
@@ -89,11 +89,11 @@ class RegionMap:
         blocks = list(blocks)
         # Regions of blocks that are still here stay theirs, even if an edited class has a
         # method of the same name and text (two classes of one name).
-        self._kept = {id(block) for block in blocks if getattr(block, "regions", None) is not None}
+        self._kept = {id(block) for block in blocks if block.regions is not None}
         pool: dict[tuple, list[Region]] = {}
         by_node: dict[int, Region] = {}
         for block in blocks:
-            regions = getattr(block, "regions", None)
+            regions = block.regions
             if regions is None:
                 regions = block.regions = self._regions_of(block)
             for region in regions:
@@ -118,7 +118,7 @@ class RegionMap:
         for method in cls.body:
             if not isinstance(method, _FUNCTIONS):
                 continue
-            first, last = first_line(method) - block.start, method.end_lineno - block.start
+            first, last = first_line(method) - block.start, (method.end_lineno or method.lineno) - block.start
             text = "".join(lines[first:last + 1])
             regions.append(self._reuse(("method", cls.name, text), method, block, mappable=True))
             rest[first] = f"<{method.name}>\n"
@@ -127,7 +127,7 @@ class RegionMap:
         regions.append(self._reuse(("class", "".join(rest)), cls, block, mappable=False))
         return regions
 
-    def _reuse(self, key: tuple, node: ast.AST, block: Block, mappable: bool) -> Region:
+    def _reuse(self, key: tuple, node: ast.stmt, block: Block, mappable: bool) -> Region:
         candidates = [region for region in self._pool.get(key, ()) if id(region.block) not in self._kept]
         region = candidates[0] if candidates else Region(key, node, block, mappable)
         if candidates:
@@ -137,7 +137,7 @@ class RegionMap:
 
     def region_of(self, node: ast.AST) -> Region | None:
         """The region that holds ``node``: its method's, its class's (a class itself), or its block's."""
-        current = node
+        current: ast.AST | None = node
         while current is not None:
             region = self._by_node.get(id(current))
             if region is not None:

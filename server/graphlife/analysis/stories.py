@@ -12,19 +12,25 @@ keeps it alive.
 from __future__ import annotations
 
 import ast
+import contextlib
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
+from graphlife.analysis.blocks import parse_tolerant
+from graphlife.analysis.events import BackwardEvent, StoreEvent
 from graphlife.analysis.positions import byte_to_char_column
-from graphlife.analysis.state import State
+from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.values import TensorVal, TupleVal, Value
+
+if TYPE_CHECKING:
+    from graphlife.analysis.rule_api import RuleContext
 
 MAX_LISTED = 4
 
 
 def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0) -> str | None:
     """Markdown for the tensor name or `.backward(` call at 1-based ``line``/``column`` (characters)."""
-    from graphlife.checker import parse_tolerant  # noqa: PLC0415
-
     tree, _ = parse_tolerant(source)
     if tree is None:
         return None
@@ -33,10 +39,10 @@ def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0) -
     if target is None:
         return None
     recorder = _Recorder(target)
-    _run(tree, source, lines, recorder, time.monotonic() + time_budget)
+    graph = _run(tree, source, lines, recorder, time.monotonic() + time_budget)
     if isinstance(target, ast.Call):
-        return _backward_story(recorder, target, lines)
-    return _tensor_story(recorder, target, lines)
+        return _backward_story(recorder, graph, target)
+    return _tensor_story(recorder, graph, target)
 
 
 # -- finding the expression under the cursor ----------------------------------------------------
@@ -45,7 +51,7 @@ def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0) -
 def _node_at(tree: ast.Module, lines: list[str], line: int, column: int) -> ast.AST | None:
     """The innermost name / attribute chain, or a `.backward(...)` call whose name is under the cursor."""
     best: ast.AST | None = None
-    best_size = None
+    best_size = 0
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             continue
@@ -55,13 +61,15 @@ def _node_at(tree: ast.Module, lines: list[str], line: int, column: int) -> ast.
                 continue
             # the cursor on the word `backward`
             start_line = func.end_lineno
+            if start_line is None or func.end_col_offset is None:
+                continue  # a node made by code, not parsed: it has no place in the text
             text = lines[start_line - 1] if start_line - 1 < len(lines) else ""
             end = byte_to_char_column(text, func.end_col_offset) + 1
             start = end - len("backward")
             if line == start_line and start <= column <= end:
                 return node
             continue
-        if node.lineno != line or node.end_lineno != line:
+        if node.lineno != line or node.end_lineno != line or node.end_col_offset is None:
             continue
         text = lines[line - 1] if line - 1 < len(lines) else ""
         start = byte_to_char_column(text, node.col_offset) + 1
@@ -83,37 +91,44 @@ class _Recorder:
     def __init__(self, target: ast.AST):
         self.target = target
         self.values: list[tuple[Value, State]] = []
-        self.backwards: list = []
-        self.stores: list = []
-        self.graph = None
+        self.backwards: list[BackwardEvent] = []
+        self.stores: list[StoreEvent] = []
 
-    def on_backward(self, event, ctx) -> None:
+    def on_backward(self, event: BackwardEvent, ctx: RuleContext) -> None:
         self.backwards.append(event)
 
-    def on_store(self, event, ctx) -> None:
+    def on_store(self, event: StoreEvent, ctx: RuleContext) -> None:
         self.stores.append(event)
 
 
-def _run(tree, source, lines, recorder: _Recorder, deadline: float) -> None:
+def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, deadline: float) -> GraphStore:
+    """Interpret the file with the watch on; the graph store as the run left it."""
     from graphlife.analysis.interpreter import Interpreter, Timeout  # noqa: PLC0415
-    from graphlife.rules.base import Reporter  # noqa: PLC0415
+    from graphlife.analysis.rule_api import Reporter  # noqa: PLC0415
 
-    interp = Interpreter(tree, source, lines, [], Reporter(), deadline)
-    interp.hooks = {"backward": [recorder.on_backward], "store": [recorder.on_store]}
+    class WatchingInterpreter(Interpreter):
+        """The engine with a witness on every evaluation: the story needs each value the watched
+        expression took. Only the hover pays for the check, not every check of a file."""
+
+        def eval(self, expr: ast.expr | None, state: State) -> Value:
+            value = super().eval(expr, state)
+            if expr is recorder.target:
+                recorder.values.append((value, state.copy()))
+            return value
+
+    interp = WatchingInterpreter(tree, source, lines, [], Reporter(), deadline)
+    interp.hooks = {BackwardEvent: [recorder.on_backward], StoreEvent: [recorder.on_store]}  # type: ignore[list-item]
     interp.watch = (recorder.target, recorder.values)
     interp.isolate_calls = False  # the story reads one graph store at the end of the run
-    try:
+    with contextlib.suppress(Timeout, RecursionError):
         interp.run()
-    except (Timeout, RecursionError):
-        pass
-    recorder.graph = interp.graph
-    recorder.interp = interp
+    return interp.graph
 
 
 # -- telling it -------------------------------------------------------------------------------
 
 
-def _tensor_story(recorder: _Recorder, target: ast.AST, lines: list[str]) -> str | None:
+def _tensor_story(recorder: _Recorder, graph: GraphStore, target: ast.AST) -> str | None:
     tensors = [(v, s) for v, s in recorder.values if isinstance(v, TensorVal)]
     tuples = [(v, s) for v, s in recorder.values if isinstance(v, TupleVal)]
     if not tensors and tuples:
@@ -122,7 +137,6 @@ def _tensor_story(recorder: _Recorder, target: ast.AST, lines: list[str]) -> str
         return None
     name = ast.unparse(target)
     value, state = tensors[-1]
-    graph = recorder.interp.graph
     out = [f"**`{name}`** — graph lifetime (graphlife)"]
     requires = {True: "yes", False: "no", None: "depends on the path"}[value.requires_grad]
     leaf = {True: "a leaf", False: "not a leaf (computed)", None: "a leaf on some paths"}[value.leaf]
@@ -132,14 +146,19 @@ def _tensor_story(recorder: _Recorder, target: ast.AST, lines: list[str]) -> str
     roots = set(value.grad_fn)  # the latest evaluation (the second unrolled iteration shows carried state)
     if roots:
         _, reach = graph.reach(frozenset(roots), False)
-        built = sorted({graph.nodes[n].site.lineno for n in reach})
-        saving = sorted({graph.nodes[n].site.lineno for n in reach if graph.nodes[n].saves_certain})
-        out.append(f"- graph built at line{'s' if len(built) > 1 else ''} {_lines(built)} ({len(reach)} node{'s' if len(reach) != 1 else ''})")
+        built = sorted({_line(graph.nodes[n].site) for n in reach})
+        saving = sorted({_line(graph.nodes[n].site) for n in reach if graph.nodes[n].saves_certain})
+        out.append(
+            f"- graph built at line{'s' if len(built) > 1 else ''} {_lines(built)}"
+            f" ({len(reach)} node{'s' if len(reach) != 1 else ''})"
+        )
         if saving:
             out.append(f"- saves tensors for backward at line{'s' if len(saving) > 1 else ''} {_lines(saving)}")
-        freed = sorted({state.freed[n].lineno for n in reach if n in state.freed})
+        freed = _freed_lines(state, reach)
         if freed:
-            out.append(f"- **already freed** by the backward at line {_lines(freed)}: a second backward through it raises")
+            out.append(
+                f"- **already freed** by the backward at line {_lines(freed)}: a second backward through it raises"
+            )
         consumers = sorted({
             e.stmt.lineno for e in recorder.backwards
             if (e.may & reach) and e.stmt.lineno >= getattr(target, "lineno", 0)
@@ -150,39 +169,57 @@ def _tensor_story(recorder: _Recorder, target: ast.AST, lines: list[str]) -> str
             out.append(f"- {verb} by the backward at line{'s' if len(consumers) > 1 else ''} {_lines(consumers)}")
         elif not freed:
             out.append("- no backward in this file reaches it: its saved tensors live as long as the tensor")
-        keepers = sorted({(e.target, e.stmt.lineno) for e in recorder.stores if set(e.value.grad_fn) & reach})
+        keepers = sorted({
+            (e.target, e.stmt.lineno)
+            for e in recorder.stores
+            if isinstance(e.value, TensorVal) and set(e.value.grad_fn) & reach
+        })
         if keepers:
             out.append("- kept alive by " + ", ".join(f"`{t}` (line {ln})" for t, ln in keepers[:MAX_LISTED]))
         iterations = {graph.nodes[n].iteration for n in reach if graph.nodes[n].iteration}
         if len(iterations) > 1:
             newest = max(iterations)
-            carried = sorted({graph.nodes[n].site.lineno for n in reach if graph.nodes[n].iteration and graph.nodes[n].iteration < newest})
-            out.append(f"- reaches the graph of an earlier loop iteration (built at line {_lines(carried)}): state carried across iterations")
+            carried = sorted({
+                _line(graph.nodes[n].site)
+                for n in reach
+                if graph.nodes[n].iteration and graph.nodes[n].iteration < newest
+            })
+            out.append(
+                f"- reaches the graph of an earlier loop iteration (built at line {_lines(carried)}):"
+                " state carried across iterations"
+            )
     if value.storage is not None and state.bumps.get(value.storage):
         changes = sorted({site.lineno for _, site in state.bumps[value.storage] if hasattr(site, "lineno")})
-        out.append(f"- changed in place at line{'s' if len(changes) > 1 else ''} {_lines(changes)} (version {max(state.version_of(value.storage))})")
+        out.append(
+            f"- changed in place at line{'s' if len(changes) > 1 else ''} {_lines(changes)}"
+            f" (version {max(state.version_of(value.storage))})"
+        )
     if value.inference:
         out.append("- an **inference tensor** (made under `torch.inference_mode()`): it cannot be saved for backward")
     return "\n".join(out)
 
 
-def _backward_story(recorder: _Recorder, call: ast.Call, lines: list[str]) -> str | None:
+def _backward_story(recorder: _Recorder, graph: GraphStore, call: ast.Call) -> str | None:
     events = [e for e in recorder.backwards if e.call is call]
     if not events:
         return None
-    graph = recorder.interp.graph
     event = events[-1]
-    root = ast.unparse(call.func.value)
+    func = call.func  # `<root>.backward` (_node_at picks no other call)
+    root = ast.unparse(func.value if isinstance(func, ast.Attribute) else func)
     out = [f"**`{root}.backward()`** — graph lifetime (graphlife)"]
     if not event.may:
         if isinstance(event.root, TensorVal) and event.root.requires_grad is False:
-            out.append(f"- `{root}` has no graph: {event.root.why or 'it does not require grad'} — this backward raises")
+            why = event.root.why or "it does not require grad"
+            out.append(f"- `{root}` has no graph: {why} — this backward raises")
         else:
             out.append("- the graph behind it is not known here (it comes from code graphlife cannot see)")
         return "\n".join(out)
-    built = sorted({graph.nodes[n].site.lineno for n in event.may})
-    out.append(f"- walks {len(event.may)} graph node{'s' if len(event.may) != 1 else ''} built at line{'s' if len(built) > 1 else ''} {_lines(built)}")
-    freed_before = sorted({event.state.freed[n].lineno for n in event.may if n in event.state.freed})
+    built = sorted({_line(graph.nodes[n].site) for n in event.may})
+    out.append(
+        f"- walks {len(event.may)} graph node{'s' if len(event.may) != 1 else ''}"
+        f" built at line{'s' if len(built) > 1 else ''} {_lines(built)}"
+    )
+    freed_before = _freed_lines(event.state, event.may)
     if freed_before:
         out.append(f"- part of it was **already freed** by the backward at line {_lines(freed_before)}: this raises")
     if event.retain_graph is True:
@@ -190,8 +227,21 @@ def _backward_story(recorder: _Recorder, call: ast.Call, lines: list[str]) -> st
     else:
         out.append("- frees the saved tensors of every node it walks (a later backward through them raises)")
     if event.leaves:
-        out.append(f"- accumulates into `.grad` of {len(event.leaves)} parameter group{'s' if len(event.leaves) != 1 else ''}")
+        groups = len(event.leaves)
+        out.append(f"- accumulates into `.grad` of {groups} parameter group{'s' if groups != 1 else ''}")
     return "\n".join(out)
+
+
+def _freed_lines(state: State, nodes: Iterable[int]) -> list[int]:
+    """The lines of the backwards that freed ``nodes`` on every path (the state keeps their statements)."""
+    return sorted({_line(state.freed[n]) for n in nodes if n in state.freed})
+
+
+def _line(node: ast.AST) -> int:
+    """The line of a statement or expression the engine recorded (its state types them as
+    ``ast.AST``, which declares no position)."""
+    line: int = getattr(node, "lineno", 0)
+    return line
 
 
 def _lines(numbers: list[int]) -> str:

@@ -124,6 +124,27 @@ def may_carry_graph(value: Value) -> bool:
     return not isinstance(value, (TensorVal, Number, NoneValue, TupleVal, HeapRef, QualName, ContextVal))
 
 
+
+def graph_left_out(args: list[Value], kwargs: dict[str, Value], positional_used: int, table: optable.OpInfo,
+                   state: State) -> bool:
+    """An argument the op table's inputs did not take may carry a graph.
+
+    The table lists an op's tensor inputs (``scatter_add_(self, index, src)``) while the call
+    also passes non-tensors among them (``x.scatter_add_(0, idx, src)``): matched by position,
+    ``src`` falls off the end. Then whether the result requires grad cannot be read from the
+    table's inputs, and the caller uses the generic op over every tensor argument instead."""
+    rest = list(args[positional_used:]) + [value for name, value in kwargs.items()
+                                           if name not in table.inputs and name != "out"]
+    return any(tensor_may_need_grad(value) for value in flatten_tensor_args(rest, state))
+
+
+def tensor_may_need_grad(value: Value) -> bool:
+    """A tensor that requires grad, or may (unknown), or a value that may be such a tensor."""
+    if isinstance(value, TensorVal):
+        return value.requires_grad is not False
+    return may_carry_graph(value)
+
+
 def pattern_char(value: Value) -> str:
     if isinstance(value, TensorVal):
         return {True: "1", False: "0", None: "?"}[value.requires_grad]
@@ -248,7 +269,7 @@ def saved_inputs(interp, state: State, cases, inputs: list[Value], exprs: list, 
         if value.storage is not None:
             refs.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", interp.text(expr)))
         if value.inference:
-            interp.emit("saved", SavedEvent(stmt=interp.current_stmt(), state=state, site=site, tensor=value,
+            interp.emit(SavedEvent(stmt=interp.current_stmt(), state=state, site=site, tensor=value,
                                             tensor_expr=expr, op=key))
     return refs
 
@@ -260,7 +281,7 @@ def apply_inplace(
 ) -> Value:
     """An in-place change of ``target``: event, version bump, and the node of the in-place op."""
     stmt = interp.current_stmt()
-    interp.emit("inplace", InplaceEvent(stmt=stmt, state=state, site=site, target=target, target_expr=target_expr,
+    interp.emit(InplaceEvent(stmt=stmt, state=state, site=site, target=target, target_expr=target_expr,
                                         op=key, construction=construction, via_data=target.via_data))
     if target.storage is not None and not target.via_data:
         state.bump(target.storage, construction if (report_at_construction and construction is not None) else stmt)
@@ -394,7 +415,7 @@ def tensor_attribute(interp: "Interpreter", state: State, tensor: TensorVal, exp
     if attr == "data":
         return replace(tensor, requires_grad=False, leaf=True, grad_fn=frozenset(), via_data=True, desc=interp.text(expr))
     if attr == "grad":
-        interp.emit("grad_read", GradReadEvent(stmt=interp.current_stmt(), state=state, tensor=tensor, expr=expr))
+        interp.emit(GradReadEvent(stmt=interp.current_stmt(), state=state, tensor=tensor, expr=expr))
         # After a backward with create_graph=True, a .grad has a graph of its own.
         grad_needs = None if interp.create_graph_seen else False
         grad = TensorVal(requires_grad=grad_needs, leaf=True if grad_needs is False else None, storage=None,
@@ -417,7 +438,7 @@ def tensor_attribute(interp: "Interpreter", state: State, tensor: TensorVal, exp
 
 
 def set_requires_grad(interp: "Interpreter", state: State, target: TensorVal, target_expr: ast.expr | None, flag, form: str, stmt) -> None:
-    interp.emit("requires_grad_set", RequiresGradEvent(stmt=stmt, state=state, target=target, target_expr=target_expr, flag=flag, form=form))
+    interp.emit(RequiresGradEvent(stmt=stmt, state=state, target=target, target_expr=target_expr, flag=flag, form=form))
     if target.leaf is not True:
         return
     updated = replace(target, requires_grad=flag, created_with_grad=stmt if flag else None)
@@ -567,6 +588,11 @@ def call_table_function(interp, state, key: str, info: optable.OpInfo, args, kwa
         if name in kwargs:
             inputs.append(kwargs[name])
             exprs.append(kwarg_expr(call, name))
+    if graph_left_out(args, kwargs, len(info.inputs), info, state):
+        everything = flatten_tensor_args(list(args) + [v for k, v in kwargs.items() if k != "out"], state)
+        if info.inplace and args and isinstance(args[0], TensorVal):
+            return apply_inplace(interp, state, key, args[0], call.args[0] if call.args else None, everything[1:], call, info=None)
+        return apply_op(interp, state, key, everything, [None] * len(everything), call, info=None)
     if info.inplace_keyword and const_bool(kwargs.get(info.inplace_keyword)) and inputs and isinstance(inputs[0], TensorVal):
         return apply_inplace(interp, state, key, inputs[0], exprs[0], inputs[1:], call, info=info, inplace_cases=True)
     if info.inplace and inputs and isinstance(inputs[0], TensorVal):
@@ -758,7 +784,7 @@ def make_optimizer(interp, state, args, kwargs, call: ast.Call) -> Value:
                 storages = None if storages is None else storages
         else:
             storages = None
-    interp.emit("optimizer_created", OptimizerEvent(stmt=interp.current_stmt(), state=state, call=call, params=entries))
+    interp.emit(OptimizerEvent(stmt=interp.current_stmt(), state=state, call=call, params=entries))
     return interp.new_object(state, "optimizer", call, opt_storages=frozenset(storages) if storages is not None else None)
 
 
@@ -1046,7 +1072,7 @@ def mark_children_frozen(state: State, ref: HeapRef, frozen, depth: int = 0) -> 
 def call_optimizer_method(interp, state, ref: HeapRef, name: str, args, kwargs, call) -> Value:
     obj = state.heap[ref.oid]
     if name == "step":
-        interp.emit("step", StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
+        interp.emit(StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
         for storage in sorted(obj.opt_storages or ()):
             state.bump(storage, interp.current_stmt())
             status = state.grads.get(storage)
@@ -1062,7 +1088,7 @@ def call_optimizer_method(interp, state, ref: HeapRef, name: str, args, kwargs, 
 
 def zero_grads(interp, state: State, storages, site, *, set_to_none) -> None:
     """Gradients reset (``zero_grad``, ``p.grad = None``, ``p.grad.zero_()``): event and status."""
-    interp.emit("zero_grad", ZeroGradEvent(stmt=interp.current_stmt(), state=state, call=site,
+    interp.emit(ZeroGradEvent(stmt=interp.current_stmt(), state=state, call=site,
                                            storages=frozenset(storages) if storages is not None else None,
                                            set_to_none=set_to_none))
     for storage in storages or ():
@@ -1193,6 +1219,11 @@ def _call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: s
         if param in kwargs:
             inputs.append(kwargs[param])
             exprs.append(kwarg_expr(call, param))
+    if graph_left_out(list(args), kwargs, len(info.inputs) - 1, info, state):
+        others = flatten_tensor_args(list(args) + [v for k, v in kwargs.items() if k != "out"], state)
+        if info.inplace:
+            return apply_inplace(interp, state, key, tensor, receiver_expr, others, call, info=None)
+        return apply_op(interp, state, key, [tensor, *others], [receiver_expr] + [None] * len(others), call, info=None)
     if info.inplace:
         return apply_inplace(interp, state, key, tensor, receiver_expr, inputs[1:], call, info=info if len(inputs) == len(info.inputs) else None)
     if len(inputs) != len(info.inputs):
@@ -1288,7 +1319,7 @@ def do_backward(interp: "Interpreter", state: State, root: Value, root_expr, kwa
         interp.create_graph_seen = True
     if kind == "grad":
         leaves = set()  # autograd.grad returns gradients; it does not touch .grad
-    interp.emit("backward", BackwardEvent(stmt=stmt, state=state, call=call, root=root, root_expr=root_expr,
+    interp.emit(BackwardEvent(stmt=stmt, state=state, call=call, root=root, root_expr=root_expr,
                                           retain_graph=retain_flag, kind=kind, must=must, may=may,
                                           create_graph=create_flag, leaves=frozenset(leaves)))
     interp.backward_count += 1

@@ -13,17 +13,27 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import Protocol
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+class Positioned(Protocol):
+    """A node with a place in the source (statements, expressions, arguments, ...): the
+    ``ast.AST`` base class declares no position, its subclasses that have one do."""
+
+    lineno: int
+    end_lineno: int | None
+
 #: Fields of ast nodes that hold identifiers, constants or the Load/Store context, never a child to visit.
 _LEAF_FIELDS = {"ctx", "id", "attr", "name", "arg", "asname", "module", "level", "kind", "type_comment",
                 "is_async", "conversion", "simple"}
 
 
-def _node_fields(cls: type) -> tuple[str, ...]:
+def _node_fields(cls: type[ast.AST]) -> tuple[str, ...]:
     fields = _FIELDS.get(cls)
     if fields is None:
         fields = _FIELDS[cls] = tuple(name for name in cls._fields if name not in _LEAF_FIELDS)
@@ -65,10 +75,10 @@ class TreeIndex:
     generators: set[int] = field(default_factory=set)
     binding_counts: dict[str, int] = field(default_factory=dict)
     #: Every node with a line number, for moving a block without parsing it again.
-    located: list[ast.AST] = field(default_factory=list)
+    located: list[Positioned] = field(default_factory=list)
 
     @classmethod
-    def of_module(cls, tree: ast.Module) -> "TreeIndex":
+    def of_module(cls, tree: ast.Module) -> TreeIndex:
         """The index of a whole file."""
         index = cls.of_statements(tree.body)
         for stmt in tree.body:
@@ -76,7 +86,7 @@ class TreeIndex:
         return index
 
     @classmethod
-    def of_statements(cls, statements: list[ast.stmt]) -> "TreeIndex":
+    def of_statements(cls, statements: list[ast.stmt]) -> TreeIndex:
         """The index of top-level statements, without their parent (the module)."""
         index = cls()
         parents = index.parents
@@ -86,7 +96,7 @@ class TreeIndex:
         stack: list[ast.AST] = list(statements)
         while stack:
             parent = stack.pop()
-            if hasattr(parent, "lineno"):
+            if hasattr(parent, "lineno") and hasattr(parent, "end_lineno"):
                 located.append(parent)
             for child in child_nodes(parent):
                 parents[id(child)] = parent
@@ -110,7 +120,7 @@ class TreeIndex:
         return index
 
     @classmethod
-    def merge(cls, tree: ast.Module, parts: list["TreeIndex"]) -> "TreeIndex":
+    def merge(cls, tree: ast.Module, parts: list[TreeIndex]) -> TreeIndex:
         """One index for ``tree`` from the indexes of its blocks (in file order)."""
         merged = cls()
         counts = merged.binding_counts

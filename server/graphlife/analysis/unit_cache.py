@@ -17,8 +17,9 @@ alone with unknown arguments. A unit's findings depend only on
 
 While all of those are unchanged, the cache replays the unit's reports (each
 ``Reporter.report`` call in order, so the de-duplication across units happens
-as in a full run), moves every line they mention by how much its region moved,
-and marks the functions the unit inlined, exactly as running it would. A report
+as in a full run), moves every line they mention by how much its region moved
+(spans, and the ``Line`` arguments of a ``Message``: lines are never parsed out
+of text), and marks the functions the unit inlined, exactly as running it would. A report
 that mentions a line outside the block and method regions the unit read, or
 regions that changed order, makes the cache run the unit again. The language server's
 tests compare this against a full analysis on every edit they make.
@@ -41,7 +42,6 @@ caller runs. A script whose module body runs one experiment after another, or wh
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Callable
 
@@ -50,9 +50,8 @@ from graphlife.analysis.blocks import Block, ParsedFile
 from graphlife.analysis.interpreter import Timeout
 from graphlife.analysis.regions import Region, RegionMap
 from graphlife.analysis.values import ClassRef, FunctionRef, TupleVal, Value
-from graphlife.findings import Span
+from graphlife.findings import Line, Span
 
-_LINE_MENTION = re.compile(r"\b(line )(\d+)")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _MODULE = "module"  # the module body's entry (its tree is a new object in every version)
 
@@ -415,7 +414,7 @@ class UnitCache:
         return (
             rule,
             move.span(span),
-            _LINE_MENTION.sub(lambda match: match.group(1) + str(move.line(int(match.group(2)))), message),
+            move.value(message),  # a Message's Line arguments; plain text names no line
             severity,
             tuple(move.value(item) for item in related),
             tuple(move.value(fix) for fix in fixes),
@@ -440,6 +439,8 @@ class _LineMover:
     def value(self, value: Any) -> Any:
         if isinstance(value, Span):
             return self.span(value)
+        if isinstance(value, Line):
+            return Line(self.line(value.number))
         if isinstance(value, dict):
             return {key: self.value(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from dataclasses import replace as _checked_replace
-from typing import Any, Optional
+from typing import Any, TypeVar
 
-Tri = Optional[bool]
+Tri = bool | None
 
 
 def join_tri(a: Tri, b: Tri) -> Tri:
@@ -23,20 +23,25 @@ def join_tri(a: Tri, b: Tri) -> Tri:
 class Value:
     """Base of every abstract value."""
 
-    def join(self, other: "Value") -> "Value":
+    def join(self, other: Value) -> Value:
         if self == other:
             return self
         return UNKNOWN
 
 
-def replace(value, **changes):
+_V = TypeVar("_V", bound="Value")
+
+
+def replace(value: _V, **changes: Any) -> _V:
     """``dataclasses.replace`` for the engine's frozen values, without re-running ``__init__``:
     the engine makes a changed copy of a tensor fact for nearly every op, and the generic
     version was a tenth of the analysis. Unknown field names still fail loudly."""
-    fields_ = value.__class__.__dataclass_fields__
+    instance: Any = value  # a dataclass: every kind of value is one (``Value`` itself is not)
+    cls = instance.__class__
+    fields_ = cls.__dataclass_fields__
     if not changes.keys() <= fields_.keys():
-        return _checked_replace(value, **changes)  # raises the usual TypeError
-    new = object.__new__(value.__class__)
+        return _checked_replace(instance, **changes)  # raises the usual TypeError
+    new: _V = object.__new__(cls)
     attributes = new.__dict__
     attributes.update(value.__dict__)
     attributes.update(changes)
@@ -68,7 +73,7 @@ class Number(Value):
 
     const: Any = None
 
-    def join(self, other: "Value") -> "Value":
+    def join(self, other: Value) -> Value:
         if isinstance(other, TensorVal):
             return other.join(self)  # a number on some paths, a tensor on the others
         if isinstance(other, Number) and other != self:
@@ -136,8 +141,13 @@ class TensorVal(Value):
                 nullable=self.nullable or other.nullable,
                 scalar=self.scalar and other.scalar,
             )
-        if isinstance(other, (NoneValue, Unknown)):
-            return replace(self, certain=False, requires_grad=None if self.requires_grad else self.requires_grad, nullable=True)
+        if isinstance(other, Unknown):
+            # Anything on the other path, a tensor with a graph among them (`x = layer(x)` in a
+            # loop over layers the engine cannot see): whether it requires grad is not known.
+            return replace(self, certain=False, requires_grad=None, nullable=True)
+        if isinstance(other, NoneValue):
+            requires_grad = None if self.requires_grad else self.requires_grad
+            return replace(self, certain=False, requires_grad=requires_grad, nullable=True)
         if isinstance(other, Number) and not isinstance(other.const, str):
             # `loss = 0` before a loop of `loss += ...` that may not run: a number on some path,
             # this tensor (and its graph) on the others. Known to maybe not be a tensor at all.
@@ -222,9 +232,9 @@ class BoundMethod(Value):
 
 def join_values(a: Value | None, b: Value | None) -> Value:
     """Join two possibly-missing values (a name bound on one path only)."""
-    if a is None and b is None:
-        return UNKNOWN
     if a is None:
+        if b is None:
+            return UNKNOWN
         return b.join(UNKNOWN) if isinstance(b, (TensorVal, TupleVal)) else b
     if b is None:
         return a.join(UNKNOWN) if isinstance(a, (TensorVal, TupleVal)) else a
@@ -255,7 +265,7 @@ class HeapObject:
     frozen: Tri = False  # requires_grad_(False) on every parameter
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def copy(self) -> "HeapObject":
+    def copy(self) -> HeapObject:
         return HeapObject(
             kind=self.kind,
             attrs=dict(self.attrs),
@@ -270,11 +280,16 @@ class HeapObject:
             extra=dict(self.extra),
         )
 
-    def join(self, other: "HeapObject") -> "HeapObject":
+    def join(self, other: HeapObject) -> HeapObject:
         joined = self.copy()
         for key in set(self.attrs) | set(other.attrs):
             a, b = self.attrs.get(key), other.attrs.get(key)
-            if key == "__items__" and isinstance(a, TupleVal) and isinstance(b, TupleVal) and len(a.items) != len(b.items):
+            if (
+                key == "__items__"
+                and isinstance(a, TupleVal)
+                and isinstance(b, TupleVal)
+                and len(a.items) != len(b.items)
+            ):
                 # The structure of a list built in a loop (layers of a Sequential): keep the longer shape.
                 joined.attrs[key] = a if len(a.items) > len(b.items) else b
                 continue
@@ -286,5 +301,8 @@ class HeapObject:
             joined.elem = self.elem.join(other.elem)
         joined.frozen = join_tri(self.frozen, other.frozen)
         if self.opt_storages != other.opt_storages:
-            joined.opt_storages = None if self.opt_storages is None or other.opt_storages is None else self.opt_storages | other.opt_storages
+            if self.opt_storages is None or other.opt_storages is None:
+                joined.opt_storages = None
+            else:
+                joined.opt_storages = self.opt_storages | other.opt_storages
         return joined

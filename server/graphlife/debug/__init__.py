@@ -9,15 +9,17 @@ probe only uses the torch the program already imported.
 from __future__ import annotations
 
 import sys
+from types import ModuleType
+from typing import Any, TextIO
 
 
-def _probe():
+def _probe() -> ModuleType:
     from graphlife.debug import probe  # noqa: PLC0415 - keeps torch out of plain imports
 
     return probe
 
 
-def explain(*objects, namespace: dict | None = None, file=None) -> None:
+def explain(*objects: Any, namespace: dict | None = None, file: TextIO | None = None) -> None:
     """Print the autograd report of the caller's frame, or of the given tensors/containers.
 
     With arguments, the report is limited to them (found by identity among the
@@ -43,7 +45,12 @@ def explain(*objects, namespace: dict | None = None, file=None) -> None:
         def mine(name: str) -> bool:
             return any(name == n or name.startswith(n + "[") or name.startswith(n + ".") for n in keep)
 
-        blamed = {b for t in snap["tensors"] if mine(t["name"]) for b in (t.get("backward_prediction") or {}).get("blame_all", [])}
+        blamed = {
+            b
+            for t in snap["tensors"]
+            if mine(t["name"])
+            for b in (t.get("backward_prediction") or {}).get("blame_all", [])
+        }
         snap["tensors"] = [t for t in snap["tensors"] if mine(t["name"]) or t["name"] in blamed]
         snap["containers"] = [c for c in snap["containers"] if mine(c["name"])]
     else:

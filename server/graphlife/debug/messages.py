@@ -9,7 +9,9 @@ more specific entries come first. ``why`` and ``fix`` are the short form of the
 rule's documentation for places that cannot import :mod:`graphlife.rules`.
 """
 
-MESSAGES = [
+from typing import Any
+
+MESSAGES: list[dict[str, Any]] = [
     {
         "code": "GL101",
         "name": "backward-through-freed-graph",
@@ -101,7 +103,7 @@ MESSAGES = [
 ]
 
 
-def classify(message: str):
+def classify(message: str) -> dict[str, Any] | None:
     """The first entry whose pattern occurs in ``message``, or ``None``."""
     for item in MESSAGES:
         if any(pattern in message for pattern in item["patterns"]):

@@ -111,6 +111,8 @@ import sys
 import time
 import types
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 SCHEMA = "graphlife.probe/1"
 
@@ -164,23 +166,27 @@ class _Budget:
         return False
 
 
-def _torch():
+# torch objects are typed ``Any``: the probe never imports torch, it reads the program's.
+
+
+def _torch() -> Any:
     """The program's torch, or ``None`` when it has not imported torch."""
     return sys.modules.get("torch")
 
 
-def _safe(fn, default=None):
+def _safe(fn: Callable[..., Any], default: Any = None) -> Any:
+    """``fn()``, or ``default`` when it raises (``fn`` takes no argument; defaults bind loop values)."""
     try:
         return fn()
     except Exception:  # noqa: BLE001 - odd objects must never break the probe
         return default
 
 
-def _type_name(obj) -> str:
+def _type_name(obj: object) -> str:
     return type(obj).__name__
 
 
-def _storage_key(t):
+def _storage_key(t: Any) -> tuple[tuple[str, int], int] | None:
     """Identity of the memory a tensor lives in: (device, storage pointer), or None."""
     try:
         storage = t.untyped_storage()
@@ -192,11 +198,11 @@ def _storage_key(t):
         return None
 
 
-def _shape(t):
+def _shape(t: Any) -> list[int] | None:
     return _safe(lambda: [int(s) for s in t.shape])
 
 
-def _dtype(t):
+def _dtype(t: Any) -> str | None:
     return _safe(lambda: str(t.dtype).replace("torch.", ""))
 
 
@@ -206,9 +212,9 @@ def _dtype(t):
 class _Found:
     """One tensor found in the frame, with the containers it sits in."""
 
-    __slots__ = ("tensor", "name", "aliases", "ancestors", "via_module")
+    __slots__ = ("aliases", "ancestors", "name", "tensor", "via_module")
 
-    def __init__(self, tensor, name, ancestors, via_module):
+    def __init__(self, tensor: Any, name: str, ancestors: tuple[int, ...], via_module: bool) -> None:
         self.tensor = tensor
         self.name = name
         self.aliases: list[str] = []
@@ -217,15 +223,15 @@ class _Found:
 
 
 class _ContainerSeen:
-    __slots__ = ("name", "kind", "items")
+    __slots__ = ("items", "kind", "name")
 
-    def __init__(self, name, kind, items):
+    def __init__(self, name: str, kind: str, items: int) -> None:
         self.name = name
         self.kind = kind
         self.items = items
 
 
-def _key_text(key) -> str:
+def _key_text(key: object) -> str:
     if type(key) is str:
         return repr(key) if len(key) <= 60 else repr(key[:57] + "...")
     if type(key) in (int, float, bool) or key is None:
@@ -233,7 +239,7 @@ def _key_text(key) -> str:
     return "<" + _type_name(key) + ">"
 
 
-def _instance_dict(obj):
+def _instance_dict(obj: object) -> dict | None:
     """``obj.__dict__`` read without running user code, or None."""
     try:
         d = object.__getattribute__(obj, "__dict__")
@@ -242,7 +248,7 @@ def _instance_dict(obj):
     return d if type(d) is dict else None
 
 
-def _walk(namespace: dict, torch, budget: _Budget):
+def _walk(namespace: dict, torch: Any, budget: _Budget) -> tuple[list[_Found], list[_ContainerSeen]]:
     """Breadth-first over the frame's names; shallow names win as a tensor's name."""
     tensor_cls = torch.Tensor
     module_cls = _safe(lambda: torch.nn.Module)
@@ -250,7 +256,7 @@ def _walk(namespace: dict, torch, budget: _Budget):
     found: dict[int, _Found] = {}
     containers: list[_ContainerSeen] = []
     seen_objects: set[int] = set()
-    queue = deque()
+    queue: deque[tuple[str, Any, int, tuple[int, ...], bool]] = deque()  # name, value, depth, ancestors, via a module
     for name, value in list(namespace.items()):
         if type(name) is str and not (name.startswith("__") and name.endswith("__")):
             queue.append((name, value, 0, (), False))
@@ -307,11 +313,11 @@ def _walk(namespace: dict, torch, budget: _Budget):
                     if type(key) is str and not key.startswith("_") and key != "training":
                         children.append((f"{name}.{key}", item, via_module))
             else:
-                attrs = _instance_dict(value)
-                if attrs is None or cls.__module__ in ("builtins", "torch", "typing"):
+                fields = _instance_dict(value)
+                if fields is None or cls.__module__ in ("builtins", "torch", "typing"):
                     continue
                 kind = "object"
-                for key, item in list(attrs.items())[:MAX_ITEMS]:
+                for key, item in list(fields.items())[:MAX_ITEMS]:
                     if type(key) is str and not key.startswith("__"):
                         children.append((f"{name}.{key}", item, via_module))
         except Exception:  # noqa: BLE001 - a container that refuses to be read
@@ -319,7 +325,7 @@ def _walk(namespace: dict, torch, budget: _Budget):
         index = len(containers)
         containers.append(_ContainerSeen(name, kind, len(children)))
         for child_name, item, child_via_module in children:
-            queue.append((child_name, item, depth + 1, ancestors + (index,), child_via_module))
+            queue.append((child_name, item, depth + 1, (*ancestors, index), child_via_module))
     return list(found.values()), containers
 
 
@@ -329,9 +335,9 @@ def _walk(namespace: dict, torch, budget: _Budget):
 class _Node:
     """What one autograd node holds, read once per probe run."""
 
-    __slots__ = ("fn", "name", "seq", "children", "saved", "problem", "hooked", "storages")
+    __slots__ = ("children", "fn", "hooked", "name", "problem", "saved", "seq", "storages")
 
-    def __init__(self, fn):
+    def __init__(self, fn: Any) -> None:
         self.fn = fn
         self.name = _type_name(fn)
         self.seq = _safe(lambda: int(fn._sequence_nr()), -1)
@@ -345,7 +351,7 @@ class _Node:
 _ATTRS_BY_TYPE: dict[type, tuple] = {}
 
 
-def _saved_attrs(fn) -> tuple:
+def _saved_attrs(fn: Any) -> tuple:
     """The saved-tensor attribute names of a node type (``_raw_saved_<x>`` exists)."""
     cls = type(fn)
     attrs = _ATTRS_BY_TYPE.get(cls)
@@ -356,7 +362,7 @@ def _saved_attrs(fn) -> tuple:
     return attrs
 
 
-def _read_saved(fn, attr: str, torch) -> list[dict]:
+def _read_saved(fn: Any, attr: str, torch: Any) -> list[dict]:
     """Records for one saved attribute (one per tensor in it), each with its state."""
     public = "saved_tensors" if attr == "tensors" and hasattr(type(fn), "saved_tensors") else f"_saved_{attr}"
     try:
@@ -417,7 +423,7 @@ def _failed_record(message: str, label: str) -> dict:
             "_leaf_rg": False}
 
 
-def _tensor_record(t, label: str, state: str, message) -> dict:
+def _tensor_record(t: Any, label: str, state: str, message: str | None) -> dict:
     key = _storage_key(t)
     return {
         "attr": label, "state": state, "shape": _shape(t), "dtype": _dtype(t),
@@ -431,7 +437,7 @@ def _tensor_record(t, label: str, state: str, message) -> dict:
 class _Graphs:
     """Every node reachable from the frame's tensors, read once, indexed by position."""
 
-    def __init__(self, torch, budget: _Budget):
+    def __init__(self, torch: Any, budget: _Budget) -> None:
         self.torch = torch
         self.budget = budget
         self.nodes: list[_Node] = []
@@ -439,7 +445,7 @@ class _Graphs:
         self._keep: list = []  # holds node objects so ids stay unique during the run
         self._reach: dict[int, tuple[list[int], bool]] = {}
 
-    def node_id(self, fn) -> int | None:
+    def node_id(self, fn: Any) -> int | None:
         """Read ``fn`` and everything below it; return its index (None when out of budget)."""
         if fn is None:
             return None
@@ -467,7 +473,7 @@ class _Graphs:
                 node.children.append(j)
         return root
 
-    def _add(self, fn) -> int | None:
+    def _add(self, fn: Any) -> int | None:
         if self.budget.nodes >= MAX_NODES:
             self.budget.hit.add("nodes")
             return None
@@ -521,8 +527,8 @@ def _is_accumulate(node: _Node) -> bool:
 
 def _graph_summary(graphs: _Graphs, reach: list[int], truncated: bool, leaf_keys: set, owners: dict) -> dict:
     states = {"ok": 0, "modified": 0, "freed": 0, "hooked": 0}
-    problems = []
-    intact = []
+    problems: list[dict] = []
+    intact: list[dict] = []
     storages: dict = {}
     nodes = graphs.nodes
     for i in reach:
@@ -565,7 +571,7 @@ def _graph_summary(graphs: _Graphs, reach: list[int], truncated: bool, leaf_keys
 # -------------------------------------------------------------------- prediction
 
 
-def _predict(entry: _Found, t, root: int | None, graphs: _Graphs, reach: list[int], frame: list) -> dict | None:
+def _predict(entry: _Found, t: Any, root: int | None, graphs: _Graphs, reach: list[int], frame: list) -> dict | None:
     """What ``t.backward()`` would do now, from the states read (never by running it)."""
     requires_grad = bool(_safe(lambda: t.requires_grad, False))
     numel = _safe(lambda: int(t.numel()), 0)
@@ -580,7 +586,8 @@ def _predict(entry: _Found, t, root: int | None, graphs: _Graphs, reach: list[in
         if not scalar:
             return _prediction(False, None, _NON_SCALAR_MESSAGE, "non_scalar", None, None, [],
                                f"`{entry.name}` has {numel} elements; backward() needs a gradient argument.")
-        return _prediction(True, None, None, "ok", None, None, [], f"`{entry.name}` is a leaf; backward() sets its .grad.")
+        return _prediction(True, None, None, "ok", None, None, [],
+                           f"`{entry.name}` is a leaf; backward() sets its .grad.")
     pred = _predict_graph(entry, root, graphs, reach, frame)
     if not scalar and pred["ok"]:
         return _prediction(False, None, _NON_SCALAR_MESSAGE, "non_scalar", None, None, [],
@@ -603,6 +610,7 @@ def _predict_graph(entry: _Found, root: int, graphs: _Graphs, reach: list[int], 
                            f"Every tensor saved by the graph of `{entry.name}` is intact.")
     first = max(problems, key=lambda n: n.seq)  # the engine runs higher sequence numbers first
     rec = first.problem
+    assert rec is not None  # ``problems`` holds the nodes that have one
     message = rec.get("message") or rec.get("_message")
     if rec["state"] == "modified":
         owner = _owner_name(rec, frame)
@@ -617,14 +625,23 @@ def _predict_graph(entry: _Found, root: int, graphs: _Graphs, reach: list[int], 
     return _prediction(False, "GL101", message, reason, first.name, blame, blame_all, why)
 
 
-def _prediction(ok, code, message, reason, node, blame, blame_all, explanation) -> dict:
+def _prediction(
+    ok: bool,
+    code: str | None,
+    message: str | None,
+    reason: str,
+    node: str | None,
+    blame: str | None,
+    blame_all: list[str],
+    explanation: str,
+) -> dict:
     return {
         "ok": ok, "code": code, "error": None if ok else "RuntimeError", "message": message,
         "reason": reason, "node": node, "blame": blame, "blame_all": blame_all, "explanation": explanation,
     }
 
 
-def _owner_name(rec: dict, frame: list):
+def _owner_name(rec: dict, frame: list) -> str | None:
     """The frame's tensor that shares the saved tensor's storage (same shape preferred)."""
     key = rec.get("_key")
     if key is None:
@@ -638,7 +655,7 @@ def _owner_name(rec: dict, frame: list):
     return best
 
 
-def _hops_to(graphs: _Graphs, start, targets: set, limit: int = 2000) -> int:
+def _hops_to(graphs: _Graphs, start: int | None, targets: set, limit: int = 2000) -> int:
     """Nodes between ``start`` and the nearest node of ``targets`` (breadth first, bounded)."""
     if start is None:
         return 1 << 30
@@ -661,10 +678,10 @@ def _hops_to(graphs: _Graphs, start, targets: set, limit: int = 2000) -> int:
     return 1 << 30
 
 
-def _consumed_region(graphs: _Graphs, start: int, limit: int = 20000) -> set:
+def _consumed_region(graphs: _Graphs, start: int, limit: int = 20000) -> set[int]:
     """Nodes a backward from ``start`` would have freed: reachable through freed nodes
     and nodes that save nothing, stopping at nodes whose saved tensors are intact."""
-    region = set()
+    region: set[int] = set()
     stack = [start]
     while stack and len(region) < limit:
         i = stack.pop()
@@ -678,6 +695,11 @@ def _consumed_region(graphs: _Graphs, start: int, limit: int = 20000) -> set:
     return region
 
 
+def _freed(node: _Node) -> bool:
+    """Whether an earlier backward freed what ``node`` saved."""
+    return node.problem is not None and node.problem["state"] == "freed"
+
+
 def _container_of(name: str) -> str:
     """``history['train'][3]`` -> ``history['train']``; ``self.h`` -> ``self``."""
     if name.endswith("]") and "[" in name:
@@ -685,12 +707,14 @@ def _container_of(name: str) -> str:
     return name.rsplit(".", 1)[0] if "." in name else name
 
 
-def _blame_freed(entry: _Found, root: int, graphs: _Graphs, reach: list[int], frame: list):
+def _blame_freed(
+    entry: _Found, root: int, graphs: _Graphs, reach: list[int], frame: list
+) -> tuple[str, str | None, list[str], str]:
     """Name what carried the freed graph into this backward: the tensor itself,
     a shared sub-graph already backpropagated, or state carried across iterations."""
     nodes = graphs.nodes
     in_root = set(reach)
-    freed = {i for i in reach if nodes[i].problem is not None and nodes[i].problem["state"] == "freed"}
+    freed = {i for i in reach if _freed(nodes[i])}
     live_saved = any(rec["state"] == "ok" for i in reach for rec in nodes[i].saved)
     name = entry.name
     if not live_saved:
@@ -719,7 +743,7 @@ def _blame_freed(entry: _Found, root: int, graphs: _Graphs, reach: list[int], fr
         r = info["root"]
         reaches = bool(info["reach_set"] & freed)
         region = _consumed_region(graphs, r) if reaches else set()
-        consumed = any(nodes[i].problem is not None and nodes[i].problem["state"] == "freed" for i in region)
+        consumed = any(_freed(nodes[i]) for i in region)
         if consumed and r in in_root:
             shared.append((nodes[r].seq, other.name))
         elif consumed and region & freed:
@@ -766,7 +790,7 @@ def _blame_freed(entry: _Found, root: int, graphs: _Graphs, reach: list[int], fr
 # ---------------------------------------------------------------------- records
 
 
-def _tensor_info(entry: _Found, torch) -> dict:
+def _tensor_info(entry: _Found, torch: Any) -> dict:
     t = entry.tensor
     is_leaf = bool(_safe(lambda: t.is_leaf, True))
     retains = bool(_safe(lambda: t.retains_grad, False))
@@ -809,7 +833,7 @@ def _components(graphs: _Graphs, roots: list[int]) -> int:
     owner: dict[int, int] = {}
     parent = list(range(len(roots)))
 
-    def find(a):
+    def find(a: int) -> int:
         while parent[a] != a:
             parent[a] = parent[parent[a]]
             a = parent[a]
@@ -880,7 +904,7 @@ def _containers(found_info: list, containers: list, graphs: _Graphs, leaf_keys: 
 # ------------------------------------------------------------------------- API
 
 
-def _messages():
+def _messages() -> list[dict[str, Any]]:
     """The autograd error table (graphlife/debug/messages.py next to this file), or []."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "messages.py")
     try:
@@ -891,7 +915,7 @@ def _messages():
         return []
 
 
-def classify_message(message: str):
+def classify_message(message: str) -> dict[str, Any] | None:
     """The entry of the autograd error table whose pattern occurs in ``message``, or None."""
     for item in _messages():
         if any(p in message for p in item["patterns"]):
@@ -904,7 +928,7 @@ def snapshot(namespace: dict, *, exception: str | None = None, time_budget: floa
     start = time.monotonic()
     budget = _Budget(time_budget)
     torch = _torch()
-    result = {
+    result: dict[str, Any] = {
         "schema": SCHEMA, "torch": None, "elapsed_ms": 0.0, "truncated": False, "limits_hit": [],
         "tensors": [], "containers": [], "exception": None,
     }
@@ -919,7 +943,7 @@ def snapshot(namespace: dict, *, exception: str | None = None, time_budget: floa
     return result
 
 
-def _fill(result: dict, namespace: dict, torch, budget: _Budget) -> None:
+def _fill(result: dict, namespace: dict, torch: Any, budget: _Budget) -> None:
     found, containers = _walk(namespace, torch, budget)
     graphs = _Graphs(torch, budget)
     frame = []
@@ -952,7 +976,8 @@ def _fill(result: dict, namespace: dict, torch, budget: _Budget) -> None:
             info["graph"] = _graph_summary(graphs, info["reach"], info["cut"], leaf_keys, owners)
         info["backward_prediction"] = _predict(entry, t, info["root"], graphs, info["reach"], frame)
         pred = info["backward_prediction"]
-        if pred is not None and not pred["ok"] and pred["reason"] in ("modified", "freed", "consumed", "shared", "carried", "stored"):
+        raises = ("modified", "freed", "consumed", "shared", "carried", "stored")
+        if pred is not None and not pred["ok"] and pred["reason"] in raises:
             info["severity"] = "error"
         out.append(info)
     blamed = set()
@@ -968,7 +993,8 @@ def _fill(result: dict, namespace: dict, torch, budget: _Budget) -> None:
         # Parameters reached through a module are many and rarely news: list them only when blamed.
         if entry.via_module and info["root"] is None and entry.name not in blamed:
             continue
-        tensors.append({k: v for k, v in info.items() if k not in ("_fn", "_key", "root", "key", "reach", "cut", "reach_set")})
+        internal = ("_fn", "_key", "root", "key", "reach", "cut", "reach_set")
+        tensors.append({k: v for k, v in info.items() if k not in internal})
     result["containers"] = _containers(frame, containers, graphs, leaf_keys)
     leaking = {c["name"]: c["severity"] for c in result["containers"] if c["leak"]}
     for rec in tensors:
@@ -1019,7 +1045,7 @@ def graph(namespace: dict, name: str, *, max_nodes: int = 300) -> dict:
     "state": "ok"|"modified"|"freed"|"hooked"|"leaf"}], "edges": [[from, to]], "truncated": bool}``
     """
     torch = _torch()
-    empty = {"name": name, "root": None, "nodes": [], "edges": [], "truncated": False}
+    empty: dict[str, Any] = {"name": name, "root": None, "nodes": [], "edges": [], "truncated": False}
     if torch is None:
         return empty
     budget = _Budget(TIME_BUDGET)
@@ -1027,7 +1053,7 @@ def graph(namespace: dict, name: str, *, max_nodes: int = 300) -> dict:
     entry = next((e for e in found if e.name == name or name in e.aliases), None)
     if entry is None:
         return empty
-    owners = {}
+    owners: dict[tuple[str, int], str] = {}  # storage -> the first name found for it
     for e in found:
         key = _storage_key(e.tensor)
         if key is not None:
@@ -1043,7 +1069,8 @@ def graph(namespace: dict, name: str, *, max_nodes: int = 300) -> dict:
     for k, i in enumerate(keep):
         node = graphs.nodes[i]
         states = {rec["state"] for rec in node.saved}
-        state = next((s for s in ("modified", "freed", "hooked", "ok") if s in states), "leaf" if _is_accumulate(node) else "none")
+        fallback = "leaf" if _is_accumulate(node) else "none"
+        state = next((s for s in ("modified", "freed", "hooked", "ok") if s in states), fallback)
         saved = []
         for rec in node.saved[:8]:
             key = rec.get("_key")

@@ -7,10 +7,10 @@ tensor, saved tensors and containers indented under it.
 
 from __future__ import annotations
 
-_MARK = {"error": "✖", "warning": "⚠", "information": "ℹ", None: " "}
+_MARK = {"error": "✖", "warning": "⚠", "information": "ℹ", None: " "}  # noqa: RUF001 - the information sign, meant
 
 
-def _bytes(n) -> str:
+def _bytes(n: float | None) -> str:
     if n is None:
         return "?"
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -20,7 +20,7 @@ def _bytes(n) -> str:
     return f"{n} B"  # pragma: no cover
 
 
-def _shape(shape) -> str:
+def _shape(shape: list[int] | None) -> str:
     return "?" if shape is None else "[" + ", ".join(str(s) for s in shape) + "]"
 
 

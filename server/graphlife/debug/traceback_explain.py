@@ -16,11 +16,17 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from graphlife.debug.messages import classify
 
+if TYPE_CHECKING:
+    from graphlife.findings import Finding
+
 _FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
-_EXC_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)|[A-Za-z_][\w.]*\.[A-Za-z_]\w*): ?(?P<msg>.*)$")
+_EXC_RE = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)|[A-Za-z_][\w.]*\.[A-Za-z_]\w*): ?(?P<msg>.*)$"
+)
 _LIBRARY_PARTS = ("site-packages", "dist-packages", f"{os.sep}lib{os.sep}python", "<frozen", "<string>")
 
 
@@ -71,7 +77,7 @@ def parse_traceback(text: str) -> ParsedTraceback:
     return result
 
 
-def _static_findings(path: str):
+def _static_findings(path: str) -> tuple[list[Finding], str | None, list[str]]:
     """The checker's findings for one file; an engine failure reads as "none" plus a note."""
     try:
         with open(path, encoding="utf-8") as handle:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from graphlife.config import Config
 from graphlife.findings import Finding, Span
 from graphlife.fixes import ResolvedFix, TextEdit
 from graphlife.fixes.document import Document
@@ -31,7 +32,11 @@ def compute_fixes(finding: Finding, source: str, _doc: Document | None = None) -
         make = RECIPES.get(recipe.kind)
         if make is None:
             continue
-        if recipe.kind == "detach_expression" and "merge_backwards" in kinds and _offers(doc, finding, "merge_backwards"):
+        if (
+            recipe.kind == "detach_expression"
+            and "merge_backwards" in kinds
+            and _offers(doc, finding, "merge_backwards")
+        ):
             # two adjacent backwards through a shared part: detaching the shared tensor would
             # silently stop one loss from training it; the merged backward keeps both gradients
             continue
@@ -95,7 +100,7 @@ def _conflicts(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] == b[0] or (max(a[0], b[0]) < min(a[1], b[1]))
 
 
-def fix_source(source: str, path: str | None = None, config=None) -> str:
+def fix_source(source: str, path: str | None = None, config: Config | None = None) -> str:
     """``source`` with the preferred fix of every finding applied, re-checked until stable.
 
     A file that does not parse is returned unchanged. Fixes whose edits overlap an

@@ -10,11 +10,14 @@ A recipe that cannot find its node gives up, which is how "no wrong edit" starts
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TypeVar, overload
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
 from graphlife.findings import Span
+
+_Node = TypeVar("_Node", bound=cst.CSTNode)
 
 
 class Document:
@@ -39,6 +42,12 @@ class Document:
     def nodes_at(self, span: Span) -> list[cst.CSTNode]:
         """Every node whose range is exactly ``span`` (outermost first is not guaranteed)."""
         return list(self._by_range.get((span.line, span.column, span.end_line, span.end_column), ()))
+
+    @overload
+    def node_at(self, span: Span, kinds: type[_Node]) -> _Node | None: ...
+
+    @overload
+    def node_at(self, span: Span, kinds: tuple[type[cst.CSTNode], ...]) -> cst.CSTNode | None: ...
 
     def node_at(self, span: Span, kinds: type | tuple[type, ...]) -> cst.CSTNode | None:
         """The node of one of ``kinds`` spanning exactly ``span``, or ``None``."""

@@ -27,13 +27,13 @@ def _replace(doc: Document, node: cst.CSTNode, new_text: str) -> list[TextEdit]:
 def _expr(doc: Document, span: Any) -> cst.BaseExpression | None:
     if not isinstance(span, Span):
         return None
-    return doc.node_at(span, cst.BaseExpression)  # type: ignore[return-value]
+    return doc.node_at(span, cst.BaseExpression)
 
 
 def _call(doc: Document, span: Any) -> cst.Call | None:
     if not isinstance(span, Span):
         return None
-    return doc.node_at(span, cst.Call)  # type: ignore[return-value]
+    return doc.node_at(span, cst.Call)
 
 
 def _method_suffix(doc: Document, params: dict, key: str, suffix: str) -> Edits:
@@ -175,7 +175,9 @@ def inference_mode_to_no_grad(doc: Document, params: dict) -> Edits:
     if not isinstance(node, cst.Call) or node.args:
         return None
     func = node.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "inference_mode" and isinstance(func.value, cst.Name)):
+    if not (
+        isinstance(func, cst.Attribute) and func.attr.value == "inference_mode" and isinstance(func.value, cst.Name)
+    ):
         return None
     return _replace(doc, node, f"{func.value.value}.no_grad()")
 
@@ -229,7 +231,7 @@ def leaf_after_conversion(doc: Document, params: dict) -> Edits:
     expr.visit(Finder())
     if len(found) != 1 or not is_true(found[0][1].value):
         return None
-    call, arg = found[0]
+    call, _arg = found[0]
 
     class Dropper(cst.CSTTransformer):
         def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
@@ -239,4 +241,6 @@ def leaf_after_conversion(doc: Document, params: dict) -> Edits:
             return updated
 
     new = expr.visit(Dropper())
+    if not isinstance(new, cst.BaseExpression):
+        return None  # the transformer removes nothing: never taken
     return _replace(doc, expr, parenthesized(doc.code(new), new) + ".requires_grad_()")

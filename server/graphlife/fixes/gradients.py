@@ -22,6 +22,9 @@ Shapes:
 
 from __future__ import annotations
 
+import itertools
+from typing import TypeGuard
+
 import libcst as cst
 
 from graphlife.findings import Span
@@ -81,8 +84,8 @@ def autograd_grad(doc: Document, params: dict) -> Edits:
             targets[name] = _fresh(f"{name}_grad", taken)
             taken.add(targets[name])
         for node in nodes:
-            target = targets.get(node.value.value)
-            if target is None or _comprehension_binding(doc, node, node.value.value) is not None:
+            target = targets.get(_grad_of(node))
+            if target is None or _comprehension_binding(doc, node, _grad_of(node)) is not None:
                 return None
             edits.append(TextEdit(doc.span_of(node), target))
         if len(inputs) == 1:
@@ -100,7 +103,7 @@ def autograd_grad(doc: Document, params: dict) -> Edits:
     return None if _overlap(edits) else edits
 
 
-def _merge_into(doc: Document, span, root: cst.BaseExpression, root_text: str) -> TextEdit | None:
+def _merge_into(doc: Document, span: object, root: cst.BaseExpression, root_text: str) -> TextEdit | None:
     """``other.backward()`` -> ``(root + other).backward()``."""
     if not isinstance(span, Span) or not isinstance(root, cst.Name):
         return None
@@ -117,20 +120,23 @@ def _walk_gradients(doc: Document, reads: list[cst.Attribute], name: str, grads:
     """Make each comprehension holding a read walk the gradients alongside (or instead of) ``name``."""
     groups: dict[int, tuple[cst.CSTNode, cst.CompFor, str, list[cst.Attribute]]] = {}
     for node in reads:
-        found = _comprehension_binding(doc, node, node.value.value)
+        variable = _grad_of(node)
+        found = _comprehension_binding(doc, node, variable)
         if found is None:
             return None
         comp, for_in = found
         key = id(comp)
         if key not in groups:
-            groups[key] = (comp, for_in, node.value.value, [])
-        elif groups[key][2] != node.value.value:
+            groups[key] = (comp, for_in, variable, [])
+        elif groups[key][2] != variable:
             return None
         groups[key][3].append(node)
     edits: list[TextEdit] = []
     for comp, for_in, variable, nodes in groups.values():
         uses = _uses(comp, for_in, variable)
-        grad_reads = [u for u in uses if isinstance(doc.parent(u), cst.Attribute) and doc.parent(u).attr.value == "grad"]
+        grad_reads = [
+            u for u in uses if isinstance(parent := doc.parent(u), cst.Attribute) and parent.attr.value == "grad"
+        ]
         if {id(doc.parent(u)) for u in grad_reads} != {id(n) for n in nodes}:
             return None  # a `.grad` of the variable the rule did not prove: leave it all alone
         only_grad = len(grad_reads) == len(uses)
@@ -142,9 +148,11 @@ def _walk_gradients(doc: Document, reads: list[cst.Attribute], name: str, grads:
             else:
                 new_target, new_iter = f"{variable}, {new_name}", f"zip({name}, {grads})"
         elif isinstance(target, cst.Tuple) and _is_zip(iterable):
-            names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+            if not all(isinstance(e.value, cst.Name) for e in target.elements):
+                return None
+            names = [e.value.value for e in target.elements if isinstance(e.value, cst.Name)]
             args = [doc.code(a.value) for a in iterable.args]
-            if None in names or len(names) != len(args) or names.count(variable) != 1:
+            if len(names) != len(args) or names.count(variable) != 1:
                 return None
             k = names.index(variable)
             if args[k] != name:
@@ -166,9 +174,15 @@ def _walk_gradients(doc: Document, reads: list[cst.Attribute], name: str, grads:
     return edits
 
 
-def _is_zip(node: cst.BaseExpression) -> bool:
-    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "zip" and node.args
-            and all(a.keyword is None and not a.star for a in node.args))
+def _is_zip(node: cst.BaseExpression) -> TypeGuard[cst.Call]:
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "zip"
+            and len(node.args) > 0 and all(a.keyword is None and not a.star for a in node.args))
+
+
+def _grad_of(read: cst.Attribute) -> str:
+    """The name whose ``.grad`` ``read`` is (every read was checked to be ``<name>.grad``)."""
+    assert isinstance(read.value, cst.Name)
+    return read.value.value
 
 
 def _comprehension_binding(doc: Document, node: cst.CSTNode, name: str) -> tuple[cst.CSTNode, cst.CompFor] | None:
@@ -244,4 +258,4 @@ def _fresh(base: str, taken: set[str]) -> str:
 
 def _overlap(edits: list[TextEdit]) -> bool:
     ranges = sorted(((e.span.line, e.span.column), (e.span.end_line, e.span.end_column)) for e in edits)
-    return any(b[0] < a[1] for a, b in zip(ranges, ranges[1:]))
+    return any(b[0] < a[1] for a, b in itertools.pairwise(ranges))

@@ -6,7 +6,7 @@ kind, or a known one whose shape check fails, simply yields no fix.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from graphlife.fixes import expressions, gradients, statements
 from graphlife.fixes.document import Document

@@ -125,7 +125,12 @@ def _method_call(doc: Document, stmt: cst.Expr, call: cst.Call) -> Edits:
     new_call = doc.code(call.with_changes(func=func.with_changes(attr=cst.Name(twin))))
     receiver = func.value
     if isinstance(receiver, cst.Name) and receiver.value in FUNCTIONAL_NAMESPACES:
-        if not call.args or call.args[0].keyword is not None or call.args[0].star or not _is_rebindable(call.args[0].value):
+        if (
+            not call.args
+            or call.args[0].keyword is not None
+            or call.args[0].star
+            or not _is_rebindable(call.args[0].value)
+        ):
             return None
         target = doc.code(call.args[0].value)
     elif _is_rebindable(receiver):
@@ -183,8 +188,8 @@ def detach_requires_grad(doc: Document, params: dict) -> Edits:
             receiver = call.func.value
             if not call.args:
                 value = "True"
-            elif len(call.args) == 1 and call.args[0].keyword in (None,) or (
-                len(call.args) == 1 and call.args[0].keyword is not None and call.args[0].keyword.value == "requires_grad"
+            elif len(call.args) == 1 and (
+                call.args[0].keyword is None or call.args[0].keyword.value == "requires_grad"
             ):
                 arg = call.args[0].value
                 value = arg.value if isinstance(arg, cst.Name) else None
@@ -276,15 +281,16 @@ def merge_backwards(doc: Document, params: dict) -> Edits:
     first_root, second_root = params.get("first_root"), params.get("second_root")
     if first is None or second is None or not isinstance(first_root, str) or not isinstance(second_root, str):
         return None
-    calls = []
-    for line, small in (first, second):
+    calls: list[tuple[cst.Call, cst.Attribute]] = []  # each backward call and its `<root>.backward`
+    for _line, small in (first, second):
         if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
             return None
         func = small.value.func
         if not (isinstance(func, cst.Attribute) and func.attr.value == "backward"):
             return None
-        calls.append(small.value)
-    if calls[0].args or doc.code(calls[0].func.value) != first_root or doc.code(calls[1].func.value) != second_root:
+        calls.append((small.value, func))
+    (first_call, first_func), (call, second_func) = calls
+    if first_call.args or doc.code(first_func.value) != first_root or doc.code(second_func.value) != second_root:
         return None
     parent = doc.parent(first[0])
     body = getattr(parent, "body", None)
@@ -299,8 +305,7 @@ def merge_backwards(doc: Document, params: dict) -> Edits:
     # delete the first statement's lines (its own trailing comment goes with it)
     delete = TextEdit(Span(first_span.line, 1, first_span.end_line + 1, 1), "")
     merged = cst.parse_expression(f"({first_root} + {second_root})")
-    call = calls[1]
-    new_call = call.with_changes(func=call.func.with_changes(value=merged))
+    new_call = call.with_changes(func=second_func.with_changes(value=merged))
     return [delete, TextEdit(doc.span_of(call), doc.code(new_call))]
 
 
@@ -381,7 +386,8 @@ def detach_carried_state(doc: Document, params: dict) -> Edits:
 
 def _loop_at(doc: Document, span: Span) -> cst.For | cst.While | None:
     for node, rng in doc.positions.items():
-        if isinstance(node, (cst.For, cst.While)) and (rng.start.line, rng.start.column + 1) == (span.line, span.column):
+        at = (rng.start.line, rng.start.column + 1)
+        if isinstance(node, (cst.For, cst.While)) and at == (span.line, span.column):
             return node
     return None
 
@@ -432,22 +438,19 @@ def _assigned_before(doc: Document, loop: cst.CSTNode, target: str) -> bool:
     scope = doc.parent(loop)
     while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
         scope = doc.parent(scope)
-    if scope is None:
-        return False
+    if not isinstance(scope, (cst.FunctionDef, cst.Module)):
+        return False  # no enclosing function or module (the loop is not in this document's tree)
     root = target.split(".")[0].split("[")[0]
     if isinstance(scope, cst.FunctionDef):
-        params = [p.name.value for p in scope.params.params + scope.params.posonly_params + scope.params.kwonly_params]
+        arguments = (*scope.params.params, *scope.params.posonly_params, *scope.params.kwonly_params)
+        params = [p.name.value for p in arguments]
         if target in params:
             return True
-        if "." in target or "[" in target:
-            if root in params:
-                if root == "self":
-                    return target in _assigned_targets(doc, doc.module) or target in _class_assigned(doc, scope)
-                return True
-    for stmt in _statements_before(doc, scope, loop_line):
-        if target in _assigned_targets(doc, stmt):
+        if ("." in target or "[" in target) and root in params:
+            if root == "self":
+                return target in _assigned_targets(doc, doc.module) or target in _class_assigned(doc, scope)
             return True
-    return False
+    return any(target in _assigned_targets(doc, stmt) for stmt in _statements_before(doc, scope, loop_line))
 
 
 def _class_assigned(doc: Document, func: cst.FunctionDef) -> set[str]:
@@ -463,9 +466,9 @@ def _class_assigned(doc: Document, func: cst.FunctionDef) -> set[str]:
     return names
 
 
-def _statements_before(doc: Document, scope: cst.CSTNode, line: int) -> list[cst.CSTNode]:
+def _statements_before(doc: Document, scope: cst.FunctionDef | cst.Module, line: int) -> list[cst.CSTNode]:
     body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body
-    out = []
+    out: list[cst.CSTNode] = []
     for stmt in body:
         span = doc.span_of(stmt)
         if span.line >= line:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import threading
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 _set_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
     ("PyThreadState_SetAsyncExc", ctypes.pythonapi)
@@ -52,7 +53,7 @@ class Runner:
         self._executor = executor
         self._lock = threading.Lock()
 
-    def submit(self, name: str, function: Callable[..., Any], *args: Any) -> tuple[Job, "asyncio.Future[Any]"]:
+    def submit(self, name: str, function: Callable[..., Any], *args: Any) -> tuple[Job, asyncio.Future[Any]]:
         """Start ``function(*args)``; returns the job (to cancel) and an awaitable future."""
         job = Job(name)
         future = asyncio.get_running_loop().run_in_executor(self._executor, self._run, job, function, args)

@@ -12,6 +12,7 @@ the process exists at all, and why it lives as long as the document, is told in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pickle
 import signal
@@ -102,7 +103,7 @@ class CheckerProcess:
             except BaseException:
                 self.kill()
                 raise
-        reply = pickle.loads(body)  # our own child process, fed by us
+        reply = pickle.loads(body)  # noqa: S301 - our own child process, fed by us
         if "error" in reply:
             raise RuntimeError(f"the checker raised in its process:\n{reply['error']}")
         return Reply(reply["result"], reply["units"])
@@ -113,10 +114,8 @@ class CheckerProcess:
         self._killed = True
         process = self._process
         if process is not None and process.returncode is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):  # it ended a moment ago
                 process.kill()
-            except ProcessLookupError:
-                pass
 
     async def close(self) -> None:
         """Kill the process and wait until it and its pipes are gone."""
@@ -148,12 +147,10 @@ class CheckerProcess:
             self._process = None
         try:  # (asyncio.TimeoutError is not the builtin before Python 3.11)
             returncode = await asyncio.wait_for(process.wait(), 5)
-        except asyncio.TimeoutError:  # noqa: UP041 - pipes closed but still running: make sure it is gone
+        except asyncio.TimeoutError:  # pipes closed but still running: make sure it is gone
             process.kill()
             returncode = await process.wait()
         if self._stderr_task is not None:
-            try:
+            with contextlib.suppress(asyncio.TimeoutError):  # its last words, if they come at once
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), 1)
-            except asyncio.TimeoutError:  # noqa: UP041
-                pass
         return CheckerProcessDied(returncode, "\n".join(self._stderr_tail))

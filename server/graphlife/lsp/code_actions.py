@@ -21,15 +21,20 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
 
 from graphlife.findings import Finding, Span
 from graphlife.lsp.cancel import Cancelled
 from graphlife.lsp.diagnostics import locate, to_diagnostic
 from graphlife.lsp.linting import Analysis
 from graphlife.lsp.positions import document_end, split_lines
+
+if TYPE_CHECKING:
+    from graphlife.fixes import TextEdit
 
 FIX_ALL_KIND = "source.fixAll.graphlife"
 _EXISTING_IGNORE = re.compile(r"#\s*graphlife\s*:\s*ignore\[(?P<codes>[^\]]*)\]", re.I)
@@ -44,7 +49,7 @@ def fixes_api() -> tuple[Any, Any]:
     return getattr(fixes, "compute_fixes", None), getattr(fixes, "fix_source", None)
 
 
-def kind_wanted(only: list[str] | None, kind: str) -> bool:
+def kind_wanted(only: Sequence[str] | None, kind: str) -> bool:
     """LSP's ``only`` filter: a kind matches itself and its more specific kinds."""
     if not only:
         return True
@@ -91,8 +96,8 @@ def list_actions(
     uri: str,
     start: tuple[int, int],
     end: tuple[int, int],
-    only: list[str] | None,
-    codec,
+    only: Sequence[str] | None,
+    codec: PositionCodec,
     fixes: dict | None = None,
 ) -> list[types.CodeAction]:
     """The actions for a range (1-based positions of the analyzed source), edits left to resolve.
@@ -160,7 +165,9 @@ def find_finding(analysis: Analysis, data: dict) -> Finding | None:
     return None
 
 
-def edits_for(analysis: Analysis, text_edits, codec) -> dict[str, list[types.TextEdit]] | None:
+def edits_for(
+    analysis: Analysis, text_edits: Iterable[TextEdit], codec: PositionCodec
+) -> dict[str, list[types.TextEdit]] | None:
     """graphlife ``TextEdit`` s (analyzed-source spans) -> LSP edits per document; ``None`` if one spans cells."""
     out: dict[str, list[types.TextEdit]] = {}
     for edit in text_edits:
@@ -175,7 +182,9 @@ def edits_for(analysis: Analysis, text_edits, codec) -> dict[str, list[types.Tex
     return out
 
 
-def workspace_edit(analysis: Analysis, per_uri: dict[str, list[types.TextEdit]], document_changes: bool) -> types.WorkspaceEdit:
+def workspace_edit(
+    analysis: Analysis, per_uri: dict[str, list[types.TextEdit]], document_changes: bool
+) -> types.WorkspaceEdit:
     """A workspace edit pinned to the versions that were analyzed (the client refuses it if they moved on)."""
     if not document_changes:
         return types.WorkspaceEdit(changes=per_uri)
@@ -191,7 +200,7 @@ def workspace_edit(analysis: Analysis, per_uri: dict[str, list[types.TextEdit]],
     )
 
 
-def ignore_edit(analysis: Analysis, finding: Finding):
+def ignore_edit(analysis: Analysis, finding: Finding) -> TextEdit | None:
     """The single graphlife ``TextEdit`` that silences ``finding`` on its first line, or ``None``."""
     from graphlife.fixes import TextEdit  # noqa: PLC0415 - the dataclass exists from the start
 
@@ -228,7 +237,8 @@ def _line_end_in_string(source: str, line_no: int) -> bool:
             if fstring_start is not None and token.type == fstring_start:
                 open_fstrings.append(token.start[0])
             elif fstring_end is not None and token.type == fstring_end and open_fstrings:
-                if open_fstrings.pop() <= line_no < token.end[0]:
+                opened = open_fstrings.pop()
+                if opened <= line_no < token.end[0]:
                     return True
             if token.start[0] > line_no and not open_fstrings:
                 return False
@@ -237,7 +247,7 @@ def _line_end_in_string(source: str, line_no: int) -> bool:
     return False
 
 
-def whole_document_edit(analysis: Analysis, new_source: str, codec) -> dict[str, list[types.TextEdit]]:
+def whole_document_edit(analysis: Analysis, new_source: str, codec: PositionCodec) -> dict[str, list[types.TextEdit]]:
     """Replace the whole document (fix-all): simplest to apply and exactly what ``fix_source`` produced."""
     segment = analysis.snapshot.segments[0]
     end = document_end(segment.lines, codec)

@@ -8,7 +8,8 @@ pending timer on the event loop; a newer request replaces it.
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable, Hashable
+from collections.abc import Callable, Coroutine, Hashable
+from typing import Any
 
 
 class Debouncer:
@@ -18,7 +19,7 @@ class Debouncer:
         self._handles: dict[Hashable, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task] = set()
 
-    def schedule(self, key: Hashable, delay: float, callback: Callable[[], Awaitable[None]]) -> None:
+    def schedule(self, key: Hashable, delay: float, callback: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """(Re)start the timer of ``key``; when it fires, ``callback()`` runs as a task."""
         self.cancel(key)
         loop = asyncio.get_running_loop()

@@ -85,7 +85,9 @@ def to_diagnostic(finding: Finding, snapshot: Snapshot, codec: PositionCodec) ->
     return uri, diagnostic
 
 
-def diagnostics_by_uri(findings: list[Finding], snapshot: Snapshot, codec: PositionCodec) -> dict[str, list[types.Diagnostic]]:
+def diagnostics_by_uri(
+    findings: list[Finding], snapshot: Snapshot, codec: PositionCodec
+) -> dict[str, list[types.Diagnostic]]:
     """Diagnostics grouped by document; every document of the snapshot gets a (maybe empty) list."""
     out: dict[str, list[types.Diagnostic]] = {segment.uri: [] for segment in snapshot.segments}
     for finding in findings:

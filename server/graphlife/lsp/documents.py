@@ -14,6 +14,7 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
+from pygls.workspace import Workspace
 
 from graphlife.lsp.notebooks import CellText, JoinedCell, cell_relative_lines, join_cells
 from graphlife.lsp.positions import split_lines
@@ -59,7 +60,7 @@ def fs_path(uri: str) -> str | None:
     return to_fs_path(uri)
 
 
-def key_for(workspace, uri: str) -> str:
+def key_for(workspace: Workspace, uri: str) -> str:
     """The analysis key of a document: its notebook's URI when it is a cell."""
     notebook = workspace.get_notebook_document(cell_uri=uri)
     return notebook.uri if notebook is not None else uri
@@ -69,7 +70,7 @@ def _code_cells(notebook: types.NotebookDocument) -> list[types.NotebookCell]:
     return [cell for cell in notebook.cells if cell.kind == types.NotebookCellKind.Code]
 
 
-def take_snapshot(workspace, key: str) -> Snapshot | None:
+def take_snapshot(workspace: Workspace, key: str) -> Snapshot | None:
     """A snapshot of the document or notebook ``key``; ``None`` when it is not open."""
     notebook = workspace.get_notebook_document(notebook_uri=key)
     if notebook is not None:
@@ -92,7 +93,7 @@ def take_snapshot(workspace, key: str) -> Snapshot | None:
     return Snapshot(key, source, fs_path(doc.uri), (segment,), (doc.version,), False)
 
 
-def current_stamp(workspace, key: str) -> tuple | None:
+def current_stamp(workspace: Workspace, key: str) -> tuple | None:
     """The versions ``key`` has now (cheap: no text copied); ``None`` once closed."""
     notebook = workspace.get_notebook_document(notebook_uri=key)
     if notebook is not None:
@@ -107,7 +108,7 @@ def current_stamp(workspace, key: str) -> tuple | None:
     return None if doc is None else (doc.version,)
 
 
-def open_keys(workspace) -> list[str]:
+def open_keys(workspace: Workspace) -> list[str]:
     """Every open analysis key: plain Python documents and notebooks."""
     cell_uris = {unquote(c.document) for nb in workspace.notebook_documents.values() for c in nb.cells}
     keys = [nb.uri for nb in workspace.notebook_documents.values()]

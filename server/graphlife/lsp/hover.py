@@ -10,15 +10,13 @@ its graph was built, which backward consumes it, what keeps it alive.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lsprotocol import types
 
+from graphlife.analysis.stories import story_at
 from graphlife.findings import Finding
 from graphlife.lsp.linting import ISOLATE_CHARS, Analysis
-
-try:  # the engine's stories are being written; hover still explains findings without them
-    from graphlife.analysis.stories import story_at as _story_at
-except ImportError:  # pragma: no cover - depends on the engine's progress
-    _story_at = None
 
 SEPARATOR = "\n\n---\n\n"
 
@@ -31,7 +29,7 @@ def contains(finding: Finding, line: int, column: int) -> bool:
     return (line, column) <= (span.end_line, span.end_column)
 
 
-def finding_markdown(finding: Finding, user_text=lambda text: text) -> str:
+def finding_markdown(finding: Finding, user_text: Callable[[str], str] = lambda text: text) -> str:
     """The finding's message, then its rule's explanation (``user_text`` fixes notebook line numbers)."""
     parts = [f"**graphlife {finding.code}** ({finding.name}): {user_text(finding.message)}"]
     if finding.related:
@@ -51,10 +49,8 @@ def finding_markdown(finding: Finding, user_text=lambda text: text) -> str:
 
 
 def story(source: str, line: int, column: int) -> str | None:
-    """The engine's graph-lifetime story at a position, or ``None`` (also while stories do not exist)."""
-    if _story_at is None:
-        return None
-    return _story_at(source, line, column)
+    """The engine's graph-lifetime story at a position, or ``None``."""
+    return story_at(source, line, column)
 
 
 def hover_markdown(analysis: Analysis, line: int, column: int) -> str | None:

@@ -33,6 +33,8 @@ unpickling is safe here.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import pickle
 import select
@@ -42,6 +44,10 @@ import sys
 import time
 import traceback
 from typing import Any, BinaryIO
+
+from graphlife.checker import check_source
+from graphlife.incremental import IncrementalChecker
+from graphlife.lsp.memory import mostly_new, release_memory
 
 #: Frames on the pipes: an 8-byte big-endian length, then a pickle of that length.
 HEADER = struct.Struct(">Q")
@@ -83,7 +89,7 @@ def read_message(stream: BinaryIO) -> Any | None:
     body = _read_exactly(stream, decode_length(header))
     if body is None:
         return None
-    return pickle.loads(body)  # only the server writes to this pipe
+    return pickle.loads(body)  # noqa: S301 - only the server writes to this pipe
 
 
 def _quiet_for(stream: BinaryIO, seconds: float) -> bool:
@@ -94,7 +100,7 @@ def _quiet_for(stream: BinaryIO, seconds: float) -> bool:
         return True
 
 
-def answer(checker, request: dict) -> dict:
+def answer(checker: IncrementalChecker, request: dict[str, Any]) -> dict[str, Any]:
     """Check one version of the document with the checker that saw the previous ones."""
     delay = float(os.environ.get(TEST_DELAY_VARIABLE, "0") or 0) / 1000.0
     if delay:
@@ -108,9 +114,6 @@ def answer(checker, request: dict) -> dict:
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     """Answer requests (``requests`` unbuffered, so that it can be polled) until the server closes the pipe."""
-    from graphlife.incremental import IncrementalChecker
-    from graphlife.lsp.memory import mostly_new, release_memory
-
     checker = IncrementalChecker()
     trim = False  # a cold analysis left garbage worth giving back
     while True:
@@ -129,20 +132,14 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
 def _die_with(parent: int) -> None:
     """Ask Linux to kill this process when the server dies, however it dies (no orphan keeps
     a core busy with a runaway analysis); a server gone already means there is nothing to do."""
-    try:
-        import ctypes
-
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the end of stdin still stops it when idle
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: the end of stdin still stops an idle process
     if parent and os.getppid() != parent:
         sys.exit(0)
 
 
 def _warm_up() -> None:
-    """Import the engine and the rules before the first request arrives."""
-    from graphlife.checker import check_source
-
+    """Load the rules and the engine's tables before the first request arrives."""
     check_source("x = 1\n", None)
 
 

@@ -36,12 +36,15 @@ import asyncio
 import os
 import re
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, TypeVar
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
+from graphlife.checker import CheckResult
 from graphlife.config import Config
 from graphlife.findings import Finding
 from graphlife.incremental import IncrementalChecker
@@ -53,6 +56,9 @@ from graphlife.lsp.documents import Snapshot, current_stamp, take_snapshot
 from graphlife.lsp.isolated import TEST_DELAY_VARIABLE
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import mostly_new, release_memory
+from graphlife.lsp.settings import Settings
+
+_T = TypeVar("_T")
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 #: Analyses of different documents that may run at once.
@@ -64,7 +70,8 @@ def _prepare(source: str) -> tuple[str, list[str]]:
     if _LONE_SURROGATE.search(source):
         # Text the editor decoded from invalid bytes: one replacement character each keeps
         # every position where it was, and the rest of the file is still analyzed.
-        return _LONE_SURROGATE.sub("\ufffd", source), ["contains bytes that are not valid UTF-8; they were read as U+FFFD"]
+        note = "contains bytes that are not valid UTF-8; they were read as U+FFFD"
+        return _LONE_SURROGATE.sub("\ufffd", source), [note]
     return source, []
 
 
@@ -102,7 +109,7 @@ class Analysis:
 class Linter:
     """Debounced, off-loop, never-stale diagnostics for every open document and notebook."""
 
-    def __init__(self, server, settings) -> None:
+    def __init__(self, server: LanguageServer, settings: Settings) -> None:
         self.server = server
         self.settings = settings
         self.debouncer = Debouncer()
@@ -117,7 +124,7 @@ class Linter:
         self._generation: dict[str, int] = {}
         self._results: dict[str, Analysis] = {}
         self._published: dict[str, set[str]] = {}  # key -> URIs that got diagnostics
-        self._last_cache: dict[str, tuple[str, str, object]] = {}  # key -> (source, config repr, CheckResult)
+        self._last_cache: dict[str, tuple[str, str, CheckResult]] = {}  # key -> (source, config repr, CheckResult)
         self._last_report: dict[str, tuple] = {}  # key -> (syntax errors, notes) already logged
         #: key -> the document's incremental checker (keeps parsed blocks and unit results between edits)
         self._checkers: dict[str, IncrementalChecker] = {}
@@ -143,7 +150,7 @@ class Linter:
         wait = self.settings.debounce if delay is None else delay
         self.debouncer.schedule(key, wait, lambda: self._lint(key, generation))
 
-    def forget(self, key: str, uris: list[str] = ()) -> None:
+    def forget(self, key: str, uris: Sequence[str] = ()) -> None:
         """The document or notebook closed: drop pending work and clear its diagnostics."""
         self._generation[key] = self._generation.get(key, 0) + 1
         self.debouncer.cancel(key)
@@ -226,6 +233,7 @@ class Linter:
         config = self.settings.config_for(snapshot.path)
         limit = self.settings.time_budget + HARD_LIMIT_GRACE
         stop_reason: list[str] = []
+        work: Awaitable[Analysis]
         if key in self._processes or len(snapshot.source) > ISOLATE_CHARS:
             self._checkers.pop(key, None)  # its caches now live in the process
             process = self._processes.get(key)
@@ -315,7 +323,7 @@ class Linter:
         return analysis
 
     @staticmethod
-    def _analysis(snapshot: Snapshot, config: Config, result, started: float, reused: bool) -> Analysis:
+    def _analysis(snapshot: Snapshot, config: Config, result: CheckResult, started: float, reused: bool) -> Analysis:
         return Analysis(
             snapshot=snapshot,
             config=config,
@@ -360,7 +368,7 @@ class Linter:
             self._results[key] = analysis
         return analysis
 
-    async def run_in_worker(self, function, *args):
+    async def run_in_worker(self, function: Callable[..., _T], *args: Any) -> _T | None:
         """Run ``function(*args)`` on a worker thread (libcst fixes and hover stories are slow too).
 
         When the request is cancelled (VS Code cancels a hover as soon as the mouse

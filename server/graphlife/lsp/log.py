@@ -13,6 +13,7 @@ import logging
 import traceback
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
 
 logger = logging.getLogger("graphlife.lsp")
 
@@ -24,16 +25,16 @@ _LEVELS = {
 }
 
 
-def log(server, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+def log(server: LanguageServer, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
     """Send ``message`` to the client's log; never raises (a dead client must not kill a handler)."""
     logger.log(_LEVELS.get(kind, logging.INFO), message)
     try:
         server.window_log_message(types.LogMessageParams(type=kind, message=f"graphlife: {message}"))
-    except Exception:  # noqa: BLE001 - the transport may already be closed
+    except Exception:  # the transport may already be closed
         logger.debug("could not send log message", exc_info=True)
 
 
-def log_exception(server, what: str, exc: BaseException) -> None:
+def log_exception(server: LanguageServer, what: str, exc: BaseException) -> None:
     """An unexpected failure inside the server: log it with its traceback and keep serving."""
     details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=8))
     log(server, f"{what} failed: {exc!r} (the server keeps running)\n{details}", types.MessageType.Error)

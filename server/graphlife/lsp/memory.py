@@ -8,14 +8,14 @@ the peak of the largest analysis it ever ran.
 
 from __future__ import annotations
 
+import ctypes
 import gc
+from collections.abc import Callable
 
 
-def _load_malloc_trim():
+def _load_malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim``: gives the heap freed by an analysis back to the OS (``None`` elsewhere)."""
     try:
-        import ctypes
-
         return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):
         return None

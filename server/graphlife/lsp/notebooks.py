@@ -14,6 +14,7 @@ so the rest of the notebook still parses.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from graphlife.lsp.positions import split_lines
@@ -125,10 +126,8 @@ def join_cells(cells: list[CellText]) -> tuple[str, tuple[JoinedCell, ...]]:
     offset = 0
     for cell in cells:
         lines = split_lines(cell.text)
-        if lines and lines[-1] == "" and len(lines) > 1:
-            body = lines[:-1]  # a trailing newline is not an extra line of code
-        else:
-            body = lines
+        # a trailing newline is not an extra line of code
+        body = lines[:-1] if lines and lines[-1] == "" and len(lines) > 1 else lines
         joined.append(JoinedCell(cell.uri, cell.version, offset, tuple(lines), cell.number))
         parts.extend(_blank_ipython(body))
         offset += len(body)
@@ -139,7 +138,7 @@ def join_cells(cells: list[CellText]) -> tuple[str, tuple[JoinedCell, ...]]:
 _LINE_NUMBERS = re.compile(r"\b(lines?) (\d+(?:(?:-|, | and )\d+)*)")
 
 
-def cell_relative_lines(text: str, segment_for_line) -> str:
+def cell_relative_lines(text: str, segment_for_line: Callable[[int], JoinedCell | None]) -> str:
     """Rewrite "line 14" / "lines 5, 6" of the joined source as lines of their cells.
 
     The engine's messages name lines of the source it analyzed; in a notebook

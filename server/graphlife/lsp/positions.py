@@ -15,7 +15,7 @@ line after one of those.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec

@@ -16,6 +16,8 @@ import functools
 import inspect
 import logging
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -30,6 +32,15 @@ from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import release_memory
 from graphlife.lsp.positions import client_to_char
 from graphlife.lsp.settings import Settings, configuration_params, from_initialization_options
+
+if TYPE_CHECKING:
+    from pygls.server import ServerErrors
+
+    from graphlife.lsp.linting import Analysis
+    from graphlife.lsp.notebooks import JoinedCell
+
+#: An LSP request or notification handler: takes the params, returns the answer.
+Handler = Callable[[Any], Any]
 
 
 class GraphlifeServer(LanguageServer):
@@ -52,20 +63,20 @@ class GraphlifeServer(LanguageServer):
         self.settings = Settings(lambda message: log(self, message, types.MessageType.Warning))
         self.linter = Linter(self, self.settings)
 
-    def report_server_error(self, error, source) -> None:  # noqa: ANN001
+    def report_server_error(self, error: Exception, source: ServerErrors) -> None:
         """pygls' own errors (bad JSON, unknown documents) go to the log, not to a pop-up."""
         log(self, f"protocol error ({source.__name__ if hasattr(source, '__name__') else source}): {error!r}",
             types.MessageType.Error)
 
 
-def _guarded(server: GraphlifeServer, what: str, default=None):
+def _guarded(server: GraphlifeServer, what: str, default: Any = None) -> Callable[[Handler], Handler]:
     """Catch and log any exception of a handler; answer ``default`` instead."""
 
-    def decorate(function):
+    def decorate(function: Handler) -> Handler:
         if inspect.iscoroutinefunction(function):
 
             @functools.wraps(function)
-            async def run_async(params):
+            async def run_async(params: Any) -> Any:
                 try:
                     return await function(params)
                 except asyncio.CancelledError:
@@ -77,7 +88,7 @@ def _guarded(server: GraphlifeServer, what: str, default=None):
             return run_async
 
         @functools.wraps(function)
-        def run(params):
+        def run(params: Any) -> Any:
             try:
                 return function(params)
             except Exception as exc:  # noqa: BLE001
@@ -91,7 +102,7 @@ def _guarded(server: GraphlifeServer, what: str, default=None):
 
 def _supports(server: GraphlifeServer, *path: str) -> bool:
     """Whether a client capability (given as an attribute path) is present and truthy."""
-    node = server.client_capabilities
+    node: object = server.client_capabilities
     for name in path:
         node = getattr(node, name, None)
         if node is None:
@@ -325,9 +336,9 @@ def create_server() -> GraphlifeServer:
             fixed = await linter.run_in_worker(
                 fix_source, analysis.snapshot.source, analysis.snapshot.path, analysis.config
             )
-            if fixed != analysis.snapshot.source:
-                per_uri = actions_mod.whole_document_edit(analysis, fixed, codec)
-                action.edit = actions_mod.workspace_edit(analysis, per_uri, document_changes)
+            if fixed is not None and fixed != analysis.snapshot.source:  # None: the request was cancelled
+                whole = actions_mod.whole_document_edit(analysis, fixed, codec)
+                action.edit = actions_mod.workspace_edit(analysis, whole, document_changes)
             return action
         finding = actions_mod.find_finding(analysis, data)
         if finding is None:
@@ -364,7 +375,9 @@ def _path_of(server: GraphlifeServer, key: str) -> str | None:
     return fs_path(key)
 
 
-async def _locate(server: GraphlifeServer, uri: str, position: types.Position):
+async def _locate(
+    server: GraphlifeServer, uri: str, position: types.Position
+) -> tuple[Analysis, JoinedCell, int, int] | None:
     """(analysis, document segment, 1-based line in the analyzed source, 1-based column) or ``None``."""
     key = key_for(server.workspace, uri)
     if current_stamp(server.workspace, key) is None:
@@ -389,11 +402,11 @@ def import_everything() -> None:
     file was cancelled during its first import, and no diagnostics ever came). With every
     module the workers need imported here, at start, no import happens inside a job.
     """
+    import libcst  # noqa: PLC0415
+
     from graphlife.analysis import interpreter, optable, stories  # noqa: F401, PLC0415
     from graphlife.fixes import compute_fixes  # noqa: F401, PLC0415 (libcst)
     from graphlife.rules import all_rules  # noqa: PLC0415
-
-    import libcst  # noqa: PLC0415
 
     all_rules()
     optable.lookup("torch.add")  # loads the saved-tensor table

@@ -19,7 +19,8 @@ still apply.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from lsprotocol import types
 
@@ -72,7 +73,9 @@ class Settings:
             if raw is None:
                 continue
             if not isinstance(raw, Mapping):
-                self._problem(f"{source}: the `graphlife` settings must be an object, got {type(raw).__name__}; ignored")
+                self._problem(
+                    f"{source}: the `graphlife` settings must be an object, got {type(raw).__name__}; ignored"
+                )
                 continue
             self._folders[folder] = (dict(raw), source)
         self._recompute()
@@ -150,7 +153,7 @@ def from_initialization_options(options: Any) -> Any:
     return options
 
 
-def configuration_params(folder_uris: list[str] = ()) -> types.ConfigurationParams:
+def configuration_params(folder_uris: Sequence[str] = ()) -> types.ConfigurationParams:
     """The ``workspace/configuration`` request: the ``graphlife`` section globally, then per workspace folder."""
     return types.ConfigurationParams(
         items=[types.ConfigurationItem(section="graphlife")]

@@ -6,7 +6,7 @@ import functools
 import importlib
 import pkgutil
 
-from graphlife.rules.base import Rule
+from graphlife.analysis.rule_api import Rule
 
 
 @functools.lru_cache(maxsize=1)

@@ -20,13 +20,14 @@ region that covers them, with the text in between kept verbatim).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import TypeVar, cast
 
 from graphlife.analysis.positions import byte_to_char_column
+from graphlife.analysis.rule_api import ModuleContext
 from graphlife.analysis.tree_index import descendants
 from graphlife.findings import Span
-from graphlife.rules.base import ModuleContext
 
 #: Fully qualified names of the base classes that make a custom autograd Function.
 FUNCTION_BASES = frozenset(
@@ -41,6 +42,8 @@ CHECKPOINT_SEQUENTIAL = frozenset({"torch.utils.checkpoint.checkpoint_sequential
 
 
 # --------------------------------------------------------------------------- one pass over the file
+
+NodeT = TypeVar("NodeT", bound=ast.AST)
 
 
 class Index:
@@ -62,19 +65,22 @@ class Index:
             for bucket in kinds.values():
                 bucket.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
 
-    def of(self, kind: type) -> list:
-        return self.by_kind[kind]
+    def of(self, kind: type[NodeT]) -> list[NodeT]:
+        """The nodes of one of ``KINDS``, in source order."""
+        return cast("list[NodeT]", self.by_kind[kind])
 
     @property
     def parents(self) -> dict[int, ast.AST]:
         if self._parents is None:
             self._build_maps()
+        assert self._parents is not None  # built by _build_maps
         return self._parents
 
     @property
     def statements(self) -> dict[int, ast.stmt]:
         if self._statements is None:
             self._build_maps()
+        assert self._statements is not None  # built by _build_maps
         return self._statements
 
     def _build_maps(self) -> None:
@@ -366,13 +372,13 @@ def apply_calls(tree: ast.Module, classes: list[FunctionClass]) -> list[ApplyCal
                 if key:
                     bound[key] = target
     calls = []
-    for node in found.of(ast.Call):
-        fn = apply_target(node.func)
+    for call in found.of(ast.Call):
+        fn = apply_target(call.func)
         if fn is None:
-            key = _target_key(node.func)
+            key = _target_key(call.func)
             fn = bound.get(key) if key else None
         if fn is not None:
-            calls.append(ApplyCall(node, fn))
+            calls.append(ApplyCall(call, fn))
     return calls
 
 
@@ -535,9 +541,10 @@ def saved_unpacking(backward: ast.FunctionDef) -> tuple[ast.Assign | None, list[
             and stmt.value is reads[0]
             and len(stmt.targets) == 1
             and isinstance(stmt.targets[0], (ast.Tuple, ast.List))
-            and all(isinstance(e, ast.Name) for e in stmt.targets[0].elts)
         ):
-            return stmt, [e.id for e in stmt.targets[0].elts]  # type: ignore[union-attr]
+            names = [e.id for e in stmt.targets[0].elts if isinstance(e, ast.Name)]
+            if len(names) == len(stmt.targets[0].elts):
+                return stmt, names
     return None
 
 
@@ -551,7 +558,7 @@ def ctx_attributes_used(fn: FunctionClass) -> set[str]:
     used: set[str] = set()
     for method in (fn.forward, fn.setup_context, fn.backward):
         name = method_ctx(fn, method)
-        if name is None:
+        if name is None or method is None:
             continue
         for node in walk_body(method):
             attr = ctx_attribute(node, name)

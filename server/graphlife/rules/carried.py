@@ -6,14 +6,19 @@ Detaching at the top of the loop must match the state's shape: a tuple (an LSTM'
 
 from __future__ import annotations
 
-from graphlife.analysis.values import HeapRef, TensorVal, TupleVal
+import ast
+
+from graphlife.analysis.rule_api import RuleContext
+from graphlife.analysis.state import State
+from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
 from graphlife.findings import FixRecipe
 
 
-def detach_recipe(ctx, name: str, loop, state) -> FixRecipe:
+def detach_recipe(ctx: RuleContext, name: str, loop: ast.AST, state: State) -> FixRecipe:
     """`detach_carried_state` for ``name`` (a variable or `obj.attr`) at the top of ``loop``."""
-    interp = ctx.interpreter
-    before = interp.loop_pre_states[-1] if interp.loop_pre_states else state
+    before = ctx.state_before_loop()
+    if before is None:
+        before = state
     return FixRecipe(
         "detach_carried_state", f"Detach `{name}` at the top of each iteration",
         {"target": name, "loop": ctx.span(loop), "is_tuple": isinstance(lookup(name, state), TupleVal),
@@ -21,7 +26,7 @@ def detach_recipe(ctx, name: str, loop, state) -> FixRecipe:
     )
 
 
-def lookup(name: str, state):
+def lookup(name: str, state: State) -> Value | None:
     """The value of `x` or `obj.attr` in ``state`` (None when it cannot be followed)."""
     parts = name.split(".")
     value = state.env.get(parts[0])
@@ -33,7 +38,7 @@ def lookup(name: str, state):
     return value
 
 
-def may_be_none(value) -> bool:
+def may_be_none(value: Value | None) -> bool:
     """Before the loop, could the carried state be None (`hidden = None`)? Then the detach needs a guard."""
     if isinstance(value, TupleVal):
         return False

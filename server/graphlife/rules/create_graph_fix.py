@@ -45,12 +45,29 @@ not read ``.grad``.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
+from graphlife.analysis.events import (
+    BackwardEvent,
+    GradReadEvent,
+    StepEvent,
+    UnitEndEvent,
+    ZeroGradEvent,
+)
+from graphlife.analysis.rule_api import RuleContext
+from graphlife.analysis.state import State
 from graphlife.analysis.torch_api import param_storages
-from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
-from graphlife.findings import FixRecipe
+from graphlife.analysis.values import (
+    HeapObject,
+    HeapRef,
+    TensorVal,
+    Tri,
+    TupleVal,
+    Value,
+)
+from graphlife.findings import FixRecipe, Severity, Span
 from graphlife.rules.base import callee_name
 
 #: ``.grad`` statuses (``State.grads``) that mean the gradient is None or zero.
@@ -71,6 +88,15 @@ MAX_LOG = 20_000
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
+#: The events the proof follows, by kind: "read" (a `.grad` read), "step", "zero", "backward", "grad".
+EntryKind = Literal["read", "step", "zero", "backward", "grad"]
+GradEvent = BackwardEvent | GradReadEvent | StepEvent | ZeroGradEvent
+#: A finding as the rule reports it once the proof is done: (span, message, severity).
+PendingReport = tuple[Span, str, Severity]
+#: Names the proof follows -> their value; ``("list", name)`` -> the leaves a list holds;
+#: ``"__heap__"`` -> the list objects (in a read's snapshot).
+Snapshot = dict[object, object]
+
 
 # --------------------------------------------------------------------------- records
 
@@ -80,14 +106,14 @@ class Entry:
     """One event after a candidate backward started, with what the proof needs of its state."""
 
     seq: int
-    kind: str  # "read" | "step" | "zero" | "backward" | "grad"
+    kind: EntryKind
     node: ast.AST
     storages: frozenset[int] | None = None  # None: unknown
-    stack: tuple = ()
-    leaf: Any = None
-    set_to_none: Any = None
+    stack: tuple[ast.stmt, ...] = ()
+    leaf: Tri = None
+    set_to_none: Tri = None
     may: frozenset[int] = frozenset()
-    env: dict = field(default_factory=dict)  # names the proof follows -> value (and list objects)
+    env: Snapshot = field(default_factory=dict)  # names the proof follows -> value (and list objects)
     tensor: Value | None = None
 
 
@@ -105,16 +131,16 @@ class Instance:
     """One evaluation of the backward."""
 
     start: int
-    stack: tuple
+    stack: tuple[ast.stmt, ...]
     leaves: frozenset[int]
     must_leaves: frozenset[int]
     may: frozenset[int]
     statuses: dict[int, str | None]
-    env: dict
-    heap: dict
+    env: Snapshot
+    heap: dict[int, HeapObject | None]
     module_unit: bool
     partial: bool
-    report: tuple  # (span, message, severity)
+    report: PendingReport
 
 
 @dataclass
@@ -141,16 +167,15 @@ class Site:
 
 
 class Tracker:
-    """The events of one unit, for the sites whose fix is being proven."""
+    """The events of one unit, for the sites whose fix is being proven (GL204's unit state)."""
 
-    def __init__(self, interp) -> None:
-        self.interp = interp
+    def __init__(self) -> None:
         self.seq = 0
         self.sites: dict[int, Site] = {}
         self.log: list[Entry] = []
         self.overflow = False
         self.seen: set[int] = set()  # ids of nodes the engine made an event of in this unit
-        self._file_facts: tuple | None = None
+        self._file_facts: tuple[bool, bool] | None = None
 
     # -- recording ---------------------------------------------------------------------
     def active(self) -> bool:
@@ -166,8 +191,9 @@ class Tracker:
         self.seq += 1
         return self.seq
 
-    def snapshot_env(self, state) -> tuple[dict, dict]:
-        env, heap = {}, {}
+    def snapshot_env(self, state: State) -> tuple[Snapshot, dict[int, HeapObject | None]]:
+        env: Snapshot = {}
+        heap: dict[int, HeapObject | None] = {}
         for site in self.sites.values():
             for name in site.followed_names():
                 value = state.env.get(name)
@@ -177,16 +203,15 @@ class Tracker:
         return env, heap
 
     # -- the file, read once -----------------------------------------------------------
-    def file_facts(self) -> tuple[bool, bool]:
+    def file_facts(self, ctx: RuleContext) -> tuple[bool, bool]:
         """(calls an unmodeled gradient user or hook, binds the name ``zip``).
 
         The proof reads the whole file (here and in :func:`_program_is_visible`), so the
         unit notes that it read every definition: the language server's unit cache then
         runs it again after any edit, as a full analysis would see it."""
         if self._file_facts is None:
-            self.interp.touch_whole_file()
             unmodeled = binds_zip = False
-            for node in ast.walk(self.interp.tree):
+            for node in ast.walk(ctx.read_whole_file()):
                 if isinstance(node, ast.Call):
                     name = callee_name(node)
                     if name in UNMODELED_GRAD_USERS:
@@ -204,19 +229,15 @@ class Tracker:
         return self._file_facts
 
 
-def tracker(ctx) -> Tracker:
-    """The running unit's tracker (kept in the interpreter's rule data, like every rule's state)."""
-    interp = ctx.interpreter
-    found = interp.rule_data.get("gl204_tracker")
-    if found is None:
-        found = interp.rule_data["gl204_tracker"] = Tracker(interp)
-    return found
+def tracker(ctx: RuleContext) -> Tracker:
+    """The running unit's tracker (the rule's unit state, like every rule's pending findings)."""
+    return ctx.unit_state(Tracker)
 
 
 # --------------------------------------------------------------------------- sites
 
 
-def new_site(ctx, event) -> Site | None:
+def new_site(ctx: RuleContext, event: BackwardEvent) -> Site | None:
     """The site of a create-graph backward whose shape the fix handles, else ``None``."""
     stmt, call = event.stmt, event.call
     if not (isinstance(stmt, ast.Expr) and stmt.value is call and isinstance(call.func, ast.Attribute)
@@ -225,15 +246,13 @@ def new_site(ctx, event) -> Site | None:
     keyword = call.keywords[0]
     if keyword.arg != "create_graph" or not (isinstance(keyword.value, ast.Constant) and keyword.value.value is True):
         return None
-    interp = ctx.interpreter
-    stack = interp.stmt_stack
-    if not stack or not isinstance(interp.parents.get(id(stack[0])), ast.Module):
+    if not _in_module_unit(ctx, ctx.running_statements()):
         return None  # a function analyzed alone: its callers, and what they do with .grad, are unknown
-    located = _block_of(interp.parents, stmt)
+    located = _block_of(ctx, stmt)
     if located is None:
         return None
     block, index = located
-    unmodeled, binds_zip = tracker(ctx).file_facts()
+    unmodeled, binds_zip = tracker(ctx).file_facts(ctx)
     if unmodeled:
         return None
     following = block[index + 1:]
@@ -241,8 +260,8 @@ def new_site(ctx, event) -> Site | None:
     for later in following:
         for node in _walk_same_scope(later):
             if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.ctx, ast.Load) \
-                    and isinstance(node.value, ast.Name) and not _is_callee(interp.parents, node):
-                candidate = _candidate(interp.parents, node, later, binds_zip)
+                    and not _is_callee(ctx, node):
+                candidate = _candidate(ctx, node, later, binds_zip)
                 if candidate is not None:
                     candidates[id(node)] = candidate
     if not candidates:
@@ -251,15 +270,17 @@ def new_site(ctx, event) -> Site | None:
                 merge_call=_merge_candidate(following, call.func.value))
 
 
-def _candidate(parents: dict, node: ast.Attribute, stmt: ast.stmt, binds_zip: bool) -> Candidate | None:
+def _candidate(ctx: RuleContext, node: ast.Attribute, stmt: ast.stmt, binds_zip: bool) -> Candidate | None:
+    if not isinstance(node.value, ast.Name):
+        return None
     name = node.value.id
-    current = parents.get(id(node))
+    current = ctx.parent(node)
     while current is not None and current is not stmt:
         if isinstance(current, _COMPREHENSIONS):
             generators = current.generators
             bound = _names_bound(generators)
             if name not in bound:
-                current = parents.get(id(current))
+                current = ctx.parent(current)
                 continue
             if len(generators) != 1 or generators[0].is_async:
                 return None
@@ -271,16 +292,17 @@ def _candidate(parents: dict, node: ast.Attribute, stmt: ast.stmt, binds_zip: bo
                     and iterable.func.id == "zip" and not iterable.keywords
                     and len(iterable.args) == len(target.elts)
                     and not any(isinstance(a, ast.Starred) for a in iterable.args)):
-                positions = [k for k, e in enumerate(target.elts) if e.id == name]
-                if len(positions) == 1 and isinstance(iterable.args[positions[0]], ast.Name):
-                    return Candidate(node, name, iterable.args[positions[0]].id)
+                positions = [k for k, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name]
+                chosen = iterable.args[positions[0]] if len(positions) == 1 else None
+                if isinstance(chosen, ast.Name):
+                    return Candidate(node, name, chosen.id)
             return None
-        current = parents.get(id(current))
+        current = ctx.parent(current)
     return Candidate(node, name)
 
 
 def _names_bound(generators: list[ast.comprehension]) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for generator in generators:
         for node in ast.walk(generator.target):
             if isinstance(node, ast.Name):
@@ -311,7 +333,7 @@ def _merge_candidate(following: list[ast.stmt], root: ast.expr) -> ast.Call | No
 # --------------------------------------------------------------------------- events
 
 
-def on_create_graph_backward(ctx, event, report: tuple) -> bool:
+def on_create_graph_backward(ctx: RuleContext, event: BackwardEvent, report: PendingReport) -> bool:
     """A create-graph backward: start following it. False when the fix is not possible here
     (the caller then reports at once)."""
     track = tracker(ctx)
@@ -321,8 +343,7 @@ def on_create_graph_backward(ctx, event, report: tuple) -> bool:
         if site is None:
             return False
         track.sites[id(event.call)] = site
-    interp = ctx.interpreter
-    graph = interp.graph
+    graph = ctx.graph
     state = event.state
     must_leaves: set[int] = set()
     for nid in event.must:
@@ -331,7 +352,7 @@ def on_create_graph_backward(ctx, event, report: tuple) -> bool:
     for candidate in site.candidates.values():
         if candidate.sequence is not None:
             env[("list", candidate.sequence)] = _list_storages(env.get(candidate.sequence), state)
-    stack = tuple(interp.stmt_stack)
+    stack = ctx.running_statements()
     site.instances.append(Instance(
         start=track.next_seq(),
         stack=stack,
@@ -341,14 +362,20 @@ def on_create_graph_backward(ctx, event, report: tuple) -> bool:
         statuses={s: state.grads.get(s, (None, None))[0] for s in _all_storages(event, env, state)},
         env=env,
         heap=heap,
-        module_unit=bool(stack) and isinstance(interp.parents.get(id(stack[0])), ast.Module),
+        module_unit=_in_module_unit(ctx, stack),
         partial=not event.may or any(graph.nodes[n].partial for n in event.may),
         report=report,
     ))
     return True
 
 
-def _all_storages(event, env: dict, state) -> set[int]:
+def _in_module_unit(ctx: RuleContext, stack: tuple[ast.stmt, ...]) -> bool:
+    """Does the running unit start at a top-level statement (the module body, not a function
+    analyzed alone)?"""
+    return bool(stack) and isinstance(ctx.parent(stack[0]), ast.Module)
+
+
+def _all_storages(event: BackwardEvent, env: Snapshot, state: State) -> set[int]:
     storages = set(event.leaves)
     for value in env.values():
         if isinstance(value, set):
@@ -358,7 +385,7 @@ def _all_storages(event, env: dict, state) -> set[int]:
     return storages
 
 
-def _list_storages(value: Value | None, state) -> set[int] | None:
+def _list_storages(value: object, state: State) -> set[int] | None:
     """The leaves a list (or tuple) of leaf tensors holds; None when not such a list."""
     items: list[Value]
     if isinstance(value, HeapRef):
@@ -382,37 +409,47 @@ def _list_storages(value: Value | None, state) -> set[int] | None:
     return out or None
 
 
-def on_event(ctx, kind: str, event) -> None:
-    """Every grad read, step, zero_grad and backward: noted for the proof."""
+def on_event(event: GradEvent, ctx: RuleContext) -> None:
+    """Every grad read, step, zero_grad and backward: noted for the proof (a hook of GL204)."""
     track = tracker(ctx)
-    node = event.expr if kind == "read" else event.call
-    if node is not None:
-        track.seen.add(id(node))
+    kind: EntryKind
+    node: ast.AST
+    if isinstance(event, GradReadEvent):
+        kind, node = "read", event.expr
+    elif isinstance(event, StepEvent):
+        kind, node = "step", event.call
+    elif isinstance(event, ZeroGradEvent):
+        kind, node = "zero", event.call
+    else:
+        kind, node = "grad" if event.kind == "grad" else "backward", event.call
+    track.seen.add(id(node))
     if not track.active():
         return
     state = event.state
-    entry = Entry(seq=track.next_seq(), kind=kind, node=node, stack=tuple(ctx.interpreter.stmt_stack))
-    if kind == "read":
+    entry = Entry(seq=track.next_seq(), kind=kind, node=node, stack=ctx.running_statements())
+    if isinstance(event, GradReadEvent):
         tensor = event.tensor
         entry.tensor = tensor
-        if isinstance(tensor, TensorVal):
-            entry.leaf = tensor.leaf
-            storages = param_storages(tensor, state) if tensor.leaf is not False else frozenset()
-            entry.storages = frozenset(storages) if storages or tensor.leaf is False else None
+        entry.leaf = tensor.leaf
+        storages = param_storages(tensor, state) if tensor.leaf is not False else frozenset()
+        entry.storages = frozenset(storages) if storages or tensor.leaf is False else None
         entry.env, heap = track.snapshot_env(state)
         entry.env["__heap__"] = heap
-    elif kind in ("step", "zero"):
+    elif isinstance(event, StepEvent):
         entry.storages = event.storages
-        entry.set_to_none = getattr(event, "set_to_none", None)
+    elif isinstance(event, ZeroGradEvent):
+        entry.storages = event.storages
+        entry.set_to_none = event.set_to_none
     else:
         entry.may = frozenset(event.may)
         entry.env, _ = track.snapshot_env(state)
     track.add(entry)
 
 
-def on_unit_end(ctx, event, report) -> None:
+def on_unit_end(ctx: RuleContext, event: UnitEndEvent,
+                report: Callable[[Span, str, Severity, list[FixRecipe]], None]) -> None:
     """Judge every site of the unit and report its findings, with the fix where proven."""
-    track = ctx.interpreter.rule_data.pop("gl204_tracker", None)
+    track = ctx.take_unit_state(Tracker)
     if track is None:
         return
     for site in track.sites.values():
@@ -424,7 +461,7 @@ def on_unit_end(ctx, event, report) -> None:
 # --------------------------------------------------------------------------- the proof
 
 
-def _prove(ctx, track: Tracker, site: Site) -> list[FixRecipe]:
+def _prove(ctx: RuleContext, track: Tracker, site: Site) -> list[FixRecipe]:
     if track.overflow or not site.instances:
         return []
     if any(not i.module_unit or i.partial or not i.leaves for i in site.instances):
@@ -436,7 +473,7 @@ def _prove(ctx, track: Tracker, site: Site) -> list[FixRecipe]:
     if form is None:
         return []
     for mode in ("plain", "merge") if site.merge_call is not None else ("plain",):
-        outcomes = [_validate(track, site, instance, planned, mode) for instance in site.instances]
+        outcomes = [_validate(ctx, track, site, instance, planned, mode) for instance in site.instances]
         if any(outcome is None for outcome in outcomes):
             continue
         if any(outcomes) and not _program_is_visible(ctx, track):
@@ -484,8 +521,9 @@ def _form(site: Site, planned: set[int]) -> tuple[str, tuple[str, ...]] | None:
             if c.receiver not in names:
                 names.append(c.receiver)
         return "single", tuple(names)
-    if len(sequences) == 1:
-        return "sequence", (next(iter(sequences)),)
+    sequence = next(iter(sequences)) if len(sequences) == 1 else None
+    if sequence is not None:
+        return "sequence", (sequence,)
     return None
 
 
@@ -502,7 +540,7 @@ def _read_leaves(site: Site, instance: Instance, planned: set[int]) -> set[int] 
             leaves.add(value.storage)
         else:
             storages = instance.env.get(("list", candidate.sequence))
-            if storages is None:
+            if not isinstance(storages, set):
                 return None
             leaves |= storages
     if not leaves <= instance.must_leaves:
@@ -514,7 +552,7 @@ def _read_leaves(site: Site, instance: Instance, planned: set[int]) -> set[int] 
     return leaves
 
 
-def _validate(track: Tracker, site: Site, instance: Instance, planned: set[int], mode: str) -> bool | None:
+def _validate(ctx: RuleContext, track: Tracker, site: Site, instance: Instance, planned: set[int], mode: str) -> bool | None:
     """None: the fix could change what this evaluation computes. Else whether gradients the
     backward left in ``.grad`` are never reset, so the whole program must be visible.
 
@@ -569,7 +607,7 @@ def _validate(track: Tracker, site: Site, instance: Instance, planned: set[int],
             hit = tainted if entry.storages is None else entry.storages & tainted
             if hit and not _same_after_reset(entry, instance, hit):
                 return None
-            if entry.storages is not None and _runs_after(track.interp, instance.stack, entry.stack):
+            if entry.storages is not None and _runs_after(ctx, instance.stack, entry.stack):
                 tainted -= entry.storages  # reset on every path after the backward: equal from here on
                 graphless -= entry.storages
         elif merged and entry.may & instance.may:
@@ -592,12 +630,14 @@ def _same_leaf(candidate: Candidate, instance: Instance, entry: Entry) -> bool:
     before, now = instance.env.get(name), entry.env.get(name)
     if before is None or now != before:
         return False
-    if isinstance(before, HeapRef) and instance.heap.get(before.oid) is not entry.env["__heap__"].get(before.oid):
+    heap = entry.env["__heap__"]
+    if isinstance(before, HeapRef) and isinstance(heap, dict) and instance.heap.get(before.oid) is not heap.get(before.oid):
         return False  # the list changed in between
-    return entry.storages is None or entry.storages <= instance.env[("list", name)]
+    listed = instance.env.get(("list", name))
+    return entry.storages is None or (isinstance(listed, set) and entry.storages <= listed)
 
 
-def _same_after_reset(entry: Entry, instance: Instance, hit: set[int]) -> bool:
+def _same_after_reset(entry: Entry, instance: Instance, hit: set[int] | frozenset[int]) -> bool:
     """After this reset, is each ``.grad`` in ``hit`` the same in both programs?"""
     if entry.set_to_none is True or isinstance(entry.node, ast.Attribute):
         return True  # None in both, or the same assigned value
@@ -608,13 +648,12 @@ def _same_after_reset(entry: Entry, instance: Instance, hit: set[int]) -> bool:
     return False
 
 
-def _runs_after(interp, before: tuple, after: tuple) -> bool:
+def _runs_after(ctx: RuleContext, before: tuple[ast.stmt, ...], after: tuple[ast.stmt, ...]) -> bool:
     """Does the statement at the end of ``after`` run whenever the one at the end of
     ``before`` ran (and after it)? Both stacks go from the unit's top statement down
     through inlined calls. Yes when it is a later sibling, in straight-line code, of
     the statement ``before`` went through at that level, and nothing in between (or in
     that statement's own function) can leave the block."""
-    parents = interp.parents
     level = 0
     while level < len(before) and level < len(after) and before[level] is after[level]:
         level += 1
@@ -622,7 +661,7 @@ def _runs_after(interp, before: tuple, after: tuple) -> bool:
         return False
     if any(isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar" for stmt in before[:level]):
         return False
-    located_before, located_after = _block_of(parents, before[level]), _block_of(parents, after[level])
+    located_before, located_after = _block_of(ctx, before[level]), _block_of(ctx, after[level])
     if located_before is None or located_after is None or located_before[0] is not located_after[0]:
         return False
     block, first = located_before
@@ -632,7 +671,7 @@ def _runs_after(interp, before: tuple, after: tuple) -> bool:
     if any(_escapes(stmt) for stmt in block[first:last]):
         return False
     for stmt in before[level + 1:]:  # functions on the way down must return normally to their caller
-        func = interp.enclosing_function(stmt)
+        func = ctx.enclosing_function(stmt)
         if func is not None and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_same_scope(func, root=True)):
             return False
     return True
@@ -653,17 +692,16 @@ def _escapes(stmt: ast.stmt) -> bool:
     return visit(stmt, 0)
 
 
-def _program_is_visible(ctx, track: Tracker) -> bool:
+def _program_is_visible(ctx: RuleContext, track: Tracker) -> bool:
     """Every ``.grad`` access and every backward/step/zero_grad call in the code that runs
     produced an event (the engine knew the values), so no use of a gradient was missed."""
-    interp = ctx.interpreter
-    tree = interp.tree
+    tree = ctx.read_whole_file()
     names_elsewhere = _referenced_names(tree)
     pending: list[ast.AST] = list(tree.body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if _dead(interp, node, names_elsewhere):
+            if _dead(ctx, node, names_elsewhere):
                 continue
             pending.extend(node.body)
             continue
@@ -674,7 +712,7 @@ def _program_is_visible(ctx, track: Tracker) -> bool:
             pending.append(node.body)
             continue
         if isinstance(node, ast.Attribute) and node.attr == "grad" and id(node) not in track.seen:
-            if not _is_callee(interp.parents, node):  # `torch.autograd.grad(...)` is a function
+            if not _is_callee(ctx, node):  # `torch.autograd.grad(...)` is a function
                 return False
         if isinstance(node, ast.Call) and callee_name(node) in EVENT_CALLS and id(node) not in track.seen:
             return False
@@ -682,9 +720,9 @@ def _program_is_visible(ctx, track: Tracker) -> bool:
     return True
 
 
-def _dead(interp, func: ast.AST, names_elsewhere: dict[str, int]) -> bool:
+def _dead(ctx: RuleContext, func: ast.FunctionDef | ast.AsyncFunctionDef, names_elsewhere: dict[str, int]) -> bool:
     """Never run: not inlined by this unit, and its name is used nowhere but in its own definition."""
-    if id(func) in interp.inlined:
+    if ctx.was_inlined(func):
         return False
     name = func.name
     if name == "forward" or (name.startswith("__") and name.endswith("__")):
@@ -718,14 +756,14 @@ def _mentions(node: ast.AST, name: str) -> bool:
 # --------------------------------------------------------------------------- the recipe
 
 
-def _recipe(ctx, site: Site, planned: set[int], form: tuple[str, tuple[str, ...]], *, merge: bool) -> FixRecipe:
+def _recipe(ctx: RuleContext, site: Site, planned: set[int], form: tuple[str, tuple[str, ...]], *, merge: bool) -> FixRecipe:
     kind, names = form
     reads = tuple(ctx.span(site.candidates[n].node) for n in sorted(
         planned, key=lambda n: (site.candidates[n].node.lineno, site.candidates[n].node.col_offset)))
     root = ctx.text(site.root)
     what = ", ".join(names)
     title = f"Get the gradients of `{what}` with `torch.autograd.grad(..., create_graph=True)`"
-    params: dict[str, Any] = {
+    params: dict[str, object] = {
         "backward": ctx.span(site.stmt),
         "root": ctx.span(site.root),
         "inputs": names,
@@ -742,13 +780,13 @@ def _recipe(ctx, site: Site, planned: set[int], form: tuple[str, tuple[str, ...]
 # --------------------------------------------------------------------------- helpers
 
 
-def _is_callee(parents: dict, node: ast.AST) -> bool:
-    parent = parents.get(id(node))
+def _is_callee(ctx: RuleContext, node: ast.AST) -> bool:
+    parent = ctx.parent(node)
     return isinstance(parent, ast.Call) and parent.func is node
 
 
-def _block_of(parents: dict, stmt: ast.stmt) -> tuple[list[ast.stmt], int] | None:
-    parent = parents.get(id(stmt))
+def _block_of(ctx: RuleContext, stmt: ast.stmt) -> tuple[list[ast.stmt], int] | None:
+    parent = ctx.parent(stmt)
     if parent is None:
         return None
     for name in ("body", "orelse", "finalbody"):
@@ -760,7 +798,7 @@ def _block_of(parents: dict, stmt: ast.stmt) -> tuple[list[ast.stmt], int] | Non
     return None
 
 
-def _walk_same_scope(node: ast.AST, root: bool = False):
+def _walk_same_scope(node: ast.AST, root: bool = False) -> Iterator[ast.AST]:
     """``ast.walk`` that does not enter nested functions, lambdas or classes."""
     stack = [node]
     first = True

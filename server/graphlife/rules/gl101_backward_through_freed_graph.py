@@ -50,9 +50,11 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis.events import BackwardEvent, EventContext
-from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+from graphlife.analysis.events import BackwardEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
+from graphlife.analysis.state import Node, State
+from graphlife.analysis.values import TensorVal
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.rules.carried import detach_recipe
 
 RULE = Rule(
@@ -63,8 +65,21 @@ RULE = Rule(
     torch_message="Trying to backward through the graph a second time",
 )
 
+CARRIED = MessageTemplate(
+    "GL101.carried",
+    "`{root}` reaches the graph built at line {built} (`{built_by}`) in an earlier iteration, carried into this one "
+    "by `{name}`; the backward at line {freed} already freed it{maybe}. Detach `{name}` at the top of the loop "
+    "(line {loop}).",
+)
+FREED = MessageTemplate(
+    "GL101.freed",
+    "`{root}` backpropagates through the graph built at line {built} (`{built_by}`), which the backward at "
+    "line {freed} already freed{maybe}.",
+)
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     graph = ctx.graph
     state = event.state
     certain = [n for n in sorted(event.must) if n in state.freed and graph.nodes[n].saves_certain]
@@ -81,34 +96,28 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     node = graph.nodes[candidates[-1]]
     freeing = state.freed.get(node.nid) or state.may_freed.get(node.nid)
     root = ctx.text(event.root_expr) or "the tensor"
-    built_line = node.site.lineno
-    freed_line = freeing.lineno if freeing is not None else None
+    built_line = ctx.line(node.site)
+    freed_line = ctx.line(freeing) if freeing is not None else None
     carried = ctx.carried_names(set(candidates), state) if node.iteration and ctx.current_loop() is not None else []
     carried = [c for c in carried if c[0] != (root if isinstance(event.root_expr, ast.Name) else None)]
-    stmt = ctx.interpreter.blame(event.stmt, event.root_expr)
+    stmt = ctx.blame(event.stmt, event.root_expr)
     maybe = "" if severity is Severity.ERROR else " on some paths"
     if carried:
         name, loop = carried[0]
-        message = (
-            f"`{root}` reaches the graph built at line {built_line} (`{node.line_desc}`) in an earlier iteration, "
-            f"carried into this one by `{name}`; the backward at line {freed_line} already freed it{maybe}. "
-            f"Detach `{name}` at the top of the loop (line {loop.lineno})."
-        )
+        message = CARRIED(root=root, built=built_line, built_by=node.line_desc, name=name, freed=freed_line,
+                          maybe=maybe, loop=ctx.line(loop))
     else:
-        message = (
-            f"`{root}` backpropagates through the graph built at line {built_line} (`{node.line_desc}`), "
-            f"which the backward at line {freed_line} already freed{maybe}."
-        )
+        message = FREED(root=root, built=built_line, built_by=node.line_desc, freed=freed_line, maybe=maybe)
     related = [Related(ctx.span(node.site), f"graph built here (`{node.line_desc}`)")]
     if freeing is not None:
         related.append(Related(ctx.span(freeing), "this backward freed it"))
-    fixes = _fixes(event, ctx, node, freeing, carried, state, stmt)
-    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)
+    fixes = _fixes(event, ctx, node, freeing, carried, state)
+    ctx.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)
 
 
-def _fixes(event, ctx, node, freeing, carried, state, stmt) -> list[FixRecipe]:
+def _fixes(event: BackwardEvent, ctx: RuleContext, node: Node, freeing: ast.AST | None,
+           carried: list[tuple[str, ast.AST]], state: State) -> list[FixRecipe]:
     fixes: list[FixRecipe] = []
-    interp = ctx.interpreter
     if carried:
         name, loop = carried[0]
         fixes.append(detach_recipe(ctx, name, loop, state))
@@ -117,7 +126,7 @@ def _fixes(event, ctx, node, freeing, carried, state, stmt) -> list[FixRecipe]:
         if detach is not None:
             fixes.append(FixRecipe("detach_expression", f"Use `{ctx.text(detach)}.detach()` in the earlier step",
                                    {"expr": ctx.span(detach)}))
-    if freeing is not None and isinstance(freeing, ast.stmt) and _adjacent(interp, freeing, event.stmt):
+    if freeing is not None and isinstance(freeing, ast.stmt) and _adjacent(ctx, freeing, event.stmt):
         first_root = _backward_root_text(ctx, freeing)
         second_root = ctx.text(event.root_expr)
         if first_root and second_root:
@@ -142,16 +151,16 @@ def _backward_call(stmt: ast.stmt) -> ast.Call | None:
     return None
 
 
-def _backward_root_text(ctx, stmt: ast.stmt) -> str:
+def _backward_root_text(ctx: RuleContext, stmt: ast.stmt) -> str:
     call = _backward_call(stmt)
     if call is not None and isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and not call.args:
         return ctx.text(call.func.value)
     return ""
 
 
-def _adjacent(interp, first: ast.stmt, second: ast.stmt) -> bool:
-    parent = interp.parents.get(id(first))
-    if parent is None or interp.parents.get(id(second)) is not parent:
+def _adjacent(ctx: RuleContext, first: ast.stmt, second: ast.stmt) -> bool:
+    parent = ctx.parent(first)
+    if parent is None or ctx.parent(second) is not parent:
         return False
     for field_name in ("body", "orelse", "finalbody"):
         body = getattr(parent, field_name, None)
@@ -160,14 +169,12 @@ def _adjacent(interp, first: ast.stmt, second: ast.stmt) -> bool:
     return False
 
 
-def _gan_detach_site(event, ctx, node, freeing) -> ast.expr | None:
+def _gan_detach_site(event: BackwardEvent, ctx: RuleContext, node: Node, freeing: ast.AST | None) -> ast.expr | None:
     """The GAN shape: a name whose graph was freed, used in the statements before the freeing backward."""
     if freeing is None:
         return None
-    interp = ctx.interpreter
     state = event.state
-    from graphlife.analysis.values import TensorVal  # noqa: PLC0415
-
+    freeing_line = ctx.line(freeing).number
     calls: list[ast.Call] | None = None
     for name, value in state.env.items():
         if not isinstance(value, TensorVal) or node.nid not in _closure(ctx, value.grad_fn):
@@ -176,14 +183,14 @@ def _gan_detach_site(event, ctx, node, freeing) -> ast.expr | None:
             continue
         if calls is None:
             # the GAN shape lives in one training step: walking only its function keeps a file
-            # with many findings linear
-            scope = interp.enclosing_function(freeing) or interp.tree
+            # with many findings linear (at module level, the walk reads the whole file)
+            scope = ctx.enclosing_function(freeing) or ctx.read_whole_file()
             calls = [c for c in ast.walk(scope) if isinstance(c, ast.Call)]
         # the first load of `name` after its definition and up to the freeing backward, as a call argument
         for candidate in calls:
             if (
                 isinstance(candidate, ast.Call)
-                and getattr(candidate, "lineno", 0) <= freeing.lineno
+                and getattr(candidate, "lineno", 0) <= freeing_line
                 and getattr(candidate, "lineno", 0) > getattr(value.origin, "lineno", 0)
             ):
                 for arg in candidate.args:
@@ -192,9 +199,6 @@ def _gan_detach_site(event, ctx, node, freeing) -> ast.expr | None:
     return None
 
 
-def _closure(ctx, roots) -> set[int]:
-    _, may = ctx.graph.reach(frozenset(roots), False)
+def _closure(ctx: RuleContext, roots: frozenset[int]) -> set[int]:
+    _, may = ctx.graph.reach(roots, False)
     return may
-
-
-RULE.hooks = {"backward": on_backward}

@@ -45,9 +45,10 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis.events import BackwardEvent, EventContext
-from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+from graphlife.analysis.events import BackwardEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
+from graphlife.analysis.state import Node, SavedRef
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity, Span
 
 RULE = Rule(
     code="GL102",
@@ -57,8 +58,22 @@ RULE = Rule(
     torch_message="one of the variables needed for gradient computation has been modified by an inplace operation",
 )
 
+_SAVED = "`{change_text}` {change}, but {what} {verb} saved at line {saved} for the backward at line {backward}, which will raise."
+SAVED = MessageTemplate("GL102.saved", _SAVED)
+SAVED_BEFORE_STEP_CARRIED = MessageTemplate(
+    "GL102.saved-before-step-carried",
+    _SAVED + " The graph still to be backpropagated was built in an earlier iteration (carried state?): "
+    "detach it or finish its backward first.",
+)
+SAVED_BEFORE_STEP = MessageTemplate(
+    "GL102.saved-before-step",
+    _SAVED + " That backward's graph was built before the step: run it before `{change_text}`, "
+    "or build the graph again after the step.",
+)
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     state = event.state
     graph = ctx.graph
     for nid in sorted(event.must):
@@ -76,15 +91,15 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
             return
 
 
-def _built_in_earlier_iteration(ctx: EventContext, node) -> bool:
+def _built_in_earlier_iteration(ctx: RuleContext, node: Node) -> bool:
     """Was the node made in an earlier iteration of a loop still running (a carried graph)?"""
-    now = ctx.interpreter.iteration()
+    now = ctx.iteration()
     made = node.iteration
     depth = min(len(now), len(made))
     return made[:depth] != now[:depth]
 
 
-def _report(ctx: EventContext, event: BackwardEvent, node, saved, bump_site: ast.AST) -> None:
+def _report(ctx: RuleContext, event: BackwardEvent, node: Node, saved: SavedRef, bump_site: ast.AST) -> None:
     what = {
         "result": f"the output of `{node.line_desc}`",
         "input": f"`{saved.desc}`" if saved.desc else "an input",
@@ -95,34 +110,27 @@ def _report(ctx: EventContext, event: BackwardEvent, node, saved, bump_site: ast
     is_step = isinstance(bump_site, ast.stmt) and "step(" in ctx.text(bump_site)
     change = "updates them in place" if is_step else "changes it in place"
     verb = "were" if saved.what == "parameter" else "was"
-    message = (
-        f"`{ctx.text(bump_site)}` {change}, but {what} {verb} saved at line {node.site.lineno} for the backward "
-        f"at line {event.stmt.lineno}, which will raise."
-    )
-    if is_step and _built_in_earlier_iteration(ctx, node):
-        message += (" The graph still to be backpropagated was built in an earlier iteration (carried state?): "
-                    "detach it or finish its backward first.")
-    elif is_step:
-        message += (f" That backward's graph was built before the step: run it before `{ctx.text(bump_site)}`, "
-                    "or build the graph again after the step.")
+    template = SAVED
+    if is_step:
+        template = SAVED_BEFORE_STEP_CARRIED if _built_in_earlier_iteration(ctx, node) else SAVED_BEFORE_STEP
+    message = template(change_text=ctx.text(bump_site), change=change, what=what, verb=verb,
+                       saved=ctx.line(node.site), backward=ctx.line(event.stmt))
     related = [
         Related(ctx.span(node.site), f"saved here by `{node.op}`"),
         Related(ctx.span(event.stmt), "this backward needs the saved value"),
     ]
-    fixes = []
+    fixes: list[FixRecipe] = []
     if not is_step:
-        params = {"stmt": ctx.span(bump_site)}
-        construction = _construction_of(ctx, bump_site)
+        params: dict[str, Span] = {"stmt": ctx.span(bump_site)}
+        construction = _construction_of(bump_site)
         if construction is not None:
             params["construction"] = ctx.span(construction)
         fixes.append(FixRecipe("out_of_place", "Use the out-of-place form", params))
-    ctx.interpreter.reporter.report(RULE, ctx.span(bump_site), message, related=related, fixes=fixes)
+    ctx.report(RULE, ctx.span(bump_site), message, related=related, fixes=fixes)
 
 
-def _construction_of(ctx, site: ast.AST) -> ast.AST | None:
+def _construction_of(site: ast.AST) -> ast.AST | None:
     if isinstance(site, ast.Call) and any(kw.arg == "inplace" for kw in site.keywords):
         return site
     return None
 
-
-RULE.hooks = {"backward": on_backward}

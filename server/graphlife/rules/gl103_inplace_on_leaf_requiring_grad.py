@@ -37,9 +37,10 @@ The in-place statement on the leaf.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import EventContext, InplaceEvent
+from graphlife.analysis.events import InplaceEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc, grad_mode_severity
+from graphlife.rules.base import grad_mode_severity
 
 RULE = Rule(
     code="GL103",
@@ -50,11 +51,13 @@ RULE = Rule(
 )
 
 
-def on_inplace(event: InplaceEvent, ctx: EventContext) -> None:
+@RULE.on(InplaceEvent)
+def on_inplace(event: InplaceEvent, ctx: RuleContext) -> None:
     target = event.target
-    if event.via_data or getattr(target, "leaf", None) is not True or getattr(target, "requires_grad", None) is not True:
+    if event.via_data or target.leaf is not True or target.requires_grad is not True:
         return
-    if event.state.grad_enabled is not True:
+    mode = ctx.grad_mode(event.state)
+    if mode.enabled is not True:
         return
     name = ctx.text(event.target_expr) or "the tensor"
     kind = "a parameter" if target.is_param else "a leaf created with `requires_grad=True`"
@@ -62,13 +65,10 @@ def on_inplace(event: InplaceEvent, ctx: EventContext) -> None:
         f"`{name}` is {kind}, and `{ctx.text(event.stmt)}` changes it in place while gradients are recorded; "
         "torch raises here. Do the update under `with torch.no_grad():`."
     )
-    related = []
+    related: list[Related] = []
     if target.created_with_grad is not None:
         related.append(Related(ctx.span(target.created_with_grad), f"`{name}` requires grad from here"))
     stmt = event.stmt
     fixes = [FixRecipe("wrap_no_grad", "Wrap the update in `with torch.no_grad():`", {"stmt": ctx.span(stmt)})]
-    severity, note = grad_mode_severity(event.state, RULE.severity)
-    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)
-
-
-RULE.hooks = {"inplace": on_inplace}
+    severity, note = grad_mode_severity(mode, RULE.severity)
+    ctx.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)

@@ -47,10 +47,10 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis.events import BackwardEvent, EventContext
+from graphlife.analysis.events import BackwardEvent, InplaceEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal, TupleVal
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
 from graphlife.rules.no_grad_fix import no_grad_fixes, note_inplace
 
 RULE = Rule(
@@ -62,7 +62,11 @@ RULE = Rule(
 )
 
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+RULE.on(InplaceEvent)(note_inplace)  # the fix's proof needs the writes made with gradients off
+
+
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     root = event.root
     first = root.items[0] if isinstance(root, TupleVal) and root.items else root
     if not isinstance(first, TensorVal) or first.requires_grad is not False:
@@ -70,19 +74,19 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     name = ctx.text(event.root_expr) or "the tensor"
     reason = first.why or "it does not require grad"
     message = f"`{name}` has no graph to backpropagate through: {reason}. Torch raises at this backward."
-    related = []
+    related: list[Related] = []
     if first.why_site is not None:
         related.append(Related(ctx.span(first.why_site), "the graph is lost here"))
-    stmt = ctx.interpreter.blame(event.stmt, event.root_expr)
+    stmt = ctx.blame(event.stmt, event.root_expr)
     fixes = _keep_the_graph(ctx, first.why_site)
     if isinstance(first.why_site, ast.stmt):
         # computed while gradients were off: the `no_grad` block or decorator around that statement
         region, fixes = no_grad_fixes(ctx, first.why_site, event.stmt)
         related.extend(region)
-    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)
+    ctx.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)
 
 
-def _keep_the_graph(ctx: EventContext, site) -> list[FixRecipe]:
+def _keep_the_graph(ctx: RuleContext, site: ast.AST | None) -> list[FixRecipe]:
     """Undo the break where it is one expression: `x.detach()` -> `x`, `torch.tensor(x.item())` -> `x`,
     `checkpoint(..., use_reentrant=True)` -> `use_reentrant=False`. A `no_grad` block or decorator is
     :mod:`graphlife.rules.no_grad_fix`'s: it is removed only where nothing else needs it."""
@@ -103,6 +107,3 @@ def _keep_the_graph(ctx: EventContext, site) -> list[FixRecipe]:
             return [FixRecipe("replace_text", "Use `use_reentrant=False` (gradients flow to the parameters)",
                               {"span": ctx.span(keyword.value), "text": "False"})]
     return []
-
-
-RULE.hooks = {"backward": on_backward, "inplace": note_inplace}

@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis.events import EventContext, OptimizerEvent
+from graphlife.analysis.events import OptimizerEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
-from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc, grad_mode_severity
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.rules.base import grad_mode_severity
 
 RULE = Rule(
     code="GL105",
@@ -54,8 +55,20 @@ RULE = Rule(
     torch_message="can't optimize a non-leaf Tensor",
 )
 
+NOT_A_LEAF = MessageTemplate(
+    "GL105.not-a-leaf",
+    "`{name}` is not a leaf: `{made_by}` (line {line}) made a new tensor from the one that requires grad, "
+    "so it never gets a `.grad`; the optimizer raises here.{note}",
+)
+MAYBE_NOT_A_LEAF = MessageTemplate(
+    "GL105.maybe-not-a-leaf",
+    "`{name}` may not be a leaf: `{made_by}` (line {line}) makes a new tensor when it really converts "
+    "(another device or dtype); the optimizer then raises `can't optimize a non-leaf Tensor`.{note}",
+)
 
-def on_optimizer_created(event: OptimizerEvent, ctx: EventContext) -> None:
+
+@RULE.on(OptimizerEvent)
+def on_optimizer_created(event: OptimizerEvent, ctx: RuleContext) -> None:
     for value, expr in event.params:
         if not isinstance(value, TensorVal) or value.requires_grad is not True:
             continue
@@ -67,20 +80,13 @@ def on_optimizer_created(event: OptimizerEvent, ctx: EventContext) -> None:
             continue
         name = ctx.text(expr) or ctx.text(value.origin) or "a tensor"
         made_by = ctx.text(value.converted_from or value.origin)
-        line = getattr(value.converted_from or value.origin, "lineno", None)
-        message = (
-            f"`{name}` is not a leaf: `{made_by}` (line {line}) made a new tensor from the one that requires grad, "
-            "so it never gets a `.grad`; the optimizer raises here."
-        )
-        if severity is Severity.WARNING:
-            message = (
-                f"`{name}` may not be a leaf: `{made_by}` (line {line}) makes a new tensor when it really converts "
-                "(another device or dtype); the optimizer then raises `can't optimize a non-leaf Tensor`."
-            )
-        related = []
+        made_at = value.converted_from or value.origin
+        line = ctx.line(made_at) if made_at is not None and hasattr(made_at, "lineno") else None
+        template = MAYBE_NOT_A_LEAF if severity is Severity.WARNING else NOT_A_LEAF
+        related: list[Related] = []
         if value.created_with_grad is not None:
             related.append(Related(ctx.span(value.created_with_grad), "the leaf that requires grad"))
-        fixes = []
+        fixes: list[FixRecipe] = []
         origin = value.converted_from or value.origin
         assign = _assignment_of(ctx, value.origin)
         if assign is not None:
@@ -89,18 +95,16 @@ def on_optimizer_created(event: OptimizerEvent, ctx: EventContext) -> None:
         elif origin is not None and expr is not None and ctx.text(expr) == ctx.text(value.origin):
             fixes.append(FixRecipe("leaf_after_conversion", "Apply `.requires_grad_()` after the conversion",
                                    {"expr": ctx.span(expr)}))
-        severity, note = grad_mode_severity(event.state, severity)
-        ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message + note, severity=severity, related=related, fixes=fixes)
+        severity, note = grad_mode_severity(ctx.grad_mode(event.state), severity)
+        message = template(name=name, made_by=made_by, line=line, note=note)
+        ctx.report(RULE, ctx.span(event.stmt), message, severity=severity, related=related, fixes=fixes)
 
 
-def _assignment_of(ctx, origin) -> ast.Assign | None:
+def _assignment_of(ctx: RuleContext, origin: ast.AST | None) -> ast.Assign | None:
     """The `name = <origin>` statement whose whole value is the expression that made the non-leaf."""
     if origin is None:
         return None
-    parent = ctx.interpreter.parents.get(id(origin))
+    parent = ctx.parent(origin)
     if isinstance(parent, ast.Assign) and parent.value is origin and len(parent.targets) == 1:
         return parent
     return None
-
-
-RULE.hooks = {"optimizer_created": on_optimizer_created}

@@ -40,10 +40,13 @@ The statement whose op saves the inference tensor, or the in-place update.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import EventContext, InplaceEvent, SavedEvent
+import ast
+
+from graphlife.analysis.events import InplaceEvent, SavedEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc, grad_mode_severity
+from graphlife.rules.base import grad_mode_severity
 
 RULE = Rule(
     code="GL106",
@@ -54,59 +57,55 @@ RULE = Rule(
 )
 
 
-def on_saved(event: SavedEvent, ctx: EventContext) -> None:
+@RULE.on(SavedEvent)
+def on_saved(event: SavedEvent, ctx: RuleContext) -> None:
     tensor = event.tensor
-    if not isinstance(tensor, TensorVal) or tensor.inference is not True or event.state.inference_mode is not False:
+    if tensor.inference is not True or ctx.grad_mode(event.state).inference is not False:
         return
     name = ctx.text(event.tensor_expr) or tensor.desc or "a tensor"
     message = (
         f"`{name}` was created under `torch.inference_mode()`, and `{ctx.text(event.site)}` saves it for backward; "
         "torch raises here. Create it under `torch.no_grad()` instead, or pass a `.clone()`."
     )
-    _report(ctx, event, tensor, message)
+    _report(ctx, event, tensor, event.tensor_expr, message)
 
 
-def on_inplace(event: InplaceEvent, ctx: EventContext) -> None:
+@RULE.on(InplaceEvent)
+def on_inplace(event: InplaceEvent, ctx: RuleContext) -> None:
     tensor = event.target
-    if not isinstance(tensor, TensorVal) or tensor.inference is not True or event.state.inference_mode is not False:
+    if tensor.inference is not True or ctx.grad_mode(event.state).inference is not False:
         return
     name = ctx.text(event.target_expr) or "the tensor"
     message = (
         f"`{name}` was created under `torch.inference_mode()`; `{ctx.text(event.stmt)}` updates it in place outside "
         "inference mode, which torch forbids. Create it under `torch.no_grad()` instead."
     )
-    _report(ctx, event, tensor, message)
+    _report(ctx, event, tensor, None, message, blamed=event.target_expr)
 
 
-def _report(ctx, event, tensor: TensorVal, message: str) -> None:
-    related = []
-    fixes = []
+def _report(ctx: RuleContext, event: SavedEvent | InplaceEvent, tensor: TensorVal, saved_expr: ast.expr | None,
+            message: str, *, blamed: ast.expr | None = None) -> None:
+    """Report at the statement (or the helper's caller) with the fixes: ``torch.no_grad()`` where the
+    tensor was made, and a ``.clone()`` of the expression a saving op takes (``saved_expr``)."""
+    related: list[Related] = []
+    fixes: list[FixRecipe] = []
     if tensor.origin is not None:
         related.append(Related(ctx.span(tensor.origin), "created in inference mode here"))
         with_item = _inference_mode_item(ctx, tensor.origin)
         if with_item is not None:
             fixes.append(FixRecipe("inference_mode_to_no_grad", "Use `torch.no_grad()` instead of `torch.inference_mode()`",
                                    {"item": ctx.span(with_item)}))
-    expr = getattr(event, "tensor_expr", None)
-    if expr is not None:
-        fixes.append(FixRecipe("clone_tensor", f"Use `{ctx.text(expr)}.clone()` here", {"expr": ctx.span(expr)}))
-    stmt = ctx.interpreter.blame(event.stmt, expr if expr is not None else getattr(event, "target_expr", None))
-    severity, note = grad_mode_severity(getattr(event, "state", None), RULE.severity)
-    ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)
+    if saved_expr is not None:
+        fixes.append(FixRecipe("clone_tensor", f"Use `{ctx.text(saved_expr)}.clone()` here", {"expr": ctx.span(saved_expr)}))
+    stmt = ctx.blame(event.stmt, saved_expr if saved_expr is not None else blamed)
+    severity, note = grad_mode_severity(ctx.grad_mode(event.state), RULE.severity)
+    ctx.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)
 
 
-def _inference_mode_item(ctx, node):
-    import ast  # noqa: PLC0415
-
-    parents = ctx.interpreter.parents
-    current = node
-    while id(current) in parents:
-        current = parents[id(current)]
-        if isinstance(current, ast.With):
-            for item in current.items:
+def _inference_mode_item(ctx: RuleContext, node: ast.AST) -> ast.expr | None:
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, ast.With):
+            for item in ancestor.items:
                 if "inference_mode" in ctx.text(item.context_expr):
                     return item.context_expr
     return None
-
-
-RULE.hooks = {"saved": on_saved, "inplace": on_inplace}

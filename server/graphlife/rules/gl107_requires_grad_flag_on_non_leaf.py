@@ -37,10 +37,10 @@ The `.requires_grad = ...` assignment or `.requires_grad_(False)` call.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import EventContext, RequiresGradEvent
-from graphlife.analysis.values import TensorVal
-from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc, grad_mode_severity
+from graphlife.analysis.events import RequiresGradEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.rules.base import grad_mode_severity
 
 RULE = Rule(
     code="GL107",
@@ -50,19 +50,23 @@ RULE = Rule(
     torch_message="you can only change requires_grad flags of leaf variables.",
 )
 
+_NOT_A_LEAF = ("from a tensor that requires grad, so its `requires_grad` flag cannot be changed; "
+               "torch raises here.{note}")
+NOT_A_LEAF = MessageTemplate(
+    "GL107.not-a-leaf", "`{name}` is not a leaf: it was computed by `{made_by}` (line {line}) " + _NOT_A_LEAF)
+NOT_A_LEAF_NO_LINE = MessageTemplate(
+    "GL107.not-a-leaf-no-line", "`{name}` is not a leaf: it was computed by `{made_by}` " + _NOT_A_LEAF)
 
-def on_requires_grad_set(event: RequiresGradEvent, ctx: EventContext) -> None:
+
+@RULE.on(RequiresGradEvent)
+def on_requires_grad_set(event: RequiresGradEvent, ctx: RuleContext) -> None:
     target = event.target
-    if not isinstance(target, TensorVal) or target.leaf is not False or target.requires_grad is not True:
+    if target.leaf is not False or target.requires_grad is not True:
         return
     if event.form == "method" and event.flag is not False:
         return  # requires_grad_() / (True) on a non-leaf that already requires grad runs
     name = ctx.text(event.target_expr) or "the tensor"
-    message = (
-        f"`{name}` is not a leaf: it was computed by `{target.desc or ctx.text(target.origin)}`"
-        f"{f' (line {target.origin.lineno})' if target.origin is not None and hasattr(target.origin, 'lineno') else ''} "
-        "from a tensor that requires grad, so its `requires_grad` flag cannot be changed; torch raises here."
-    )
+    made_by = target.desc or ctx.text(target.origin)
     related = [Related(ctx.span(target.origin), "computed here")] if target.origin is not None else []
     flag = True if event.flag is None else bool(event.flag)
     fixes = [FixRecipe(
@@ -70,8 +74,9 @@ def on_requires_grad_set(event: RequiresGradEvent, ctx: EventContext) -> None:
         f"`{name} = {name}.detach()" + (".requires_grad_()`" if flag else "`"),
         {"stmt": ctx.span(event.stmt), "target": name, "flag": flag},
     )]
-    severity, note = grad_mode_severity(getattr(event, "state", None), RULE.severity)
-    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message + note, severity=severity, related=related, fixes=fixes)
-
-
-RULE.hooks = {"requires_grad_set": on_requires_grad_set}
+    severity, note = grad_mode_severity(ctx.grad_mode(event.state), RULE.severity)
+    if target.origin is not None and hasattr(target.origin, "lineno"):
+        message = NOT_A_LEAF(name=name, made_by=made_by, line=ctx.line(target.origin), note=note)
+    else:
+        message = NOT_A_LEAF_NO_LINE(name=name, made_by=made_by, note=note)
+    ctx.report(RULE, ctx.span(event.stmt), message, severity=severity, related=related, fixes=fixes)

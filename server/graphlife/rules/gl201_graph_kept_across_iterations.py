@@ -46,12 +46,19 @@ The statement that stores the value.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import cast
 
-from graphlife.analysis.events import BackwardEvent, EventContext, LoopEndEvent, StoreEvent, UnitEndEvent
+from graphlife.analysis.events import (
+    BackwardEvent,
+    LoopEndEvent,
+    StoreEvent,
+    UnitEndEvent,
+)
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
+from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
-from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+from graphlife.findings import FixRecipe, Message, MessageTemplate, Related, Severity
 
 RULE = Rule(
     code="GL201",
@@ -67,6 +74,22 @@ _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _MUTATORS = {"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "__setitem__"}
 _STORE_METHODS = {"append", "add", "insert", "extend", "setdefault"}
 
+KEEPS_SAVED = MessageTemplate(
+    "GL201.keeps-saved",
+    "`{target}` keeps the graph of `{value}` alive after the iteration, and no backward frees it: the activations "
+    "saved at line {saved} (`{saved_by}`) pile up every iteration. Store `.item()` (a number) or `.detach()` instead.",
+)
+KEEPS_NODES = MessageTemplate(
+    "GL201.keeps-nodes",
+    "`{target}` keeps the graph nodes of `{value}` alive after the iteration; its backward freed the saved "
+    "activations, but the nodes still pile up each step. Store `.item()` or `.detach()` instead.",
+)
+
+#: The code a statement belongs to: a function, a class body or the module.
+Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module
+#: One run of a loop, at its end: (sequence number, backwards seen, heap ids of the modules called).
+LoopEnd = tuple[int, int, frozenset[int]]
+
 
 @dataclass
 class _Store:
@@ -75,90 +98,98 @@ class _Store:
     event: StoreEvent
     stmt: ast.stmt  # where to report it
     seq: int  # its place among the events this rule records
-    loops: list  # the running loops, outermost first (across inlined calls)
-    iteration: tuple  # their iteration indices
+    loops: list[ast.AST]  # the running loops, outermost first (across inlined calls)
+    iteration: tuple[int, ...]  # their iteration indices
     first: int  # index in ``loops`` of the outermost loop the place outlives
-    frames: list  # the call statements of the inlined calls, outermost first
-    scope: ast.AST  # the function (or module) whose statement stores
+    frames: list[ast.stmt]  # the call statements of the inlined calls, outermost first
+    scope: Scope | None  # the function (or module) whose statement stores
     tracked: str | None  # the local name the place is reached by (`outs`, `loss`), when there is one
     local: bool  # a container made by this function, or a local accumulator variable
     oid: int | None  # the container's heap object
-    walks: list  # per loop it outlives, what the loop walks ("modules", "count", "tensor", or None)
+    walks: list[str | None]  # per loop it outlives, what the loop walks ("modules", "count", "tensor", or None)
     receiver: int | None  # the module whose method stores (its heap object), if it is one
 
 
-def _data(interp) -> dict:
-    data = interp.rule_data.get("gl201")
-    if data is None:
-        data = interp.rule_data["gl201"] = {"seq": 0, "pending": [], "loops": {}, "backwards": [], "scopes": {}}
-    return data
+@dataclass
+class GL201State:
+    """What the rule gathers while a unit runs; the stores are judged when it ends."""
+
+    seq: int = 0  # the sequence number of the last store, loop end or backward
+    pending: list[_Store] = field(default_factory=list)
+    #: (id of a loop, iteration of the loops around it) -> each run's end.
+    loops: dict[tuple[int, tuple[int, ...]], list[LoopEnd]] = field(default_factory=dict)
+    #: Each backward: (sequence number, iteration, the statement running at each call depth).
+    backwards: list[tuple[int, tuple[int, ...], list[ast.stmt]]] = field(default_factory=list)
+    #: The statements of each scope read, in source order (by the scope's id).
+    scopes: dict[int, list[ast.stmt]] = field(default_factory=dict)
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
 
 
-def _next(data: dict) -> int:
-    data["seq"] += 1
-    return data["seq"]
-
-
-def on_store(event: StoreEvent, ctx: EventContext) -> None:
+@RULE.on(StoreEvent)
+def on_store(event: StoreEvent, ctx: RuleContext) -> None:
     if event.kind in ("attribute", "setitem") and _overwrites(event):
         return  # an overwritten slot keeps one graph, not one per iteration (torch measures it flat)
-    interp = ctx.interpreter
-    data = _data(interp)
-    loops = [loop for loop, _ in interp.loop_stack]
+    data = ctx.unit_state(GL201State)
+    loops = list(ctx.running_loops())
     if not loops:
         return
-    iteration = interp.iteration()
-    scope = _scope_of(interp, event.stmt)
+    iteration = ctx.iteration()
+    scope = _scope_of(ctx, event.stmt)
     innermost = len(loops) - 1
     first, tracked, local, oid = innermost, None, False, None
     if event.kind == "accumulate":
         name = event.target
         # The loops the variable outlives: it was bound before each of them started, in this function.
-        while (
-            0 < first <= len(interp.loop_pre_states) and _scope_of(interp, loops[first - 1]) is scope
-            and name in interp.loop_pre_states[first - 1].env
-            and not _bound_before(interp, data, scope, loops[first - 1], loops[first], name)
-        ):
+        while first > 0:
+            before = ctx.state_before_loop(first - 1)
+            if (
+                before is None or _scope_of(ctx, loops[first - 1]) is not scope or name not in before.env
+                or _bound_before(ctx, data, scope, loops[first - 1], loops[first], name)
+            ):
+                break
             first -= 1
-        if _scope_of(interp, loops[innermost]) is scope:
+        if _scope_of(ctx, loops[innermost]) is scope:
             tracked = name
         local = isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name not in _declared_global(scope)
     else:
-        receiver = _receiver(interp, event)
-        ref = _resolve(interp, receiver, event.state) if receiver is not None else None
+        receiver = _receiver(ctx, event)
+        ref = _resolve(ctx, receiver, event.state) if receiver is not None else None
         if isinstance(ref, HeapRef) and ref.oid in event.state.heap:
             obj = event.state.heap[ref.oid]
             born = tuple(obj.extra.get("born", ()))
             # Made during the iterations that are still running: it outlives only the loops started after it.
             first = min(len(born), innermost) if born == iteration[: len(born)] else 0
             oid = ref.oid
-            local = obj.site is not None and _scope_of(interp, obj.site) is scope
+            local = obj.site is not None and _scope_of(ctx, obj.site) is scope
             if local and isinstance(receiver, ast.Name):
                 tracked = receiver.id
-    if tracked is not None and _scope_of(interp, loops[first]) is not scope:
+    if tracked is not None and _scope_of(ctx, loops[first]) is not scope:
         tracked = None  # the place outlives a loop of a caller: its later uses are not in this function
-    walks = [_iter_kind(interp, loop.iter, event.state) if isinstance(loop, (ast.For, ast.AsyncFor)) else None
+    walks = [_iter_kind(ctx, loop.iter, event.state) if isinstance(loop, (ast.For, ast.AsyncFor)) else None
              for loop in loops[first:]]
-    data["pending"].append(_Store(
-        event=event, stmt=interp.blame(event.stmt, None), seq=_next(data), loops=loops, iteration=iteration,
-        first=first, frames=[frame.stmt for frame in interp.frames], scope=scope, tracked=tracked, local=local, oid=oid,
+    data.pending.append(_Store(
+        event=event, stmt=ctx.blame(event.stmt, None), seq=data.next_seq(), loops=loops, iteration=iteration,
+        first=first, frames=list(ctx.call_sites()), scope=scope, tracked=tracked, local=local, oid=oid,
         walks=walks, receiver=_module_receiver(scope, event.state),
     ))
 
 
-def on_loop_end(event: LoopEndEvent, ctx: EventContext) -> None:
-    interp = ctx.interpreter
-    data = _data(interp)
-    key = (id(event.loop), interp.iteration())
+@RULE.on(LoopEndEvent)
+def on_loop_end(event: LoopEndEvent, ctx: RuleContext) -> None:
+    data = ctx.unit_state(GL201State)
+    key = (id(event.loop), ctx.iteration())
     called = frozenset(ref.oid for ref, _ in event.module_calls if isinstance(ref, HeapRef))
-    data["loops"].setdefault(key, []).append((_next(data), event.backwards, called))
+    data.loops.setdefault(key, []).append((data.next_seq(), event.backwards, called))
 
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
-    interp = ctx.interpreter
-    data = _data(interp)
-    chain = [frame.stmt for frame in interp.frames] + [event.stmt]  # the statement running at each call depth
-    data["backwards"].append((_next(data), interp.iteration(), chain))
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
+    data = ctx.unit_state(GL201State)
+    chain = [*ctx.call_sites(), event.stmt]  # the statement running at each call depth
+    data.backwards.append((data.next_seq(), ctx.iteration(), chain))
 
 
 # When a store is not reported (besides the overwritten slots above). A place piles graphs up
@@ -177,30 +208,31 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
 #   with the call (``_structural``);
 # - in a function analyzed on its own that runs no backward (a `forward`), a container made by it
 #   and kept there: its unknown caller decides what becomes of the graphs.
-def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
-    interp = ctx.interpreter
-    data = interp.rule_data.pop("gl201", None)
+@RULE.on(UnitEndEvent)
+def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
+    data = ctx.take_unit_state(GL201State)
     if data is None:
         return
     final = event.state
     graph = ctx.graph
     alone = isinstance(event.unit, (ast.FunctionDef, ast.AsyncFunctionDef))
-    for store in data["pending"]:
+    escapes: dict[tuple[int, int], bool] = {}  # (container, scope) -> reachable from outside
+    for store in data.pending:
         value = store.event.value
         quiet = _outlived_loops_quiet(data, store)
         consumed_later = all(n in final.freed or n in final.may_freed for n in value.grad_fn)
         if quiet and consumed_later:
             continue  # a time loop collecting states for the backward after it (BPTT): not a leak
-        if alone and not data["backwards"] and store.local and not _escapes(interp, final, store):
+        if alone and not data.backwards and store.local and not _escapes(ctx, final, store, escapes):
             continue  # a forward computation: the function's unknown caller runs the backward, if any
-        if quiet and store.local and _structural(data, store) and not _escapes(interp, final, store):
+        if quiet and store.local and _structural(data, store) and not _escapes(ctx, final, store, escapes):
             continue  # one forward's loop over layers or time steps: the graphs die with the call
-        if quiet and store.tracked is not None and _consumed_by_later_backward(interp, data, store):
+        if quiet and store.tracked is not None and _consumed_by_later_backward(ctx, data, store):
             continue  # collected (or summed) for the backward that follows in the same step
         _report(ctx, store, final, graph)
 
 
-def _structural(data: dict, store: _Store) -> bool:
+def _structural(data: GL201State, store: _Store) -> bool:
     """Every loop the place outlives is part of one forward computation, whose length the model
     fixes: a loop over the layers of a model (its submodules), or - in a method of a module that
     does not call the module itself in the loop - over a number of steps or the rows of a tensor
@@ -216,25 +248,25 @@ def _structural(data: dict, store: _Store) -> bool:
     return True
 
 
-def _iter_kind(interp, expr: ast.expr, state, depth: int = 0) -> str | None:
+def _iter_kind(ctx: RuleContext, expr: ast.expr, state: State, depth: int = 0) -> str | None:
     """What a loop walks: "modules", "count" (`range(n)`), "tensor" (slices of one tensor), or None."""
     if depth > 3:
         return None
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and _builtin(interp, expr.func.id, state):
-        name = expr.func.id
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and ctx.lookup_name(expr.func.id, state) is None:
+        name = expr.func.id  # a builtin
         if name == "range":
             return "count"
         if name in ("enumerate", "zip", "reversed") and expr.args:
-            kinds = [_iter_kind(interp, arg, state, depth + 1) for arg in expr.args]
+            kinds = [_iter_kind(ctx, arg, state, depth + 1) for arg in expr.args]
             if any(kind is None for kind in kinds):
                 return None
             return "modules" if "modules" in kinds else kinds[0]
         return None
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-        if expr.func.attr == "unbind" and isinstance(_resolve(interp, expr.func.value, state), TensorVal):
+        if expr.func.attr == "unbind" and isinstance(_resolve(ctx, expr.func.value, state), TensorVal):
             return "tensor"
         return None
-    value = _resolve(interp, expr, state)
+    value = _resolve(ctx, expr, state)
     if isinstance(value, TensorVal):
         return "tensor"
     if isinstance(value, HeapRef) and value.oid in state.heap:
@@ -246,11 +278,7 @@ def _iter_kind(interp, expr: ast.expr, state, depth: int = 0) -> str | None:
     return None
 
 
-def _builtin(interp, name: str, state) -> bool:
-    return name not in state.env and name not in interp.globals
-
-
-def _module_receiver(scope, state) -> int | None:
+def _module_receiver(scope: Scope | None, state: State) -> int | None:
     """The module ``scope`` runs as a method of (its first parameter holds an `nn.Module`), if any."""
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
@@ -261,76 +289,85 @@ def _module_receiver(scope, state) -> int | None:
     return None
 
 
-def _outlived_loops_quiet(data: dict, store: _Store) -> bool:
+def _outlived_loops_quiet(data: GL201State, store: _Store) -> bool:
     """No backward ran in any loop the place outlives (the run of each that followed the store)."""
-    for index in range(store.first, len(store.loops)):
-        if _loop_end(data, store, index) is None:
-            return False
-    return all(_loop_end(data, store, index)[1] == 0 for index in range(store.first, len(store.loops)))
+    ends = [_loop_end(data, store, index) for index in range(store.first, len(store.loops))]
+    return all(end is not None and end[1] == 0 for end in ends)
 
 
-def _loop_end(data: dict, store: _Store, index: int) -> tuple | None:
+def _loop_end(data: GL201State, store: _Store, index: int) -> LoopEnd | None:
     """(sequence number, backwards seen, modules called) at the end of the run of
     ``store.loops[index]`` the store was in."""
     key = (id(store.loops[index]), store.iteration[:index])
-    for record in data["loops"].get(key, ()):
+    for record in data.loops.get(key, ()):
         if record[0] > store.seq:
             return record
     return None
 
 
-def _consumed_by_later_backward(interp, data: dict, store: _Store) -> bool:
+def _consumed_by_later_backward(ctx: RuleContext, data: GL201State, store: _Store) -> bool:
     """After the loops the place outlives, in the same iteration of the loops around them, a backward
     runs on a value computed from it: the statements that read the place (or a name assigned from it,
     through `return` into the callers of inlined functions) include the backward's statement or a
     call that runs it. This is what the truncated-BPTT exception checks on the graph, for the graphs
     the engine cannot follow (a number `+=` a tensor, `torch.cat(list, dim)`)."""
     end = _loop_end(data, store, store.first)
-    if end is None:
+    if end is None or store.tracked is None:
         return False
-    later = [(iteration, chain) for seq, iteration, chain in data["backwards"] if seq > end[0]]
+    later = [(iteration, chain) for seq, iteration, chain in data.backwards if seq > end[0]]
     if not later:
         return False
     # The statements that use the value, per call depth: the store's function, then its callers.
     depth = len(store.frames)
     consumers: set[int] = set()
-    returns = _scan(interp, data, store.scope, store.loops[store.first], {store.tracked}, consumers, include_start=False)
-    levels = [(depth, consumers, None, None)]
+    returns = _scan(ctx, data, store.scope, store.loops[store.first], {store.tracked}, consumers, include_start=False)
+    levels: list[tuple[int, set[int], ast.stmt | None, Scope | None]] = [(depth, consumers, None, None)]
     callee = store.scope
     while returns and depth > 0:
         depth -= 1
         call_stmt = store.frames[depth]
-        scope = _scope_of(interp, call_stmt)
+        scope = _scope_of(ctx, call_stmt)
         consumers = set()
-        returns = _scan(interp, data, scope, call_stmt, set(), consumers, include_start=True)
+        returns = _scan(ctx, data, scope, call_stmt, set(), consumers, include_start=True)
         levels.append((depth, consumers, call_stmt, callee))
         callee = scope
     for iteration, chain in later:
-        for level, statements, call_stmt, called in levels:
+        for level, statements, level_call, called in levels:
             if len(chain) <= level or id(chain[level]) not in statements or chain[:level] != store.frames[:level]:
                 continue
-            if chain[level] is call_stmt and len(chain) > level + 1 and _scope_of(interp, chain[level + 1]) is called:
+            if chain[level] is level_call and len(chain) > level + 1 and _scope_of(ctx, chain[level + 1]) is called:
                 continue  # a backward inside the call that made the value, before it returned it
             # The same iteration of every loop around both the store and this backward: the same step.
             shared = 0
-            while shared < store.first and any(_encloses(interp, store.loops[shared], stmt) for stmt in chain[: level + 1]):
+            while shared < store.first and any(_encloses(ctx, store.loops[shared], stmt) for stmt in chain[: level + 1]):
                 shared += 1
             if iteration[:shared] == store.iteration[:shared]:
                 return True
     return False
 
 
-def _encloses(interp, loop: ast.AST, stmt: ast.AST) -> bool:
+def _encloses(ctx: RuleContext, loop: ast.AST, stmt: ast.AST) -> bool:
     """Is ``stmt`` inside ``loop`` (in the same function)?"""
-    current = interp.parents.get(id(stmt))
-    while current is not None and not isinstance(current, (*_SCOPES, ast.Lambda)):
-        if current is loop:
+    for ancestor in ctx.ancestors(stmt):
+        if isinstance(ancestor, (*_SCOPES, ast.Lambda)):
+            return False
+        if ancestor is loop:
             return True
-        current = interp.parents.get(id(current))
     return False
 
 
-def _scan(interp, data: dict, scope, start: ast.AST, tracked: set[str], consumers: set[int], *, include_start: bool) -> bool:
+def _position(node: ast.AST) -> tuple[int, int]:
+    """Where a statement or expression starts: (line, byte column)."""
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+def _end_line(node: ast.AST) -> int:
+    """The line where a statement or expression ends."""
+    return cast(int, getattr(node, "end_lineno", None) or getattr(node, "lineno", 0))
+
+
+def _scan(ctx: RuleContext, data: GL201State, scope: Scope | None, start: ast.AST, tracked: set[str],
+          consumers: set[int], *, include_start: bool) -> bool:
     """Mark the statements of ``scope`` after ``start`` that read a tracked name; names they assign
     (or containers they put the value in) are tracked from there on. True when one returns it."""
     returns = False
@@ -338,8 +375,8 @@ def _scan(interp, data: dict, scope, start: ast.AST, tracked: set[str], consumer
         consumers.add(id(start))
         tracked |= _assigned(start)
         returns = isinstance(start, ast.Return)
-    after = (start.end_lineno or start.lineno, start.end_col_offset or 0)
-    for stmt in _statements(interp, data, scope):
+    after = (_end_line(start), getattr(start, "end_col_offset", None) or 0)
+    for stmt in _statements(ctx, data, scope):
         if (stmt.lineno, stmt.col_offset) < after:
             continue
         if _reads(stmt) & tracked:
@@ -351,39 +388,39 @@ def _scan(interp, data: dict, scope, start: ast.AST, tracked: set[str], consumer
     return returns
 
 
-def _bound_before(interp, data: dict, scope, outer: ast.AST, inner: ast.AST, name: str) -> bool:
+def _bound_before(ctx: RuleContext, data: GL201State, scope: Scope | None, outer: ast.AST, inner: ast.AST, name: str) -> bool:
     """Does ``outer``'s body bind ``name`` anew (`loss = 0`) before ``inner`` starts? Then each
     iteration of ``outer`` starts a new variable: it does not outlive that iteration."""
-    start, end = (outer.lineno, outer.col_offset), (inner.lineno, inner.col_offset)
+    start, end = _position(outer), _position(inner)
     return any(
-        start < (stmt.lineno, stmt.col_offset) < end and (stmt.end_lineno or stmt.lineno) <= (outer.end_lineno or outer.lineno)
+        start < (stmt.lineno, stmt.col_offset) < end and _end_line(stmt) <= _end_line(outer)
         and name in _assigned(stmt, rebinding=True) and not isinstance(stmt, (ast.For, ast.AsyncFor))
-        for stmt in _statements(interp, data, scope)
+        for stmt in _statements(ctx, data, scope)
     )
 
 
-def _statements(interp, data: dict, scope) -> list[ast.stmt]:
+def _statements(ctx: RuleContext, data: GL201State, scope: Scope | None) -> list[ast.stmt]:
     """Every statement of a function or module body in source order, nested functions and classes left out."""
     if scope is None:
         return []
-    cached = data["scopes"].get(id(scope))
+    cached = data.scopes.get(id(scope))
     if cached is not None:
         return cached
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        interp.touch(scope)
+        ctx.touch(scope)
     out: list[ast.stmt] = []
-    stack: list[ast.stmt] = list(getattr(scope, "body", []))
+    stack: list[ast.stmt] = list(scope.body)
     while stack:
         stmt = stack.pop()
         if isinstance(stmt, _NESTED):
             continue
         out.append(stmt)
-        for field in ("body", "orelse", "finalbody"):
-            stack.extend(s for s in getattr(stmt, field, ()) if isinstance(s, ast.stmt))
+        for field_name in ("body", "orelse", "finalbody"):
+            stack.extend(s for s in getattr(stmt, field_name, ()) if isinstance(s, ast.stmt))
         for part in list(getattr(stmt, "handlers", ())) + list(getattr(stmt, "cases", ())):
             stack.extend(part.body)
     out.sort(key=lambda s: (s.lineno, s.col_offset))
-    data["scopes"][id(scope)] = out
+    data.scopes[id(scope)] = out
     return out
 
 
@@ -454,21 +491,20 @@ def _target_names(target: ast.AST, rebinding: bool) -> set[str]:
     return set()
 
 
-def _scope_of(interp, node: ast.AST):
+def _scope_of(ctx: RuleContext, node: ast.AST) -> Scope | None:
     """The function, class or module whose code ``node`` is (None for code outside the tree)."""
-    parents = interp.parents
-    current = parents.get(id(node))
-    while current is not None and not isinstance(current, (*_SCOPES, ast.Lambda)):
-        current = parents.get(id(current))
-    if isinstance(current, ast.Lambda):
-        return _scope_of(interp, current)
-    return current
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, ast.Lambda):
+            return _scope_of(ctx, ancestor)
+        if isinstance(ancestor, _SCOPES):
+            return ancestor
+    return None
 
 
-def _declared_global(scope) -> set[str]:
+def _declared_global(scope: ast.AST) -> set[str]:
     """Names a function declares `global` or `nonlocal` (its own body, nested functions left out)."""
     names: set[str] = set()
-    stack = list(getattr(scope, "body", []))
+    stack: list[ast.AST] = list(getattr(scope, "body", []))
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -478,24 +514,24 @@ def _declared_global(scope) -> set[str]:
     return names
 
 
-def _receiver(interp, event: StoreEvent) -> ast.expr | None:
+def _receiver(ctx: RuleContext, event: StoreEvent) -> ast.expr | None:
     """The expression of the container a store puts its value in (`outs` of `outs.append(v)`)."""
     for node in ast.walk(event.stmt):
         if event.kind == "append" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in _STORE_METHODS and interp.text(node.func.value) == event.target:
+            if node.func.attr in _STORE_METHODS and ctx.text(node.func.value) == event.target:
                 return node.func.value
         elif event.kind == "setitem" and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            if interp.text(node) == event.target:
+            if ctx.text(node) == event.target:
                 return node.value
     return None
 
 
-def _resolve(interp, expr: ast.expr, state) -> Value | None:
+def _resolve(ctx: RuleContext, expr: ast.expr, state: State) -> Value | None:
     """The heap object a simple expression names (`outs`, `self.outs`, `history["loss"]`), without evaluating it."""
     if isinstance(expr, ast.Name):
-        return state.env.get(expr.id, interp.globals.get(expr.id))
+        return ctx.lookup_name(expr.id, state)
     if isinstance(expr, (ast.Attribute, ast.Subscript)):
-        base = _resolve(interp, expr.value, state)
+        base = _resolve(ctx, expr.value, state)
         obj = state.heap.get(base.oid) if isinstance(base, HeapRef) else None
         if obj is None:
             return None
@@ -506,23 +542,22 @@ def _resolve(interp, expr: ast.expr, state) -> Value | None:
     return None
 
 
-def _escapes(interp, final, store: _Store) -> bool:
+def _escapes(ctx: RuleContext, final: State, store: _Store, cache: dict[tuple[int, int], bool]) -> bool:
     """Can the container be reached from an object this function did not make (`self`, a global)?"""
     if store.oid is None:
         return False  # an accumulator: a local variable (`global` ones are not local)
-    cache = interp.rule_data.setdefault("gl201_escapes", {})
-    key = (id(final), store.oid, id(store.scope))
+    key = (store.oid, id(store.scope))
     if key in cache:
         return cache[key]
     stack: list[Value] = []
     for oid, obj in final.heap.items():
-        if oid == store.oid or (obj.site is not None and _scope_of(interp, obj.site) is store.scope):
+        if oid == store.oid or (obj.site is not None and _scope_of(ctx, obj.site) is store.scope):
             continue
         stack.extend(obj.attrs.values())
         if obj.elem is not None:
             stack.append(obj.elem)
         stack.extend(v for v in obj.extra.values() if isinstance(v, Value))
-    for name in _declared_global(store.scope):
+    for name in _declared_global(store.scope) if store.scope is not None else ():
         if name in final.env:
             stack.append(final.env[name])
     seen: set[int] = set()
@@ -545,27 +580,21 @@ def _escapes(interp, final, store: _Store) -> bool:
     return found
 
 
-def _report(ctx: EventContext, store: _Store, final, graph) -> None:
+def _report(ctx: RuleContext, store: _Store, final: State, graph: GraphStore) -> None:
     event = store.event
     _, reach = graph.reach(event.value.grad_fn, False)
     keeps_saved = [n for n in reach if graph.nodes[n].saves_certain and n not in final.freed and n not in final.may_freed]
     severity = Severity.WARNING if keeps_saved else Severity.INFORMATION
     value_text = event.value.desc or "the value"
+    message: Message
     if severity is Severity.WARNING:
         node = graph.nodes[min(keeps_saved)]
-        message = (
-            f"`{event.target}` keeps the graph of `{value_text}` alive after the iteration, and no backward frees it: "
-            f"the activations saved at line {node.site.lineno} (`{node.line_desc}`) pile up every iteration. "
-            "Store `.item()` (a number) or `.detach()` instead."
-        )
+        message = KEEPS_SAVED(target=event.target, value=value_text, saved=ctx.line(node.site), saved_by=node.line_desc)
         related = [Related(ctx.span(node.site), "saved activations kept alive from here")]
     else:
-        message = (
-            f"`{event.target}` keeps the graph nodes of `{value_text}` alive after the iteration; its backward freed "
-            "the saved activations, but the nodes still pile up each step. Store `.item()` or `.detach()` instead."
-        )
+        message = KEEPS_NODES(target=event.target, value=value_text)
         related = []
-    fixes = []
+    fixes: list[FixRecipe] = []
     expr = _stored_expr(store.stmt)
     if expr is not None and isinstance(event.whole, TensorVal):
         # .detach() first: always a tensor of the same shape; .item() only suits scalars.
@@ -573,10 +602,10 @@ def _report(ctx: EventContext, store: _Store, final, graph) -> None:
         if event.whole.scalar and not event.whole.nullable:
             # One element for certain (a loss, a mean): a Python number, as RULES.md asks for logging.
             fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()` (a Python number)", {"expr": ctx.span(expr)}))
-    ctx.interpreter.reporter.report(RULE, ctx.span(store.stmt), message, severity=severity, related=related, fixes=fixes)
+    ctx.report(RULE, ctx.span(store.stmt), message, severity=severity, related=related, fixes=fixes)
 
 
-def _stored_expr(stmt):
+def _stored_expr(stmt: ast.stmt) -> ast.expr | None:
     """The expression stored by the statement (argument of append, value of an assignment)."""
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and stmt.value.args:
         return stmt.value.args[-1]
@@ -595,6 +624,3 @@ def _overwrites(event: StoreEvent) -> bool:
         if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
             return True
     return False
-
-
-RULE.hooks = {"store": on_store, "loop_end": on_loop_end, "backward": on_backward, "unit_end": on_unit_end}

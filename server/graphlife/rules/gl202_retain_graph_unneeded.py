@@ -30,9 +30,12 @@ The backward call with the unneeded `retain_graph=True`.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import BackwardEvent, EventContext, UnitEndEvent
+import ast
+from dataclasses import dataclass, field
+
+from graphlife.analysis.events import BackwardEvent, UnitEndEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Severity
-from graphlife.rules.base import Rule, RuleDoc
 
 RULE = Rule(
     code="GL202",
@@ -43,13 +46,23 @@ RULE = Rule(
 )
 
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
-    record = ctx.interpreter.rule_data.setdefault("gl202_backwards", [])
-    record.append((event, event.stmt))  # the argument to drop is written here
+@dataclass
+class GL202State:
+    """The backwards of the running unit, in order, with the statement each is written in
+    (where the argument to drop is); judged when the unit ends."""
+
+    backwards: list[tuple[BackwardEvent, ast.stmt]] = field(default_factory=list)
 
 
-def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
-    backwards = ctx.interpreter.rule_data.pop("gl202_backwards", [])
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
+    ctx.unit_state(GL202State).backwards.append((event, event.stmt))
+
+
+@RULE.on(UnitEndEvent)
+def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
+    data = ctx.take_unit_state(GL202State)
+    backwards = data.backwards if data is not None else []
     needed: set[int] = set()
     for index, (current, stmt) in enumerate(backwards):
         if current.retain_graph is not True or not current.may:
@@ -76,7 +89,4 @@ def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
             "but no later backward goes through it: drop the argument to free the saved activations now."
         )
         fixes = [FixRecipe("drop_keyword", "Remove `retain_graph=True`", {"call": ctx.span(current.call), "keyword": "retain_graph"})]
-        ctx.interpreter.reporter.report(RULE, ctx.span(stmt), message, fixes=fixes)
-
-
-RULE.hooks = {"backward": on_backward, "unit_end": on_unit_end}
+        ctx.report(RULE, ctx.span(stmt), message, fixes=fixes)

@@ -36,9 +36,9 @@ The backward call with `retain_graph=True`.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import BackwardEvent, EventContext
-from graphlife.findings import Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+from graphlife.analysis.events import BackwardEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.rules.carried import detach_recipe
 
 RULE = Rule(
@@ -49,12 +49,19 @@ RULE = Rule(
     torch_message="",
 )
 
+GROWS = MessageTemplate(
+    "GL203.grows",
+    "This backward keeps the graph (`retain_graph=True`) and reaches the graph built at line {built} (`{built_by}`) "
+    "in an earlier iteration{via}: the graph grows every step. Detach the carried state at the top of the loop and "
+    "drop `retain_graph=True`.",
+)
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
-    interp = ctx.interpreter
-    if event.retain_graph is not True or not interp.loop_stack:
+
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
+    if event.retain_graph is not True or ctx.current_loop() is None:
         return
-    current = interp.iteration()
+    current = ctx.iteration()
     depth = len(current) - 1
     older = [
         n for n in sorted(event.must)
@@ -68,16 +75,9 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     carried = ctx.carried_names(set(older), event.state)
     name = carried[0][0] if carried else None
     via = f" through `{name}`" if name else ""
-    message = (
-        f"This backward keeps the graph (`retain_graph=True`) and reaches the graph built at line {node.site.lineno} "
-        f"(`{node.line_desc}`) in an earlier iteration{via}: the graph grows every step. Detach the carried state at "
-        "the top of the loop and drop `retain_graph=True`."
-    )
-    fixes = []
+    message = GROWS(built=ctx.line(node.site), built_by=node.line_desc, via=via)
+    fixes: list[FixRecipe] = []
     if name:
         fixes.append(detach_recipe(ctx, name, carried[0][1], event.state))
-    stmt = interp.blame(event.stmt, event.root_expr)
-    interp.reporter.report(RULE, ctx.span(stmt), message, related=[Related(ctx.span(node.site), "built in an earlier iteration")], fixes=fixes)
-
-
-RULE.hooks = {"backward": on_backward}
+    stmt = ctx.blame(event.stmt, event.root_expr)
+    ctx.report(RULE, ctx.span(stmt), message, related=[Related(ctx.span(node.site), "built in an earlier iteration")], fixes=fixes)

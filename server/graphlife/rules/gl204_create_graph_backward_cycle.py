@@ -44,10 +44,16 @@ The `.backward(create_graph=True)` call.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import BackwardEvent, EventContext
-from graphlife.findings import Severity
+from graphlife.analysis.events import (
+    BackwardEvent,
+    GradReadEvent,
+    StepEvent,
+    UnitEndEvent,
+    ZeroGradEvent,
+)
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
+from graphlife.findings import FixRecipe, Severity, Span
 from graphlife.rules import create_graph_fix
-from graphlife.rules.base import Rule, RuleDoc
 
 RULE = Rule(
     code="GL204",
@@ -58,8 +64,9 @@ RULE = Rule(
 )
 
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
-    create_graph_fix.on_event(ctx, event.kind, event)
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
+    create_graph_fix.on_event(event, ctx)
     if event.kind != "backward" or event.create_graph is not True:
         return
     statuses = [event.state.grads.get(storage, ("", None))[0] for storage in event.leaves]
@@ -72,25 +79,23 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
     )
     if all_reset:
         message += " (Every parameter's `.grad` is set to None each step here, so torch frees them; still slower.)"
-    stmt = ctx.interpreter.blame(event.stmt, event.root_expr)
+    stmt = ctx.blame(event.stmt, event.root_expr)
     report = (ctx.span(stmt), message, severity)
     # The fix is proven on what happens after this backward (create_graph_fix): the
     # finding is then reported when the unit ends, with the fix when the proof holds.
     if not create_graph_fix.on_create_graph_backward(ctx, event, report):
-        ctx.interpreter.reporter.report(RULE, *report[:2], severity=severity)
+        ctx.report(RULE, *report[:2], severity=severity)
 
 
-def on_unit_end(event, ctx: EventContext) -> None:
-    def report(span, message, severity, fixes) -> None:
-        ctx.interpreter.reporter.report(RULE, span, message, severity=severity, fixes=fixes)
+@RULE.on(UnitEndEvent)
+def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
+    def report(span: Span, message: str, severity: Severity, fixes: list[FixRecipe]) -> None:
+        ctx.report(RULE, span, message, severity=severity, fixes=fixes)
 
     create_graph_fix.on_unit_end(ctx, event, report)
 
 
-RULE.hooks = {
-    "backward": on_backward,
-    "unit_end": on_unit_end,
-    "grad_read": lambda event, ctx: create_graph_fix.on_event(ctx, "read", event),
-    "step": lambda event, ctx: create_graph_fix.on_event(ctx, "step", event),
-    "zero_grad": lambda event, ctx: create_graph_fix.on_event(ctx, "zero", event),
-}
+# The fix's proof follows every use of `.grad` after the backward.
+RULE.on(GradReadEvent)(create_graph_fix.on_event)
+RULE.on(StepEvent)(create_graph_fix.on_event)
+RULE.on(ZeroGradEvent)(create_graph_fix.on_event)

@@ -35,11 +35,13 @@ The `for`/`while` line of the loop.
 
 from __future__ import annotations
 
+import ast
 import re
+from dataclasses import dataclass, field
 
-from graphlife.analysis.events import BackwardEvent, EventContext, LoopEndEvent, UnitEndEvent
+from graphlife.analysis.events import BackwardEvent, LoopEndEvent, UnitEndEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Severity
-from graphlife.rules.base import Rule, RuleDoc
 
 RULE = Rule(
     code="GL205",
@@ -52,30 +54,40 @@ RULE = Rule(
 EVAL_NAME = re.compile(r"(eval|valid|test|predict|infer)", re.I)
 
 
-def on_loop_end(event: LoopEndEvent, ctx: EventContext) -> None:
-    interp = ctx.interpreter
-    if event.backwards or event.last_node <= event.first_node or event.state.grad_enabled is not True:
+@dataclass
+class GL205State:
+    """The loops of the running unit that ran the model with gradients and no backward, with the
+    graph nodes they made that no later backward used (yet); reported when the unit ends."""
+
+    pending: list[tuple[ast.stmt, set[int]]] = field(default_factory=list)
+
+
+@RULE.on(LoopEndEvent)
+def on_loop_end(event: LoopEndEvent, ctx: RuleContext) -> None:
+    if event.backwards or event.last_node <= event.first_node or ctx.grad_mode(event.state).enabled is not True:
         return
     nodes = range(event.first_node, event.last_node)
     if not any(ctx.graph.nodes[n].leaves for n in nodes):
         return  # no parameter took part: no model forward with gradients
     in_eval = any(event.state.heap.get(ref.oid) is not None and event.state.heap[ref.oid].extra.get("training") is False
                   for ref, _ in event.module_calls)
-    function = interp.enclosing_function(event.loop)
+    function = ctx.enclosing_function(event.loop)
     named = function is not None and EVAL_NAME.search(function.name) is not None
     if not (in_eval or named):
         return
-    pending = interp.rule_data.setdefault("gl205_pending", [])
-    pending.append((event.loop, set(nodes)))
+    ctx.unit_state(GL205State).pending.append((event.loop, set(nodes)))
 
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
-    for loop, nodes in ctx.interpreter.rule_data.get("gl205_pending", []):
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
+    for _, nodes in ctx.unit_state(GL205State).pending:
         nodes -= event.may  # a later backward used these graphs
 
 
-def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
-    for loop, nodes in ctx.interpreter.rule_data.pop("gl205_pending", []):
+@RULE.on(UnitEndEvent)
+def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
+    data = ctx.take_unit_state(GL205State)
+    for loop, nodes in data.pending if data is not None else ():
         if not nodes:
             continue
         message = (
@@ -83,7 +95,4 @@ def on_unit_end(event: UnitEndEvent, ctx: EventContext) -> None:
             "and keeps activations for nothing. Wrap it in `with torch.inference_mode():` (or `torch.no_grad()`)."
         )
         fixes = [FixRecipe("wrap_no_grad", "Wrap the loop in `with torch.no_grad():`", {"stmt": ctx.span(loop)})]
-        ctx.interpreter.reporter.report(RULE, ctx.span(loop), message, fixes=fixes)
-
-
-RULE.hooks = {"loop_end": on_loop_end, "backward": on_backward, "unit_end": on_unit_end}
+        ctx.report(RULE, ctx.span(loop), message, fixes=fixes)

@@ -33,9 +33,9 @@ The `zero_grad()` call between backward and step.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import EventContext, StepEvent
+from graphlife.analysis.events import StepEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
 
 RULE = Rule(
     code="GL301",
@@ -46,26 +46,26 @@ RULE = Rule(
 )
 
 
-def on_step(event: StepEvent, ctx: EventContext) -> None:
+@RULE.on(StepEvent)
+def on_step(event: StepEvent, ctx: RuleContext) -> None:
     storages = event.storages
     if not storages:
         return
     statuses = [event.state.grads.get(s) for s in storages]
     if not all(st is not None and st[0] == "zeroed_after_backward" for st in statuses):
         return
-    zero_stmt = statuses[0][1]
+    zero_stmt = statuses[0][1] if statuses[0] is not None else None
+    if zero_stmt is None:
+        return
     message = (
         f"`{ctx.text(zero_stmt)}` clears the gradients the backward just computed, before `{ctx.text(event.call)}` "
         "uses them: the step changes nothing. Move `zero_grad()` before the forward pass."
     )
-    fixes = []
-    backward = ctx.interpreter.zeroed_after.get(id(zero_stmt))
+    fixes: list[FixRecipe] = []
+    backward = ctx.backward_cleared_by(zero_stmt)
     related = [Related(ctx.span(event.call), "this step sees zeroed gradients")]
     if backward is not None:
         related.append(Related(ctx.span(backward), "the backward whose gradients it clears"))
         fixes.append(FixRecipe("move_statement_before", "Move `zero_grad()` before the backward",
                                {"stmt": ctx.span(zero_stmt), "anchor": ctx.span(backward)}))
-    ctx.interpreter.reporter.report(RULE, ctx.span(zero_stmt), message, related=related, fixes=fixes)
-
-
-RULE.hooks = {"step": on_step}
+    ctx.report(RULE, ctx.span(zero_stmt), message, related=related, fixes=fixes)

@@ -37,9 +37,11 @@ The `optimizer.step()` call.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import EventContext, StepEvent
-from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+import ast
+
+from graphlife.analysis.events import StepEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 
 RULE = Rule(
     code="GL302",
@@ -49,8 +51,20 @@ RULE = Rule(
     torch_message="",
 )
 
+_SUM = "so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each iteration."
+NEVER_RESET = MessageTemplate(
+    "GL302.never-reset",
+    "Gradients are never reset: `{step}` applies the new gradients on top of the ones `{earlier}` (line {line}) "
+    "already used, " + _SUM,
+)
+NEVER_RESET_NO_STEP = MessageTemplate(
+    "GL302.never-reset-no-step",
+    "Gradients are never reset: `{step}` applies the new gradients on top of the ones an earlier step already used, " + _SUM,
+)
 
-def on_step(event: StepEvent, ctx: EventContext) -> None:
+
+@RULE.on(StepEvent)
+def on_step(event: StepEvent, ctx: RuleContext) -> None:
     """The step uses gradients a backward added on top of ones an earlier step already used."""
     storages = event.storages
     if not storages:
@@ -58,30 +72,25 @@ def on_step(event: StepEvent, ctx: EventContext) -> None:
     statuses = [event.state.grads.get(s) for s in storages]
     if not all(st is not None and st[0] == "acc_stale" for st in statuses):
         return
-    earlier_step = statuses[0][1]
-    message = (
-        f"Gradients are never reset: `{ctx.text(event.call)}` applies the new gradients on top of the ones "
-        f"{'`' + ctx.text(earlier_step) + '` (line ' + str(earlier_step.lineno) + ') already used' if earlier_step is not None else 'an earlier step already used'}, "
-        "so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each iteration."
-    )
+    earlier_step = statuses[0][1] if statuses[0] is not None else None
+    if earlier_step is not None:
+        message = NEVER_RESET(step=ctx.text(event.call), earlier=ctx.text(earlier_step), line=ctx.line(earlier_step))
+    else:
+        message = NEVER_RESET_NO_STEP(step=ctx.text(event.call))
     loop = ctx.current_loop()
-    fixes = []
-    if loop is not None and getattr(loop, "body", None):
+    fixes: list[FixRecipe] = []
+    body = getattr(loop, "body", None)
+    if loop is not None and isinstance(body, list) and body:
         receiver = _optimizer_text(ctx, event.stmt)
         if receiver:
             fixes.append(FixRecipe("insert_before", f"Call `{receiver}.zero_grad()` at the top of the loop",
-                                   {"anchor": ctx.span(loop.body[0]), "code": f"{receiver}.zero_grad()"}))
+                                   {"anchor": ctx.span(body[0]), "code": f"{receiver}.zero_grad()"}))
     related = [Related(ctx.span(earlier_step), "an earlier step used these gradients")] if earlier_step is not None else []
-    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+    ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
 
 
-def _optimizer_text(ctx, stmt) -> str:
-    import ast  # noqa: PLC0415
-
+def _optimizer_text(ctx: RuleContext, stmt: ast.stmt) -> str:
     for node in ast.walk(stmt):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
             return ctx.text(node.func.value)
     return ""
-
-
-RULE.hooks = {"step": on_step}

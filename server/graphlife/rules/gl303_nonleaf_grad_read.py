@@ -36,10 +36,11 @@ The statement reading `.grad`.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import EventContext, GradReadEvent
-from graphlife.analysis.values import TensorVal
-from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+import ast
+
+from graphlife.analysis.events import GradReadEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 
 RULE = Rule(
     code="GL303",
@@ -49,18 +50,22 @@ RULE = Rule(
     torch_message="The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
 )
 
+NOT_A_LEAF = MessageTemplate(
+    "GL303.not-a-leaf",
+    "`{name}` is not a leaf (computed at line {line}), so `{name}.grad` is always None unless "
+    "`{name}.retain_grad()` is called before the backward.",
+)
 
-def on_grad_read(event: GradReadEvent, ctx: EventContext) -> None:
+
+@RULE.on(GradReadEvent)
+def on_grad_read(event: GradReadEvent, ctx: RuleContext) -> None:
     tensor = event.tensor
-    if not isinstance(tensor, TensorVal) or tensor.leaf is not False or tensor.requires_grad is not True or tensor.retains_grad:
+    if tensor.leaf is not False or tensor.requires_grad is not True or tensor.retains_grad:
         return
     name = ctx.text(event.expr.value)
-    line = getattr(tensor.origin, "lineno", None)
-    message = (
-        f"`{name}` is not a leaf (computed at line {line}), so `{name}.grad` is always None unless "
-        f"`{name}.retain_grad()` is called before the backward."
-    )
-    fixes = []
+    line = ctx.line(tensor.origin) if tensor.origin is not None and hasattr(tensor.origin, "lineno") else None
+    message = NOT_A_LEAF(name=name, line=line)
+    fixes: list[FixRecipe] = []
     anchor = _statement_after_origin(ctx, tensor.origin)
     bound = _bound_name(ctx, anchor, tensor.origin)
     if anchor is not None and bound and bound == name:
@@ -69,13 +74,11 @@ def on_grad_read(event: GradReadEvent, ctx: EventContext) -> None:
         fixes.append(FixRecipe("insert_after", f"Call `{bound}.retain_grad()` after it is computed",
                                {"anchor": ctx.span(anchor), "code": f"{bound}.retain_grad()"}))
     related = [Related(ctx.span(tensor.origin), "computed here")] if tensor.origin is not None else []
-    ctx.interpreter.reporter.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+    ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
 
 
-def _bound_name(ctx, stmt, origin) -> str:
+def _bound_name(ctx: RuleContext, stmt: ast.stmt | None, origin: ast.AST | None) -> str:
     """`h` in `h = cell(x, h)` when the whole value is the tensor's origin; else nothing."""
-    import ast  # noqa: PLC0415
-
     if isinstance(stmt, ast.Assign) and stmt.value is origin and len(stmt.targets) == 1:
         target = stmt.targets[0]
         if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
@@ -83,14 +86,9 @@ def _bound_name(ctx, stmt, origin) -> str:
     return ""
 
 
-def _statement_after_origin(ctx, origin):
-    import ast  # noqa: PLC0415
-
+def _statement_after_origin(ctx: RuleContext, origin: ast.AST | None) -> ast.stmt | None:
+    """The statement whose code computed the tensor (``origin`` itself when it is one)."""
     current = origin
-    parents = ctx.interpreter.parents
     while current is not None and not isinstance(current, ast.stmt):
-        current = parents.get(id(current))
+        current = ctx.parent(current)
     return current
-
-
-RULE.hooks = {"grad_read": on_grad_read}

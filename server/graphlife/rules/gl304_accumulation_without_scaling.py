@@ -35,10 +35,12 @@ The `.backward()` call of the unscaled loss.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
-from graphlife.analysis.events import BackwardEvent, EventContext
+from graphlife.analysis.events import BackwardEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
+from graphlife.analysis.values import HeapRef
 from graphlife.findings import FixRecipe, Severity
-from graphlife.rules.base import Rule, RuleDoc
 
 RULE = Rule(
     code="GL304",
@@ -53,15 +55,28 @@ SCALING_OPS = {
     "Tensor.div", "Tensor.div_", "Tensor.mul", "Tensor.mul_", "torch.div", "torch.mul",
 }
 
+#: An `if ... % k == ...:` statement that guards a step, and its `k`.
+Guard = tuple[ast.If, ast.expr]
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
-    interp = ctx.interpreter
-    if event.kind != "backward" or not event.leaves or not interp.loop_stack:
+
+@dataclass
+class GL304Guards:
+    """What the rule finds in the code alone, once per file (a file state: it depends on no value)."""
+
+    #: Every `if ... % k == ...:` that guards a step (``None`` until first asked).
+    guards: list[Guard] | None = None
+    #: (backward statement, running loops) -> the guard of the step it accumulates for, if any.
+    found: dict[tuple[int, tuple[int, ...]], Guard | None] = field(default_factory=dict)
+
+
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
+    if event.kind != "backward" or not event.leaves or ctx.current_loop() is None:
         return
-    divisor = _accumulation_divisor(interp, event.stmt, event)
+    divisor = _accumulation_divisor(ctx, event.stmt, event)
     if divisor is None:
         return
-    current = interp.iteration()
+    current = ctx.iteration()
     for nid in event.may:
         node = ctx.graph.nodes[nid]
         scaled_by_number = len(node.pattern) == 2 and "1" in node.pattern and (set(node.pattern) - {"1"}) <= {"s", "?", "0"}
@@ -73,41 +88,41 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
         f"`{ctx.text(divisor)}` times before each step: divide the loss by `{ctx.text(divisor)}` first "
         "(the effective learning rate is that many times larger)."
     )
-    fixes = []
+    fixes: list[FixRecipe] = []
     if isinstance(event.root_expr, ast.Name):
         fixes.append(FixRecipe("insert_before", f"Divide `{root}` by `{ctx.text(divisor)}` before the backward",
                                {"anchor": ctx.span(event.stmt), "code": f"{root} = {root} / {ctx.text(divisor)}"}))
-    stmt = interp.blame(event.stmt, event.root_expr)
-    interp.reporter.report(RULE, ctx.span(stmt), message, fixes=fixes)
+    stmt = ctx.blame(event.stmt, event.root_expr)
+    ctx.report(RULE, ctx.span(stmt), message, fixes=fixes)
 
 
-def _accumulation_divisor(interp, stmt: ast.stmt, event: BackwardEvent) -> ast.expr | None:
+def _accumulation_divisor(ctx: RuleContext, stmt: ast.stmt, event: BackwardEvent) -> ast.expr | None:
     """The k of an `if ... % k == ...:` guarding the step of the optimizer this backward fills,
     when the backward itself runs every iteration (outside that guard)."""
-    cache = interp.__dict__.setdefault("_gl304_divisors", {})
-    key = (id(stmt), tuple(id(loop) for loop, _ in interp.loop_stack))
-    if key not in cache:
-        cache[key] = _find_guard(interp, stmt)
-    found = cache[key]
+    cache = ctx.file_state(GL304Guards)
+    key = (id(stmt), tuple(id(loop) for loop in ctx.running_loops()))
+    if key not in cache.found:
+        cache.found[key] = _find_guard(ctx, cache, stmt)
+    found = cache.found[key]
     if found is None:
         return None
     guard, divisor = found
     for node in ast.walk(guard):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
-            optimizer = interp.eval_quiet(node.func.value, event.state)
-            obj = event.state.heap.get(optimizer.oid) if hasattr(optimizer, "oid") else None
+            optimizer = ctx.value_of(node.func.value, event.state)
+            obj = event.state.heap.get(optimizer.oid) if isinstance(optimizer, HeapRef) else None
             shared = (obj.opt_storages & event.leaves) if obj is not None and obj.kind == "optimizer" and obj.opt_storages else set()
             # Accumulating: an earlier backward's gradients may still be there (not certainly zeroed or
             # stepped), and the guarded optimizer is not zeroed unconditionally next to the guard.
             if shared and all(event.state.grads.get(s, ("",))[0] in ("acc", "unknown") for s in shared) \
-                    and not _zeroed_beside(interp, guard, ast.unparse(node.func.value)):
+                    and not _zeroed_beside(ctx, guard, ast.unparse(node.func.value)):
                 return divisor
     return None
 
 
-def _zeroed_beside(interp, guard: ast.If, optimizer: str) -> bool:
+def _zeroed_beside(ctx: RuleContext, guard: ast.If, optimizer: str) -> bool:
     """`optimizer.zero_grad()` as a sibling statement of the guard: runs every iteration."""
-    parent = interp.parents.get(id(guard))
+    parent = ctx.parent(guard)
     for field_name in ("body", "orelse"):
         body = getattr(parent, field_name, None)
         if isinstance(body, list) and guard in body:
@@ -121,45 +136,32 @@ def _zeroed_beside(interp, guard: ast.If, optimizer: str) -> bool:
     return False
 
 
-def _inside(interp, node: ast.AST, container: ast.AST) -> bool:
-    current = node
-    while id(current) in interp.parents:
-        current = interp.parents[id(current)]
-        if current is container:
-            return True
-    return False
+def _inside(ctx: RuleContext, node: ast.AST, container: ast.AST) -> bool:
+    return any(ancestor is container for ancestor in ctx.ancestors(node))
 
 
-def _find_guard(interp, stmt: ast.stmt):
+def _find_guard(ctx: RuleContext, cache: GL304Guards, stmt: ast.stmt) -> Guard | None:
     scopes: list[ast.AST] = []
-    current = stmt
-    while id(current) in interp.parents:
-        current = interp.parents[id(current)]
-        if isinstance(current, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)):
-            scopes.append(current)
-            if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for ancestor in ctx.ancestors(stmt):
+        if isinstance(ancestor, (ast.For, ast.While, ast.FunctionDef, ast.AsyncFunctionDef)):
+            scopes.append(ancestor)
+            if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 break
-    for loop, _ in reversed(interp.loop_stack):
-        scopes.append(loop)
-    guards = interp.__dict__.get("_gl304_guards")
-    if guards is None:
+    scopes.extend(reversed(ctx.running_loops()))
+    if cache.guards is None:
         # Every `if ... % k == ...:` that guards a step, found once per file.
-        guards = []
-        for node in interp.if_nodes:
+        cache.guards = []
+        for node in ctx.if_statements():
             if _steps(node.body):
                 divisor = _modulus(node.test)
                 if divisor is not None:
-                    guards.append((node, divisor))
-        interp._gl304_guards = guards
+                    cache.guards.append((node, divisor))
     scope_ids = {id(scope) for scope in scopes}
-    for node, divisor in guards:
-        if _inside(interp, stmt, node):
+    for node, divisor in cache.guards:
+        if _inside(ctx, stmt, node):
             continue  # the backward runs only with the step: no accumulation
-        current = node
-        while id(current) in interp.parents:
-            current = interp.parents[id(current)]
-            if id(current) in scope_ids:
-                return node, divisor
+        if any(id(ancestor) in scope_ids for ancestor in ctx.ancestors(node)):
+            return node, divisor
     return None
 
 
@@ -180,5 +182,3 @@ def _modulus(test: ast.expr) -> ast.expr | None:
             return right
     return None
 
-
-RULE.hooks = {"backward": on_backward}

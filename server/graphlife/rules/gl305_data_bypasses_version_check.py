@@ -34,9 +34,9 @@ The statement changing `.data` in place.
 
 from __future__ import annotations
 
-from graphlife.analysis.events import BackwardEvent, EventContext
-from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.base import Rule, RuleDoc
+from graphlife.analysis.events import BackwardEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 
 RULE = Rule(
     code="GL305",
@@ -46,8 +46,16 @@ RULE = Rule(
     torch_message="",
 )
 
+BYPASS = MessageTemplate(
+    "GL305.bypass",
+    "`{change}` changes a tensor through `.data` after `{saved_by}` (line {saved}) saved it for the backward at "
+    "line {backward}: `.data` skips the version check, so that backward silently uses the new values. Change it "
+    "after the backward, under `torch.no_grad()`.",
+)
 
-def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
+
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     state = event.state
     for nid in sorted(event.must):
         if nid in state.freed:
@@ -56,17 +64,10 @@ def on_backward(event: BackwardEvent, ctx: EventContext) -> None:
         for saved in node.saves:
             for watermark, site in state.data_bumps.get(saved.storage, ()):
                 if watermark > nid:
-                    message = (
-                        f"`{ctx.text(site)}` changes a tensor through `.data` after `{node.line_desc}` (line "
-                        f"{node.site.lineno}) saved it for the backward at line {event.stmt.lineno}: `.data` skips the "
-                        "version check, so that backward silently uses the new values. Change it after the backward, "
-                        "under `torch.no_grad()`."
-                    )
+                    message = BYPASS(change=ctx.text(site), saved_by=node.line_desc, saved=ctx.line(node.site),
+                                     backward=ctx.line(event.stmt))
                     related = [Related(ctx.span(node.site), "saved here"), Related(ctx.span(event.stmt), "this backward uses it")]
                     fixes = [FixRecipe("move_statement_after", "Move the change after the backward",
                                        {"stmt": ctx.span(site), "anchor": ctx.span(event.stmt)})]
-                    ctx.interpreter.reporter.report(RULE, ctx.span(site), message, related=related, fixes=fixes)
+                    ctx.report(RULE, ctx.span(site), message, related=related, fixes=fixes)
                     return
-
-
-RULE.hooks = {"backward": on_backward}

@@ -49,12 +49,13 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.rules.autograd_function import (
-    analysis,
-    segment,
     Aliases,
+    ApplyCall,
     FunctionClass,
+    analysis,
     call_params,
     ctx_attribute,
     forward_inputs,
@@ -64,11 +65,11 @@ from graphlife.rules.autograd_function import (
     returns,
     save_for_backward_calls,
     saved_unpacking,
+    segment,
     starts_its_line,
     unpacking_text,
     walk_body,
 )
-from graphlife.rules.base import ModuleContext, Rule, RuleDoc
 
 RULE = Rule(
     code="GL401",
@@ -109,7 +110,7 @@ def _annotation_name(node: ast.expr | None) -> str | None:
 class _Inputs:
     """Which forward inputs are tensors: evidence from forward's body, annotations, defaults and apply calls."""
 
-    def __init__(self, fn: FunctionClass, aliases: Aliases, calls: list) -> None:
+    def __init__(self, fn: FunctionClass, aliases: Aliases, calls: list[ApplyCall]) -> None:
         forward = fn.forward
         assert forward is not None
         self.params = forward_inputs(fn)
@@ -247,7 +248,7 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, method: ast.FunctionDef, stmt: a
         owner_ctx = method_ctx(fn, owner)
         for node in ast.walk(owner) if owner is not None else ():
             if ctx_attribute(node, owner_ctx) == attr and node is not stmt.targets[0]:
-                if owner is not backward or id(node) not in direct or not isinstance(node.ctx, ast.Load):
+                if owner is not backward or id(node) not in direct or not isinstance(getattr(node, "ctx", None), ast.Load):
                     return None  # read or written elsewhere (or in a closure): leave it to the author
                 uses.append(node)
     unpacking = saved_unpacking(backward)
@@ -336,7 +337,7 @@ def check_module(ctx: ModuleContext) -> None:
                 for target, value in _stored_pairs(stmt, ctx_var):
                     if not isinstance(value, ast.Name):
                         continue
-                    attr = target.attr  # type: ignore[attr-defined]
+                    attr = target.attr
                     if (value.id in outputs and method is fn.forward) or (
                         method is fn.setup_context and value.id in setup_outputs
                     ):

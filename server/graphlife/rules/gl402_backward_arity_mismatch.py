@@ -49,20 +49,21 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.rules.autograd_function import (
-    analysis,
-    segment,
     Aliases,
+    ApplyCall,
     FunctionClass,
+    analysis,
     call_params,
     ctx_attribute,
     def_line_span,
     returns,
+    segment,
     takes_self_before_ctx,
     walk_body,
 )
-from graphlife.rules.base import ModuleContext, Rule, RuleDoc
 
 RULE = Rule(
     code="GL402",
@@ -132,11 +133,13 @@ class _Kinds:
                 if name in other or name in from_saved:
                     continue
                 kinds = [self.kind(v) for v in values]
-                if any(k is None for k in kinds) or len({k[1] for k in kinds if k}) != 1:  # type: ignore[index]
+                known = [k for k in kinds if k is not None]
+                if len(known) != len(kinds) or len({k[1] for k in known}) != 1:
                     self.env[name] = None
                     continue
-                labels = {k[0] for k in kinds if k}
-                self.env[name] = kinds[0] if len(labels) == 1 else (ONE, kinds[0][1]) if kinds[0][1] == 1 else None  # type: ignore[index]
+                labels = {k[0] for k in known}
+                first = known[0]
+                self.env[name] = first if len(labels) == 1 else (ONE, first[1]) if first[1] == 1 else None
                 if name in augmented and self.env[name] != (TENSOR, 1):
                     self.env[name] = None
         for name in augmented:
@@ -216,7 +219,7 @@ def _names(target: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
-def expected_counts(fn: FunctionClass, calls: list) -> tuple[list[str], set[int]] | None:
+def expected_counts(fn: FunctionClass, calls: list[ApplyCall]) -> tuple[list[str], set[int]] | None:
     """Forward's input names and the input counts its ``apply`` calls can pass (``None``: unknown)."""
     forward = fn.forward
     if forward is None or forward.args.vararg or forward.args.kwarg:

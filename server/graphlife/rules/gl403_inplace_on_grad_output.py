@@ -48,19 +48,20 @@ The in-place statement on the gradient carries `# expect: GL403`.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
+from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.findings import FixRecipe, Severity
 from graphlife.rules.autograd_function import (
-    analysis,
-    segment,
     Aliases,
+    analysis,
     call_params,
     line_indent,
     point,
+    segment,
     starts_its_line,
     takes_self_before_ctx,
 )
-from graphlife.rules.base import ModuleContext, Rule, RuleDoc
 
 RULE = Rule(
     code="GL403",
@@ -223,7 +224,7 @@ class _Flow:
                 self.found.append((stmt, hit[0], hit[1]))
 
 
-def _expressions(stmt: ast.stmt):
+def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
     """Every expression node of a simple statement (not of nested bodies)."""
     for child in ast.iter_child_nodes(stmt):
         if isinstance(child, ast.expr):

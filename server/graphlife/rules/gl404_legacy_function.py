@@ -51,20 +51,20 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.rules.autograd_function import (
-    analysis,
     FunctionClass,
+    analysis,
     def_line_span,
     is_classmethod,
     is_static,
-    takes_self_before_ctx,
     line_indent,
     merge_edits,
     point,
     report_span,
+    takes_self_before_ctx,
 )
-from graphlife.rules.base import ModuleContext, Rule, RuleDoc
 
 RULE = Rule(
     code="GL404",
@@ -156,11 +156,11 @@ def _call_of_bound_instance(tree: ast.Module, target: ast.expr, assign: ast.Assi
         return None
     wanted: tuple[type, ...] = (ast.ClassDef,) if isinstance(target, ast.Attribute) else (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
     scope: ast.AST = tree
-    node: ast.AST | None = assign
-    while node is not None:
-        node = parents.get(id(node))
-        if isinstance(node, wanted):
-            scope = node
+    current: ast.AST | None = assign
+    while current is not None:
+        current = parents.get(id(current))
+        if current is not None and isinstance(current, wanted):
+            scope = current
             break
     for candidate in ast.walk(scope):
         if isinstance(candidate, ast.Call) and _key(candidate.func) == key:

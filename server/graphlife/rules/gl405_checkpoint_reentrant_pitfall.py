@@ -43,21 +43,21 @@ The statement with the `checkpoint(...)` call carries `# expect: GL405`.
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from collections.abc import Callable
 
+from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.findings import FixRecipe, Severity, Span
 from graphlife.rules.autograd_function import (
-    analysis,
-    segment,
     CHECKPOINT_FUNCTIONS,
     CHECKPOINT_SEQUENTIAL,
     Aliases,
     ModuleAnalysis,
+    analysis,
     is_non_tensor_literal,
     report_span,
     scope_nodes,
+    segment,
 )
-from graphlife.rules.base import ModuleContext, Rule, RuleDoc
 
 RULE = Rule(
     code="GL405",

@@ -43,11 +43,12 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.rules.autograd_function import (
-    analysis,
-    segment,
+    ApplyCall,
     FunctionClass,
+    analysis,
     ctx_attributes_used,
     forward_inputs,
     is_non_tensor_literal,
@@ -56,11 +57,11 @@ from graphlife.rules.autograd_function import (
     method_ctx,
     save_for_backward_calls,
     saved_unpacking,
+    segment,
     starts_its_line,
     unpacking_text,
     walk_body,
 )
-from graphlife.rules.base import ModuleContext, Rule, RuleDoc
 
 RULE = Rule(
     code="GL406",
@@ -84,7 +85,7 @@ def _bound_only_to_non_tensors(method: ast.FunctionDef, name: str) -> bool:
     return bool(stores) and all(id(n) in simple_targets and is_non_tensor_literal(simple_targets[id(n)]) for n in stores)
 
 
-def _input_filled_with_literals(fn: FunctionClass, name: str, calls: list) -> bool:
+def _input_filled_with_literals(fn: FunctionClass, name: str, calls: list[ApplyCall]) -> bool:
     """Every ``apply`` call of the file (at least one) passes a non-tensor literal for input ``name``."""
     inputs = [a.arg for a in forward_inputs(fn)]
     if name not in inputs:
@@ -102,7 +103,7 @@ def _input_filled_with_literals(fn: FunctionClass, name: str, calls: list) -> bo
     return True
 
 
-def _literal_for(fn: FunctionClass, method: ast.FunctionDef, arg: ast.expr, calls: list) -> ast.expr:
+def _literal_for(fn: FunctionClass, method: ast.FunctionDef, arg: ast.expr, calls: list[ApplyCall]) -> ast.expr:
     """The literal behind ``arg``: itself, the value a local name is bound to, or what an ``apply`` call passes."""
     if not isinstance(arg, ast.Name):
         return arg

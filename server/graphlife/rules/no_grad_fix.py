@@ -30,16 +30,19 @@ and changes nothing else the program computes:
    or in a function referenced exactly once (by a call), or straight-line code leads from the
    block to the backward in the same body (every run of the block meets the backward).
 
-Reading the whole file (references, callers) is noted with ``Interpreter.touch`` on every
-definition and top-level statement, so the language server's unit cache runs the unit again
-after any edit, as a full analysis would.
+Reading the whole file (references, callers) goes through ``RuleContext.read_whole_file``,
+which notes every definition and top-level statement as read, so the language server's unit
+cache runs the unit again after any edit, as a full analysis would.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from graphlife.analysis.events import InplaceEvent
+from graphlife.analysis.rule_api import RuleContext
 from graphlife.analysis.torch_api import GRAD_CONTEXTS, canonical
 from graphlife.findings import FixRecipe, Related
 from graphlife.rules.base import callee_name
@@ -53,6 +56,7 @@ _GRAD_SENSITIVE_CALLS = frozenset({"backward", "grad", "step", "register_hook"})
 _MAX_CALLER_DEPTH = 6
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ class Break:
     """Where gradients were turned off: a ``with`` statement or a decorator of ``function``."""
 
     node: ast.With | ast.expr  # the with statement, or the decorator expression
-    function: ast.FunctionDef | ast.AsyncFunctionDef | None  # the enclosing function (the decorated one)
+    function: Function | None  # the enclosing function (the decorated one)
     context: ast.expr  # the ``torch.no_grad()`` expression
 
 
@@ -134,7 +138,7 @@ def _with_modes(stmt: ast.With, imports: dict[str, str]) -> list[str]:
     return [m for m in (grad_mode(item.context_expr, imports) for item in stmt.items) if m is not None]
 
 
-def _decorator_modes(func: ast.AST, imports: dict[str, str]) -> list[tuple[str, ast.expr]]:
+def _decorator_modes(func: Function, imports: dict[str, str]) -> list[tuple[str, ast.expr]]:
     out = []
     for dec in func.decorator_list:
         mode = grad_mode(dec, imports, decorator=True)
@@ -146,16 +150,16 @@ def _decorator_modes(func: ast.AST, imports: dict[str, str]) -> list[tuple[str, 
 # --------------------------------------------------------------------------- finding the break
 
 
-def find_break(interp, site: ast.AST | None) -> Break | None:
+def find_break(ctx: RuleContext, site: ast.AST | None) -> Break | None:
     """The one lexical construct that turned gradients off for ``site`` (a statement the engine
     says ran with gradients off), or ``None`` when there is none, or more than one."""
     if not isinstance(site, ast.stmt):
         return None
-    parents, imports = interp.parents, _imports(interp.tree)
+    imports = _imports(ctx.module)
     found: Break | None = None
     node: ast.AST = site
     while True:
-        parent = parents.get(id(node))
+        parent = ctx.parent(node)
         if parent is None or isinstance(parent, (ast.ClassDef, ast.Lambda)):
             return None
         if isinstance(parent, ast.Module):
@@ -164,7 +168,7 @@ def find_break(interp, site: ast.AST | None) -> Break | None:
             modes = _with_modes(parent, imports) if isinstance(parent, ast.With) else []
             if UNKNOWN_MODE in modes or (ON in modes and OFF in modes):
                 return None
-            if OFF in modes:
+            if OFF in modes and isinstance(parent, ast.With):
                 if found is not None:
                     return None  # gradients are off twice: unwrapping one keeps them off
                 context = next(i.context_expr for i in parent.items if grad_mode(i.context_expr, imports) == OFF)
@@ -172,30 +176,28 @@ def find_break(interp, site: ast.AST | None) -> Break | None:
             elif ON in modes:
                 # turned back on outside the break: what encloses this does not matter; inside it,
                 # the engine's "off" contradicts the code
-                return _with_function(found, parent, parents)
+                return _with_function(ctx, found, parent)
         if isinstance(parent, _FUNCTIONS):
-            modes = _decorator_modes(parent, imports)
-            if any(m == UNKNOWN_MODE for m, _ in modes) or len(modes) > 1:
+            decorators = _decorator_modes(parent, imports)
+            if any(m == UNKNOWN_MODE for m, _ in decorators) or len(decorators) > 1:
                 return None
-            if modes and modes[0][0] == OFF:
+            if decorators and decorators[0][0] == OFF:
                 if found is not None:
                     return None
-                return Break(modes[0][1], parent, modes[0][1])
+                return Break(decorators[0][1], parent, decorators[0][1])
             if found is not None:
                 return Break(found.node, parent, found.context)
             return None
         node = parent
 
 
-def _with_function(found: Break | None, node: ast.AST, parents: dict[int, ast.AST]) -> Break | None:
+def _with_function(ctx: RuleContext, found: Break | None, node: ast.AST) -> Break | None:
     if found is None:
         return None
-    current = node
-    while id(current) in parents:
-        current = parents[id(current)]
-        if isinstance(current, _FUNCTIONS):
-            return Break(found.node, current, found.context)
-        if isinstance(current, (ast.ClassDef, ast.Lambda)):
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, _FUNCTIONS):
+            return Break(found.node, ancestor, found.context)
+        if isinstance(ancestor, (ast.ClassDef, ast.Lambda)):
             return None
     return found
 
@@ -217,7 +219,7 @@ def numpy_of_attached(call: ast.Call) -> bool:
     return True
 
 
-def grad_sensitive(nodes: list[ast.AST]) -> ast.AST | None:
+def grad_sensitive(nodes: Sequence[ast.AST]) -> ast.AST | None:
     """The first node in ``nodes`` whose behaviour depends on gradients being off (see module doc)."""
     for root in nodes:
         for node in ast.walk(root):
@@ -243,19 +245,13 @@ def grad_sensitive(nodes: list[ast.AST]) -> ast.AST | None:
 # --------------------------------------------------------------------------- engine: in-place writes with gradients off
 
 
-def note_inplace(event, ctx) -> None:
+def note_inplace(event: InplaceEvent, ctx: RuleContext) -> None:
     """Remember the statements on the way to an in-place change made while gradients were off
-    (per unit, in ``Interpreter.no_grad_writes``): a block or function they pass through holds
-    code whose ``no_grad`` matters."""
-    if event.state.grad_enabled is True:
+    (per unit, kept by the engine: ``RuleContext.note_write_without_grad``): a block or function
+    they pass through holds code whose ``no_grad`` matters."""
+    if ctx.grad_mode(event.state).enabled is True:
         return
-    interp = ctx.interpreter
-    for stmt in interp.stmt_stack:
-        interp.no_grad_writes[id(stmt)] = stmt
-
-
-def _written_under(interp, stmts: list[ast.AST]) -> bool:
-    return any(id(stmt) in interp.no_grad_writes for stmt in stmts)
+    ctx.note_write_without_grad()
 
 
 # --------------------------------------------------------------------------- who else runs the region
@@ -264,12 +260,10 @@ def _written_under(interp, stmts: list[ast.AST]) -> bool:
 class _File:
     """The whole file, read once per question: references to functions by name."""
 
-    def __init__(self, interp) -> None:
-        self.interp = interp
-        self.tree: ast.Module = interp.tree
-        self.parents = interp.parents
+    def __init__(self, ctx: RuleContext) -> None:
+        self.ctx = ctx
+        self.tree = ctx.read_whole_file()
         self.imports = _imports(self.tree)
-        interp.touch_whole_file()
         self._refs: dict[str, list[ast.expr]] | None = None
 
     def references(self, name: str) -> list[ast.expr]:
@@ -286,13 +280,13 @@ class _File:
             self._refs = refs
         return self._refs.get(name, [])
 
-    def called_once(self, func: ast.AST) -> ast.Call | None:
+    def called_once(self, func: Function) -> ast.Call | None:
         """The one call of ``func`` when the file mentions its name exactly once, as a callee."""
         refs = self.references(func.name)
         if len(refs) != 1:
             return None
         ref = refs[0]
-        call = self.parents.get(id(ref))
+        call = self.ctx.parent(ref)
         if not isinstance(call, ast.Call) or call.func is not ref:
             return None
         if isinstance(ref, ast.Attribute) or (isinstance(ref, ast.Name) and isinstance(ref.ctx, ast.Load)):
@@ -310,7 +304,7 @@ class _File:
     def _under_no_grad(self, node: ast.AST, region: ast.AST) -> bool:
         current = node
         while True:
-            parent = self.parents.get(id(current))
+            parent = self.ctx.parent(current)
             if parent is None or isinstance(parent, ast.Module):
                 return False
             if parent is not region:
@@ -329,7 +323,7 @@ class _File:
             return False
         current = node
         while True:
-            parent = self.parents.get(id(current))
+            parent = self.ctx.parent(current)
             if parent is None or isinstance(parent, (ast.ClassDef, ast.Lambda)):
                 return False
             if isinstance(parent, ast.Module):
@@ -355,11 +349,11 @@ class _File:
             current = parent
 
 
-def _straight_line_to(with_stmt: ast.With, backward_stmt: ast.stmt, parents: dict[int, ast.AST]) -> bool:
+def _straight_line_to(ctx: RuleContext, with_stmt: ast.With, backward_stmt: ast.stmt) -> bool:
     """The backward statement follows the block in the same body, with only simple statements
     that do not jump between them: every run of the block meets the backward."""
-    parent = parents.get(id(with_stmt))
-    if parent is None or parents.get(id(backward_stmt)) is not parent:
+    parent = ctx.parent(with_stmt)
+    if parent is None or ctx.parent(backward_stmt) is not parent:
         return False
     for field in ("body", "orelse", "finalbody"):
         body = getattr(parent, field, None)
@@ -389,31 +383,30 @@ def _as_target_unused(with_stmt: ast.With, scope: ast.AST) -> bool:
 # --------------------------------------------------------------------------- the fix
 
 
-def no_grad_fixes(ctx, site: ast.AST | None, backward_stmt: ast.stmt) -> tuple[list[Related], list[FixRecipe]]:
+def no_grad_fixes(ctx: RuleContext, site: ast.AST | None, backward_stmt: ast.stmt) -> tuple[list[Related], list[FixRecipe]]:
     """Related places (the region that turned gradients off) and the fix that removes it, when proven."""
-    interp = ctx.interpreter
-    found = find_break(interp, site)
+    found = find_break(ctx, site)
     if found is None:
         return [], []
     context_text = ctx.text(found.context)
     if isinstance(found.node, ast.With):
         related = [Related(ctx.span(found.context), f"gradients are turned off here (`{context_text}`)")]
-        return related, _unwrap(ctx, found, backward_stmt)
+        return related, _unwrap(ctx, found, found.node, backward_stmt)
+    if found.function is None:
+        return [], []  # a decorator always has its function
     related = [Related(ctx.span(found.context), f"gradients are turned off for all of `{found.function.name}` here")]
-    return related, _drop(ctx, found)
+    return related, _drop(ctx, found, found.function)
 
 
-def _unwrap(ctx, found: Break, backward_stmt: ast.stmt) -> list[FixRecipe]:
-    interp = ctx.interpreter
-    with_stmt: ast.With = found.node
+def _unwrap(ctx: RuleContext, found: Break, with_stmt: ast.With, backward_stmt: ast.stmt) -> list[FixRecipe]:
     if len(with_stmt.items) != 1:
         return []
-    if grad_sensitive(with_stmt.body) is not None or _written_under(interp, [with_stmt]):
+    if grad_sensitive(with_stmt.body) is not None or ctx.written_without_grad([with_stmt]):
         return []
-    scope = found.function or interp.tree
+    scope = found.function or ctx.read_whole_file()  # at module level, the whole file is the `as` name's scope
     if not _as_target_unused(with_stmt, scope):
         return []
-    file = _File(interp)
+    file = _File(ctx)
     if file.numpy_outside_no_grad(with_stmt):
         return []
     if found.function is not None:
@@ -421,18 +414,16 @@ def _unwrap(ctx, found: Break, backward_stmt: ast.stmt) -> list[FixRecipe]:
         if call is not None:
             if not file.runs_with_grad(call):
                 return []
-        elif not (_straight_line_to(with_stmt, backward_stmt, interp.parents) and file.runs_with_grad(with_stmt)):
+        elif not (_straight_line_to(ctx, with_stmt, backward_stmt) and file.runs_with_grad(with_stmt)):
             return []
     params = {"with": ctx.span(with_stmt), "unused_as": with_stmt.items[0].optional_vars is not None}
     return [FixRecipe("unwrap_with", f"Keep the graph: run the block without `{ctx.text(found.context)}`", params)]
 
 
-def _drop(ctx, found: Break) -> list[FixRecipe]:
-    interp = ctx.interpreter
-    func = found.function
-    if func is None or grad_sensitive(func.body) is not None or _written_under(interp, func.body):
+def _drop(ctx: RuleContext, found: Break, func: Function) -> list[FixRecipe]:
+    if grad_sensitive(func.body) is not None or ctx.written_without_grad(func.body):
         return []
-    file = _File(interp)
+    file = _File(ctx)
     call = file.called_once(func)
     if call is None or not file.runs_with_grad(call) or file.numpy_outside_no_grad(func):
         return []

@@ -1,0 +1,269 @@
+"""Inlined calls that change nothing, replayed instead of run again.
+
+Why: the engine inlines every call of a function of the file with the caller's
+values, so a getter asked by getters that are asked by getters
+(``self.zero_optimization_stage()`` in a 300-method engine class) is run once per
+path through the call tree: work exponential in the fan-out, up to the inlining
+depth. Most such calls compute a plain value from plain values and change nothing.
+
+A call is *pure* when running it emitted no event (no rule saw anything), made
+nothing (no graph node, no new id for a tensor or an object), changed no object of
+the heap, no fact of the state and none of the interpreter's facts, and returned.
+Then its result is a function of what it could read: its arguments, the caller's
+names it (or a function it ran) loads, the heap objects reachable from those
+values, and the context that steers the interpreter (the inlined calls around it,
+the gradient mode, the loop nesting, whether rules listen, the module's table of
+definitions). When it reaches no tensor, the state's facts about tensors cannot
+matter. The memo keeps, for such a call, those inputs (heap objects by identity:
+the state copies an object before changing it, so the same object is the same
+content) and the result; a later call with the same inputs gets the result and
+what running it did to the interpreter (the code it read and the functions it
+inlined, for the unit cache; the functions it inlined are not analyzed alone).
+
+A call that is not pure, or that reads tensors, is run as before: the memo only
+removes repeated work that cannot change what the rules see.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from graphlife.analysis import scopes
+from graphlife.analysis.state import State
+from graphlife.analysis.values import (
+    BoundMethod,
+    FunctionRef,
+    HeapObject,
+    HeapRef,
+    TensorVal,
+    TupleVal,
+    Value,
+    ValuesIndices,
+)
+
+#: Tests turn this off to compare with every call run (the findings must be the same).
+ENABLED = True
+
+#: Entries kept per callee and context; the memo is dropped when it holds more in all.
+_PER_KEY = 8
+_MAX_ENTRIES = 20_000
+_ABSENT = object()
+
+
+@dataclass
+class MemoEntry:
+    """One pure call: what it was given and read, what it returned and did to the interpreter."""
+
+    bound_self: Value | None
+    args: tuple
+    kwargs: tuple
+    names: dict[str, object]  # the caller's names it could load (or _ABSENT), as they were
+    objects: tuple[tuple[int, HeapObject], ...]  # the heap objects reachable from those values
+    result: Value
+    roots: list[Value]  # what the call's garbage collection kept alive (its returned values)
+    touched: dict[int, ast.AST]  # the code it read (collected for the unit cache only)
+    inlined: set[int]
+    ran: list[ast.AST]  # the functions it inlined, once each
+
+
+class CallMemo:
+    """The pure calls of one analysis of one file (it lives and dies with the interpreter)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple, list[MemoEntry]] = {}
+        self.size = 0
+        self.hits = 0
+
+    def call(self, interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
+        """Inline ``func`` (``Interpreter.inline_call``), or replay an identical pure call."""
+        if not ENABLED or interp.watch is not None or interp.is_generator(func.node) or not _simple_defaults(func.node):
+            return interp.inline_call(func, args, kwargs, state, site)
+        key = _key(interp, func, state)
+        local = interp.local_names(func.node)
+        for entry in self.entries.get(key, ()):
+            if _matches(entry, func, args, kwargs, state):
+                self.hits += 1
+                return _replay(interp, entry, state)
+        return self._run(interp, key, func, args, kwargs, state, site, local)
+
+    def _run(self, interp, key: tuple, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
+             site: ast.AST, local: frozenset[str]) -> Value:
+        heap_before, env_before = state.heap, state.env
+        facts_before, maps_before = _facts(interp), _maps(state)
+        first_inlined = len(interp.inline_log)
+        # The code the call reads matters only to the unit cache: collected only for it.
+        outer_touched = interp.touched
+        collect = interp.unit_cache is not None
+        if collect:
+            interp.touched = {}
+        try:
+            result = interp.inline_call(func, args, kwargs, state, site)
+        finally:
+            touched = interp.touched if collect else {}
+            if collect:
+                interp.touched = outer_touched
+                if outer_touched is not None:
+                    outer_touched.update(touched)
+        if _facts(interp) != facts_before or not _same_heap(heap_before, state.heap) or not _same_maps(maps_before, state):
+            return result
+        ran = interp.inline_log[first_inlined:]
+        inlined = {id(node) for node in ran}
+        names = _names_read(func.node, ran, interp)
+        visible = {name: env_before.get(name, _ABSENT) for name in names if name not in local}
+        inputs: list[Value] = [*args, *kwargs.values(), *(v for v in visible.values() if isinstance(v, Value))]
+        if func.bound_self is not None:
+            inputs.append(func.bound_self)
+        objects = _reachable(inputs, heap_before)
+        entry = MemoEntry(
+            bound_self=func.bound_self, args=tuple(args), kwargs=tuple(sorted(kwargs.items())), names=visible,
+            objects=objects, result=result, roots=list(interp.last_call_roots), touched=touched, inlined=inlined,
+            ran=list({id(node): node for node in ran}.values()),
+        )
+        if self.size >= _MAX_ENTRIES:
+            self.entries.clear()
+            self.size = 0
+        bucket = self.entries.setdefault(key, [])
+        bucket.insert(0, entry)
+        del bucket[_PER_KEY:]
+        self.size += 1
+        return result
+
+
+def _key(interp, func: FunctionRef, state: State) -> tuple:
+    """What steers the interpreter through the callee besides its inputs (compared by identity
+    where it is an object of this analysis: the graph store, the definitions table)."""
+    in_loop = bool(interp.loop_stack or interp.loop_entry_envs or interp.loop_pre_states or interp.yielded)
+    return (
+        func.key, tuple(interp.call_stack), state.grad_enabled, state.inference_mode, state.grad_assumed,
+        interp.create_graph_seen, interp.emitting, in_loop, len(interp.loop_stack),
+        id(interp.graph), id(interp.globals), len(interp.globals),
+    )
+
+
+def _facts(interp) -> tuple:
+    """What a pure call leaves as it was: the graph, the ids handed out, the events sent, the
+    interpreter's facts between statements."""
+    return (
+        interp.graph, len(interp.graph.nodes), interp._next_id, interp.emitted, interp.backward_count,
+        interp.create_graph_seen, interp.path_ends, len(interp.zeroed_after), len(interp.no_grad_writes),
+        sum(len(calls) for calls in interp.module_calls), len(interp.reporter.findings),
+    )
+
+
+def _same_heap(before: dict, after: dict) -> bool:
+    if before is after:
+        return True
+    if len(before) != len(after):
+        return False
+    get = after.get
+    return all(get(oid) is obj for oid, obj in before.items())
+
+
+#: The state's facts about tensors (versions, gradients, freed graphs): a pure call leaves them.
+_FACT_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed")
+
+
+def _maps(state: State) -> tuple:
+    return tuple(getattr(state, name) for name in _FACT_MAPS)
+
+
+def _same_maps(before: tuple, state: State) -> bool:
+    return all(after is old or after == old for after, old in zip(_maps(state), before))
+
+
+def _matches(entry: MemoEntry, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State) -> bool:
+    if len(args) != len(entry.args) or len(kwargs) != len(entry.kwargs):
+        return False
+    if not _same(func.bound_self, entry.bound_self):
+        return False
+    if not all(_same(a, b) for a, b in zip(args, entry.args)):
+        return False
+    if kwargs and not all(name in kwargs and _same(kwargs[name], value) for name, value in entry.kwargs):
+        return False
+    env = state.env
+    for name, value in entry.names.items():
+        current = env.get(name, _ABSENT)
+        if current is not value and (current is _ABSENT or value is _ABSENT or not _same(current, value)):
+            return False
+    heap = state.heap
+    return all(heap.get(oid) is obj for oid, obj in entry.objects)
+
+
+def _same(a, b) -> bool:
+    """The same value for the callee: identical, or equal and carrying nothing equality ignores
+    (a tensor's description and sites are not compared by ``==``)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or isinstance(a, TensorVal):
+        return False
+    if isinstance(a, TupleVal):
+        return len(a.items) == len(b.items) and all(_same(x, y) for x, y in zip(a.items, b.items))
+    return a == b
+
+
+def _replay(interp, entry: MemoEntry, state: State) -> Value:
+    if interp.touched is not None:
+        interp.touched.update(entry.touched)
+    if interp.unit_inlined is not None:
+        interp.unit_inlined.update(entry.inlined)
+    interp.inlined.update(entry.inlined)
+    interp.inline_log.extend(entry.ran)
+    interp.collect_after_call(state, entry.roots)
+    return entry.result
+
+
+#: The values that may lead to heap objects (a tensor through the module that owns it).
+_LEADING = frozenset({HeapRef, TupleVal, ValuesIndices, FunctionRef, BoundMethod, TensorVal})
+
+
+def _reachable(values: list[Value], heap: dict) -> tuple[tuple[int, HeapObject], ...]:
+    """The heap objects reachable from ``values``, with their identity (an object's attributes
+    are many and mostly plain values: only those that may lead further are followed)."""
+    seen: dict[int, HeapObject] = {}
+    stack = [value for value in values if type(value) in _LEADING]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, HeapRef):
+            if value.oid in seen:
+                continue
+            obj = heap.get(value.oid)
+            if obj is None:
+                continue
+            seen[value.oid] = obj
+            stack.extend(item for item in obj.attrs.values() if type(item) in _LEADING)
+            if obj.elem is not None and type(obj.elem) in _LEADING:
+                stack.append(obj.elem)
+            stack.extend(item for item in obj.extra.values() if type(item) in _LEADING)
+        elif isinstance(value, TupleVal):
+            stack.extend(item for item in value.items if type(item) in _LEADING)
+        elif isinstance(value, FunctionRef):
+            if value.bound_self is not None and type(value.bound_self) in _LEADING:
+                stack.append(value.bound_self)
+        elif isinstance(value, BoundMethod):
+            if type(value.receiver) in _LEADING:
+                stack.append(value.receiver)
+        elif isinstance(value, TensorVal) and value.owner is not None:  # handed out by a module's parameters()
+            stack.append(HeapRef(value.owner))
+    return tuple(seen.items())
+
+
+def _names_read(node: ast.AST, ran: list[ast.AST], interp) -> frozenset[str]:
+    """The names the callee, and every function it inlined, may load (defaults included: they
+    are evaluated with the caller's names)."""
+    names = set(scopes.names_read(node, interp.function_text(node)))
+    for other in {id(other): other for other in ran}.values():
+        names |= scopes.names_read(other, interp.function_text(other))
+    return frozenset(names)
+
+
+def _simple_defaults(node: ast.AST) -> bool:
+    """Defaults evaluated without making anything (constants, names, attributes of names): the
+    others run at the call, in the caller's statement."""
+    found = getattr(node, "_graphlife_simple_defaults", None)
+    if found is None:
+        defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+        found = all(isinstance(d, (ast.Constant, ast.Name, ast.Attribute)) and all(
+            isinstance(n, (ast.Constant, ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(d)) for d in defaults)
+        node._graphlife_simple_defaults = found
+    return found

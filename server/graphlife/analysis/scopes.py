@@ -1,0 +1,96 @@
+"""Which names a function binds, and which it may read: found once per function, cheaply.
+
+Why: the interpreter asks for a function's locals at every call it inlines (the
+caller's names stay visible except those), and the memo of calls
+(:mod:`graphlife.analysis.call_memo`) asks which names a function may read. A walk
+of every node of every function cost about a tenth of a check. Names are bound
+only by statements (assignment targets, loops, ``with``, ``del``, imports,
+``except``, definitions), except through ``:=``, which a file without that token
+cannot hold: so only statements and their targets are walked, and expressions
+only when the file has ``:=``. The names a function may read are the identifiers
+of its source text (more than it loads, never fewer), when the text is plain
+ASCII (Python normalizes other identifiers, so their spelling may differ).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from graphlife.analysis.tree_index import child_nodes
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OTHER_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def local_names(func: ast.AST, walrus_possible: bool) -> frozenset[str]:
+    """The names a function binds (its locals), without those it declares global or nonlocal
+    and those bound only in nested functions, classes, lambdas and comprehensions. Kept on the
+    node: it outlives one check. ``walrus_possible``: the file has the token ``:=``."""
+    found = getattr(func, "_graphlife_locals", None)
+    if found is None:
+        bound: set[str] = set()
+        declared: set[str] = set()
+        statements = list(func.body)
+        while statements:
+            stmt = statements.pop()
+            if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+                declared.update(stmt.names)
+                continue
+            if isinstance(stmt, _DEFINITIONS):
+                bound.add(stmt.name)
+                continue  # their bodies are other scopes
+            for child in child_nodes(stmt):
+                if isinstance(child, ast.stmt):
+                    statements.append(child)
+                elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                    if isinstance(child, ast.ExceptHandler) and child.name:
+                        bound.add(child.name)
+                    statements.extend(child.body)
+                    if walrus_possible and isinstance(child, ast.match_case) and child.guard is not None:
+                        _bindings(child.guard, bound)
+                elif isinstance(child, ast.alias):
+                    bound.add((child.asname or child.name).split(".")[0])
+                elif walrus_possible or _is_target(stmt, child):
+                    _bindings(child, bound)
+        found = frozenset(bound - declared)
+        func._graphlife_locals = found
+    return found
+
+
+def _is_target(stmt: ast.stmt, child: ast.AST) -> bool:
+    """Does ``child`` (of ``stmt``) hold names ``stmt`` binds?"""
+    if isinstance(stmt, (ast.Assign, ast.Delete)):
+        return child in stmt.targets
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        return child is stmt.target
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return isinstance(child, ast.withitem)
+    return type(stmt).__name__ == "TypeAlias"
+
+
+def _bindings(root: ast.AST, bound: set[str]) -> None:
+    """The names stored in an expression (a target, or one holding ``:=``), lambdas and
+    comprehensions left out (their names are theirs)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _OTHER_SCOPES):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        stack.extend(child_nodes(node))
+
+
+def names_read(func: ast.AST, text: str | None) -> frozenset[str]:
+    """Every name the function (its body, defaults, nested functions) may load; ``text`` is its
+    source. Kept on the node."""
+    found = getattr(func, "_graphlife_reads", None)
+    if found is None:
+        if text is not None and text.isascii():
+            found = frozenset(_IDENTIFIER.findall(text))
+        else:
+            found = frozenset(n.id for n in ast.walk(func) if isinstance(n, ast.Name))
+        func._graphlife_reads = found
+    return found

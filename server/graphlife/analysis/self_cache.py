@@ -1,0 +1,129 @@
+"""``self`` of a method analyzed alone, built once per class and reused by its other methods.
+
+Why: a method that nothing inlined is analyzed alone, and its ``self`` is what the
+class's ``__init__`` makes (run quietly, with unknown arguments). Running
+``__init__`` and its whole call tree again for every method was most of the work on
+large classes (95% of the statements executed on a 300-method engine class). The
+``self`` a method starts with depends only on the class, on the name the method
+gives its first parameter (``__init__`` sees the method's other names as the
+caller's), and on one fact carried between units (``create_graph_seen``): the state
+it is built in is always the module's names with that parameter unknown. So it is
+built once per such key, and each method starts from a copy of the state it was
+built in.
+
+What each method gets is its own: :meth:`State.copy` gives a new path, and the
+state's heap objects are copied before any write (``State.heap_write``), so what one
+method does to ``self`` never reaches the built state or another method. The
+instance object's ``site`` is the method's own definition, as when it was built for
+that method. What building it did to the interpreter is done again at each reuse:
+the functions and classes it read (the unit cache's dependencies:
+``Interpreter.touch``), the functions it inlined (not analyzed alone later), the
+``zero_grad`` statements it noted, whether ``__init__`` never returns, and the
+``create_graph`` fact.
+
+The hover story (``Interpreter.watch``) builds ``self`` for every method, as it
+records every evaluation of the expression it watches.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from graphlife.analysis.state import State
+from graphlife.analysis.values import UNKNOWN, ClassRef, HeapRef, Value
+
+#: Tests turn this off to compare with ``self`` built for every method (the findings must be the same).
+ENABLED = True
+
+
+@dataclass
+class BuiltSelf:
+    """One ``self``: the state after ``__init__`` ran (never handed out, only copies of it),
+    the instance, and what building it did to the interpreter."""
+
+    state: State
+    value: Value
+    touched: dict[int, ast.AST]
+    inlined: set[int]
+    zeroed_added: dict[int, ast.AST]
+    path_ends: bool
+    create_graph_out: bool
+
+
+class SelfCache:
+    """The ``self`` of each class (and first-parameter name, and ``create_graph`` fact) of one
+    analysis of one file: it lives and dies with the interpreter."""
+
+    def __init__(self) -> None:
+        self.built: dict[tuple, BuiltSelf] = {}
+
+    def entry_state(self, interp, ref: ClassRef, func: ast.AST, param: str, state: State) -> tuple[State, Value]:
+        """The state a method starts from once its first parameter ``param`` is bound to a new
+        instance of ``ref`` (``state`` holds the module's names and ``param`` unknown), and
+        that instance (unknown when ``__init__`` could not be interpreted)."""
+        if not ENABLED or interp.watch is not None:
+            return state, build_instance(interp, ref, func, state)
+        key = (ref.key, ref.is_module, ref.is_autograd_function, param, interp.create_graph_seen)
+        built = self.built.get(key)
+        if built is None:
+            built = self.built[key] = _build(interp, ref, func, state)
+        else:
+            _redo_effects(interp, built)
+        out = built.state.copy()
+        if isinstance(built.value, HeapRef) and built.value.oid in out.heap:
+            out.heap_write(built.value.oid).site = func  # made "at" the method, as when built for it
+        return out, built.value
+
+
+def build_instance(interp, ref: ClassRef, func: ast.AST, state: State) -> Value:
+    """Run ``__init__`` quietly on ``state``, from the method's definition; unknown when it
+    cannot be interpreted."""
+    # Imported here: the interpreter imports this module.
+    from graphlife.analysis.interpreter import Timeout
+
+    interp.emitting = False
+    interp.stmt_stack.append(func)  # where `__init__` runs from: the method's own definition
+    try:
+        return interp.instantiate(ref, [], {}, state, func)
+    except (Timeout, RecursionError):
+        raise
+    except Exception:  # noqa: BLE001
+        return UNKNOWN
+    finally:
+        interp.stmt_stack.pop()
+        interp.emitting = True
+
+
+def _build(interp, ref: ClassRef, func: ast.AST, state: State) -> BuiltSelf:
+    outer_touched, outer_inlined, outer_ends = interp.touched, interp.unit_inlined, interp.path_ends
+    zeroed_before = dict(interp.zeroed_after)
+    interp.touched, interp.unit_inlined, interp.path_ends = {}, set(), False
+    try:
+        value = build_instance(interp, ref, func, state)
+        built = BuiltSelf(
+            state=state.copy(), value=value, touched=interp.touched, inlined=interp.unit_inlined,
+            zeroed_added={key: stmt for key, stmt in interp.zeroed_after.items() if zeroed_before.get(key) is not stmt},
+            path_ends=interp.path_ends, create_graph_out=interp.create_graph_seen,
+        )
+    finally:
+        touched, inlined, ends = interp.touched, interp.unit_inlined, interp.path_ends
+        interp.touched, interp.unit_inlined, interp.path_ends = outer_touched, outer_inlined, outer_ends or ends
+    _merge_reads(interp, touched, inlined)
+    return built
+
+
+def _redo_effects(interp, built: BuiltSelf) -> None:
+    _merge_reads(interp, built.touched, built.inlined)
+    interp.inlined.update(built.inlined)
+    interp.zeroed_after.update(built.zeroed_added)
+    interp.create_graph_seen = built.create_graph_out
+    if built.path_ends:
+        interp.path_ends = True
+
+
+def _merge_reads(interp, touched: dict[int, ast.AST], inlined: set[int]) -> None:
+    if interp.touched is not None:
+        interp.touched.update(touched)
+    if interp.unit_inlined is not None:
+        interp.unit_inlined.update(inlined)

@@ -1,0 +1,55 @@
+"""What `graphlife check` of one small file loads: the engine, not the rest of graphlife.
+
+Why it matters to a user: start-up is most of the time of `graphlife check` on one
+file (a pre-commit hook, an editor's "check on save"). The language server's libraries
+(pygls, lsprotocol), the fixer's (libcst), a process pool for one file, or torch would
+each cost more than the analysis itself. `benchmarks/bench_check.py` measures the
+time; this test keeps the heavy imports out.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from graphlife.config import find_pyproject
+
+SMALL = textwrap.dedent("""\
+    import torch
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        x = torch.randn(4, 3)
+        loss = model(x).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    print(loss.item())
+    """)
+
+#: Never loaded by a check of one file: the language server's and the fixer's libraries,
+#: torch, and the process pool (used for folders of more than three files).
+NEVER = ("pygls", "lsprotocol", "libcst", "torch", "concurrent.futures", "multiprocessing", "graphlife.lsp.server",
+         "graphlife.fixes")
+
+
+def modules_after_check(path: Path) -> set[str]:
+    code = ("import json, sys\nfrom graphlife.cli import main\nmain(['check', sys.argv[1]])\n"
+            "print(json.dumps(sorted(sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def test_check_of_one_file_loads_no_server_fixer_torch_or_process_pool(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SMALL)
+    loaded = modules_after_check(path)
+    assert "graphlife.analysis.interpreter" in loaded  # the check ran
+    assert not [name for name in loaded if name.split(".")[0] in NEVER or name in NEVER]
+    if find_pyproject(tmp_path) is None:
+        assert "tomllib" not in loaded and "tomli" not in loaded  # no settings file to read
