@@ -359,7 +359,9 @@ def report(results: dict, edits: int) -> str:
             + (" *file*: a real file given with `--file` (not in the repository)." if file_rows else ""),
             "Files over the server's `ISOLATE_CHARS` (500,000 characters) are analyzed in their own",
             "checker process (`graphlife/lsp/isolated.py`), which keeps the document's incremental checker",
-            "between edits; the others on a server thread.",
+            "between edits; the others on a server thread. Every file stays open in the one server, in",
+            "the order of the table: a later file on a server thread shares the heap, and the garbage",
+            "collector's work, with all the files before it.",
             "",
             "| shape | lines | characters | analyzed in | findings | open -> diagnostics (ms) "
             "| change -> diagnostics beyond debounce, median (ms) | max (ms) | target (ms) | met "
