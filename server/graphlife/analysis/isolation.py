@@ -275,6 +275,7 @@ class _Saved:
     def __init__(self, interp, undoable: bool) -> None:
         self.graph, self.next_id, self.rule_data, self.zeroed_after = interp.graph, interp._next_id, interp.rule_data, interp.zeroed_after
         self.touched, self.unit_inlined, self.log = interp.touched, interp.unit_inlined, interp.reporter.log
+        self.undoable = undoable
         if undoable:
             self.findings, self.seen = list(interp.reporter.findings), set(interp.reporter._seen)
             self.inlined = set(interp.inlined)
@@ -287,8 +288,8 @@ class _Saved:
         everything it reported and noted."""
         interp.graph, interp._next_id, interp.rule_data, interp.zeroed_after = self.graph, self.next_id, self.rule_data, self.zeroed_after
         interp.touched, interp.unit_inlined, interp.reporter.log = self.touched, self.unit_inlined, self.log
-        if kept:
-            return
+        if kept or not self.undoable:
+            return  # a discarded call is never undone; stopped by the time box, what it found stays
         interp.reporter.findings[:] = self.findings
         interp.reporter._seen = self.seen
         interp.reporter.raised = self.raised
