@@ -50,20 +50,16 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
-from graphlife.findings import FixRecipe, Related, Severity, Span
-from graphlife.rules.autograd_function import (
-    Aliases,
-    ApplyCall,
-    FunctionClass,
-    analysis,
+from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method, Names
+from graphlife.analysis.semantics.functions import (
     call_params,
     ctx_attribute,
-    def_line_span,
     returns,
-    segment,
     takes_self_before_ctx,
     walk_body,
 )
+from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.rules.source_edits import def_line_span, segment
 
 RULE = Rule(
     code="GL402",
@@ -93,8 +89,8 @@ _TORCH_TENSOR_FUNCTIONS = frozenset(
 class _Kinds:
     """Kind of a backward expression: (TENSOR | ONE, 1), ("tuple", n) or None (unknown)."""
 
-    def __init__(self, backward: ast.FunctionDef, aliases: Aliases) -> None:
-        self.aliases = aliases
+    def __init__(self, backward: Method, names: Names) -> None:
+        self.names = names
         params = call_params(backward)
         self.ctx = params[0].arg if params else None
         self.env: dict[str, tuple[str, int] | None] = {p.arg: (TENSOR, 1) for p in params[1:]}
@@ -102,7 +98,7 @@ class _Kinds:
             self.env[backward.args.vararg.arg] = None
         self._bind(backward)
 
-    def _bind(self, backward: ast.FunctionDef) -> None:
+    def _bind(self, backward: Method) -> None:
         simple: dict[str, list[ast.expr]] = {}
         self.tuple_literals: dict[str, ast.Tuple] = {}
         other: set[str] = set()
@@ -187,7 +183,7 @@ class _Kinds:
             func = node.func
             if isinstance(func, ast.Attribute) and self.kind(func.value) == (TENSOR, 1):
                 return None if func.attr in _TUPLE_METHODS else (TENSOR, 1)
-            resolved = self.aliases.resolve(func)
+            resolved = self.names.qualified_name(func)
             if resolved and resolved.startswith("torch.") and resolved.rsplit(".", 1)[-1] in _TORCH_TENSOR_FUNCTIONS:
                 if resolved.endswith(".where") and len(node.args) + len(node.keywords) < 2:
                     return None
@@ -307,19 +303,17 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
 
 
 def check_module(ctx: ModuleContext) -> None:
-    tree = ctx.tree
-    assert isinstance(tree, ast.Module)
-    shared = analysis(ctx)
-    aliases, classes = shared.aliases, shared.classes
-    for fn in classes:
+    semantics = ctx.semantics
+    model = semantics.functions
+    for fn in model.classes:
         backward, forward = fn.backward, fn.forward
         if backward is None or forward is None or takes_self_before_ctx(forward) or takes_self_before_ctx(backward):
             continue  # a misbound legacy method (GL404): its arity means nothing
-        expected = expected_counts(fn, shared.calls)
+        expected = expected_counts(fn, model.calls)
         if expected is None:
             continue
         names, counts = expected
-        kinds = _Kinds(backward, aliases)
+        kinds = _Kinds(backward, semantics.names)
         rets = returns(backward)
         if not rets:
             continue
