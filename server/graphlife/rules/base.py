@@ -46,8 +46,9 @@ def grad_mode_severity(mode: GradMode, severity: Severity) -> tuple[Severity, st
     return severity, ""
 
 
-#: Builtins whose result is never a tensor, and tensor methods that return a number or a shape.
+#: Builtins whose result is never a tensor, tensor attributes and methods that give a number or a shape.
 _NON_TENSOR_BUILTINS = frozenset({"float", "int", "bool", "len", "str", "tuple", "list", "dict", "round"})
+_NON_TENSOR_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"})
 _NON_TENSOR_METHODS = frozenset(
     {"size", "dim", "numel", "item", "tolist", "stride", "element_size", "nelement", "ndimension", "data_ptr"}
 )
@@ -62,7 +63,7 @@ def is_non_tensor_literal(node: ast.expr) -> bool:
         return True
     if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
         return isinstance(node.operand.value, (int, float, complex))
-    if isinstance(node, ast.Attribute) and node.attr in {"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"}:
+    if isinstance(node, ast.Attribute) and node.attr in _NON_TENSOR_ATTRIBUTES:
         return True
     if isinstance(node, ast.Call):
         func = node.func

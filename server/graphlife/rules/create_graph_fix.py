@@ -543,7 +543,9 @@ def _read_leaves(site: Site, instance: Instance, planned: set[int]) -> set[int] 
     return leaves
 
 
-def _validate(ctx: RuleContext, track: Tracker, site: Site, instance: Instance, planned: set[int], mode: str) -> bool | None:
+def _validate(
+    ctx: RuleContext, track: Tracker, site: Site, instance: Instance, planned: set[int], mode: str
+) -> bool | None:
     """None: the fix could change what this evaluation computes. Else whether gradients the
     backward left in ``.grad`` are never reset, so the whole program must be visible.
 
@@ -622,7 +624,8 @@ def _same_leaf(candidate: Candidate, instance: Instance, entry: Entry) -> bool:
     if before is None or now != before:
         return False
     heap = entry.env["__heap__"]
-    if isinstance(before, HeapRef) and isinstance(heap, dict) and instance.heap.get(before.oid) is not heap.get(before.oid):
+    if (isinstance(before, HeapRef) and isinstance(heap, dict)
+            and instance.heap.get(before.oid) is not heap.get(before.oid)):
         return False  # the list changed in between
     listed = instance.env.get(("list", name))
     return entry.storages is None or (isinstance(listed, set) and entry.storages <= listed)
@@ -701,9 +704,9 @@ def _program_is_visible(ctx: RuleContext, track: Tracker) -> bool:
         if isinstance(node, ast.Lambda):
             pending.append(node.body)
             continue
-        if isinstance(node, ast.Attribute) and node.attr == "grad" and id(node) not in track.seen:
-            if not _is_callee(ctx, node):  # `torch.autograd.grad(...)` is a function
-                return False
+        if (isinstance(node, ast.Attribute) and node.attr == "grad" and id(node) not in track.seen
+                and not _is_callee(ctx, node)):  # `torch.autograd.grad(...)` is a function
+            return False
         if isinstance(node, ast.Call) and callee_name(node) in EVENT_CALLS and id(node) not in track.seen:
             return False
         pending.extend(ast.iter_child_nodes(node))
@@ -732,7 +735,9 @@ def _inside(ctx: RuleContext, node: ast.AST, func: ast.AST) -> bool:
 # --------------------------------------------------------------------------- the recipe
 
 
-def _recipe(ctx: RuleContext, site: Site, planned: set[int], form: tuple[str, tuple[str, ...]], *, merge: bool) -> FixRecipe:
+def _recipe(
+    ctx: RuleContext, site: Site, planned: set[int], form: tuple[str, tuple[str, ...]], *, merge: bool
+) -> FixRecipe:
     kind, names = form
     reads = tuple(ctx.span(site.candidates[n].node) for n in sorted(
         planned, key=lambda n: (site.candidates[n].node.lineno, site.candidates[n].node.col_offset)))

@@ -146,9 +146,11 @@ class _Inputs:
                         f"{namespace}." in _TENSOR_NAMESPACES
                         and function not in _FACTORIES
                         and not function.startswith("is_")
+                        and node.args
+                        and isinstance(node.args[0], ast.Name)
+                        and node.args[0].id in wanted
                     ):
-                        if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in wanted:
-                            self.tensor.add(node.args[0].id)
+                        self.tensor.add(node.args[0].id)
                     if ctx_attribute(node.func, fn.ctx_of(method)) == "save_for_backward":
                         self.tensor.update(a.id for a in node.args if isinstance(a, ast.Name) and a.id in wanted)
         # backward returns a gradient (not `None`) for it: torch accepts that only for tensor inputs.
@@ -209,14 +211,15 @@ def _setup_context_names(fn: FunctionClass) -> tuple[dict[str, str], set[str]]:
 
 def _stored_pairs(stmt: ast.Assign, ctx_var: str) -> list[tuple[ast.Attribute, ast.expr]]:
     """``(ctx.attr target, value)`` pairs of ``ctx.a = v`` or ``ctx.a, ctx.b = v, w``."""
-    pairs = []
+    pairs: list[tuple[ast.Attribute, ast.expr]] = []
     for target in stmt.targets:
-        if ctx_attribute(target, ctx_var):
+        if isinstance(target, ast.Attribute) and ctx_attribute(target, ctx_var):
             pairs.append((target, stmt.value))
-        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(stmt.value, (ast.Tuple, ast.List)):
-            if len(target.elts) == len(stmt.value.elts):
-                pairs += [(t, v) for t, v in zip(target.elts, stmt.value.elts) if ctx_attribute(t, ctx_var)]
-    return pairs  # type: ignore[return-value]
+        elif (isinstance(target, (ast.Tuple, ast.List)) and isinstance(stmt.value, (ast.Tuple, ast.List))
+              and len(target.elts) == len(stmt.value.elts)):
+            pairs += [(t, v) for t, v in zip(target.elts, stmt.value.elts)
+                      if isinstance(t, ast.Attribute) and ctx_attribute(t, ctx_var)]
+    return pairs
 
 
 def _free_name(preferred: str, taken: set[str]) -> str:
@@ -226,10 +229,13 @@ def _free_name(preferred: str, taken: set[str]) -> str:
     return name
 
 
-def _fix(ctx: ModuleContext, fn: FunctionClass, method: Method, stmt: ast.Assign, attr: str, value: ast.Name, ctx_var: str) -> FixRecipe | None:
+def _fix(
+    ctx: ModuleContext, fn: FunctionClass, method: Method, stmt: ast.Assign, attr: str, value: ast.Name, ctx_var: str
+) -> FixRecipe | None:
     """Save the tensor with ``save_for_backward`` and read it from ``saved_tensors`` in backward."""
     backward = fn.backward
-    if backward is None or len(stmt.targets) != 1 or not ctx_attribute(stmt.targets[0], ctx_var) or not starts_its_line(ctx, stmt):
+    if (backward is None or len(stmt.targets) != 1 or not ctx_attribute(stmt.targets[0], ctx_var)
+            or not starts_its_line(ctx, stmt)):
         return None
     if backward not in fn.node.body:
         return None  # backward inherited from (and shared with) another class: leave it to the author
@@ -240,19 +246,22 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, method: Method, stmt: ast.Assign
         owner_ctx = fn.ctx_of(owner)
         for node in ast.walk(owner) if owner is not None else ():
             if ctx_attribute(node, owner_ctx) == attr and node is not stmt.targets[0]:
-                if owner is not backward or id(node) not in direct or not isinstance(getattr(node, "ctx", None), ast.Load):
+                loaded = isinstance(getattr(node, "ctx", None), ast.Load)
+                if owner is not backward or id(node) not in direct or not loaded:
                     return None  # read or written elsewhere (or in a closure): leave it to the author
                 uses.append(node)
     unpacking = saved_unpacking(backward)
     saves = save_for_backward_calls(method, ctx_var)
     if unpacking is None or len(saves) > 1:
         return None
-    taken = {n.id for n in ast.walk(backward) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(backward.args) if isinstance(a, ast.arg)}
+    taken = {n.id for n in ast.walk(backward) if isinstance(n, ast.Name)}
+    taken |= {a.arg for a in ast.walk(backward.args) if isinstance(a, ast.arg)}
     local = _free_name(attr, taken)
     edits: list[tuple[Span, str]] = []
     stmt_span = ctx.span(stmt)
     line_text = ctx.lines[stmt_span.end_line - 1]
-    alone = line_text[stmt_span.end_column - 1 :].strip() == "" or line_text[stmt_span.end_column - 1 :].strip().startswith("#")
+    rest = line_text[stmt_span.end_column - 1 :].strip()
+    alone = rest == "" or rest.startswith("#")
     if saves:
         save = saves[0]
         # both at the top level of the method: moving a save across a branch would change what is saved
@@ -294,7 +303,8 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, method: Method, stmt: ast.Assign
             if not starts_its_line(ctx, first):
                 return None
             anchor = ctx.span(first)
-            edits.append((Span(anchor.line, anchor.column, anchor.line, anchor.column), unpacking_text([local], f"{back_ctx}.saved_tensors") + "\n" + _indent(ctx, first)))
+            text = unpacking_text([local], f"{back_ctx}.saved_tensors") + "\n" + _indent(ctx, first)
+            edits.append((Span(anchor.line, anchor.column, anchor.line, anchor.column), text))
     edits += [(ctx.span(use), local) for use in uses]
     merged = merge_edits(ctx, edits)
     if merged is None:
@@ -337,7 +347,9 @@ def check_module(ctx: ModuleContext) -> None:
                             "that only the cyclic garbage collector frees, and in-place changes to it are not detected"
                         )
                     elif (method is fn.forward and inputs.is_tensor(value.id)) or (
-                        method is fn.setup_context and value.id in setup_inputs and inputs.is_tensor(setup_inputs[value.id])
+                        method is fn.setup_context
+                        and value.id in setup_inputs
+                        and inputs.is_tensor(setup_inputs[value.id])
                     ):
                         role = "input"
                         why = (

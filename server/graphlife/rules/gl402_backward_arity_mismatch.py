@@ -78,6 +78,8 @@ _TUPLE_METHODS = frozenset(
     "kthvalue cummax cummin aminmax unique unique_consecutive nonzero svd qr lu slogdet frexp var_mean "
     "std_mean tolist item size dim numel stride".split()
 )
+#: Attributes of a tensor that are one tensor.
+_SAME_TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
 #: torch functions that return one tensor.
 _TORCH_TENSOR_FUNCTIONS = frozenset(
     "mm matmul bmm mul add sub div zeros_like ones_like empty_like full_like clamp exp log sigmoid tanh sign "
@@ -164,7 +166,8 @@ class _Kinds:
                 return ("tuple", left[1] + right[1])
             for tup, other in ((left, node.right), (right, node.left)):
                 if tup and tup[0] == "tuple" and isinstance(node.op, ast.Mult):
-                    if isinstance(other, ast.Constant) and isinstance(other.value, int) and not isinstance(other.value, bool):
+                    if (isinstance(other, ast.Constant) and isinstance(other.value, int)
+                            and not isinstance(other.value, bool)):
                         return ("tuple", tup[1] * max(other.value, 0))
                     return None
             if (left and left[0] == TENSOR) or (right and right[0] == TENSOR):
@@ -191,7 +194,8 @@ class _Kinds:
             return None
         if isinstance(node, ast.Subscript) and self.kind(node.value) == (TENSOR, 1):
             return (TENSOR, 1)
-        if isinstance(node, ast.Attribute) and node.attr in {"T", "mT", "H", "mH", "data"} and self.kind(node.value) == (TENSOR, 1):
+        if (isinstance(node, ast.Attribute) and node.attr in _SAME_TENSOR_ATTRIBUTES
+                and self.kind(node.value) == (TENSOR, 1)):
             return (TENSOR, 1)
         return None
 
@@ -241,7 +245,7 @@ def expected_counts(fn: FunctionClass, calls: list[ApplyCall]) -> tuple[list[str
     return names, counts or set(range(required, total + 1))
 
 
-def _wrong(kind: tuple[str, int], value: ast.expr | None, expected: int, kinds: "_Kinds | None" = None) -> bool:
+def _wrong(kind: tuple[str, int], value: ast.expr | None, expected: int, kinds: _Kinds | None = None) -> bool:
     """Certainly wrong for ``expected`` inputs: too few values, or an extra value that is not ``None``."""
     count = kind[1]
     if count < expected:
@@ -269,7 +273,9 @@ def _falls_through(body: list[ast.stmt]) -> bool:
     if isinstance(last, (ast.With, ast.AsyncWith)):
         return _falls_through(last.body)
     if isinstance(last, ast.Try):
-        return (_falls_through(last.body) and _falls_through(last.orelse)) or any(_falls_through(h.body) for h in last.handlers)
+        return (_falls_through(last.body) and _falls_through(last.orelse)) or any(
+            _falls_through(h.body) for h in last.handlers
+        )
     if isinstance(last, ast.Match):
         return True
     return True
@@ -286,7 +292,8 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
             return None
         anchor = ctx.span(value.elts[-1])
         span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
-        return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient", {"span": span, "text": pad})
+        return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient",
+                         {"span": span, "text": pad})
     if isinstance(value, ast.List):
         if any(isinstance(e, ast.Starred) for e in value.elts) or len(value.elts) > target:
             return None
@@ -299,7 +306,8 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
         return None
     anchor = ctx.span(value)
     span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
-    return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient", {"span": span, "text": pad})
+    return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient",
+                     {"span": span, "text": pad})
 
 
 def check_module(ctx: ModuleContext) -> None:
@@ -330,9 +338,11 @@ def check_module(ctx: ModuleContext) -> None:
             if not wrong or kind is None:
                 continue
             got = kind[1]
+            inputs = ", ".join(f"`{n}`" for n in names)
             message = (
-                f"backward of `{fn.name}` returns {got} gradient{'s' if got != 1 else ''} here, but forward (line {forward.lineno}) takes "
-                f"{shown} input{'s' if shown != '1' else ''} after ctx ({', '.join(f'`{n}`' for n in names)}): torch raises "
+                f"backward of `{fn.name}` returns {got} gradient{'s' if got != 1 else ''} here, "
+                f"but forward (line {forward.lineno}) takes "
+                f"{shown} input{'s' if shown != '1' else ''} after ctx ({inputs}): torch raises "
                 f"`RuntimeError: function {fn.name}Backward returned an incorrect number of gradients "
                 f"(expected {shown}, got {got})` at the first backward. Return one gradient per input, "
                 f"`None` for inputs that need none."

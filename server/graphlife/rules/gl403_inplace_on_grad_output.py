@@ -72,6 +72,11 @@ _VIEW_METHODS = frozenset(
 _VIEW_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH"})
 
 
+def _in_place(name: str) -> bool:
+    """``mul_``, ``torch.relu_``: the naming of in-place operations (not ``__dunder__``)."""
+    return name.endswith("_") and not name.endswith("__")
+
+
 def _basic_index(node: ast.expr) -> bool:
     """Indexing that gives a view (ints, slices, `...`, `None`), not a copy (masks, index tensors)."""
     if isinstance(node, ast.Tuple):
@@ -79,7 +84,8 @@ def _basic_index(node: ast.expr) -> bool:
     if isinstance(node, ast.Slice):
         return True
     if isinstance(node, ast.Constant):
-        return node.value is None or node.value is Ellipsis or (isinstance(node.value, int) and not isinstance(node.value, bool))
+        value = node.value
+        return value is None or value is Ellipsis or (isinstance(value, int) and not isinstance(value, bool))
     if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
         return isinstance(node.operand.value, int)
     return False
@@ -118,7 +124,8 @@ class _Flow:
                 if not _basic_index(node.slice):
                     return None
                 node = node.value
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _VIEW_METHODS:
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in _VIEW_METHODS):
                 node = node.func.value
             else:
                 return None
@@ -137,13 +144,22 @@ class _Flow:
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__"):
-                if self.names.qualified_name(func) is None and (name := self.root(func.value, names)):
-                    return name, func.value
             resolved = self.names.qualified_name(func)
-            if resolved and resolved.startswith("torch.") and resolved.endswith("_") and not resolved.endswith("__") and node.args:
-                if name := self.root(node.args[0], names):
-                    return name, node.args[0]
+            if (
+                isinstance(func, ast.Attribute)
+                and _in_place(func.attr)
+                and resolved is None
+                and (name := self.root(func.value, names))
+            ):
+                return name, func.value  # `g.mul_(2)`
+            if (
+                resolved
+                and resolved.startswith("torch.")
+                and _in_place(resolved)
+                and node.args
+                and (name := self.root(node.args[0], names))
+            ):
+                return name, node.args[0]  # `torch.relu_(g)`
             for keyword in node.keywords:
                 if keyword.arg == "out" and (name := self.root(keyword.value, names)):
                     return name, keyword.value
@@ -197,11 +213,7 @@ class _Flow:
         if isinstance(stmt, ast.Assign):
             keep = self.root(stmt.value, names)
             for target in stmt.targets:
-                stored = _stored(target)
-                if isinstance(target, ast.Name) and keep:
-                    names = names | {target.id}
-                else:
-                    names = names - set(stored)
+                names = names | {target.id} if isinstance(target, ast.Name) and keep else names - set(_stored(target))
             return names
         if isinstance(stmt, (ast.AnnAssign,)) and isinstance(stmt.target, ast.Name):
             if stmt.value is not None and self.root(stmt.value, names):
@@ -237,9 +249,7 @@ def _star_root(node: ast.expr, star_items: set[int]) -> str | None:
     while True:
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and id(node) in star_items:
             return node.value.id
-        if isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Attribute):
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
             node = node.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             node = node.func.value
@@ -269,7 +279,8 @@ def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr, star
         clone = FixRecipe(
             "replace_text",
             f"Clone `{name}` before changing it",
-            {"span": point(ctx, stmt.lineno, len(indent.encode("utf-8"))), "text": f"{name} = {name}.clone()\n{indent}"},
+            {"span": point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
+             "text": f"{name} = {name}.clone()\n{indent}"},
         )
     if standalone:
         fixes.append(FixRecipe("out_of_place", "Compute it out of place", {"stmt": ctx.span(stmt)}))

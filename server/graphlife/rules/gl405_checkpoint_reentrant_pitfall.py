@@ -126,7 +126,8 @@ class _NoGrad:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "detach":
                 return True
-            if isinstance(func, ast.Attribute) and func.attr in _KEEPS_NO_GRAD and self.names.qualified_name(func) is None:
+            if (isinstance(func, ast.Attribute) and func.attr in _KEEPS_NO_GRAD
+                    and self.names.qualified_name(func) is None):
                 return self.certain(func.value)
             resolved = self.names.qualified_name(func)
             if resolved and resolved.startswith("torch.") and resolved.count(".") == 1 and resolved[6:] in _FACTORIES:
@@ -224,7 +225,8 @@ def _instance_calls(klass: ast.ClassDef, semantics: Semantics) -> list[ast.Call]
                     calls.append(node)
                 elif isinstance(node, ast.Name) and node.id == target.id and isinstance(node.ctx, ast.Load):
                     parent = semantics.parent(node)
-                    if not (isinstance(parent, ast.Call) and parent.func is node) and not isinstance(parent, ast.Attribute):
+                    called = isinstance(parent, ast.Call) and parent.func is node
+                    if not called and not isinstance(parent, ast.Attribute):
                         return []  # passed on somewhere: other callers are possible
     return calls
 
@@ -232,7 +234,9 @@ def _instance_calls(klass: ast.ClassDef, semantics: Semantics) -> list[ast.Call]
 def check_module(ctx: ModuleContext) -> None:
     semantics = ctx.semantics
     names = semantics.names
-    if not any(name.startswith("torch.utils.checkpoint") or name in ("torch", "torch.utils") for name in names.imported()):
+    if not any(
+        name.startswith("torch.utils.checkpoint") or name in ("torch", "torch.utils") for name in names.imported()
+    ):
         return
     scopes: dict[int, _NoGrad] = {}
     for node in semantics.nodes(ast.Call):
@@ -273,13 +277,15 @@ def check_module(ctx: ModuleContext) -> None:
                 f"gradients when no input requires grad. Pass `use_reentrant=False`."
             )
             severity = Severity.INFORMATION
-        if explicit_true:
+        if explicit_true and keyword is not None:
             fixes.append(
-                FixRecipe("replace_text", "Use `use_reentrant=False`", {"span": ctx.span(keyword.value), "text": "False"})  # type: ignore[union-attr]
+                FixRecipe("replace_text", "Use `use_reentrant=False`",
+                          {"span": ctx.span(keyword.value), "text": "False"})
             )
         else:
             fixes.append(
-                FixRecipe("add_keyword", "Pass `use_reentrant=False`", {"call": ctx.span(node), "keyword": "use_reentrant", "value": "False"})
+                FixRecipe("add_keyword", "Pass `use_reentrant=False`",
+                          {"call": ctx.span(node), "keyword": "use_reentrant", "value": "False"})
             )
             insert = _insert_keyword(ctx, node)
             if insert:

@@ -68,8 +68,12 @@ def _bound_only_to_non_tensors(method: Method, name: str) -> bool:
     for node in walk_body(method):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             simple_targets[id(node.targets[0])] = node.value
-    stores = [n for n in walk_body(method) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)]
-    return bool(stores) and all(id(n) in simple_targets and is_non_tensor_literal(simple_targets[id(n)]) for n in stores)
+    stores = [
+        n for n in walk_body(method) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+    ]
+    return bool(stores) and all(
+        id(n) in simple_targets and is_non_tensor_literal(simple_targets[id(n)]) for n in stores
+    )
 
 
 def _input_filled_with_literals(fn: FunctionClass, name: str, calls: list[ApplyCall]) -> bool:
@@ -95,9 +99,9 @@ def _literal_for(fn: FunctionClass, method: Method, arg: ast.expr, calls: list[A
     if not isinstance(arg, ast.Name):
         return arg
     for node in walk_body(method):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if node.targets[0].id == arg.id:
-                return node.value
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == arg.id):
+            return node.value
     inputs = [a.arg for a in fn.forward_inputs()]
     if arg.id in inputs:
         for call in calls:
@@ -108,16 +112,21 @@ def _literal_for(fn: FunctionClass, method: Method, arg: ast.expr, calls: list[A
     return arg
 
 
+#: Builtins that convert to a type named like them.
+_CONVERSIONS = frozenset({"float", "int", "bool", "str", "tuple", "list", "dict"})
+
+
 def _describe(node: ast.expr) -> str:
     if isinstance(node, ast.Constant):
         return type(node.value).__name__
     if isinstance(node, ast.Attribute) and node.attr == "shape":
         return "torch.Size"
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" and not node.args:
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size"
+            and not node.args):
         return "torch.Size"
     if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
         return type(node.operand.value).__name__
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"float", "int", "bool", "str", "tuple", "list", "dict"}:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CONVERSIONS:
         return node.func.id
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
         return "int"
@@ -144,15 +153,17 @@ def _attr_name(node: ast.expr, index: int, used: set[str]) -> str:
     return name
 
 
-def _fix(ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, bad: list[int], ctx_var: str) -> FixRecipe | None:
+def _fix(
+    ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, bad: list[int], ctx_var: str
+) -> FixRecipe | None:
     """Move the non-tensor arguments to ctx attributes, in forward and in backward's unpacking."""
     if not isinstance(stmt, ast.Expr) or stmt.value is not call or not starts_its_line(ctx, stmt):
         return None
     if not call.args or call.keywords:
         return None
-    if len(bad) == 1 and isinstance(call.args[bad[0]], (ast.Tuple, ast.List)):
-        packed = call.args[bad[0]]
-        elements = packed.elts  # type: ignore[attr-defined]
+    packed = call.args[bad[0]] if len(bad) == 1 else None
+    if isinstance(packed, (ast.Tuple, ast.List)):
+        elements = packed.elts
         if elements and not any(isinstance(e, ast.Starred) or is_non_tensor_literal(e) for e in elements):
             text = ", ".join(segment(ctx, e) or "" for e in elements)
             return FixRecipe("replace_text", "Pass the tensors one by one", {"span": ctx.span(packed), "text": text})
@@ -213,7 +224,8 @@ def check_module(ctx: ModuleContext) -> None:
                         isinstance(arg, ast.Name) and _bound_only_to_non_tensors(method, arg.id)
                     ):
                         certain.append(index)
-                    elif isinstance(arg, ast.Name) and method is fn.forward and _input_filled_with_literals(fn, arg.id, calls):
+                    elif (isinstance(arg, ast.Name) and method is fn.forward
+                          and _input_filled_with_literals(fn, arg.id, calls)):
                         likely.append(index)
                 bad = sorted(certain + likely)
                 if not bad:

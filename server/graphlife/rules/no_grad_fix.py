@@ -166,7 +166,8 @@ def grad_sensitive(nodes: Sequence[ast.AST]) -> ast.AST | None:
                             return node
             if isinstance(node, ast.Call):
                 name = callee_name(node)
-                if name is not None and ((name.endswith("_") and not name.startswith("_")) or name in _GRAD_SENSITIVE_CALLS):
+                in_place = name is not None and name.endswith("_") and not name.startswith("_")
+                if in_place or name in _GRAD_SENSITIVE_CALLS:
                     return node
                 if numpy_of_attached(node):
                     return node
@@ -293,13 +294,17 @@ def _as_target_unused(with_stmt: ast.With, scope: ast.AST) -> bool:
         return True
     if not isinstance(target, ast.Name):
         return False
-    return not any(isinstance(node, ast.Name) and node.id == target.id and node is not target for node in ast.walk(scope))
+    return not any(
+        isinstance(node, ast.Name) and node.id == target.id and node is not target for node in ast.walk(scope)
+    )
 
 
 # --------------------------------------------------------------------------- the fix
 
 
-def no_grad_fixes(ctx: RuleContext, site: ast.AST | None, backward_stmt: ast.stmt) -> tuple[list[Related], list[FixRecipe]]:
+def no_grad_fixes(
+    ctx: RuleContext, site: ast.AST | None, backward_stmt: ast.stmt
+) -> tuple[list[Related], list[FixRecipe]]:
     """Related places (the region that turned gradients off) and the fix that removes it, when proven."""
     found = find_break(ctx, site)
     if found is None:

@@ -10,6 +10,7 @@ give the spans those edits need (a ``def`` name, an insertion point, a line's in
 from __future__ import annotations
 
 import ast
+from itertools import pairwise
 
 from graphlife.analysis.positions import byte_to_char_column
 from graphlife.analysis.rule_api import ModuleContext
@@ -59,7 +60,7 @@ def merge_edits(ctx: ModuleContext, edits: list[tuple[Span, str]]) -> tuple[Span
     if not edits:
         return None
     ordered = sorted(edits, key=lambda e: (e[0].line, e[0].column, e[0].end_line, e[0].end_column))
-    for (first, _), (second, _) in zip(ordered, ordered[1:]):
+    for (first, _), (second, _) in pairwise(ordered):
         if (first.end_line, first.end_column) > (second.line, second.column):
             return None
     region = Span(ordered[0][0].line, ordered[0][0].column, ordered[-1][0].end_line, ordered[-1][0].end_column)

@@ -164,12 +164,11 @@ class Grad:
                 switches = self.with_switches(parent, read)
                 if switches:
                     yield GradRegion(parent, switches)
-            elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if isinstance(child, ast.stmt):
-                    switches = self.decorator_switches(parent, read)
-                    if switches:
-                        yield GradRegion(parent, switches)
-                    return
+            elif isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(child, ast.stmt):
+                switches = self.decorator_switches(parent, read)
+                if switches:
+                    yield GradRegion(parent, switches)
+                return
             child, parent = parent, self._parents.get(id(parent))
 
     def setting_at(self, node: ast.AST, read: Reader | None = None) -> GradSetting:

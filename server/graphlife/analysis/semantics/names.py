@@ -30,7 +30,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 from graphlife.analysis.scopes import local_names
 
@@ -207,7 +206,10 @@ class Names:
         aliases: dict[str, list[str | None]] = {}
         for stmt in self._statements_of(self._tree):
             if isinstance(stmt, ast.Assign):
-                name = cast(ast.Name, stmt.targets[0]).id
+                target = stmt.targets[0]
+                if not isinstance(target, ast.Name):
+                    continue  # (only single names are alias candidates)
+                name = target.id
                 values = aliases.setdefault(name, [])
                 values.append(self._alias_meaning(stmt, found.meanings))
                 if values[0] is not None and all(value == values[0] for value in values):
@@ -228,7 +230,10 @@ class Names:
         latest: dict[str, str] = {}  # what each name means so far, in source order (for aliases of aliases)
         for stmt in self._statements_of(scope):
             if isinstance(stmt, ast.Assign):
-                name = cast(ast.Name, stmt.targets[0]).id
+                target = stmt.targets[0]
+                if not isinstance(target, ast.Name):
+                    continue  # (only single names are alias candidates)
+                name = target.id
                 value = self._alias_meaning(stmt, latest)
                 meanings.setdefault(name, []).append(value)
                 if value is None:
@@ -367,11 +372,9 @@ def _binding_sites(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
             add(node.id)
         elif isinstance(node, ast.alias):
             add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            add(node.name)
-        elif isinstance(node, ast.ExceptHandler):
-            add(node.name)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        elif isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
+        ):
             add(node.name)
         elif isinstance(node, ast.MatchMapping):
             add(node.rest)
