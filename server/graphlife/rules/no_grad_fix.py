@@ -7,7 +7,10 @@ the statement that computed it (``TensorVal.why_site``). From that statement up 
 function (or the module), the innermost lexical construct that turns gradients off is the
 break: a ``with`` whose one item is ``torch.no_grad()``, ``torch.inference_mode()`` or
 ``torch.set_grad_enabled(False)``, or, when there is none, a ``@torch.no_grad()`` /
-``@torch.inference_mode()`` decorator of that function. Names of variables play no part.
+``@torch.inference_mode()`` decorator of that function. Names of variables play no part;
+what a context means (``no_grad()`` after ``from torch import no_grad``) and what it does
+(``inference_mode(False)`` leaves the mode alone) is the semantic layer's answer
+(:mod:`graphlife.analysis.semantics.grad`, through ``RuleContext.grad_switches``).
 
 When it is offered -- only when removing that one construct makes the value keep its graph
 and changes nothing else the program computes:
