@@ -189,6 +189,27 @@ def test_module_level_the_last_import_wins_and_other_bindings_do_not_hide_it() -
     assert meaning(source, "checkpoint") == "torch.utils.checkpoint.checkpoint"
 
 
+def test_looking_for_one_function_among_every_call() -> None:
+    source = """
+        import torch.utils.checkpoint as cp
+        from torch.utils import checkpoint as module
+        import torch
+        ckpt = torch.utils.checkpoint.checkpoint
+
+        def f(cp, x):
+            return cp.checkpoint(block, x)
+
+        cp.checkpoint(block, x)
+        module.checkpoint(block, x)
+        ckpt(block, x)
+        torch.relu(x)
+    """
+    _, semantics = model(source)
+    wanted = {"torch.utils.checkpoint.checkpoint"}
+    found = [semantics.names.qualified_name_in(call.func, wanted) for call in semantics.nodes(ast.Call)]
+    assert found == [None, *["torch.utils.checkpoint.checkpoint"] * 3, None]
+
+
 def test_builtins_are_names_the_file_does_not_bind() -> None:
     source = """
         def plain(xs, ys):

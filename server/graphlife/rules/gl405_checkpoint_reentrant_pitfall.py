@@ -64,6 +64,7 @@ _FACTORIES = frozenset(
     "randn rand zeros ones empty full arange linspace logspace tensor randint randperm randn_like rand_like "
     "zeros_like ones_like empty_like full_like as_tensor from_numpy eye".split()
 )
+_CHECKPOINTS = CHECKPOINT_FUNCTIONS | CHECKPOINT_SEQUENTIAL
 #: Methods that keep "does not require grad" (or make it so: detach).
 _KEEPS_NO_GRAD = frozenset(
     "to float double half bfloat16 cpu cuda contiguous view reshape clone unsqueeze squeeze permute transpose "
@@ -240,7 +241,7 @@ def check_module(ctx: ModuleContext) -> None:
         return
     scopes: dict[int, _NoGrad] = {}
     for node in semantics.nodes(ast.Call):
-        resolved = names.qualified_name(node.func)
+        resolved = names.qualified_name_in(node.func, _CHECKPOINTS)
         sequential = resolved in CHECKPOINT_SEQUENTIAL
         if resolved not in CHECKPOINT_FUNCTIONS and not sequential:
             continue

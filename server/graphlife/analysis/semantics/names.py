@@ -28,10 +28,11 @@ A name no scope binds is a builtin (or comes from a star import): no meaning.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from graphlife.analysis.scopes import local_names
+from graphlife.analysis.tree_index import child_nodes
 
 #: What a name is looked up in: the module, a function, a lambda, a class body or a comprehension.
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef | ast.expr
@@ -126,17 +127,30 @@ class Names:
         self._walrus = walrus_possible
         self._imports_by_scope: dict[int, list[ast.Import | ast.ImportFrom]] = {}
         self._aliases_by_scope: dict[int, list[ast.Assign]] = {}
-        #: Every name an import or an alias binds somewhere: other names never mean a qualified name.
-        self._imported_anywhere: set[str] = set()
+        #: What each name an import binds somewhere may mean (in some scope), and the names an
+        #: alias may bind: other names never mean a qualified name.
+        self._imported: dict[str, set[str]] = {}
+        self._aliased: set[str] = set()
         for stmt in imports:
             scope = self.scope_of(stmt)
             self._imports_by_scope.setdefault(id(scope), []).append(stmt)
-            self._imported_anywhere.update(binding.name for binding in import_bindings(stmt))
+            for binding in import_bindings(stmt):
+                self._imported.setdefault(binding.name, set()).add(binding.qualified)
+        # Alias candidates: `X = a.b` where `a` is imported, or is itself such an `X` (in any scope).
+        pending: dict[str, list[tuple[str, ast.Assign]]] = {}  # base name -> (target, assignment)
         for assign in assignments:
             target = assign.targets[0]
-            if len(assign.targets) == 1 and isinstance(target, ast.Name) and dotted_parts(assign.value) is not None:
+            parts = dotted_parts(assign.value)
+            if len(assign.targets) == 1 and isinstance(target, ast.Name) and parts is not None:
+                pending.setdefault(parts[0], []).append((target.id, assign))
+        reachable = [base for base in pending if base in self._imported]
+        while reachable:
+            for name, assign in pending.pop(reachable.pop(), ()):
                 self._aliases_by_scope.setdefault(id(self.scope_of(assign)), []).append(assign)
-                self._imported_anywhere.add(target.id)  # may be an alias of a torch name
+                if name not in self._aliased:
+                    self._aliased.add(name)
+                    if name in pending:
+                        reachable.append(name)
         self._scopes: dict[int, _ScopeNames] = {}
         self._building: set[int] = set()
 
@@ -246,7 +260,7 @@ class Names:
                     latest[binding.name] = binding.qualified
         bound = self._bound_in(scope)
         if meanings and isinstance(scope, (*_FUNCTIONS, ast.ClassDef)):
-            sites = _binding_sites(scope, set(meanings))
+            sites = _binding_sites(scope, set(meanings), self._walrus)
             for name, values in meanings.items():
                 first = values[0]
                 if first is not None and sites.get(name, 0) == len(values) and all(v == first for v in values):
@@ -298,7 +312,7 @@ class Names:
     def meaning(self, name: str, at: ast.AST, read: Reader | None = None) -> str | None:
         """The qualified name ``name`` means at node ``at``, or ``None`` (a local variable, a
         builtin, a definition of this file). ``read`` is told which code the answer read."""
-        if name not in self._imported_anywhere and read is None:
+        if name not in self._imported and name not in self._aliased and read is None:
             return None  # (with a reader, the scopes are read: a later import may change the answer)
         for scope in self.scopes_around(at):
             if read is not None:
@@ -319,6 +333,21 @@ class Names:
         base, rest = parts
         meaning = self.meaning(base, expr, read)
         return ".".join([meaning, *rest]) if meaning is not None else None
+
+    def qualified_name_in(self, expr: ast.AST, wanted: Collection[str]) -> str | None:
+        """``qualified_name(expr)`` when it is one of ``wanted``, else ``None``; without a look at
+        scopes when no import of the file can make ``expr`` one of them (a rule that looks for
+        one function among every call of a file asks this)."""
+        parts = dotted_parts(expr)
+        if parts is None:
+            return None
+        base, rest = parts
+        if base not in self._aliased:
+            suffix = "".join(f".{attr}" for attr in rest)
+            if not any(f"{meaning}{suffix}" in wanted for meaning in self._imported.get(base, ())):
+                return None
+        found = self.qualified_name(expr)
+        return found if found in wanted else None
 
     def binds(self, name: str, at: ast.AST, read: Reader | None = None) -> bool:
         """Does ``name`` at ``at`` mean something the file binds (not a builtin)? Every binding
@@ -353,36 +382,72 @@ class Names:
                 read(stmt)
 
 
-def _binding_sites(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, names: set[str]) -> dict[str, int]:
+def _binding_sites(
+    scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, names: set[str], walrus_possible: bool
+) -> dict[str, int]:
     """How many times the scope binds each of ``names`` (parameters, targets, imports,
-    definitions, ``except ... as``, match captures); a name declared ``global`` or
-    ``nonlocal`` is not the scope's (it gets no count)."""
+    definitions, ``except ... as``, match captures, ``:=`` when the file has it); a name
+    declared ``global`` or ``nonlocal`` is not the scope's (it gets no count). Only
+    statements and their targets are visited, as :func:`graphlife.analysis.scopes.local_names`
+    does: names are bound nowhere else."""
     counts: dict[str, int] = {}
 
     def add(name: str | None) -> None:
         if name in names:
             counts[name] = counts.get(name, 0) + 1
 
+    def add_stored(root: ast.AST) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.Lambda, *_COMPREHENSIONS)):
+                continue  # their names are theirs
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                add(node.id)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
+                add(node.name)
+            elif isinstance(node, ast.MatchMapping):
+                add(node.rest)
+            stack.extend(child_nodes(node))
+
     if not isinstance(scope, ast.ClassDef):
         for param in parameter_names(scope.args):
             add(param)
     declared: set[str] = set()
-    for node in scope_nodes(scope.body):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            add(node.id)
-        elif isinstance(node, ast.alias):
-            add((node.asname or node.name).split(".")[0])
-        elif isinstance(
-            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
-        ):
-            add(node.name)
-        elif isinstance(node, ast.MatchMapping):
-            add(node.rest)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            declared.update(node.names)
+    statements: list[ast.stmt] = list(scope.body)
+    while statements:
+        stmt = statements.pop()
+        if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+            declared.update(stmt.names)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            add(stmt.name)  # their bodies are other scopes
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                add((alias.asname or alias.name).split(".")[0])
+        else:
+            for child in child_nodes(stmt):
+                if isinstance(child, ast.stmt):
+                    statements.append(child)
+                elif isinstance(child, ast.ExceptHandler):
+                    add(child.name)
+                    statements.extend(child.body)
+                elif isinstance(child, ast.match_case):
+                    add_stored(child.pattern)
+                    statements.extend(child.body)
+                elif walrus_possible or _is_target(stmt, child):
+                    add_stored(child)
     for name in declared:
         counts.pop(name, None)
     return counts
+
+
+def _is_target(stmt: ast.stmt, child: ast.AST) -> bool:
+    """Does ``child`` (of ``stmt``) hold names ``stmt`` binds?"""
+    if isinstance(stmt, (ast.Assign, ast.Delete)):
+        return any(child is target for target in stmt.targets)
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        return child is stmt.target
+    return isinstance(stmt, (ast.With, ast.AsyncWith)) and isinstance(child, ast.withitem)
 
 
 def scope_nodes(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
