@@ -134,6 +134,12 @@ def test_wrap_no_grad_indents_like_neighbours_and_keeps_comments():
 def test_wrap_no_grad_needs_torch_imported_by_that_name():
     source = "import torch as th\nw = th.ones(2, requires_grad=True)\nw.add_(1)\n"
     assert compute_fixes(_finding(FixRecipe("wrap_no_grad", "t", {"stmt": Span(3, 1, 3, 10)})), source) == []
+    source = "import numpy as torch\nw = th.ones(2, requires_grad=True)\nw.add_(1)\n"
+    assert compute_fixes(_finding(FixRecipe("wrap_no_grad", "t", {"stmt": Span(3, 1, 3, 10)})), source) == []
+    guarded = "try:\n    import torch\nexcept ImportError:\n    raise\n"
+    guarded += "w = torch.ones(2, requires_grad=True)\nw.add_(1)\n"
+    (fix,) = compute_fixes(_finding(FixRecipe("wrap_no_grad", "t", {"stmt": Span(6, 1, 6, 10)})), guarded)
+    assert fix.edits[0].new_text.startswith("with torch.no_grad():")
 
 
 def test_detach_expression_and_retain_graph():

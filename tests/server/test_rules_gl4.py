@@ -403,6 +403,17 @@ def test_gl405_own_function_named_checkpoint_is_not_torch() -> None:
     assert findings(source, "GL405") == []
 
 
+def test_gl405_a_function_import_names_torch_checkpoint_in_that_function_only() -> None:
+    source = (
+        "def recompute(block, x):\n"
+        "    from torch.utils.checkpoint import checkpoint\n"
+        "    return checkpoint(block, x)\n\n"
+        "def save(model, checkpoint):\n"
+        "    return checkpoint(model, {})\n"
+    )
+    assert lines(source, "GL405") == [(3, "information")]
+
+
 def test_gl405_module_spellings() -> None:
     for header, call in [
         ("import torch.utils.checkpoint\n", "torch.utils.checkpoint.checkpoint"),

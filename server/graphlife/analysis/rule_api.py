@@ -41,6 +41,7 @@ from typing import (
 
 from graphlife.analysis.events import Event
 from graphlife.analysis.positions import node_span
+from graphlife.analysis.semantics import GradSwitch, Semantics, semantics_of
 from graphlife.analysis.values import UNKNOWN, Tri, Value
 from graphlife.findings import (
     Finding,
@@ -217,10 +218,20 @@ class ModuleContext:
     source: str
     lines: list[str]
     reporter: Reporter
+    _semantics: Semantics | None = field(default=None, init=False, repr=False, compare=False)
 
     def span(self, node: ast.AST) -> Span:
         """The 1-based character span of an ``ast`` node."""
         return node_span(node, self.lines)
+
+    @property
+    def semantics(self) -> Semantics:
+        """What the syntax of the file says: what a name means at a node, the grad-mode switches,
+        the custom autograd Functions, the parent of a node (:mod:`graphlife.analysis.semantics`),
+        made once per tree from the checker's walk of it."""
+        if self._semantics is None:
+            self._semantics = semantics_of(self.tree)
+        return self._semantics
 
 
 # --------------------------------------------------------------------------- engine rules
@@ -294,8 +305,10 @@ class RuleContext:
     """What an engine rule's hook may ask, at the event it handles (one per analyzed file).
 
     The code: :meth:`span`, :meth:`text`, :meth:`parent`, :meth:`ancestors`,
-    :meth:`enclosing_function`, :attr:`module`, :meth:`if_statements`; reading code
-    the engine did not run is noted with :meth:`touch` / :meth:`read_whole_file`.
+    :meth:`enclosing_function`, :attr:`module`, :meth:`if_statements`; what names mean
+    and which grad-mode switches a ``with`` or a function has: :meth:`qualified_name`,
+    :meth:`binds`, :meth:`grad_switches`; reading code the engine did not run is noted
+    with :meth:`touch` / :meth:`read_whole_file` (and by :meth:`mentions`, :meth:`file_calls`).
     The run: :attr:`graph`, :meth:`running_statements`, :meth:`call_sites`,
     :meth:`blame`, :meth:`running_loops`, :meth:`iteration`, :meth:`state_before_loop`,
     :meth:`carried_names`, :meth:`lookup_name`, :meth:`value_of`, :meth:`grad_mode`,
@@ -304,11 +317,12 @@ class RuleContext:
     :meth:`file_state`. Findings: :meth:`report`.
     """
 
-    __slots__ = ("_engine", "_file_states")
+    __slots__ = ("_engine", "_file_states", "_semantics")
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._file_states: dict[type, object] = {}
+        self._semantics: Semantics | None = None
 
     # -- findings --------------------------------------------------------------------
     def report(
@@ -379,6 +393,43 @@ class RuleContext:
         callers or gradient users anywhere): after any edit the unit cache runs it again."""
         self._engine.touch_whole_file()
         return self._engine.tree
+
+    # -- what the syntax says ------------------------------------------------------------
+    def _model(self) -> Semantics:
+        if self._semantics is None:
+            self._semantics = semantics_of(self._engine.tree)
+        return self._semantics
+
+    def qualified_name(self, expr: ast.expr) -> str | None:
+        """The qualified name ``expr`` means where it is written (``T.no_grad`` -> ``torch.no_grad``
+        after ``import torch as T``), through imports, aliases and scopes; ``None`` for a local
+        variable or a builtin. The scopes it read are noted (:meth:`touch`)."""
+        return self._model().names.qualified_name(expr, self.touch)
+
+    def binds(self, name: str, at: ast.AST) -> bool:
+        """Does ``name`` at node ``at`` mean something the file binds (a variable, a parameter, an
+        import, a definition), not a builtin? The scopes it read are noted."""
+        return self._model().names.binds(name, at, self.touch)
+
+    def grad_switches(self, construct: ast.With | ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[GradSwitch, ...]:
+        """The grad-mode switches (``torch.no_grad()``, ``set_grad_enabled(flag)``, ...) a ``with``
+        statement enters, or the grad-mode decorators of a function, in the order they take
+        effect. The scopes their names were read in are noted."""
+        grad = self._model().grad
+        if isinstance(construct, ast.With):
+            return grad.with_switches(construct, self.touch)
+        return grad.decorator_switches(construct, self.touch)
+
+    def mentions(self, name: str) -> Sequence[ast.AST]:
+        """Every place the file may refer to ``name`` (a name, an attribute ``.name``, a string
+        ``"name"``), noting the whole file as read (:meth:`read_whole_file`)."""
+        self._engine.touch_whole_file()
+        return self._model().mentions(name)
+
+    def file_calls(self) -> Sequence[ast.Call]:
+        """Every call of the file, in source order, noting the whole file as read."""
+        self._engine.touch_whole_file()
+        return self._model().nodes(ast.Call)
 
     # -- the run ---------------------------------------------------------------------
     @property

@@ -7,15 +7,32 @@ once lives in a shared table). Walking a 5,000-line tree for these costs about
 as much as parsing it, so the language server keeps one index per top-level
 block and merges them (:meth:`TreeIndex.merge`) instead of walking the whole
 file after every keystroke.
+
+The same walk files the nodes the semantic layer reads (imports, classes,
+functions, calls, assignments: :data:`KINDS`) by kind, so that it answers
+without a walk of its own; a whole file's index is reachable from its tree
+(:func:`index_of`) for as long as the check that made it keeps it.
 """
 
 from __future__ import annotations
 
 import ast
+import weakref
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    from graphlife.analysis.semantics.model import Semantics
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+#: The kinds of node filed by kind in the walk (what :mod:`graphlife.analysis.semantics` reads).
+KINDS: tuple[type[ast.AST], ...] = (
+    ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Call, ast.Assign,
+    ast.NamedExpr,
+)
+#: The attribute of a tree that holds a weak reference to its index (never a strong one: the index
+#: maps the top-level statements to the tree, and a strong reference would make a cycle).
+_INDEX_ATTRIBUTE = "_graphlife_index"
 
 
 _FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
@@ -76,6 +93,11 @@ class TreeIndex:
     binding_counts: dict[str, int] = field(default_factory=dict)
     #: Every node with a line number, for moving a block without parsing it again.
     located: list[Positioned] = field(default_factory=list)
+    #: The nodes of each of :data:`KINDS`, in no particular order.
+    by_kind: dict[type[ast.AST], list[ast.AST]] = field(default_factory=lambda: {kind: [] for kind in KINDS})
+    #: The file's semantic model, made on first use (:func:`graphlife.analysis.semantics.semantics_of`);
+    #: it refers to the index's tables, never to the index itself.
+    semantics: Semantics | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of_module(cls, tree: ast.Module) -> TreeIndex:
@@ -83,6 +105,7 @@ class TreeIndex:
         index = cls.of_statements(tree.body)
         for stmt in tree.body:
             index.parents[id(stmt)] = tree
+        index._attach(tree)
         return index
 
     @classmethod
@@ -93,11 +116,15 @@ class TreeIndex:
         counts = index.binding_counts
         yields: list[ast.AST] = []
         located = index.located
+        by_kind = index.by_kind
         stack: list[ast.AST] = list(statements)
         while stack:
             parent = stack.pop()
             if hasattr(parent, "lineno") and hasattr(parent, "end_lineno"):
                 located.append(parent)
+            bucket = by_kind.get(parent.__class__)
+            if bucket is not None:
+                bucket.append(parent)
             for child in child_nodes(parent):
                 parents[id(child)] = parent
                 stack.append(child)
@@ -130,10 +157,24 @@ class TreeIndex:
             merged.generators.update(part.generators)
             for name, count in part.binding_counts.items():
                 counts[name] = counts.get(name, 0) + count
+            for kind, nodes in part.by_kind.items():
+                merged.by_kind[kind].extend(nodes)
         for stmt in tree.body:
             merged.parents[id(stmt)] = tree
+        merged._attach(tree)
         return merged
+
+    def _attach(self, tree: ast.Module) -> None:
+        """Let :func:`index_of` find this index from ``tree`` (weakly: see :data:`_INDEX_ATTRIBUTE`)."""
+        tree.__dict__[_INDEX_ATTRIBUTE] = weakref.ref(self)
 
     @property
     def rebound(self) -> dict[str, bool]:
         return {name: count > 1 for name, count in self.binding_counts.items()}
+
+
+def index_of(tree: ast.Module) -> TreeIndex | None:
+    """The index of the whole ``tree`` that a running check made (:meth:`TreeIndex.of_module`,
+    :meth:`TreeIndex.merge`), or ``None`` when none is alive any more."""
+    ref = tree.__dict__.get(_INDEX_ATTRIBUTE)
+    return ref() if isinstance(ref, weakref.ref) else None

@@ -9,12 +9,14 @@ A recipe that cannot find its node gives up, which is how "no wrong edit" starts
 
 from __future__ import annotations
 
+import ast
 from functools import cached_property
 from typing import TypeVar, overload
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
+from graphlife.analysis.semantics import semantics_of
 from graphlife.findings import Span
 
 _Node = TypeVar("_Node", bound=cst.CSTNode)
@@ -111,19 +113,14 @@ class Document:
 
     @cached_property
     def binds_torch(self) -> bool:
-        """``torch`` is bound at module level by ``import torch`` (or ``import torch.x``)."""
-        for stmt in self.module.body:
-            if not isinstance(stmt, cst.SimpleStatementLine):
-                continue
-            for small in stmt.body:
-                if isinstance(small, cst.Import):
-                    for alias in small.names:
-                        name = self.code(alias.name)
-                        if alias.asname is None and (name == "torch" or name.startswith("torch.")):
-                            return True
-                        if alias.asname is not None and name == "torch" and self.code(alias.asname.name) == "torch":
-                            return True
-        return False
+        """``torch`` means the torch module at module level (``import torch``, ``import torch.nn``,
+        also inside a module-level ``try``), as the semantic layer reads the file's imports: a
+        recipe that writes ``torch.no_grad()`` or ``torch.autograd.grad`` needs it."""
+        try:
+            tree = ast.parse(self.source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        return semantics_of(tree).names.meaning("torch", tree) == "torch"
 
     def has_multiline_string(self, node: cst.CSTNode) -> bool:
         """Re-indenting this node's lines would change a string literal's value."""

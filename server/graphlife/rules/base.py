@@ -44,3 +44,31 @@ def grad_mode_severity(mode: GradMode, severity: Severity) -> tuple[Severity, st
     if severity is Severity.ERROR and mode.assumed:
         return Severity.WARNING, ASSUMED_GRAD_NOTE
     return severity, ""
+
+
+#: Builtins whose result is never a tensor, tensor attributes and methods that give a number or a shape.
+_NON_TENSOR_BUILTINS = frozenset({"float", "int", "bool", "len", "str", "tuple", "list", "dict", "round"})
+_NON_TENSOR_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "device", "is_cuda", "requires_grad"})
+_NON_TENSOR_METHODS = frozenset(
+    {"size", "dim", "numel", "item", "tolist", "stride", "element_size", "nelement", "ndimension", "data_ptr"}
+)
+
+
+def is_non_tensor_literal(node: ast.expr) -> bool:
+    """An expression that is certainly not a tensor and not ``None``: numbers, strings, containers, shapes."""
+    if isinstance(node, ast.Constant):
+        return node.value is not None and node.value is not Ellipsis
+    if isinstance(node, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.JoinedStr, ast.ListComp, ast.DictComp,
+                         ast.SetComp, ast.Lambda)):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return isinstance(node.operand.value, (int, float, complex))
+    if isinstance(node, ast.Attribute) and node.attr in _NON_TENSOR_ATTRIBUTES:
+        return True
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _NON_TENSOR_BUILTINS:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr in _NON_TENSOR_METHODS:
+            return True
+    return False

@@ -45,7 +45,7 @@ not read ``.grad``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -57,6 +57,7 @@ from graphlife.analysis.events import (
     ZeroGradEvent,
 )
 from graphlife.analysis.rule_api import RuleContext
+from graphlife.analysis.semantics.names import scope_nodes
 from graphlife.analysis.state import State
 from graphlife.analysis.torch_api import param_storages
 from graphlife.analysis.values import (
@@ -175,7 +176,7 @@ class Tracker:
         self.log: list[Entry] = []
         self.overflow = False
         self.seen: set[int] = set()  # ids of nodes the engine made an event of in this unit
-        self._file_facts: tuple[bool, bool] | None = None
+        self._calls_unmodeled: bool | None = None
 
     # -- recording ---------------------------------------------------------------------
     def active(self) -> bool:
@@ -203,30 +204,21 @@ class Tracker:
         return env, heap
 
     # -- the file, read once -----------------------------------------------------------
-    def file_facts(self, ctx: RuleContext) -> tuple[bool, bool]:
-        """(calls an unmodeled gradient user or hook, binds the name ``zip``).
+    def calls_unmodeled(self, ctx: RuleContext) -> bool:
+        """Does the file call an unmodeled gradient user or register a gradient hook (or read
+        ``grad`` through ``getattr``)?
 
         The proof reads the whole file (here and in :func:`_program_is_visible`), so the
         unit notes that it read every definition: the language server's unit cache then
         runs it again after any edit, as a full analysis would see it."""
-        if self._file_facts is None:
-            unmodeled = binds_zip = False
-            for node in ast.walk(ctx.read_whole_file()):
-                if isinstance(node, ast.Call):
-                    name = callee_name(node)
-                    if name in UNMODELED_GRAD_USERS:
-                        unmodeled = True
-                    if name in ("getattr", "setattr", "delattr") and any(
-                            isinstance(a, ast.Constant) and a.value == "grad" for a in node.args):
-                        unmodeled = True
-                elif isinstance(node, ast.Name) and node.id == "zip" and not isinstance(node.ctx, ast.Load):
-                    binds_zip = True
-                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == "zip":
-                    binds_zip = True
-                elif isinstance(node, ast.alias) and (node.asname or node.name) == "zip":
-                    binds_zip = True
-            self._file_facts = (unmodeled, binds_zip)
-        return self._file_facts
+        if self._calls_unmodeled is None:
+            self._calls_unmodeled = any(
+                callee_name(call) in UNMODELED_GRAD_USERS
+                or (callee_name(call) in ("getattr", "setattr", "delattr")
+                    and any(isinstance(a, ast.Constant) and a.value == "grad" for a in call.args))
+                for call in ctx.file_calls()
+            )
+        return self._calls_unmodeled
 
 
 def tracker(ctx: RuleContext) -> Tracker:
@@ -252,16 +244,15 @@ def new_site(ctx: RuleContext, event: BackwardEvent) -> Site | None:
     if located is None:
         return None
     block, index = located
-    unmodeled, binds_zip = tracker(ctx).file_facts(ctx)
-    if unmodeled:
+    if tracker(ctx).calls_unmodeled(ctx):
         return None
     following = block[index + 1:]
     candidates: dict[int, Candidate] = {}
     for later in following:
-        for node in _walk_same_scope(later):
+        for node in scope_nodes([later]):
             if isinstance(node, ast.Attribute) and node.attr == "grad" and isinstance(node.ctx, ast.Load) \
                     and not _is_callee(ctx, node):
-                candidate = _candidate(ctx, node, later, binds_zip)
+                candidate = _candidate(ctx, node, later)
                 if candidate is not None:
                     candidates[id(node)] = candidate
     if not candidates:
@@ -270,7 +261,7 @@ def new_site(ctx: RuleContext, event: BackwardEvent) -> Site | None:
                 merge_call=_merge_candidate(following, call.func.value))
 
 
-def _candidate(ctx: RuleContext, node: ast.Attribute, stmt: ast.stmt, binds_zip: bool) -> Candidate | None:
+def _candidate(ctx: RuleContext, node: ast.Attribute, stmt: ast.stmt) -> Candidate | None:
     if not isinstance(node.value, ast.Name):
         return None
     name = node.value.id
@@ -288,8 +279,8 @@ def _candidate(ctx: RuleContext, node: ast.Attribute, stmt: ast.stmt, binds_zip:
             if isinstance(target, ast.Name) and target.id == name and isinstance(iterable, ast.Name):
                 return Candidate(node, name, iterable.id)
             if (isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts)
-                    and not binds_zip and isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)
-                    and iterable.func.id == "zip" and not iterable.keywords
+                    and isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name)
+                    and iterable.func.id == "zip" and not ctx.binds("zip", iterable.func) and not iterable.keywords
                     and len(iterable.args) == len(target.elts)
                     and not any(isinstance(a, ast.Starred) for a in iterable.args)):
                 positions = [k for k, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == name]
@@ -322,7 +313,7 @@ def _merge_candidate(following: list[ast.stmt], root: ast.expr) -> ast.Call | No
                 return call if not call.args and not call.keywords else None
         if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Pass)):
             return None
-        for node in _walk_same_scope(stmt):
+        for node in scope_nodes([stmt]):
             if isinstance(node, ast.Name) and node.id == root.id and not isinstance(node.ctx, ast.Load):
                 return None
             if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
@@ -552,7 +543,9 @@ def _read_leaves(site: Site, instance: Instance, planned: set[int]) -> set[int] 
     return leaves
 
 
-def _validate(ctx: RuleContext, track: Tracker, site: Site, instance: Instance, planned: set[int], mode: str) -> bool | None:
+def _validate(
+    ctx: RuleContext, track: Tracker, site: Site, instance: Instance, planned: set[int], mode: str
+) -> bool | None:
     """None: the fix could change what this evaluation computes. Else whether gradients the
     backward left in ``.grad`` are never reset, so the whole program must be visible.
 
@@ -631,7 +624,8 @@ def _same_leaf(candidate: Candidate, instance: Instance, entry: Entry) -> bool:
     if before is None or now != before:
         return False
     heap = entry.env["__heap__"]
-    if isinstance(before, HeapRef) and isinstance(heap, dict) and instance.heap.get(before.oid) is not heap.get(before.oid):
+    if (isinstance(before, HeapRef) and isinstance(heap, dict)
+            and instance.heap.get(before.oid) is not heap.get(before.oid)):
         return False  # the list changed in between
     listed = instance.env.get(("list", name))
     return entry.storages is None or (isinstance(listed, set) and entry.storages <= listed)
@@ -672,7 +666,7 @@ def _runs_after(ctx: RuleContext, before: tuple[ast.stmt, ...], after: tuple[ast
         return False
     for stmt in before[level + 1:]:  # functions on the way down must return normally to their caller
         func = ctx.enclosing_function(stmt)
-        if func is not None and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_same_scope(func, root=True)):
+        if func is not None and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in scope_nodes(func.body)):
             return False
     return True
 
@@ -696,12 +690,11 @@ def _program_is_visible(ctx: RuleContext, track: Tracker) -> bool:
     """Every ``.grad`` access and every backward/step/zero_grad call in the code that runs
     produced an event (the engine knew the values), so no use of a gradient was missed."""
     tree = ctx.read_whole_file()
-    names_elsewhere = _referenced_names(tree)
     pending: list[ast.AST] = list(tree.body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if _dead(ctx, node, names_elsewhere):
+            if _dead(ctx, node):
                 continue
             pending.extend(node.body)
             continue
@@ -711,52 +704,40 @@ def _program_is_visible(ctx: RuleContext, track: Tracker) -> bool:
         if isinstance(node, ast.Lambda):
             pending.append(node.body)
             continue
-        if isinstance(node, ast.Attribute) and node.attr == "grad" and id(node) not in track.seen:
-            if not _is_callee(ctx, node):  # `torch.autograd.grad(...)` is a function
-                return False
+        if (isinstance(node, ast.Attribute) and node.attr == "grad" and id(node) not in track.seen
+                and not _is_callee(ctx, node)):  # `torch.autograd.grad(...)` is a function
+            return False
         if isinstance(node, ast.Call) and callee_name(node) in EVENT_CALLS and id(node) not in track.seen:
             return False
         pending.extend(ast.iter_child_nodes(node))
     return True
 
 
-def _dead(ctx: RuleContext, func: ast.FunctionDef | ast.AsyncFunctionDef, names_elsewhere: dict[str, int]) -> bool:
-    """Never run: not inlined by this unit, and its name is used nowhere but in its own definition."""
+def _dead(ctx: RuleContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Never run: not inlined by this unit, and its name is used nowhere but in its own definition
+    (a name read, an attribute or a string naming it)."""
     if ctx.was_inlined(func):
         return False
     name = func.name
     if name == "forward" or (name.startswith("__") and name.endswith("__")):
         return False
-    inside = sum(1 for n in ast.walk(func) if _mentions(n, name))
-    return names_elsewhere.get(name, 0) - inside <= 0
+    return all(
+        _inside(ctx, mention, func)
+        for mention in ctx.mentions(name)
+        if not (isinstance(mention, ast.Name) and not isinstance(mention.ctx, ast.Load))
+    )
 
 
-def _referenced_names(tree: ast.AST) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for node in ast.walk(tree):
-        for name in _mention_names(node):
-            counts[name] = counts.get(name, 0) + 1
-    return counts
-
-
-def _mention_names(node: ast.AST) -> list[str]:
-    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-        return [node.id]
-    if isinstance(node, ast.Attribute):
-        return [node.attr]
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [node.value]
-    return []
-
-
-def _mentions(node: ast.AST, name: str) -> bool:
-    return name in _mention_names(node)
+def _inside(ctx: RuleContext, node: ast.AST, func: ast.AST) -> bool:
+    return any(ancestor is func for ancestor in ctx.ancestors(node))
 
 
 # --------------------------------------------------------------------------- the recipe
 
 
-def _recipe(ctx: RuleContext, site: Site, planned: set[int], form: tuple[str, tuple[str, ...]], *, merge: bool) -> FixRecipe:
+def _recipe(
+    ctx: RuleContext, site: Site, planned: set[int], form: tuple[str, tuple[str, ...]], *, merge: bool
+) -> FixRecipe:
     kind, names = form
     reads = tuple(ctx.span(site.candidates[n].node) for n in sorted(
         planned, key=lambda n: (site.candidates[n].node.lineno, site.candidates[n].node.col_offset)))
@@ -796,18 +777,3 @@ def _block_of(ctx: RuleContext, stmt: ast.stmt) -> tuple[list[ast.stmt], int] | 
                 if item is stmt:
                     return block, index
     return None
-
-
-def _walk_same_scope(node: ast.AST, root: bool = False) -> Iterator[ast.AST]:
-    """``ast.walk`` that does not enter nested functions, lambdas or classes."""
-    stack = [node]
-    first = True
-    while stack:
-        current = stack.pop()
-        yield current
-        if isinstance(current, _SCOPES) and not (first and root):
-            first = False
-            continue
-        first = False
-        stack.extend(ast.iter_child_nodes(current))
-

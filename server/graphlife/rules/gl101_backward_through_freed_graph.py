@@ -44,7 +44,7 @@ backward also works, but keeps every saved tensor alive until the last one.
 
 ## Fixture line
 The backward call that raises (the second backward).
-"""
+"""  # noqa: E501 - what torch says is quoted verbatim
 
 from __future__ import annotations
 
@@ -132,7 +132,8 @@ def _fixes(event: BackwardEvent, ctx: RuleContext, node: Node, freeing: ast.AST 
         if first_root and second_root:
             fixes.append(FixRecipe(
                 "merge_backwards", f"Call one backward on `{first_root} + {second_root}`",
-                {"first": ctx.span(freeing), "second": ctx.span(event.stmt), "first_root": first_root, "second_root": second_root},
+                {"first": ctx.span(freeing), "second": ctx.span(event.stmt),
+                 "first_root": first_root, "second_root": second_root},
             ))
     if freeing is not None and isinstance(freeing, ast.stmt):
         call = _backward_call(freeing)
@@ -146,7 +147,8 @@ def _backward_call(stmt: ast.stmt) -> ast.Call | None:
     for node in ast.walk(stmt):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
             return node
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("grad",) and ast.unparse(node.func).endswith("autograd.grad"):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("grad",)
+                and ast.unparse(node.func).endswith("autograd.grad")):
             return node
     return None
 
@@ -165,7 +167,8 @@ def _adjacent(ctx: RuleContext, first: ast.stmt, second: ast.stmt) -> bool:
     for field_name in ("body", "orelse", "finalbody"):
         body = getattr(parent, field_name, None)
         if isinstance(body, list) and first in body and second in body:
-            return body.index(second) == body.index(first) + 1 and isinstance(first, ast.Expr) and isinstance(second, ast.Expr)
+            adjacent = body.index(second) == body.index(first) + 1
+            return adjacent and isinstance(first, ast.Expr) and isinstance(second, ast.Expr)
     return False
 
 

@@ -39,7 +39,7 @@ Python number saves nothing), and so does `Linear` followed by
 ## Fixture line
 The statement that performs the in-place change (for an in-place module inside
 `nn.Sequential`, its construction; for `optimizer.step()`, the step).
-"""
+"""  # noqa: E501 - what torch says is quoted verbatim
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ RULE = Rule(
     torch_message="one of the variables needed for gradient computation has been modified by an inplace operation",
 )
 
-_SAVED = "`{change_text}` {change}, but {what} {verb} saved at line {saved} for the backward at line {backward}, which will raise."
+_SAVED = ("`{change_text}` {change}, but {what} {verb} saved at line {saved} for the backward at line {backward}, "
+          "which will raise.")
 SAVED = MessageTemplate("GL102.saved", _SAVED)
 SAVED_BEFORE_STEP_CARRIED = MessageTemplate(
     "GL102.saved-before-step-carried",
@@ -84,7 +85,8 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
             versions = state.version_of(saved.storage)
             if saved.version in versions:
                 continue
-            bump_site = next((site for version, site in state.bumps.get(saved.storage, ()) if version > saved.version), None)
+            bumps = state.bumps.get(saved.storage, ())
+            bump_site = next((site for version, site in bumps if version > saved.version), None)
             if bump_site is None:
                 continue
             _report(ctx, event, node, saved, bump_site)

@@ -36,7 +36,7 @@ or `head(stats.clone())` outside inference mode.
 
 ## Fixture line
 The statement whose op saves the inference tensor, or the in-place update.
-"""
+"""  # noqa: E501 - what torch says is quoted verbatim
 
 from __future__ import annotations
 
@@ -93,19 +93,23 @@ def _report(ctx: RuleContext, event: SavedEvent | InplaceEvent, tensor: TensorVa
         related.append(Related(ctx.span(tensor.origin), "created in inference mode here"))
         with_item = _inference_mode_item(ctx, tensor.origin)
         if with_item is not None:
-            fixes.append(FixRecipe("inference_mode_to_no_grad", "Use `torch.no_grad()` instead of `torch.inference_mode()`",
+            fixes.append(FixRecipe("inference_mode_to_no_grad",
+                                   "Use `torch.no_grad()` instead of `torch.inference_mode()`",
                                    {"item": ctx.span(with_item)}))
     if saved_expr is not None:
-        fixes.append(FixRecipe("clone_tensor", f"Use `{ctx.text(saved_expr)}.clone()` here", {"expr": ctx.span(saved_expr)}))
+        fixes.append(FixRecipe("clone_tensor", f"Use `{ctx.text(saved_expr)}.clone()` here",
+                               {"expr": ctx.span(saved_expr)}))
     stmt = ctx.blame(event.stmt, saved_expr if saved_expr is not None else blamed)
     severity, note = grad_mode_severity(ctx.grad_mode(event.state), RULE.severity)
     ctx.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)
 
 
 def _inference_mode_item(ctx: RuleContext, node: ast.AST) -> ast.expr | None:
+    """The ``torch.inference_mode()`` of the innermost ``with`` around ``node`` that turns
+    inference mode on (however ``inference_mode`` is imported)."""
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, ast.With):
-            for item in ancestor.items:
-                if "inference_mode" in ctx.text(item.context_expr):
-                    return item.context_expr
+            for switch in ctx.grad_switches(ancestor):
+                if switch.inference:
+                    return switch.expr
     return None

@@ -339,7 +339,9 @@ def _consumed_by_later_backward(ctx: RuleContext, data: GL201State, store: _Stor
                 continue  # a backward inside the call that made the value, before it returned it
             # The same iteration of every loop around both the store and this backward: the same step.
             shared = 0
-            while shared < store.first and any(_encloses(ctx, store.loops[shared], stmt) for stmt in chain[: level + 1]):
+            while shared < store.first and any(
+                _encloses(ctx, store.loops[shared], stmt) for stmt in chain[: level + 1]
+            ):
                 shared += 1
             if iteration[:shared] == store.iteration[:shared]:
                 return True
@@ -388,7 +390,9 @@ def _scan(ctx: RuleContext, data: GL201State, scope: Scope | None, start: ast.AS
     return returns
 
 
-def _bound_before(ctx: RuleContext, data: GL201State, scope: Scope | None, outer: ast.AST, inner: ast.AST, name: str) -> bool:
+def _bound_before(
+    ctx: RuleContext, data: GL201State, scope: Scope | None, outer: ast.AST, inner: ast.AST, name: str
+) -> bool:
     """Does ``outer``'s body bind ``name`` anew (`loss = 0`) before ``inner`` starts? Then each
     iteration of ``outer`` starts a new variable: it does not outlive that iteration."""
     start, end = _position(outer), _position(inner)
@@ -456,11 +460,11 @@ def _assigned(stmt: ast.AST, rebinding: bool = False) -> set[str]:
     targets: list[ast.AST] = []
     if isinstance(stmt, ast.Assign):
         targets = list(stmt.targets)
-    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-        targets = [stmt.target]
-    elif isinstance(stmt, ast.AugAssign) and not rebinding:
-        targets = [stmt.target]
-    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+    elif (
+        (isinstance(stmt, ast.AnnAssign) and stmt.value is not None)
+        or (isinstance(stmt, ast.AugAssign) and not rebinding)
+        or isinstance(stmt, (ast.For, ast.AsyncFor))
+    ):
         targets = [stmt.target]
     elif isinstance(stmt, (ast.With, ast.AsyncWith)):
         targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
@@ -510,7 +514,9 @@ def _declared_global(scope: ast.AST) -> set[str]:
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             names.update(node.names)
         elif not isinstance(node, _NESTED):
-            stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt) or hasattr(child, "body"))
+            stack.extend(
+                child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt) or hasattr(child, "body")
+            )
     return names
 
 
@@ -520,9 +526,9 @@ def _receiver(ctx: RuleContext, event: StoreEvent) -> ast.expr | None:
         if event.kind == "append" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in _STORE_METHODS and ctx.text(node.func.value) == event.target:
                 return node.func.value
-        elif event.kind == "setitem" and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            if ctx.text(node) == event.target:
-                return node.value
+        elif (event.kind == "setitem" and isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+              and ctx.text(node) == event.target):
+            return node.value
     return None
 
 
@@ -583,7 +589,9 @@ def _escapes(ctx: RuleContext, final: State, store: _Store, cache: dict[tuple[in
 def _report(ctx: RuleContext, store: _Store, final: State, graph: GraphStore) -> None:
     event = store.event
     _, reach = graph.reach(event.value.grad_fn, False)
-    keeps_saved = [n for n in reach if graph.nodes[n].saves_certain and n not in final.freed and n not in final.may_freed]
+    keeps_saved = [
+        n for n in reach if graph.nodes[n].saves_certain and n not in final.freed and n not in final.may_freed
+    ]
     severity = Severity.WARNING if keeps_saved else Severity.INFORMATION
     value_text = event.value.desc or "the value"
     message: Message
@@ -601,7 +609,8 @@ def _report(ctx: RuleContext, store: _Store, final: State, graph: GraphStore) ->
         fixes.append(FixRecipe("use_detach", f"Store `{ctx.text(expr)}.detach()`", {"expr": ctx.span(expr)}))
         if event.whole.scalar and not event.whole.nullable:
             # One element for certain (a loss, a mean): a Python number, as RULES.md asks for logging.
-            fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()` (a Python number)", {"expr": ctx.span(expr)}))
+            fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()` (a Python number)",
+                                   {"expr": ctx.span(expr)}))
     ctx.report(RULE, ctx.span(store.stmt), message, severity=severity, related=related, fixes=fixes)
 
 

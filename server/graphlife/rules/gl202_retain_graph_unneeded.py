@@ -88,5 +88,6 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
             f"`retain_graph=True` keeps the graph of `{ctx.text(current.root_expr) or 'this backward'}` alive, "
             "but no later backward goes through it: drop the argument to free the saved activations now."
         )
-        fixes = [FixRecipe("drop_keyword", "Remove `retain_graph=True`", {"call": ctx.span(current.call), "keyword": "retain_graph"})]
+        fixes = [FixRecipe("drop_keyword", "Remove `retain_graph=True`",
+                           {"call": ctx.span(current.call), "keyword": "retain_graph"})]
         ctx.report(RULE, ctx.span(stmt), message, fixes=fixes)

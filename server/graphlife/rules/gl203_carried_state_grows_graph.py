@@ -80,4 +80,5 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     if name:
         fixes.append(detach_recipe(ctx, name, carried[0][1], event.state))
     stmt = ctx.blame(event.stmt, event.root_expr)
-    ctx.report(RULE, ctx.span(stmt), message, related=[Related(ctx.span(node.site), "built in an earlier iteration")], fixes=fixes)
+    related = [Related(ctx.span(node.site), "built in an earlier iteration")]
+    ctx.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)

@@ -40,7 +40,7 @@ backward used to leave in `.grad` before it is reset (docs/FIX_RECIPES.md).
 
 ## Fixture line
 The `.backward(create_graph=True)` call.
-"""
+"""  # noqa: E501 - what torch says is quoted verbatim
 
 from __future__ import annotations
 

@@ -51,7 +51,8 @@ RULE = Rule(
     torch_message="",
 )
 
-_SUM = "so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each iteration."
+_SUM = ("so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each "
+        "iteration.")
 NEVER_RESET = MessageTemplate(
     "GL302.never-reset",
     "Gradients are never reset: `{step}` applies the new gradients on top of the ones `{earlier}` (line {line}) "
@@ -59,7 +60,8 @@ NEVER_RESET = MessageTemplate(
 )
 NEVER_RESET_NO_STEP = MessageTemplate(
     "GL302.never-reset-no-step",
-    "Gradients are never reset: `{step}` applies the new gradients on top of the ones an earlier step already used, " + _SUM,
+    "Gradients are never reset: `{step}` applies the new gradients on top of the ones an earlier step already "
+    "used, " + _SUM,
 )
 
 
@@ -85,7 +87,8 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
         if receiver:
             fixes.append(FixRecipe("insert_before", f"Call `{receiver}.zero_grad()` at the top of the loop",
                                    {"anchor": ctx.span(body[0]), "code": f"{receiver}.zero_grad()"}))
-    related = [Related(ctx.span(earlier_step), "an earlier step used these gradients")] if earlier_step is not None else []
+    related = ([Related(ctx.span(earlier_step), "an earlier step used these gradients")]
+               if earlier_step is not None else [])
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
 
 

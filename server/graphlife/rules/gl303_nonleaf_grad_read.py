@@ -32,7 +32,7 @@ or `torch.autograd.grad(loss, h)`.
 
 ## Fixture line
 The statement reading `.grad`.
-"""
+"""  # noqa: E501 - what torch says is quoted verbatim
 
 from __future__ import annotations
 

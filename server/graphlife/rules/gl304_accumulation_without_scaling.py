@@ -79,7 +79,8 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     current = ctx.iteration()
     for nid in event.may:
         node = ctx.graph.nodes[nid]
-        scaled_by_number = len(node.pattern) == 2 and "1" in node.pattern and (set(node.pattern) - {"1"}) <= {"s", "?", "0"}
+        pattern = node.pattern
+        scaled_by_number = len(pattern) == 2 and "1" in pattern and (set(pattern) - {"1"}) <= {"s", "?", "0"}
         if node.op in SCALING_OPS and scaled_by_number and node.iteration == current:
             return  # the loss is scaled by a number in this iteration
     root = ctx.text(event.root_expr) or "the loss"
@@ -111,7 +112,8 @@ def _accumulation_divisor(ctx: RuleContext, stmt: ast.stmt, event: BackwardEvent
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
             optimizer = ctx.value_of(node.func.value, event.state)
             obj = event.state.heap.get(optimizer.oid) if isinstance(optimizer, HeapRef) else None
-            shared = (obj.opt_storages & event.leaves) if obj is not None and obj.kind == "optimizer" and obj.opt_storages else set()
+            stepped = obj.opt_storages if obj is not None and obj.kind == "optimizer" else None
+            shared = (stepped & event.leaves) if stepped else set()
             # Accumulating: an earlier backward's gradients may still be there (not certainly zeroed or
             # stepped), and the guarded optimizer is not zeroed unconditionally next to the guard.
             if shared and all(event.state.grads.get(s, ("",))[0] in ("acc", "unknown") for s in shared) \

@@ -66,7 +66,8 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
                 if watermark > nid:
                     message = BYPASS(change=ctx.text(site), saved_by=node.line_desc, saved=ctx.line(node.site),
                                      backward=ctx.line(event.stmt))
-                    related = [Related(ctx.span(node.site), "saved here"), Related(ctx.span(event.stmt), "this backward uses it")]
+                    related = [Related(ctx.span(node.site), "saved here"),
+                               Related(ctx.span(event.stmt), "this backward uses it")]
                     fixes = [FixRecipe("move_statement_after", "Move the change after the backward",
                                        {"stmt": ctx.span(site), "anchor": ctx.span(event.stmt)})]
                     ctx.report(RULE, ctx.span(site), message, related=related, fixes=fixes)

@@ -50,26 +50,18 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
-from graphlife.findings import FixRecipe, Related, Severity, Span
-from graphlife.rules.autograd_function import (
-    Aliases,
-    ApplyCall,
-    FunctionClass,
-    analysis,
+from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method, Names
+from graphlife.analysis.semantics.functions import (
     call_params,
     ctx_attribute,
-    forward_inputs,
-    is_non_tensor_literal,
-    merge_edits,
-    method_ctx,
     returns,
     save_for_backward_calls,
     saved_unpacking,
-    segment,
-    starts_its_line,
-    unpacking_text,
     walk_body,
 )
+from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.rules.base import is_non_tensor_literal
+from graphlife.rules.source_edits import merge_edits, segment, starts_its_line, unpacking_text
 
 RULE = Rule(
     code="GL401",
@@ -110,10 +102,10 @@ def _annotation_name(node: ast.expr | None) -> str | None:
 class _Inputs:
     """Which forward inputs are tensors: evidence from forward's body, annotations, defaults and apply calls."""
 
-    def __init__(self, fn: FunctionClass, aliases: Aliases, calls: list[ApplyCall]) -> None:
+    def __init__(self, fn: FunctionClass, scopes: Names, calls: list[ApplyCall]) -> None:
         forward = fn.forward
         assert forward is not None
-        self.params = forward_inputs(fn)
+        self.params = fn.forward_inputs()
         names = [p.arg for p in self.params]
         defaults = dict(zip(reversed(names), reversed(forward.args.defaults)))
         self.tensor: set[str] = set()
@@ -148,16 +140,18 @@ class _Inputs:
                         if isinstance(side, ast.Name) and side.id in wanted:
                             self.tensor.add(side.id)
                 elif isinstance(node, ast.Call):
-                    resolved = aliases.resolve(node.func)
+                    resolved = scopes.qualified_name(node.func)
                     namespace, _, function = (resolved or "").rpartition(".")
                     if (
                         f"{namespace}." in _TENSOR_NAMESPACES
                         and function not in _FACTORIES
                         and not function.startswith("is_")
+                        and node.args
+                        and isinstance(node.args[0], ast.Name)
+                        and node.args[0].id in wanted
                     ):
-                        if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in wanted:
-                            self.tensor.add(node.args[0].id)
-                    if ctx_attribute(node.func, method_ctx(fn, method)) == "save_for_backward":
+                        self.tensor.add(node.args[0].id)
+                    if ctx_attribute(node.func, fn.ctx_of(method)) == "save_for_backward":
                         self.tensor.update(a.id for a in node.args if isinstance(a, ast.Name) and a.id in wanted)
         # backward returns a gradient (not `None`) for it: torch accepts that only for tensor inputs.
         if fn.backward is not None and not forward.args.vararg:
@@ -196,7 +190,7 @@ def _setup_context_names(fn: FunctionClass) -> tuple[dict[str, str], set[str]]:
     if len(params) < 3:
         return {}, set()
     inputs_name, output_name = params[1], params[2]
-    forward_names = [a.arg for a in forward_inputs(fn)]
+    forward_names = [a.arg for a in fn.forward_inputs()]
     local_inputs: dict[str, str] = {}
     # The whole output, when forward returns one value (elements of a returned tuple may be non-tensors).
     single = fn.forward is not None and all(
@@ -217,14 +211,15 @@ def _setup_context_names(fn: FunctionClass) -> tuple[dict[str, str], set[str]]:
 
 def _stored_pairs(stmt: ast.Assign, ctx_var: str) -> list[tuple[ast.Attribute, ast.expr]]:
     """``(ctx.attr target, value)`` pairs of ``ctx.a = v`` or ``ctx.a, ctx.b = v, w``."""
-    pairs = []
+    pairs: list[tuple[ast.Attribute, ast.expr]] = []
     for target in stmt.targets:
-        if ctx_attribute(target, ctx_var):
+        if isinstance(target, ast.Attribute) and ctx_attribute(target, ctx_var):
             pairs.append((target, stmt.value))
-        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(stmt.value, (ast.Tuple, ast.List)):
-            if len(target.elts) == len(stmt.value.elts):
-                pairs += [(t, v) for t, v in zip(target.elts, stmt.value.elts) if ctx_attribute(t, ctx_var)]
-    return pairs  # type: ignore[return-value]
+        elif (isinstance(target, (ast.Tuple, ast.List)) and isinstance(stmt.value, (ast.Tuple, ast.List))
+              and len(target.elts) == len(stmt.value.elts)):
+            pairs += [(t, v) for t, v in zip(target.elts, stmt.value.elts)
+                      if isinstance(t, ast.Attribute) and ctx_attribute(t, ctx_var)]
+    return pairs
 
 
 def _free_name(preferred: str, taken: set[str]) -> str:
@@ -234,33 +229,39 @@ def _free_name(preferred: str, taken: set[str]) -> str:
     return name
 
 
-def _fix(ctx: ModuleContext, fn: FunctionClass, method: ast.FunctionDef, stmt: ast.Assign, attr: str, value: ast.Name, ctx_var: str) -> FixRecipe | None:
+def _fix(
+    ctx: ModuleContext, fn: FunctionClass, method: Method, stmt: ast.Assign, attr: str, value: ast.Name, ctx_var: str
+) -> FixRecipe | None:
     """Save the tensor with ``save_for_backward`` and read it from ``saved_tensors`` in backward."""
     backward = fn.backward
-    if backward is None or len(stmt.targets) != 1 or not ctx_attribute(stmt.targets[0], ctx_var) or not starts_its_line(ctx, stmt):
+    if (backward is None or len(stmt.targets) != 1 or not ctx_attribute(stmt.targets[0], ctx_var)
+            or not starts_its_line(ctx, stmt)):
         return None
     if backward not in fn.node.body:
         return None  # backward inherited from (and shared with) another class: leave it to the author
-    back_ctx = method_ctx(fn, backward)
+    back_ctx = fn.ctx_of(backward)
     direct = {id(n) for n in walk_body(backward)}
     uses = []
     for owner in (fn.forward, fn.setup_context, backward):
-        owner_ctx = method_ctx(fn, owner)
+        owner_ctx = fn.ctx_of(owner)
         for node in ast.walk(owner) if owner is not None else ():
             if ctx_attribute(node, owner_ctx) == attr and node is not stmt.targets[0]:
-                if owner is not backward or id(node) not in direct or not isinstance(getattr(node, "ctx", None), ast.Load):
+                loaded = isinstance(getattr(node, "ctx", None), ast.Load)
+                if owner is not backward or id(node) not in direct or not loaded:
                     return None  # read or written elsewhere (or in a closure): leave it to the author
                 uses.append(node)
     unpacking = saved_unpacking(backward)
     saves = save_for_backward_calls(method, ctx_var)
     if unpacking is None or len(saves) > 1:
         return None
-    taken = {n.id for n in ast.walk(backward) if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(backward.args) if isinstance(a, ast.arg)}
+    taken = {n.id for n in ast.walk(backward) if isinstance(n, ast.Name)}
+    taken |= {a.arg for a in ast.walk(backward.args) if isinstance(a, ast.arg)}
     local = _free_name(attr, taken)
     edits: list[tuple[Span, str]] = []
     stmt_span = ctx.span(stmt)
     line_text = ctx.lines[stmt_span.end_line - 1]
-    alone = line_text[stmt_span.end_column - 1 :].strip() == "" or line_text[stmt_span.end_column - 1 :].strip().startswith("#")
+    rest = line_text[stmt_span.end_column - 1 :].strip()
+    alone = rest == "" or rest.startswith("#")
     if saves:
         save = saves[0]
         # both at the top level of the method: moving a save across a branch would change what is saved
@@ -302,7 +303,8 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, method: ast.FunctionDef, stmt: a
             if not starts_its_line(ctx, first):
                 return None
             anchor = ctx.span(first)
-            edits.append((Span(anchor.line, anchor.column, anchor.line, anchor.column), unpacking_text([local], f"{back_ctx}.saved_tensors") + "\n" + _indent(ctx, first)))
+            text = unpacking_text([local], f"{back_ctx}.saved_tensors") + "\n" + _indent(ctx, first)
+            edits.append((Span(anchor.line, anchor.column, anchor.line, anchor.column), text))
     edits += [(ctx.span(use), local) for use in uses]
     merged = merge_edits(ctx, edits)
     if merged is None:
@@ -317,18 +319,16 @@ def _indent(ctx: ModuleContext, stmt: ast.stmt) -> str:
 
 
 def check_module(ctx: ModuleContext) -> None:
-    tree = ctx.tree
-    assert isinstance(tree, ast.Module)
-    shared = analysis(ctx)
-    aliases, classes, calls = shared.aliases, shared.classes, shared.calls
-    for fn in classes:
+    semantics = ctx.semantics
+    model = semantics.functions
+    for fn in model.classes:
         if fn.forward is None:
             continue
-        inputs = _Inputs(fn, aliases, calls)
+        inputs = _Inputs(fn, semantics.names, model.calls)
         outputs = _outputs(fn)
         setup_inputs, setup_outputs = _setup_context_names(fn)
         for method in (fn.forward, fn.setup_context):
-            ctx_var = method_ctx(fn, method)
+            ctx_var = fn.ctx_of(method)
             if method is None or ctx_var is None:
                 continue
             for stmt in walk_body(method):
@@ -347,7 +347,9 @@ def check_module(ctx: ModuleContext) -> None:
                             "that only the cyclic garbage collector frees, and in-place changes to it are not detected"
                         )
                     elif (method is fn.forward and inputs.is_tensor(value.id)) or (
-                        method is fn.setup_context and value.id in setup_inputs and inputs.is_tensor(setup_inputs[value.id])
+                        method is fn.setup_context
+                        and value.id in setup_inputs
+                        and inputs.is_tensor(setup_inputs[value.id])
                     ):
                         role = "input"
                         why = (
@@ -358,7 +360,7 @@ def check_module(ctx: ModuleContext) -> None:
                         continue
                     related = []
                     if fn.backward is not None:
-                        back_ctx = method_ctx(fn, fn.backward)
+                        back_ctx = fn.ctx_of(fn.backward)
                         reads = [n for n in walk_body(fn.backward) if ctx_attribute(n, back_ctx) == attr]
                         if reads:
                             related.append(Related(ctx.span(reads[0]), f"backward reads `{back_ctx}.{attr}` here"))

@@ -50,20 +50,16 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
-from graphlife.findings import FixRecipe, Related, Severity, Span
-from graphlife.rules.autograd_function import (
-    Aliases,
-    ApplyCall,
-    FunctionClass,
-    analysis,
+from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method, Names
+from graphlife.analysis.semantics.functions import (
     call_params,
     ctx_attribute,
-    def_line_span,
     returns,
-    segment,
     takes_self_before_ctx,
     walk_body,
 )
+from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.rules.source_edits import def_line_span, segment
 
 RULE = Rule(
     code="GL402",
@@ -82,6 +78,8 @@ _TUPLE_METHODS = frozenset(
     "kthvalue cummax cummin aminmax unique unique_consecutive nonzero svd qr lu slogdet frexp var_mean "
     "std_mean tolist item size dim numel stride".split()
 )
+#: Attributes of a tensor that are one tensor.
+_SAME_TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data"})
 #: torch functions that return one tensor.
 _TORCH_TENSOR_FUNCTIONS = frozenset(
     "mm matmul bmm mul add sub div zeros_like ones_like empty_like full_like clamp exp log sigmoid tanh sign "
@@ -93,8 +91,8 @@ _TORCH_TENSOR_FUNCTIONS = frozenset(
 class _Kinds:
     """Kind of a backward expression: (TENSOR | ONE, 1), ("tuple", n) or None (unknown)."""
 
-    def __init__(self, backward: ast.FunctionDef, aliases: Aliases) -> None:
-        self.aliases = aliases
+    def __init__(self, backward: Method, names: Names) -> None:
+        self.names = names
         params = call_params(backward)
         self.ctx = params[0].arg if params else None
         self.env: dict[str, tuple[str, int] | None] = {p.arg: (TENSOR, 1) for p in params[1:]}
@@ -102,7 +100,7 @@ class _Kinds:
             self.env[backward.args.vararg.arg] = None
         self._bind(backward)
 
-    def _bind(self, backward: ast.FunctionDef) -> None:
+    def _bind(self, backward: Method) -> None:
         simple: dict[str, list[ast.expr]] = {}
         self.tuple_literals: dict[str, ast.Tuple] = {}
         other: set[str] = set()
@@ -168,7 +166,8 @@ class _Kinds:
                 return ("tuple", left[1] + right[1])
             for tup, other in ((left, node.right), (right, node.left)):
                 if tup and tup[0] == "tuple" and isinstance(node.op, ast.Mult):
-                    if isinstance(other, ast.Constant) and isinstance(other.value, int) and not isinstance(other.value, bool):
+                    if (isinstance(other, ast.Constant) and isinstance(other.value, int)
+                            and not isinstance(other.value, bool)):
                         return ("tuple", tup[1] * max(other.value, 0))
                     return None
             if (left and left[0] == TENSOR) or (right and right[0] == TENSOR):
@@ -187,7 +186,7 @@ class _Kinds:
             func = node.func
             if isinstance(func, ast.Attribute) and self.kind(func.value) == (TENSOR, 1):
                 return None if func.attr in _TUPLE_METHODS else (TENSOR, 1)
-            resolved = self.aliases.resolve(func)
+            resolved = self.names.qualified_name(func)
             if resolved and resolved.startswith("torch.") and resolved.rsplit(".", 1)[-1] in _TORCH_TENSOR_FUNCTIONS:
                 if resolved.endswith(".where") and len(node.args) + len(node.keywords) < 2:
                     return None
@@ -195,7 +194,8 @@ class _Kinds:
             return None
         if isinstance(node, ast.Subscript) and self.kind(node.value) == (TENSOR, 1):
             return (TENSOR, 1)
-        if isinstance(node, ast.Attribute) and node.attr in {"T", "mT", "H", "mH", "data"} and self.kind(node.value) == (TENSOR, 1):
+        if (isinstance(node, ast.Attribute) and node.attr in _SAME_TENSOR_ATTRIBUTES
+                and self.kind(node.value) == (TENSOR, 1)):
             return (TENSOR, 1)
         return None
 
@@ -245,7 +245,7 @@ def expected_counts(fn: FunctionClass, calls: list[ApplyCall]) -> tuple[list[str
     return names, counts or set(range(required, total + 1))
 
 
-def _wrong(kind: tuple[str, int], value: ast.expr | None, expected: int, kinds: "_Kinds | None" = None) -> bool:
+def _wrong(kind: tuple[str, int], value: ast.expr | None, expected: int, kinds: _Kinds | None = None) -> bool:
     """Certainly wrong for ``expected`` inputs: too few values, or an extra value that is not ``None``."""
     count = kind[1]
     if count < expected:
@@ -273,7 +273,9 @@ def _falls_through(body: list[ast.stmt]) -> bool:
     if isinstance(last, (ast.With, ast.AsyncWith)):
         return _falls_through(last.body)
     if isinstance(last, ast.Try):
-        return (_falls_through(last.body) and _falls_through(last.orelse)) or any(_falls_through(h.body) for h in last.handlers)
+        return (_falls_through(last.body) and _falls_through(last.orelse)) or any(
+            _falls_through(h.body) for h in last.handlers
+        )
     if isinstance(last, ast.Match):
         return True
     return True
@@ -290,7 +292,8 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
             return None
         anchor = ctx.span(value.elts[-1])
         span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
-        return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient", {"span": span, "text": pad})
+        return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient",
+                         {"span": span, "text": pad})
     if isinstance(value, ast.List):
         if any(isinstance(e, ast.Starred) for e in value.elts) or len(value.elts) > target:
             return None
@@ -303,23 +306,22 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
         return None
     anchor = ctx.span(value)
     span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
-    return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient", {"span": span, "text": pad})
+    return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient",
+                     {"span": span, "text": pad})
 
 
 def check_module(ctx: ModuleContext) -> None:
-    tree = ctx.tree
-    assert isinstance(tree, ast.Module)
-    shared = analysis(ctx)
-    aliases, classes = shared.aliases, shared.classes
-    for fn in classes:
+    semantics = ctx.semantics
+    model = semantics.functions
+    for fn in model.classes:
         backward, forward = fn.backward, fn.forward
         if backward is None or forward is None or takes_self_before_ctx(forward) or takes_self_before_ctx(backward):
             continue  # a misbound legacy method (GL404): its arity means nothing
-        expected = expected_counts(fn, shared.calls)
+        expected = expected_counts(fn, model.calls)
         if expected is None:
             continue
         names, counts = expected
-        kinds = _Kinds(backward, aliases)
+        kinds = _Kinds(backward, semantics.names)
         rets = returns(backward)
         if not rets:
             continue
@@ -336,9 +338,11 @@ def check_module(ctx: ModuleContext) -> None:
             if not wrong or kind is None:
                 continue
             got = kind[1]
+            inputs = ", ".join(f"`{n}`" for n in names)
             message = (
-                f"backward of `{fn.name}` returns {got} gradient{'s' if got != 1 else ''} here, but forward (line {forward.lineno}) takes "
-                f"{shown} input{'s' if shown != '1' else ''} after ctx ({', '.join(f'`{n}`' for n in names)}): torch raises "
+                f"backward of `{fn.name}` returns {got} gradient{'s' if got != 1 else ''} here, "
+                f"but forward (line {forward.lineno}) takes "
+                f"{shown} input{'s' if shown != '1' else ''} after ctx ({inputs}): torch raises "
                 f"`RuntimeError: function {fn.name}Backward returned an incorrect number of gradients "
                 f"(expected {shown}, got {got})` at the first backward. Return one gradient per input, "
                 f"`None` for inputs that need none."

@@ -51,17 +51,10 @@ import ast
 from collections.abc import Iterator
 
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
+from graphlife.analysis.semantics import Names
+from graphlife.analysis.semantics.functions import call_params, takes_self_before_ctx
 from graphlife.findings import FixRecipe, Severity
-from graphlife.rules.autograd_function import (
-    Aliases,
-    analysis,
-    call_params,
-    line_indent,
-    point,
-    segment,
-    starts_its_line,
-    takes_self_before_ctx,
-)
+from graphlife.rules.source_edits import line_indent, point, segment, starts_its_line
 
 RULE = Rule(
     code="GL403",
@@ -79,6 +72,11 @@ _VIEW_METHODS = frozenset(
 _VIEW_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH"})
 
 
+def _in_place(name: str) -> bool:
+    """``mul_``, ``torch.relu_``: the naming of in-place operations (not ``__dunder__``)."""
+    return name.endswith("_") and not name.endswith("__")
+
+
 def _basic_index(node: ast.expr) -> bool:
     """Indexing that gives a view (ints, slices, `...`, `None`), not a copy (masks, index tensors)."""
     if isinstance(node, ast.Tuple):
@@ -86,7 +84,8 @@ def _basic_index(node: ast.expr) -> bool:
     if isinstance(node, ast.Slice):
         return True
     if isinstance(node, ast.Constant):
-        return node.value is None or node.value is Ellipsis or (isinstance(node.value, int) and not isinstance(node.value, bool))
+        value = node.value
+        return value is None or value is Ellipsis or (isinstance(value, int) and not isinstance(value, bool))
     if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
         return isinstance(node.operand.value, int)
     return False
@@ -95,12 +94,14 @@ def _basic_index(node: ast.expr) -> bool:
 class _Flow:
     """Must-alias analysis of the gradient inside one backward."""
 
-    def __init__(self, ctx: ModuleContext, aliases: Aliases, fn_name: str, star: str | None) -> None:
+    def __init__(self, ctx: ModuleContext, names: Names, fn_name: str, star: str | None) -> None:
         self.ctx = ctx
-        self.aliases = aliases
+        self.names = names
         self.fn_name = fn_name
         self.star = star  # `*grad_outputs`: its constant-indexed elements are gradients
         self.found: list[tuple[ast.stmt, str, ast.expr]] = []
+        #: The ``grads[0]`` subscripts of backward's ``*grads`` found to be gradients (by id).
+        self.star_items: set[int] = set()
 
     # -- what is the gradient --------------------------------------------------------
     def root(self, node: ast.expr, names: frozenset[str]) -> str | None:
@@ -118,12 +119,13 @@ class _Flow:
                     and self.star in names
                     and _basic_index(node.slice)
                 ):
-                    node._gl403_star = True  # type: ignore[attr-defined]
+                    self.star_items.add(id(node))
                     return segment(self.ctx, node) or self.star
                 if not _basic_index(node.slice):
                     return None
                 node = node.value
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _VIEW_METHODS:
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in _VIEW_METHODS):
                 node = node.func.value
             else:
                 return None
@@ -142,13 +144,22 @@ class _Flow:
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__"):
-                if self.aliases.resolve(func) is None and (name := self.root(func.value, names)):
-                    return name, func.value
-            resolved = self.aliases.resolve(func)
-            if resolved and resolved.startswith("torch.") and resolved.endswith("_") and not resolved.endswith("__") and node.args:
-                if name := self.root(node.args[0], names):
-                    return name, node.args[0]
+            resolved = self.names.qualified_name(func)
+            if (
+                isinstance(func, ast.Attribute)
+                and _in_place(func.attr)
+                and resolved is None
+                and (name := self.root(func.value, names))
+            ):
+                return name, func.value  # `g.mul_(2)`
+            if (
+                resolved
+                and resolved.startswith("torch.")
+                and _in_place(resolved)
+                and node.args
+                and (name := self.root(node.args[0], names))
+            ):
+                return name, node.args[0]  # `torch.relu_(g)`
             for keyword in node.keywords:
                 if keyword.arg == "out" and (name := self.root(keyword.value, names)):
                     return name, keyword.value
@@ -202,11 +213,7 @@ class _Flow:
         if isinstance(stmt, ast.Assign):
             keep = self.root(stmt.value, names)
             for target in stmt.targets:
-                stored = _stored(target)
-                if isinstance(target, ast.Name) and keep:
-                    names = names | {target.id}
-                else:
-                    names = names - set(stored)
+                names = names | {target.id} if isinstance(target, ast.Name) and keep else names - set(_stored(target))
             return names
         if isinstance(stmt, (ast.AnnAssign,)) and isinstance(stmt.target, ast.Name):
             if stmt.value is not None and self.root(stmt.value, names):
@@ -236,14 +243,13 @@ def _stored(target: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
 
 
-def _star_root(node: ast.expr) -> str | None:
-    """``grads`` for ``grads[0]`` (and views of it), when ``grads`` is backward's ``*grads``; set by the flow."""
+def _star_root(node: ast.expr, star_items: set[int]) -> str | None:
+    """``grads`` for ``grads[0]`` (and views of it), when ``grads`` is backward's ``*grads``
+    (``star_items``: the subscripts the flow found to be its gradients)."""
     while True:
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and getattr(node, "_gl403_star", False):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and id(node) in star_items:
             return node.value.id
-        if isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Attribute):
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
             node = node.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             node = node.func.value
@@ -251,13 +257,13 @@ def _star_root(node: ast.expr) -> str | None:
             return None
 
 
-def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr) -> list[FixRecipe]:
+def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr, star_items: set[int]) -> list[FixRecipe]:
     fixes: list[FixRecipe] = []
     standalone = isinstance(target, ast.Name) and (
         isinstance(stmt, ast.AugAssign) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call))
     )
     clone = None
-    star = _star_root(target)
+    star = _star_root(target, star_items)
     if star and starts_its_line(ctx, stmt):
         indent = line_indent(ctx, stmt.lineno)
         clone = FixRecipe(
@@ -273,7 +279,8 @@ def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr) -> l
         clone = FixRecipe(
             "replace_text",
             f"Clone `{name}` before changing it",
-            {"span": point(ctx, stmt.lineno, len(indent.encode("utf-8"))), "text": f"{name} = {name}.clone()\n{indent}"},
+            {"span": point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
+             "text": f"{name} = {name}.clone()\n{indent}"},
         )
     if standalone:
         fixes.append(FixRecipe("out_of_place", "Compute it out of place", {"stmt": ctx.span(stmt)}))
@@ -283,12 +290,9 @@ def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr) -> l
 
 
 def check_module(ctx: ModuleContext) -> None:
-    tree = ctx.tree
-    assert isinstance(tree, ast.Module)
-    shared = analysis(ctx)
-    aliases = shared.aliases
+    semantics = ctx.semantics
     seen: set[int] = set()
-    for fn in shared.classes:
+    for fn in semantics.functions.classes:
         backward = fn.backward
         if backward is None or id(backward) in seen or takes_self_before_ctx(backward):
             continue
@@ -297,7 +301,7 @@ def check_module(ctx: ModuleContext) -> None:
         star = backward.args.vararg.arg if backward.args.vararg else None
         if not grads and not star:
             continue
-        flow = _Flow(ctx, aliases, fn.name, star)
+        flow = _Flow(ctx, semantics.names, fn.name, star)
         flow.block(backward.body, frozenset(grads + ([star] if star else [])), True)
         for stmt, name, target in flow.found:
             shown = segment(ctx, target) or name
@@ -307,7 +311,7 @@ def check_module(ctx: ModuleContext) -> None:
                 f"whose gradients then silently change. Clone it first (`{name} = {name}.clone()`) or compute "
                 f"out of place."
             )
-            ctx.reporter.report(RULE, ctx.span(stmt), message, fixes=_fixes(ctx, stmt, name, target))
+            ctx.reporter.report(RULE, ctx.span(stmt), message, fixes=_fixes(ctx, stmt, name, target, flow.star_items))
 
 
 RULE.check_module = check_module

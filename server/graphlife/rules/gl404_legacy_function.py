@@ -45,26 +45,17 @@ y = Clip.apply(x)
 ## Fixture line
 The instantiation `Fn()` / `Fn()(x)` statement, and the `def forward` / `def
 backward` line lacking `@staticmethod`, carry `# expect: GL404`.
-"""
+"""  # noqa: E501 - what torch says is quoted verbatim
 
 from __future__ import annotations
 
 import ast
 
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
+from graphlife.analysis.semantics import FunctionClass, Method, Semantics, is_classmethod, is_static
+from graphlife.analysis.semantics.functions import takes_self_before_ctx
 from graphlife.findings import FixRecipe, Related, Severity, Span
-from graphlife.rules.autograd_function import (
-    FunctionClass,
-    analysis,
-    def_line_span,
-    is_classmethod,
-    is_static,
-    line_indent,
-    merge_edits,
-    point,
-    report_span,
-    takes_self_before_ctx,
-)
+from graphlife.rules.source_edits import def_line_span, line_indent, merge_edits, point, report_span
 
 RULE = Rule(
     code="GL404",
@@ -74,7 +65,7 @@ RULE = Rule(
     torch_message="Legacy autograd function with non-static forward method is deprecated",
 )
 
-def _static_fix(ctx: ModuleContext, method: ast.FunctionDef, drop_first: bool) -> FixRecipe | None:
+def _static_fix(ctx: ModuleContext, method: Method, drop_first: bool) -> FixRecipe | None:
     first_line = min([method.lineno, *(d.lineno for d in method.decorator_list)])
     indent = line_indent(ctx, first_line)
     col = len(indent.encode("utf-8"))
@@ -86,7 +77,8 @@ def _static_fix(ctx: ModuleContext, method: ast.FunctionDef, drop_first: bool) -
         a, b = ctx.span(params[0]), ctx.span(params[1])
         edits.append((Span(a.line, a.column, b.line, b.column), ""))
     elif params and params[0].arg != "ctx" and not any(
-        isinstance(n, (ast.Name, ast.arg)) and getattr(n, "id", getattr(n, "arg", None)) == "ctx" for n in ast.walk(method)
+        (isinstance(n, ast.Name) and n.id == "ctx") or (isinstance(n, ast.arg) and n.arg == "ctx")
+        for n in ast.walk(method)
     ):
         old = params[0].arg
         edits.append((ctx.span(params[0]), "ctx"))
@@ -100,14 +92,17 @@ def _static_fix(ctx: ModuleContext, method: ast.FunctionDef, drop_first: bool) -
     return FixRecipe("replace_text", "Make it a @staticmethod taking ctx first", {"span": span, "text": text})
 
 
-def _uses_own_methods(fn: FunctionClass, method: ast.FunctionDef) -> bool:
+def _uses_own_methods(fn: FunctionClass, method: Method) -> bool:
     """``self.helper(...)`` where ``helper`` is a method of the class: the ctx would not have it."""
     params = [*method.args.posonlyargs, *method.args.args]
     if not params:
         return False
     first = params[0].arg
     return any(
-        isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == first and node.attr in fn.methods
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == first
+        and node.attr in fn.methods
         for node in ast.walk(method)
     )
 
@@ -136,7 +131,8 @@ def _check_methods(ctx: ModuleContext, fn: FunctionClass) -> None:
             )
             severity = Severity.INFORMATION
         # State set up in `__init__` lives on the instance, which `apply` never creates: no safe rewrite.
-        fix = None if "__init__" in fn.methods or _uses_own_methods(fn, method) else _static_fix(ctx, method, drop_first=misbound)
+        keeps_state = "__init__" in fn.methods or _uses_own_methods(fn, method)
+        fix = None if keeps_state else _static_fix(ctx, method, drop_first=misbound)
         ctx.reporter.report(RULE, def_line_span(ctx, method), message, severity=severity, fixes=(fix,) if fix else ())
 
 
@@ -148,20 +144,16 @@ def _key(node: ast.AST) -> str | None:
     return None
 
 
-def _call_of_bound_instance(tree: ast.Module, target: ast.expr, assign: ast.Assign, parents: dict[int, ast.AST]) -> ast.Call | None:
+def _call_of_bound_instance(semantics: Semantics, target: ast.expr, assign: ast.Assign) -> ast.Call | None:
     """A call of what ``target`` was bound to: ``f(...)`` in the same function (or anywhere, for a
     module-level name), ``self.f(...)`` in the same class."""
     key = _key(target)
     if key is None:
         return None
-    wanted: tuple[type, ...] = (ast.ClassDef,) if isinstance(target, ast.Attribute) else (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-    scope: ast.AST = tree
-    current: ast.AST | None = assign
-    while current is not None:
-        current = parents.get(id(current))
-        if current is not None and isinstance(current, wanted):
-            scope = current
-            break
+    wanted: tuple[type[ast.AST], ...] = (
+        (ast.ClassDef,) if isinstance(target, ast.Attribute) else (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    )
+    scope: ast.AST = next((a for a in semantics.ancestors(assign) if isinstance(a, wanted)), semantics.tree)
     for candidate in ast.walk(scope):
         if isinstance(candidate, ast.Call) and _key(candidate.func) == key:
             return candidate
@@ -169,29 +161,25 @@ def _call_of_bound_instance(tree: ast.Module, target: ast.expr, assign: ast.Assi
 
 
 def check_module(ctx: ModuleContext) -> None:
-    tree = ctx.tree
-    assert isinstance(tree, ast.Module)
-    shared = analysis(ctx)
-    aliases, classes = shared.aliases, shared.classes
+    semantics = ctx.semantics
+    classes = semantics.functions.classes
     by_name = {fn.name: fn for fn in classes}
     for fn in classes:
         _check_methods(ctx, fn)
     if not classes:
         return
-    statements = shared.statements
-    parents = shared.parents
-    for node in shared.index.of(ast.Call):
+    for node in semantics.nodes(ast.Call):
         if not (isinstance(node.func, ast.Name) and node.func.id in by_name):
             continue
         fn = by_name[node.func.id]
-        parent = parents.get(id(node))
+        parent = semantics.parent(node)
         related: list[Related] = []
         severity = Severity.INFORMATION
         if isinstance(parent, ast.Call) and parent.func is node:
             severity = Severity.ERROR
         elif isinstance(parent, ast.Assign) and parent.value is node:
             for target in parent.targets:
-                call = _call_of_bound_instance(tree, target, parent, parents)
+                call = _call_of_bound_instance(semantics, target, parent)
                 if call is not None:
                     severity = Severity.ERROR
                     related.append(Related(ctx.span(call), f"the `{fn.name}` instance is called here"))
@@ -210,11 +198,15 @@ def check_module(ctx: ModuleContext) -> None:
         fixes: tuple[FixRecipe, ...] = ()
         if not node.args and not node.keywords:
             if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr == "apply":
-                fixes = (FixRecipe("replace_text", f"Use `{fn.name}.apply`", {"span": ctx.span(node), "text": fn.name}),)
+                replacement = fn.name  # `Fn().apply(x)` -> `Fn.apply(x)`
             else:
-                fixes = (FixRecipe("replace_text", f"Use `{fn.name}.apply`", {"span": ctx.span(node), "text": f"{fn.name}.apply"}),)
+                replacement = f"{fn.name}.apply"
+            fixes = (
+                FixRecipe("replace_text", f"Use `{fn.name}.apply`", {"span": ctx.span(node), "text": replacement}),
+            )
         ctx.reporter.report(
-            RULE, report_span(ctx, node, statements.get(id(node))), message, severity=severity, related=related, fixes=fixes
+            RULE, report_span(ctx, node, semantics.statement_of(node)), message,
+            severity=severity, related=related, fixes=fixes,
         )
 
 

@@ -46,18 +46,11 @@ import ast
 from collections.abc import Callable
 
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
+from graphlife.analysis.semantics import CHECKPOINT_FUNCTIONS, CHECKPOINT_SEQUENTIAL, Names, Semantics
+from graphlife.analysis.semantics.names import scope_nodes
 from graphlife.findings import FixRecipe, Severity, Span
-from graphlife.rules.autograd_function import (
-    CHECKPOINT_FUNCTIONS,
-    CHECKPOINT_SEQUENTIAL,
-    Aliases,
-    ModuleAnalysis,
-    analysis,
-    is_non_tensor_literal,
-    report_span,
-    scope_nodes,
-    segment,
-)
+from graphlife.rules.base import is_non_tensor_literal
+from graphlife.rules.source_edits import report_span, segment
 
 RULE = Rule(
     code="GL405",
@@ -71,6 +64,7 @@ _FACTORIES = frozenset(
     "randn rand zeros ones empty full arange linspace logspace tensor randint randperm randn_like rand_like "
     "zeros_like ones_like empty_like full_like as_tensor from_numpy eye".split()
 )
+_CHECKPOINTS = CHECKPOINT_FUNCTIONS | CHECKPOINT_SEQUENTIAL
 #: Methods that keep "does not require grad" (or make it so: detach).
 _KEEPS_NO_GRAD = frozenset(
     "to float double half bfloat16 cpu cuda contiguous view reshape clone unsqueeze squeeze permute transpose "
@@ -84,11 +78,11 @@ class _NoGrad:
     def __init__(
         self,
         body: list[ast.stmt],
-        aliases: Aliases,
+        names: Names,
         params: set[str],
         param_without_grad: Callable[[str], bool] | None = None,
     ) -> None:
-        self.aliases = aliases
+        self.names = names
         self.bindings: dict[str, list[ast.expr]] = {}
         self.params = set(params)
         self.param_without_grad = param_without_grad
@@ -133,9 +127,10 @@ class _NoGrad:
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "detach":
                 return True
-            if isinstance(func, ast.Attribute) and func.attr in _KEEPS_NO_GRAD and self.aliases.resolve(func) is None:
+            if (isinstance(func, ast.Attribute) and func.attr in _KEEPS_NO_GRAD
+                    and self.names.qualified_name(func) is None):
                 return self.certain(func.value)
-            resolved = self.aliases.resolve(func)
+            resolved = self.names.qualified_name(func)
             if resolved and resolved.startswith("torch.") and resolved.count(".") == 1 and resolved[6:] in _FACTORIES:
                 for keyword in node.keywords:
                     if keyword.arg is None:
@@ -168,27 +163,31 @@ def _insert_keyword(ctx: ModuleContext, call: ast.Call) -> FixRecipe | None:
     return FixRecipe("replace_text", "Pass `use_reentrant=False`", {"span": at, "text": ", use_reentrant=False"})
 
 
-def _params(scope: ast.AST) -> set[str]:
+#: Where a ``checkpoint`` call is: a function's body or the module's.
+Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.Module
+
+
+def _params(scope: Scope) -> set[str]:
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
     return set()
 
 
-def _no_grad_of(scope: ast.AST, shared: ModuleAnalysis, *, callers: bool) -> _NoGrad:
+def _no_grad_of(scope: Scope, semantics: Semantics, *, callers: bool) -> _NoGrad:
     """The scope's facts; for a method (``forward(self, x)``), ``x`` is decided by the calls of the
     class's instances in this file (one level: the callers' own parameters stay unknown)."""
-    oracle = _method_param_oracle(scope, shared) if callers else None
-    return _NoGrad(scope.body, shared.aliases, _params(scope), oracle)  # type: ignore[attr-defined]
+    oracle = _method_param_oracle(scope, semantics) if callers else None
+    return _NoGrad(scope.body, semantics.names, _params(scope), oracle)
 
 
-def _method_param_oracle(scope: ast.AST, shared: ModuleAnalysis) -> Callable[[str], bool] | None:
-    klass = shared.parents.get(id(scope))
+def _method_param_oracle(scope: Scope, semantics: Semantics) -> Callable[[str], bool] | None:
+    klass = semantics.parent(scope)
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(klass, ast.ClassDef):
         return None
     if scope.name != "forward" or any(d for d in scope.decorator_list):
         return None  # only `instance(x)` reaches forward, through nn.Module.__call__
     positional = [a.arg for a in [*scope.args.posonlyargs, *scope.args.args]][1:]
-    calls = _instance_calls(klass, shared)
+    calls = _instance_calls(klass, semantics)
     if not calls:
         return None
     caller_facts: dict[int, _NoGrad] = {}
@@ -200,10 +199,10 @@ def _method_param_oracle(scope: ast.AST, shared: ModuleAnalysis) -> Callable[[st
         for call in calls:
             if any(isinstance(a, ast.Starred) for a in call.args[: index + 1]) or index >= len(call.args):
                 return False
-            caller = _scope_of(call, shared.parents) or shared.tree
+            caller = semantics.enclosing_function(call) or semantics.tree
             facts = caller_facts.get(id(caller))
             if facts is None:
-                facts = caller_facts[id(caller)] = _no_grad_of(caller, shared, callers=False)
+                facts = caller_facts[id(caller)] = _no_grad_of(caller, semantics, callers=False)
             if not facts.certain(call.args[index]):
                 return False
         return True
@@ -211,54 +210,45 @@ def _method_param_oracle(scope: ast.AST, shared: ModuleAnalysis) -> Callable[[st
     return without_grad
 
 
-def _instance_calls(klass: ast.ClassDef, shared: ModuleAnalysis) -> list[ast.Call]:
+def _instance_calls(klass: ast.ClassDef, semantics: Semantics) -> list[ast.Call]:
     """Calls ``m(...)`` of every ``m = Klass(...)`` of the file, looked up in the binding's scope."""
     calls: list[ast.Call] = []
-    for assign in shared.index.of(ast.Assign):
+    for assign in semantics.nodes(ast.Assign):
         value = assign.value
         if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == klass.name):
             continue
         for target in assign.targets:
             if not isinstance(target, ast.Name):
                 return []  # held as an attribute or in a container: other code may call it
-            scope = _scope_of(assign, shared.parents) or shared.tree
+            scope = semantics.enclosing_function(assign) or semantics.tree
             for node in ast.walk(scope):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == target.id:
                     calls.append(node)
                 elif isinstance(node, ast.Name) and node.id == target.id and isinstance(node.ctx, ast.Load):
-                    parent = shared.parents.get(id(node))
-                    if not (isinstance(parent, ast.Call) and parent.func is node) and not isinstance(parent, ast.Attribute):
+                    parent = semantics.parent(node)
+                    called = isinstance(parent, ast.Call) and parent.func is node
+                    if not called and not isinstance(parent, ast.Attribute):
                         return []  # passed on somewhere: other callers are possible
     return calls
 
 
-def _scope_of(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST | None:
-    """The function whose body holds ``node`` (``None``: the module)."""
-    current = parents.get(id(node))
-    while current is not None:
-        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return current
-        current = parents.get(id(current))
-    return None
-
-
 def check_module(ctx: ModuleContext) -> None:
-    tree = ctx.tree
-    assert isinstance(tree, ast.Module)
-    shared = analysis(ctx)
-    aliases = shared.aliases
-    if not any(name.startswith("torch.utils.checkpoint") or name in ("torch", "torch.utils") for name in aliases.names.values()):
+    semantics = ctx.semantics
+    names = semantics.names
+    if not any(
+        name.startswith("torch.utils.checkpoint") or name in ("torch", "torch.utils") for name in names.imported()
+    ):
         return
     scopes: dict[int, _NoGrad] = {}
-    for node in shared.index.of(ast.Call):
-        resolved = aliases.resolve(node.func)
+    for node in semantics.nodes(ast.Call):
+        resolved = names.qualified_name_in(node.func, _CHECKPOINTS)
         sequential = resolved in CHECKPOINT_SEQUENTIAL
         if resolved not in CHECKPOINT_FUNCTIONS and not sequential:
             continue
-        scope = _scope_of(node, shared.parents) or tree
+        scope = semantics.enclosing_function(node) or semantics.tree
         no_grad = scopes.get(id(scope))
         if no_grad is None:
-            no_grad = scopes[id(scope)] = _no_grad_of(scope, shared, callers=True)
+            no_grad = scopes[id(scope)] = _no_grad_of(scope, semantics, callers=True)
         keyword = next((k for k in node.keywords if k.arg == "use_reentrant"), None)
         has_kwargs = any(k.arg is None for k in node.keywords)
         if keyword is None and has_kwargs:
@@ -288,19 +278,21 @@ def check_module(ctx: ModuleContext) -> None:
                 f"gradients when no input requires grad. Pass `use_reentrant=False`."
             )
             severity = Severity.INFORMATION
-        if explicit_true:
+        if explicit_true and keyword is not None:
             fixes.append(
-                FixRecipe("replace_text", "Use `use_reentrant=False`", {"span": ctx.span(keyword.value), "text": "False"})  # type: ignore[union-attr]
+                FixRecipe("replace_text", "Use `use_reentrant=False`",
+                          {"span": ctx.span(keyword.value), "text": "False"})
             )
         else:
             fixes.append(
-                FixRecipe("add_keyword", "Pass `use_reentrant=False`", {"call": ctx.span(node), "keyword": "use_reentrant", "value": "False"})
+                FixRecipe("add_keyword", "Pass `use_reentrant=False`",
+                          {"call": ctx.span(node), "keyword": "use_reentrant", "value": "False"})
             )
             insert = _insert_keyword(ctx, node)
             if insert:
                 fixes.append(insert)
         ctx.reporter.report(
-            RULE, report_span(ctx, node, shared.statements.get(id(node))), message, severity=severity, fixes=fixes
+            RULE, report_span(ctx, node, semantics.statement_of(node)), message, severity=severity, fixes=fixes
         )
 
 

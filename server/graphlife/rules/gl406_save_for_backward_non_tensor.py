@@ -44,24 +44,11 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
+from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method
+from graphlife.analysis.semantics.functions import save_for_backward_calls, saved_unpacking, walk_body
 from graphlife.findings import FixRecipe, Related, Severity, Span
-from graphlife.rules.autograd_function import (
-    ApplyCall,
-    FunctionClass,
-    analysis,
-    ctx_attributes_used,
-    forward_inputs,
-    is_non_tensor_literal,
-    line_indent,
-    merge_edits,
-    method_ctx,
-    save_for_backward_calls,
-    saved_unpacking,
-    segment,
-    starts_its_line,
-    unpacking_text,
-    walk_body,
-)
+from graphlife.rules.base import is_non_tensor_literal
+from graphlife.rules.source_edits import line_indent, merge_edits, segment, starts_its_line, unpacking_text
 
 RULE = Rule(
     code="GL406",
@@ -72,7 +59,7 @@ RULE = Rule(
 )
 
 
-def _bound_only_to_non_tensors(method: ast.FunctionDef, name: str) -> bool:
+def _bound_only_to_non_tensors(method: Method, name: str) -> bool:
     """Every binding of ``name`` in the method is ``name = <non-tensor literal>`` (and it is no parameter)."""
     params = {a.arg for a in [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]}
     if name in params:
@@ -81,13 +68,17 @@ def _bound_only_to_non_tensors(method: ast.FunctionDef, name: str) -> bool:
     for node in walk_body(method):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             simple_targets[id(node.targets[0])] = node.value
-    stores = [n for n in walk_body(method) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)]
-    return bool(stores) and all(id(n) in simple_targets and is_non_tensor_literal(simple_targets[id(n)]) for n in stores)
+    stores = [
+        n for n in walk_body(method) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+    ]
+    return bool(stores) and all(
+        id(n) in simple_targets and is_non_tensor_literal(simple_targets[id(n)]) for n in stores
+    )
 
 
 def _input_filled_with_literals(fn: FunctionClass, name: str, calls: list[ApplyCall]) -> bool:
     """Every ``apply`` call of the file (at least one) passes a non-tensor literal for input ``name``."""
-    inputs = [a.arg for a in forward_inputs(fn)]
+    inputs = [a.arg for a in fn.forward_inputs()]
     if name not in inputs:
         return False
     index = inputs.index(name)
@@ -103,15 +94,15 @@ def _input_filled_with_literals(fn: FunctionClass, name: str, calls: list[ApplyC
     return True
 
 
-def _literal_for(fn: FunctionClass, method: ast.FunctionDef, arg: ast.expr, calls: list[ApplyCall]) -> ast.expr:
+def _literal_for(fn: FunctionClass, method: Method, arg: ast.expr, calls: list[ApplyCall]) -> ast.expr:
     """The literal behind ``arg``: itself, the value a local name is bound to, or what an ``apply`` call passes."""
     if not isinstance(arg, ast.Name):
         return arg
     for node in walk_body(method):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if node.targets[0].id == arg.id:
-                return node.value
-    inputs = [a.arg for a in forward_inputs(fn)]
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == arg.id):
+            return node.value
+    inputs = [a.arg for a in fn.forward_inputs()]
     if arg.id in inputs:
         for call in calls:
             if call.fn is fn:
@@ -121,16 +112,21 @@ def _literal_for(fn: FunctionClass, method: ast.FunctionDef, arg: ast.expr, call
     return arg
 
 
+#: Builtins that convert to a type named like them.
+_CONVERSIONS = frozenset({"float", "int", "bool", "str", "tuple", "list", "dict"})
+
+
 def _describe(node: ast.expr) -> str:
     if isinstance(node, ast.Constant):
         return type(node.value).__name__
     if isinstance(node, ast.Attribute) and node.attr == "shape":
         return "torch.Size"
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" and not node.args:
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size"
+            and not node.args):
         return "torch.Size"
     if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
         return type(node.operand.value).__name__
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"float", "int", "bool", "str", "tuple", "list", "dict"}:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _CONVERSIONS:
         return node.func.id
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
         return "int"
@@ -157,19 +153,21 @@ def _attr_name(node: ast.expr, index: int, used: set[str]) -> str:
     return name
 
 
-def _fix(ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, bad: list[int], ctx_var: str) -> FixRecipe | None:
+def _fix(
+    ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, bad: list[int], ctx_var: str
+) -> FixRecipe | None:
     """Move the non-tensor arguments to ctx attributes, in forward and in backward's unpacking."""
     if not isinstance(stmt, ast.Expr) or stmt.value is not call or not starts_its_line(ctx, stmt):
         return None
     if not call.args or call.keywords:
         return None
-    if len(bad) == 1 and isinstance(call.args[bad[0]], (ast.Tuple, ast.List)):
-        packed = call.args[bad[0]]
-        elements = packed.elts  # type: ignore[attr-defined]
+    packed = call.args[bad[0]] if len(bad) == 1 else None
+    if isinstance(packed, (ast.Tuple, ast.List)):
+        elements = packed.elts
         if elements and not any(isinstance(e, ast.Starred) or is_non_tensor_literal(e) for e in elements):
             text = ", ".join(segment(ctx, e) or "" for e in elements)
             return FixRecipe("replace_text", "Pass the tensors one by one", {"span": ctx.span(packed), "text": text})
-    used = ctx_attributes_used(fn)
+    used = fn.ctx_attributes_used()
     moved = {i: _attr_name(call.args[i], i, used) for i in bad}
     kept = [segment(ctx, a) or "" for i, a in enumerate(call.args) if i not in moved]
     first, last = ctx.span(call.args[0]), ctx.span(call.args[-1])
@@ -188,7 +186,7 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, 
         if assign is not None:
             if len(names) != len(call.args):
                 return None
-            back_ctx = method_ctx(fn, fn.backward)
+            back_ctx = fn.ctx_of(fn.backward)
             rest = [n for i, n in enumerate(names) if i not in moved]
             back_indent = line_indent(ctx, assign.lineno)
             lines = []
@@ -208,13 +206,11 @@ def _fix(ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, 
 
 
 def check_module(ctx: ModuleContext) -> None:
-    tree = ctx.tree
-    assert isinstance(tree, ast.Module)
-    shared = analysis(ctx)
-    aliases, classes, calls = shared.aliases, shared.classes, shared.calls
-    for fn in classes:
+    model = ctx.semantics.functions
+    calls = model.calls
+    for fn in model.classes:
         for method in (fn.forward, fn.setup_context):
-            ctx_var = method_ctx(fn, method)
+            ctx_var = fn.ctx_of(method)
             if method is None or ctx_var is None:
                 continue
             parents = {id(child): node for node in walk_body(method) for child in ast.iter_child_nodes(node)}
@@ -228,7 +224,8 @@ def check_module(ctx: ModuleContext) -> None:
                         isinstance(arg, ast.Name) and _bound_only_to_non_tensors(method, arg.id)
                     ):
                         certain.append(index)
-                    elif isinstance(arg, ast.Name) and method is fn.forward and _input_filled_with_literals(fn, arg.id, calls):
+                    elif (isinstance(arg, ast.Name) and method is fn.forward
+                          and _input_filled_with_literals(fn, arg.id, calls)):
                         likely.append(index)
                 bad = sorted(certain + likely)
                 if not bad:

@@ -7,7 +7,10 @@ the statement that computed it (``TensorVal.why_site``). From that statement up 
 function (or the module), the innermost lexical construct that turns gradients off is the
 break: a ``with`` whose one item is ``torch.no_grad()``, ``torch.inference_mode()`` or
 ``torch.set_grad_enabled(False)``, or, when there is none, a ``@torch.no_grad()`` /
-``@torch.inference_mode()`` decorator of that function. Names of variables play no part.
+``@torch.inference_mode()`` decorator of that function. Names of variables play no part;
+what a context means (``no_grad()`` after ``from torch import no_grad``) and what it does
+(``inference_mode(False)`` leaves the mode alone) is the semantic layer's answer
+(:mod:`graphlife.analysis.semantics.grad`, through ``RuleContext.grad_switches``).
 
 When it is offered -- only when removing that one construct makes the value keep its graph
 and changes nothing else the program computes:
@@ -43,11 +46,11 @@ from dataclasses import dataclass
 
 from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import RuleContext
-from graphlife.analysis.torch_api import GRAD_CONTEXTS, canonical
+from graphlife.analysis.semantics import GradSetting, GradSwitch
 from graphlife.findings import FixRecipe, Related
 from graphlife.rules.base import callee_name
 
-OFF, ON, UNKNOWN_MODE = "off", "on", "unknown"
+OFF, ON, UNKNOWN_MODE = GradSetting.OFF, GradSetting.ON, GradSetting.UNKNOWN
 
 #: Calls in the region that make its ``no_grad`` matter (besides any ``name_`` in-place call, and
 #: ``.numpy()`` on a tensor not detached first).
@@ -68,83 +71,16 @@ class Break:
     context: ast.expr  # the ``torch.no_grad()`` expression
 
 
-# --------------------------------------------------------------------------- grad-mode expressions
+def _switches(ctx: RuleContext, construct: ast.AST) -> tuple[GradSwitch, ...]:
+    """The grad-mode switches of a ``with`` or a function that change the mode (an ``async with``
+    has none; ``inference_mode(False)`` changes nothing)."""
+    if not isinstance(construct, (ast.With, *_FUNCTIONS)):
+        return ()
+    return tuple(s for s in ctx.grad_switches(construct) if s.setting is not GradSetting.KEPT)
 
 
-def _imports(tree: ast.Module) -> dict[str, str]:
-    """Top-level import aliases: local name -> dotted name (``th`` -> ``torch``, ``no_grad`` -> ``torch.no_grad``)."""
-    names: dict[str, str] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                if alias.asname:
-                    names[alias.asname] = alias.name
-                else:
-                    top = alias.name.split(".")[0]
-                    names[top] = top
-        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
-            for alias in stmt.names:
-                names[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
-    return names
-
-
-def _dotted(expr: ast.expr, imports: dict[str, str]) -> str | None:
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name) or expr.id not in imports:
-        return None
-    return ".".join([imports[expr.id], *reversed(parts)])
-
-
-def _literal(expr: ast.expr | None) -> bool | None:
-    return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, bool) else None
-
-
-def grad_mode(expr: ast.expr, imports: dict[str, str], *, decorator: bool = False) -> str | None:
-    """``OFF``/``ON`` for a grad-mode context (or decorator), ``UNKNOWN_MODE`` when its flag is not a
-    literal, ``None`` for anything else."""
-    call = expr if isinstance(expr, ast.Call) else None
-    target = call.func if call is not None else expr
-    if call is None and not decorator:
-        return None  # `with torch.no_grad:` is not a context manager
-    name = _dotted(target, imports)
-    if name is None or canonical(name) not in GRAD_CONTEXTS:
-        return None
-    kind, _ = GRAD_CONTEXTS[canonical(name)]
-    args = list(call.args) if call is not None else []
-    keywords = {kw.arg: kw.value for kw in call.keywords} if call is not None else {}
-    if None in keywords or any(isinstance(a, ast.Starred) for a in args):
-        return UNKNOWN_MODE
-    if kind == "no_grad":
-        return OFF if not args and not keywords else UNKNOWN_MODE
-    if kind == "enable_grad":
-        return ON
-    if kind == "inference_mode":
-        if call is None or (not args and not keywords):
-            return OFF
-        flag = _literal(args[0]) if len(args) == 1 and not keywords else (
-            _literal(keywords.get("mode")) if not args and set(keywords) == {"mode"} else None)
-        return OFF if flag is True else UNKNOWN_MODE  # inference_mode(False) leaves the mode: unknown here
-    if kind == "set_grad_enabled":
-        flag = _literal(args[0]) if len(args) == 1 and not keywords else (
-            _literal(keywords.get("mode")) if not args and set(keywords) == {"mode"} else None)
-        return UNKNOWN_MODE if flag is None else (ON if flag else OFF)
-    return UNKNOWN_MODE
-
-
-def _with_modes(stmt: ast.With, imports: dict[str, str]) -> list[str]:
-    return [m for m in (grad_mode(item.context_expr, imports) for item in stmt.items) if m is not None]
-
-
-def _decorator_modes(func: Function, imports: dict[str, str]) -> list[tuple[str, ast.expr]]:
-    out = []
-    for dec in func.decorator_list:
-        mode = grad_mode(dec, imports, decorator=True)
-        if mode is not None:
-            out.append((mode, dec))
-    return out
+def _modes(switches: tuple[GradSwitch, ...]) -> list[GradSetting]:
+    return [switch.setting for switch in switches]
 
 
 # --------------------------------------------------------------------------- finding the break
@@ -155,7 +91,6 @@ def find_break(ctx: RuleContext, site: ast.AST | None) -> Break | None:
     says ran with gradients off), or ``None`` when there is none, or more than one."""
     if not isinstance(site, ast.stmt):
         return None
-    imports = _imports(ctx.module)
     found: Break | None = None
     node: ast.AST = site
     while True:
@@ -165,26 +100,27 @@ def find_break(ctx: RuleContext, site: ast.AST | None) -> Break | None:
         if isinstance(parent, ast.Module):
             return found
         if isinstance(parent, (ast.With, ast.AsyncWith)) and node in parent.body:
-            modes = _with_modes(parent, imports) if isinstance(parent, ast.With) else []
+            switches = _switches(ctx, parent)
+            modes = _modes(switches)
             if UNKNOWN_MODE in modes or (ON in modes and OFF in modes):
                 return None
             if OFF in modes and isinstance(parent, ast.With):
                 if found is not None:
                     return None  # gradients are off twice: unwrapping one keeps them off
-                context = next(i.context_expr for i in parent.items if grad_mode(i.context_expr, imports) == OFF)
+                context = next(switch.expr for switch in switches if switch.setting is OFF)
                 found = Break(parent, None, context)
             elif ON in modes:
                 # turned back on outside the break: what encloses this does not matter; inside it,
                 # the engine's "off" contradicts the code
                 return _with_function(ctx, found, parent)
         if isinstance(parent, _FUNCTIONS):
-            decorators = _decorator_modes(parent, imports)
-            if any(m == UNKNOWN_MODE for m, _ in decorators) or len(decorators) > 1:
+            decorators = _switches(ctx, parent)
+            if UNKNOWN_MODE in _modes(decorators) or len(decorators) > 1:
                 return None
-            if decorators and decorators[0][0] == OFF:
+            if decorators and decorators[0].setting is OFF:
                 if found is not None:
                     return None
-                return Break(decorators[0][1], parent, decorators[0][1])
+                return Break(decorators[0].expr, parent, decorators[0].expr)
             if found is not None:
                 return Break(found.node, parent, found.context)
             return None
@@ -233,7 +169,8 @@ def grad_sensitive(nodes: Sequence[ast.AST]) -> ast.AST | None:
                             return node
             if isinstance(node, ast.Call):
                 name = callee_name(node)
-                if name is not None and ((name.endswith("_") and not name.startswith("_")) or name in _GRAD_SENSITIVE_CALLS):
+                in_place = name is not None and name.endswith("_") and not name.startswith("_")
+                if in_place or name in _GRAD_SENSITIVE_CALLS:
                     return node
                 if numpy_of_attached(node):
                     return node
@@ -263,22 +200,11 @@ class _File:
     def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
         self.tree = ctx.read_whole_file()
-        self.imports = _imports(self.tree)
-        self._refs: dict[str, list[ast.expr]] | None = None
 
-    def references(self, name: str) -> list[ast.expr]:
-        """Every ``name`` read and every ``.name`` attribute in the file (definitions aside)."""
-        if self._refs is None:
-            refs: dict[str, list[ast.expr]] = {}
-            for node in ast.walk(self.tree):
-                if isinstance(node, ast.Name):
-                    refs.setdefault(node.id, []).append(node)
-                elif isinstance(node, ast.Attribute):
-                    refs.setdefault(node.attr, []).append(node)
-                elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-                    refs.setdefault(node.value, []).append(node)  # getattr(obj, "name"), registries
-            self._refs = refs
-        return self._refs.get(name, [])
+    def references(self, name: str) -> Sequence[ast.AST]:
+        """Every ``name`` read or written, every ``.name`` attribute and ``"name"`` string in the
+        file (definitions aside)."""
+        return self.ctx.mentions(name)
 
     def called_once(self, func: Function) -> ast.Call | None:
         """The one call of ``func`` when the file mentions its name exactly once, as a callee."""
@@ -296,10 +222,9 @@ class _File:
     def numpy_outside_no_grad(self, region: ast.AST) -> bool:
         """A ``.numpy()`` of a tensor not detached first, outside every ``no_grad`` region but
         ``region`` (the one the fix removes): a tensor that keeps its graph may reach it and raise."""
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call) and numpy_of_attached(node) and not self._under_no_grad(node, region):
-                return True
-        return False
+        return any(
+            numpy_of_attached(call) and not self._under_no_grad(call, region) for call in self.ctx.file_calls()
+        )
 
     def _under_no_grad(self, node: ast.AST, region: ast.AST) -> bool:
         current = node
@@ -308,10 +233,10 @@ class _File:
             if parent is None or isinstance(parent, ast.Module):
                 return False
             if parent is not region:
-                if isinstance(parent, ast.With) and OFF in _with_modes(parent, self.imports):
+                if isinstance(parent, ast.With) and OFF in _modes(_switches(self.ctx, parent)):
                     return True
                 if isinstance(parent, _FUNCTIONS):
-                    return any(m == OFF for m, _ in _decorator_modes(parent, self.imports))
+                    return OFF in _modes(_switches(self.ctx, parent))
             elif isinstance(parent, _FUNCTIONS):
                 return False
             current = parent
@@ -328,18 +253,13 @@ class _File:
                 return False
             if isinstance(parent, ast.Module):
                 return True
-            if isinstance(parent, ast.With):
-                modes = _with_modes(parent, self.imports)
+            if isinstance(parent, (ast.With, *_FUNCTIONS)):
+                modes = _modes(_switches(self.ctx, parent))
                 if UNKNOWN_MODE in modes or OFF in modes:
                     return False
                 if ON in modes:
                     return True
             if isinstance(parent, _FUNCTIONS):
-                modes = [m for m, _ in _decorator_modes(parent, self.imports)]
-                if UNKNOWN_MODE in modes or OFF in modes:
-                    return False
-                if ON in modes:
-                    return True
                 if id(parent) in seen:
                     return False  # recursion: give up
                 refs = [r for r in self.references(parent.name) if not isinstance(r, ast.Constant)]
@@ -377,13 +297,17 @@ def _as_target_unused(with_stmt: ast.With, scope: ast.AST) -> bool:
         return True
     if not isinstance(target, ast.Name):
         return False
-    return not any(isinstance(node, ast.Name) and node.id == target.id and node is not target for node in ast.walk(scope))
+    return not any(
+        isinstance(node, ast.Name) and node.id == target.id and node is not target for node in ast.walk(scope)
+    )
 
 
 # --------------------------------------------------------------------------- the fix
 
 
-def no_grad_fixes(ctx: RuleContext, site: ast.AST | None, backward_stmt: ast.stmt) -> tuple[list[Related], list[FixRecipe]]:
+def no_grad_fixes(
+    ctx: RuleContext, site: ast.AST | None, backward_stmt: ast.stmt
+) -> tuple[list[Related], list[FixRecipe]]:
     """Related places (the region that turned gradients off) and the fix that removes it, when proven."""
     found = find_break(ctx, site)
     if found is None:

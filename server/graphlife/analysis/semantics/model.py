@@ -1,0 +1,118 @@
+"""One file's semantic model, made once per tree from the tree index's walk.
+
+Why no walk of its own: the checker's :class:`~graphlife.analysis.tree_index.TreeIndex`
+already visits every node (parents, binding counts) and files the imports, classes,
+functions, calls and assignments by kind on the way; the model reads those lists
+and the parent map. It is kept on the index (which the tree refers to only weakly):
+the tree never refers to the model, so nothing here puts the tree in a reference
+cycle, and the model goes with the index when the check that made it ends.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from typing import TypeVar, cast
+
+from graphlife.analysis.semantics.functions import FunctionModel
+from graphlife.analysis.semantics.grad import Grad
+from graphlife.analysis.semantics.names import Names
+from graphlife.analysis.tree_index import TreeIndex, descendants, index_of
+
+NodeT = TypeVar("NodeT", bound=ast.AST)
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+class Semantics:
+    """What the syntax of one file says: names and scopes (:attr:`names`), grad-mode switches
+    (:attr:`grad`), the custom autograd Functions (:attr:`functions`), and the tree around a node."""
+
+    def __init__(self, tree: ast.Module, index: TreeIndex) -> None:
+        self.tree = tree
+        self._parents: dict[int, ast.AST] = index.parents
+        self._by_kind = index.by_kind
+        self._sorted: dict[type[ast.AST], list[ast.AST]] = {}
+        self._mentions: dict[str, list[ast.AST]] | None = None
+
+    # -- the tree --------------------------------------------------------------------
+    def nodes(self, kind: type[NodeT]) -> Sequence[NodeT]:
+        """Every node of ``kind`` (one of :data:`~graphlife.analysis.tree_index.KINDS`) in
+        source order."""
+        found = self._sorted.get(kind)
+        if found is None:
+            found = sorted(self._by_kind[kind], key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+            self._sorted[kind] = found
+        return cast("list[NodeT]", found)
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The node ``node`` is a child of (``None`` for the module)."""
+        return self._parents.get(id(node))
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        """The parent of ``node``, its parent, ... up to the module."""
+        current = self._parents.get(id(node))
+        while current is not None:
+            yield current
+            current = self._parents.get(id(current))
+
+    def statement_of(self, node: ast.AST) -> ast.stmt | None:
+        """The innermost statement holding ``node`` (not ``node`` itself)."""
+        return next((a for a in self.ancestors(node) if isinstance(a, ast.stmt)), None)
+
+    def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The innermost function around ``node`` (its body, signature or decorators)."""
+        return next((a for a in self.ancestors(node) if isinstance(a, _FUNCTIONS)), None)
+
+    def mentions(self, name: str) -> Sequence[ast.AST]:
+        """Every place the file may refer to ``name``: a ``Name`` (read or written), an attribute
+        ``.name``, a string constant ``"name"`` (``getattr(obj, "name")``, registries). Found in one
+        walk of the file on first use (only the proofs that look for every caller need it)."""
+        if self._mentions is None:
+            found: dict[str, list[ast.AST]] = {}
+            for node in descendants(self.tree):
+                if isinstance(node, ast.Name):
+                    found.setdefault(node.id, []).append(node)
+                elif isinstance(node, ast.Attribute):
+                    found.setdefault(node.attr, []).append(node)
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                    found.setdefault(node.value, []).append(node)
+            for nodes in found.values():
+                nodes.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+            self._mentions = found
+        return self._mentions.get(name, [])
+
+    # -- what the syntax says --------------------------------------------------------
+    @cached_property
+    def names(self) -> Names:
+        """Imports, aliases and scopes: what a name means at a node."""
+        return Names(
+            self.tree,
+            self._parents,
+            [*self.nodes(ast.Import), *self.nodes(ast.ImportFrom)],
+            self.nodes(ast.Assign),
+            walrus_possible=bool(self._by_kind[ast.NamedExpr]),
+        )
+
+    @cached_property
+    def grad(self) -> Grad:
+        """The grad-mode switches (``with torch.no_grad():``, ``@torch.inference_mode()``)."""
+        return Grad(self.names, self._parents)
+
+    @cached_property
+    def functions(self) -> FunctionModel:
+        """The custom ``torch.autograd.Function`` classes and their ``apply`` calls."""
+        return FunctionModel(self.names, self.nodes(ast.ClassDef), self.nodes(ast.Assign), self.nodes(ast.Call))
+
+
+def semantics_of(tree: ast.Module, index: TreeIndex | None = None) -> Semantics:
+    """The semantic model of ``tree``: the one the running check's index holds, made on first use.
+    Without a live index (a tree checked by nothing), an index is made for it, once per call."""
+    index = index if index is not None else index_of(tree)
+    if index is None:
+        index = TreeIndex.of_module(tree)
+    if index.semantics is None:
+        index.semantics = Semantics(tree, index)
+    return index.semantics
+
