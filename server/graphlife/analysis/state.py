@@ -12,8 +12,10 @@ hold on some path (``may_freed``); versions are sets of possible values.
 from __future__ import annotations
 
 import ast
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 
+from graphlife.analysis.cow_map import CowMap, join_maps
 from graphlife.analysis.values import HeapObject, Tri, Value, join_tri, join_values
 
 
@@ -86,8 +88,10 @@ SHARED_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed")
 class State:
     """What holds at one program point on the paths that reach it."""
 
-    env: dict[str, Value] = field(default_factory=dict)
-    heap: dict[int, HeapObject] = field(default_factory=dict)
+    #: Names and heap objects: plain dicts, or :class:`CowMap` once the state was copied or
+    #: joined (a dict assigned here becomes the state's own: nobody else writes it after).
+    env: MutableMapping[str, Value] = field(default_factory=dict)
+    heap: MutableMapping[int, HeapObject] = field(default_factory=dict)
     versions: dict[int, frozenset[int]] = field(default_factory=dict)
     #: storage -> list of (version reached, statement that bumped it)
     bumps: dict[int, tuple[tuple[int, ast.AST], ...]] = field(default_factory=dict)
@@ -108,26 +112,35 @@ class State:
     #: Which of the maps in ``SHARED_MAPS`` this state shares with another one (copy on write).
     shared: set[str] = field(default_factory=set, repr=False, compare=False)
 
-    def copy(self) -> "State":
-        """A state for another path. The maps that grow with the whole analysis (versions,
-        gradients, freed nodes) are shared until one side writes (:meth:`writable`): copying
-        them on every branch and call made long files quadratic."""
+    def copy(self) -> State:
+        """A state for another path. Names and heap are forked (:class:`CowMap`: the copy costs
+        the entries written since they were last shared, not all of them); the maps that grow
+        with the whole analysis (versions, gradients, freed nodes) are shared until one side
+        writes (:meth:`writable`). Copying every entry on every branch and call made long
+        files quadratic."""
+        own = self.__dict__
+        env, heap = own["env"], own["heap"]
+        if type(env) is not CowMap:
+            env = self.forkable("env")
+        if type(heap) is not CowMap:
+            heap = self.forkable("heap")
         self.shared = set(SHARED_MAPS)
-        return State(
-            env=dict(self.env),
-            heap=dict(self.heap),  # objects are copied on write (see heap_write)
-            versions=self.versions,
-            bumps=self.bumps,
-            grads=self.grads,
-            data_bumps=self.data_bumps,
-            freed=self.freed,
-            may_freed=self.may_freed,
-            grad_enabled=self.grad_enabled,
-            inference_mode=self.inference_mode,
-            reachable=self.reachable,
-            grad_assumed=self.grad_assumed,
-            shared=set(SHARED_MAPS),
-        )
+        twin = _new_state(State)
+        attributes = twin.__dict__
+        attributes.update(own)
+        attributes["env"] = env.fork()
+        attributes["heap"] = heap.fork()  # objects are copied on write (see heap_write)
+        attributes["shared"] = set(SHARED_MAPS)
+        return twin
+
+    def forkable(self, name: str) -> CowMap:
+        """The map ``name`` (``env`` or ``heap``) as a :class:`CowMap` (a plain dict the
+        interpreter assigned becomes the base of one)."""
+        current = self.__dict__[name]
+        if type(current) is not CowMap:
+            current = CowMap(current if type(current) is dict else dict(current))
+            self.__dict__[name] = current
+        return current
 
     def writable(self, name: str) -> dict:
         """The map ``name`` (one of ``SHARED_MAPS``), ready to be changed on this path only."""
@@ -138,7 +151,7 @@ class State:
             self.shared.discard(name)
         return current
 
-    def adopt(self, other: "State") -> None:
+    def adopt(self, other: State) -> None:
         """Take over everything ``other`` knows (its maps become shared by both)."""
         self.__dict__.update(other.__dict__)
         self.shared = set(SHARED_MAPS)
@@ -166,68 +179,65 @@ class State:
 
     # -- joins ------------------------------------------------------------------------
     @staticmethod
-    def join_all(states: list["State"]) -> "State":
+    def join_all(states: list[State]) -> State:
         live = [s for s in states if s.reachable]
         if not live:
             dead = states[0].copy() if states else State()
             dead.reachable = False
             return dead
-        result = live[0].copy()
+        if len(live) == 1:
+            return live[0].copy()
+        result = live[0]
+        result.shared = set(SHARED_MAPS)  # the join may hand back its versions, grads, freed nodes
         for other in live[1:]:
             result = result._join(other)
         return result
 
-    def _join(self, other: "State") -> "State":
+    def _join(self, other: State) -> State:
         """Join two paths. States that share an ancestor hold the very same objects for most
-        entries, so each map is first compared whole (a C-speed identity check) and only the
-        entries that differ are joined one by one."""
-        out = State()
-        out.env = _merge(self.env, other.env, join_values)
-        out.heap = _merge(self.heap, other.heap, _join_objects)
-        if out.env is self.env:  # env and heap are never shared: each state writes its own
-            out.env = dict(out.env)
-        if out.heap is self.heap:
-            out.heap = dict(out.heap)
-        out.versions = _merge_facts(self.versions, other.versions,
-                                    lambda a, b: (a or frozenset({0})) | (b or frozenset({0})))
-        out.bumps = _merge_facts(self.bumps, other.bumps, _merge_sequences)
-        out.grads = _merge_facts(self.grads, other.grads, lambda a, b: a if a == b else ("unknown", None))
-        out.data_bumps = _merge_facts(self.data_bumps, other.data_bumps, _merge_sequences)
-        if self.freed is other.freed or self.freed == other.freed:
-            out.freed = self.freed
-        else:
-            out.freed = {n: s for n, s in self.freed.items() if n in other.freed}
-        if self.may_freed is other.may_freed or self.may_freed == other.may_freed:
-            out.may_freed = self.may_freed
-        else:
-            out.may_freed = {**other.may_freed, **self.may_freed}
-        out.grad_enabled = join_tri(self.grad_enabled, other.grad_enabled)
-        out.inference_mode = join_tri(self.inference_mode, other.inference_mode)
-        out.reachable = True
-        out.grad_assumed = self.grad_assumed or other.grad_assumed
-        out.shared = set(SHARED_MAPS)  # _merge may hand back a map of self or other
+        entries: names and heap are joined on the keys written since the maps were last shared
+        (:func:`join_maps`), the other maps are first compared whole (a C-speed identity check)
+        and only the entries that differ are joined one by one. The result may share the
+        maps of ``self`` (which must count them as shared), never those of ``other``."""
+        env, heap, other_env, other_heap = self.env, self.heap, other.env, other.heap
+        if type(env) is not CowMap:
+            env = self.forkable("env")
+        if type(heap) is not CowMap:
+            heap = self.forkable("heap")
+        if type(other_env) is not CowMap:
+            other_env = other.forkable("env")
+        if type(other_heap) is not CowMap:
+            other_heap = other.forkable("heap")
+        freed, may_freed = self.freed, self.may_freed
+        if not (freed is other.freed or freed == other.freed):
+            freed = {n: s for n, s in freed.items() if n in other.freed}
+        if not (may_freed is other.may_freed or may_freed == other.may_freed):
+            may_freed = {**other.may_freed, **may_freed}
+        out = _new_state(State)
+        out.__dict__.update(
+            env=join_maps(env, other_env, join_values),
+            heap=join_maps(heap, other_heap, _join_objects),
+            versions=_merge_facts(self.versions, other.versions, _join_versions),
+            bumps=_merge_facts(self.bumps, other.bumps, _merge_sequences),
+            grads=_merge_facts(self.grads, other.grads, _join_grads),
+            data_bumps=_merge_facts(self.data_bumps, other.data_bumps, _merge_sequences),
+            freed=freed,
+            may_freed=may_freed,
+            grad_enabled=join_tri(self.grad_enabled, other.grad_enabled),
+            inference_mode=join_tri(self.inference_mode, other.inference_mode),
+            reachable=True,
+            grad_assumed=self.grad_assumed or other.grad_assumed,
+            shared=set(SHARED_MAPS),  # the maps above may be self's
+        )
         return out
 
 
-def _merge(a: dict, b: dict, join) -> dict:
-    """``a`` and ``b`` joined key by key, touching only the keys whose values differ."""
-    if a is b:
-        return a
-    if a == b:
-        return dict(a)
-    out = dict(a)
-    for key, value_b in b.items():
-        value_a = a.get(key)
-        if value_a is not value_b:
-            out[key] = join(value_a, value_b)
-    for key in a.keys() - b.keys():
-        out[key] = join(a[key], None)
-    return out
+_new_state = object.__new__
 
 
 def _merge_facts(a: dict, b: dict, join) -> dict:
-    """:func:`_merge` for maps of hashable facts (versions, gradient statuses, bump lists):
-    the entries that differ are found by a set difference in C instead of a Python loop over
+    """The join of maps of hashable facts (versions, gradient statuses, bump lists): the
+    entries that differ are found by a set difference in C instead of a Python loop over
     every storage the analysis has seen. An entry equal on both sides joins to itself."""
     if a is b:
         return a
@@ -238,6 +248,14 @@ def _merge_facts(a: dict, b: dict, join) -> dict:
     for key in {key for key, _ in differing}:
         out[key] = join(a.get(key), b.get(key))
     return out
+
+
+def _join_versions(a: frozenset[int] | None, b: frozenset[int] | None) -> frozenset[int]:
+    return (a or frozenset({0})) | (b or frozenset({0}))
+
+
+def _join_grads(a: tuple | None, b: tuple | None) -> tuple:
+    return a if a == b else ("unknown", None)
 
 
 def _join_objects(a: HeapObject | None, b: HeapObject | None) -> HeapObject:

@@ -1,0 +1,308 @@
+"""The copy-on-write maps behind a state's names and heap behave like dicts copied in full.
+
+A state's ``env`` and ``heap`` are :class:`CowMap`: a fork shares its entries with the map
+it came from until one of them writes, and a join looks only at the keys written since
+the two maps last shared a base. These tests hold them to what plain dicts copied at
+every fork (and joined entry by entry) would give: the same entries, the same objects,
+the same iteration order.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import pytest
+from graphlife.analysis import cow_map
+from graphlife.analysis.cow_map import CowMap, join_maps
+from graphlife.analysis.state import State
+from graphlife.analysis.values import (
+    UNKNOWN,
+    HeapObject,
+    Number,
+    TensorVal,
+    join_values,
+)
+
+
+@dataclass(frozen=True)
+class Val:
+    """A value equal to others of the same ``n`` but a distinct object (as engine values are)."""
+
+    n: int
+
+
+def join(a, b):
+    """A join whose result shows what it joined (and always is a new object)."""
+    return ("join", a, b)
+
+
+def reference_join(a: dict, b: dict, join) -> dict:
+    """How two plain dicts were joined before the maps were shared (the old ``_merge``)."""
+    if a == b:
+        return dict(a)
+    out = dict(a)
+    for key, value_b in b.items():
+        value_a = a.get(key)
+        if value_a is not value_b:
+            out[key] = join(value_a, value_b)
+    for key in a.keys() - b.keys():
+        out[key] = join(a[key], None)
+    return out
+
+
+def same_value(expected, actual) -> bool:
+    """The same object, or a join of the same objects."""
+    if isinstance(expected, tuple):
+        return (isinstance(actual, tuple) and len(actual) == len(expected)
+                and all(same_value(e, a) for e, a in zip(expected, actual)))
+    return expected is actual
+
+
+def assert_like(cow: CowMap, plain: dict) -> None:
+    """Same keys in the same order, the same objects, the same answers to every read."""
+    assert len(cow) == len(plain)
+    assert list(cow) == list(plain)
+    assert list(cow.keys()) == list(plain.keys())
+    for (key, value), (plain_key, plain_value) in zip(cow.items(), plain.items()):
+        assert key == plain_key and same_value(plain_value, value)
+    for key in list(plain) + ["never-written"]:
+        assert (key in cow) == (key in plain)
+        assert same_value(plain.get(key), cow.get(key))
+        if key in plain:
+            assert same_value(plain[key], cow[key])
+        else:
+            with pytest.raises(KeyError):
+                cow[key]
+
+
+# -- forks never see each other's writes -----------------------------------------------
+
+
+def test_a_write_in_a_fork_shows_neither_in_the_parent_nor_in_a_sibling():
+    parent = CowMap({"a": Val(1), "b": Val(2)})
+    parent["c"] = Val(3)  # in the delta, not the base
+    first, second = parent.fork(), parent.fork()
+    first["a"] = Val(10)
+    first["c"] = Val(30)
+    first["d"] = Val(40)
+    second["b"] = Val(20)
+    assert dict(parent.items()) == {"a": Val(1), "b": Val(2), "c": Val(3)}
+    assert dict(first.items()) == {"a": Val(10), "b": Val(2), "c": Val(30), "d": Val(40)}
+    assert dict(second.items()) == {"a": Val(1), "b": Val(20), "c": Val(3)}
+    parent["a"] = Val(100)  # the parent writes after forking: the forks keep what they had
+    assert first["a"] == Val(10) and second["a"] == Val(1)
+
+
+def test_a_delete_in_a_fork_shows_neither_in_the_parent_nor_in_a_sibling():
+    parent = CowMap({"a": Val(1), "b": Val(2)})
+    parent["c"] = Val(3)
+    first, second = parent.fork(), parent.fork()
+    del first["a"]  # a key of the shared base
+    assert first.pop("c") == Val(3)  # a key of the shared delta
+    assert "a" not in first and "c" not in first and len(first) == 1
+    assert list(parent) == ["a", "b", "c"] and list(second) == ["a", "b", "c"]
+    with pytest.raises(KeyError):
+        del first["a"]
+    assert first.pop("a", None) is None
+
+
+def test_a_deleted_key_that_comes_back_goes_last_as_in_a_dict():
+    cow, plain = CowMap({"a": 1, "b": 2, "c": 3}), {"a": 1, "b": 2, "c": 3}
+    for target in (cow, plain):
+        del target["a"]
+        target["a"] = 4
+        target["b"] = 5
+    assert list(cow.items()) == list(plain.items()) == [("b", 5), ("c", 3), ("a", 4)]
+
+
+def test_a_fork_of_a_fork_after_compaction_keeps_its_entries():
+    root = CowMap({i: Val(i) for i in range(4)})
+    for i in range(4, 40):
+        root[i] = Val(i)  # a delta larger than the base: folded at the next write after a fork
+    child = root.fork()
+    root[0] = Val(-1)
+    grandchild = child.fork()
+    child[1] = Val(-2)
+    assert root[0] == Val(-1) and root[1] == Val(1)
+    assert child[0] == Val(0) and child[1] == Val(-2)
+    assert grandchild[0] == Val(0) and grandchild[1] == Val(1) and len(grandchild) == 40
+
+
+# -- joins equal the joins of full copies -------------------------------------------------
+
+
+def test_a_join_looks_only_at_the_keys_either_side_changed():
+    shared = {f"name{i}": Val(i) for i in range(50)}
+    base = CowMap(dict(shared))
+    left, right = base.fork(), base.fork()
+    first, second, fresh = Val(100), Val(200), Val(300)
+    left["name1"] = first  # changed on one side only
+    right["name2"] = second
+    right["fresh"] = fresh  # a key only one side has
+    compared = []
+
+    def counting_join(a, b):
+        compared.append((a, b))
+        return join(a, b)
+
+    joined = join_maps(left, right, counting_join)
+    plain_left = {**shared, "name1": first}
+    plain_right = {**shared, "name2": second, "fresh": fresh}
+    assert_like(joined, reference_join(plain_left, plain_right, join))
+    assert len(compared) == 3  # name1, name2, fresh: not the 48 entries both still share
+
+
+def test_a_join_of_equal_maps_keeps_the_left_entries_without_joining():
+    base = CowMap({"a": Val(1)})
+    left, right = base.fork(), base.fork()
+    left["b"], right["b"] = Val(2), Val(2)  # equal, distinct objects
+    joined = join_maps(left, right, join)
+    assert joined["b"] is left["b"]
+
+
+def test_keys_only_the_right_side_has_come_last_in_its_order():
+    base = CowMap({"a": 1})
+    left, right = base.fork(), base.fork()
+    left["x"] = 1
+    for key in ("q", "p", "r"):
+        right[key] = 2
+    joined = join_maps(left, right, join)
+    assert list(joined) == ["a", "x", "q", "p", "r"]
+
+
+def test_maps_without_a_common_base_are_joined_entry_by_entry():
+    left, right = CowMap({"a": Val(1), "b": Val(2)}), CowMap({"b": Val(2), "c": Val(3)})
+    plain = reference_join({"a": Val(1), "b": Val(2)}, {"b": Val(2), "c": Val(3)}, join)
+    joined = join_maps(left, right, join)
+    assert list(joined) == list(plain)
+    assert joined["a"] == ("join", Val(1), None) and joined["c"] == ("join", None, Val(3))
+
+
+def test_joins_after_compactions_on_both_sides_use_the_common_ancestor():
+    shared = {i: Val(i) for i in range(20)}
+    changes = {i: Val(-i) for i in range(4)}
+    base = CowMap(dict(shared))
+    left, right = base.fork(), base.fork()
+    left[1] = changes[1]
+    left.compact()
+    left[2] = changes[2]
+    right[3] = changes[3]
+    right.compact()
+    assert left._lineage is not right._lineage
+    plain_left = shared | {1: changes[1], 2: changes[2]}
+    plain_right = shared | {3: changes[3]}
+    assert cow_map._changed_since_common_base(left, right) == {1, 2, 3}
+    assert_like(join_maps(left, right, join), reference_join(plain_left, plain_right, join))
+
+
+# -- against plain dicts, at random ---------------------------------------------------------
+
+
+KEYS = [f"k{i}" for i in range(12)]
+
+
+def random_operations(seed: int, steps: int = 200) -> None:
+    """Forks, writes, deletes, joins, compactions and reads on a family of maps, each mirrored
+    by a plain dict copied in full at every fork and joined entry by entry."""
+    rng = random.Random(seed)
+    values = [Val(i % 4) for i in range(8)]  # equal values that are distinct objects
+    start = {key: rng.choice(values) for key in rng.sample(KEYS, 6)}
+    family: list[tuple[CowMap, dict]] = [(CowMap(dict(start)), dict(start))]
+    for _ in range(steps):
+        cow, plain = rng.choice(family)
+        operation = rng.random()
+        if operation < 0.2:
+            family.append((cow.fork(), dict(plain)))
+        elif operation < 0.5:
+            key, value = rng.choice(KEYS), rng.choice(values)
+            cow[key] = value
+            plain[key] = value
+        elif operation < 0.6 and plain:
+            key = rng.choice(list(plain))
+            if rng.random() < 0.5:
+                del cow[key]
+                del plain[key]
+            else:
+                assert same_value(plain.pop(key), cow.pop(key))
+        elif operation < 0.75:
+            other_cow, other_plain = rng.choice(family)
+            family.append((join_maps(cow, other_cow, join), reference_join(plain, other_plain, join)))
+        elif operation < 0.8:
+            fresh = {key: rng.choice(values) for key in rng.sample(KEYS, 5)}
+            family.append((CowMap(dict(fresh)), fresh))  # a map with no common ancestor
+        elif operation < 0.85:
+            cow.compact()
+        elif operation < 0.87:
+            cow.clear()
+            plain.clear()
+        elif operation < 0.9:
+            other_cow, other_plain = rng.choice(family)
+            assert (cow == other_cow) == (plain == other_plain)
+            assert (cow == other_plain) == (plain == other_plain)
+        else:
+            assert list(cow.items()) == list(plain.items())
+        for member, mirror in (family[-1], (cow, plain)):
+            assert_like(member, mirror)
+    for member, mirror in family:
+        assert_like(member, mirror)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_operations_behave_like_plain_dicts(seed):
+    random_operations(seed)
+
+
+@pytest.mark.parametrize("fold_at_least", [0, 2])
+def test_random_operations_with_eager_folding(monkeypatch, fold_at_least):
+    monkeypatch.setattr(cow_map, "FOLD_AT_LEAST", fold_at_least)
+    monkeypatch.setattr(cow_map, "FOLD_FRACTION", 0.0)
+    for seed in range(10):
+        random_operations(seed)
+
+
+def test_a_short_lineage_limit_falls_back_to_entry_by_entry_joins(monkeypatch):
+    monkeypatch.setattr(cow_map, "MAX_LINEAGE_DEPTH", 2)
+    for seed in range(10):
+        random_operations(seed)
+
+
+# -- the state ---------------------------------------------------------------------------------
+
+
+def test_state_copies_keep_names_and_heap_apart():
+    state = State(env={"x": Number(1)}, heap={1: HeapObject(kind="list")})
+    copy = state.copy()
+    copy.env["y"] = Number(2)
+    copy.env["x"] = UNKNOWN
+    copy.heap_write(1).elem = Number(3)
+    copy.heap[2] = HeapObject(kind="dict")
+    assert dict(state.env.items()) == {"x": Number(1)}
+    assert state.heap[1].elem is None and 2 not in state.heap
+    assert copy.env["x"] is UNKNOWN and copy.heap[1].elem == Number(3)
+
+
+def test_state_joins_equal_the_joins_of_full_copies():
+    tensor = TensorVal(requires_grad=True, leaf=False, grad_fn=frozenset({1}), storage=7)
+    names = {f"n{i}": Number(i) for i in range(30)}
+    state = State(env=dict(names), heap={1: HeapObject(kind="list")})
+    then, orelse = state.copy(), state.copy()
+    then.env["t"] = tensor
+    then.env["n3"] = Number("changed")
+    orelse.env["n4"] = tensor
+    orelse.heap_write(1).elem = tensor
+    joined = State.join_all([then, orelse])
+    plain_then = {**names, "t": tensor, "n3": Number("changed")}
+    plain_orelse = {**names, "n4": tensor}
+    expected = reference_join(plain_then, plain_orelse, join_values)
+    assert list(joined.env.items()) == list(expected.items())
+    assert joined.heap[1].elem == tensor and joined.heap[1] is not then.heap[1]
+
+
+def test_a_dict_the_interpreter_assigns_becomes_the_state_s_own():
+    state = State()
+    state.env = {"a": Number(1)}  # what a call does for its callee's names
+    copy = state.copy()
+    copy.env["a"] = Number(2)
+    assert state.env["a"] == Number(1) and copy.env["a"] == Number(2)
+    assert isinstance(state.env, CowMap) and isinstance(copy.env, CowMap)
