@@ -107,6 +107,16 @@ def test_a_delete_in_a_fork_shows_neither_in_the_parent_nor_in_a_sibling():
     assert first.pop("a", None) is None
 
 
+def test_deleting_a_key_written_before_a_fork_when_the_write_after_it_folds(monkeypatch):
+    monkeypatch.setattr(cow_map, "FOLD_AT_LEAST", 0)
+    monkeypatch.setattr(cow_map, "FOLD_FRACTION", 0.0)
+    parent = CowMap({"a": 1})
+    parent["b"] = 2
+    child = parent.fork()
+    del child["b"]  # the delta is shared: owning it folds it into a new base first
+    assert list(child.items()) == [("a", 1)] and list(parent.items()) == [("a", 1), ("b", 2)]
+
+
 def test_a_deleted_key_that_comes_back_goes_last_as_in_a_dict():
     cow, plain = CowMap({"a": 1, "b": 2, "c": 3}), {"a": 1, "b": 2, "c": 3}
     for target in (cow, plain):

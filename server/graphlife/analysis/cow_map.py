@@ -131,11 +131,12 @@ class CowMap(MutableMapping):
         delta[key] = value
 
     def __delitem__(self, key) -> None:
+        if self._delta_shared and key not in self._base:
+            self._own_delta()  # which may fold the delta, and the key with it, into a new base
         if key in self._base:
             self.compact(dropping=key)  # the base is never written: a new one without the key
             return
-        delta = self._delta if not self._delta_shared else self._own_delta()
-        del delta[key]
+        del self._delta[key]
         self._added -= 1
 
     def pop(self, key, default=_MISSING):
