@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 from graphlife.analysis import cow_map
 from graphlife.analysis.cow_map import CowMap, join_maps
-from graphlife.analysis.state import State
+from graphlife.analysis.state import SHARE_FROM, State
 from graphlife.analysis.values import (
     UNKNOWN,
     HeapObject,
@@ -280,39 +280,57 @@ def test_a_short_lineage_limit_falls_back_to_entry_by_entry_joins(monkeypatch):
 # -- the state ---------------------------------------------------------------------------------
 
 
-def test_state_copies_keep_names_and_heap_apart():
-    state = State(env={"x": Number(1)}, heap={1: HeapObject(kind="list")})
+SIZES = [3, SHARE_FROM + 10]  # copied whole (plain dicts), shared (CowMap)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_state_copies_keep_names_and_heap_apart(size):
+    names = {f"n{i}": Number(i) for i in range(size)}
+    heap = {oid: HeapObject(kind="list") for oid in range(size)}
+    state = State(env=dict(names), heap=dict(heap))
     copy = state.copy()
     copy.env["y"] = Number(2)
-    copy.env["x"] = UNKNOWN
+    copy.env["n0"] = UNKNOWN
     copy.heap_write(1).elem = Number(3)
-    copy.heap[2] = HeapObject(kind="dict")
-    assert dict(state.env.items()) == {"x": Number(1)}
-    assert state.heap[1].elem is None and 2 not in state.heap
-    assert copy.env["x"] is UNKNOWN and copy.heap[1].elem == Number(3)
+    copy.heap[size + 1] = HeapObject(kind="dict")
+    state.env["z"] = Number(4)  # the original goes on after the copy: the copy never sees it
+    assert list(state.env.items()) == [*names.items(), ("z", Number(4))]
+    assert state.heap[1].elem is None and size + 1 not in state.heap
+    assert copy.env["n0"] is UNKNOWN and copy.heap[1].elem == Number(3) and "z" not in copy.env
+    assert list(copy.env) == [*names, "y"]
 
 
-def test_state_joins_equal_the_joins_of_full_copies():
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("other_size", SIZES)
+def test_state_joins_equal_the_joins_of_full_copies(size, other_size):
     tensor = TensorVal(requires_grad=True, leaf=False, grad_fn=frozenset({1}), storage=7)
-    names = {f"n{i}": Number(i) for i in range(30)}
-    state = State(env=dict(names), heap={1: HeapObject(kind="list")})
+    changed = Number("changed")
+    names = {f"n{i}": Number(i) for i in range(max(size, other_size))}
+    extra = {f"n{i}": names[f"n{i}"] for i in range(min(size, other_size), max(size, other_size))}
+    state = State(env={key: names[key] for key in list(names)[:min(size, other_size)]},
+                  heap={1: HeapObject(kind="list")})
     then, orelse = state.copy(), state.copy()
+    (then if size > other_size else orelse).env.update(extra)  # one side binds more names
     then.env["t"] = tensor
-    then.env["n3"] = Number("changed")
-    orelse.env["n4"] = tensor
+    then.env["n1"] = changed
+    orelse.env["n2"] = tensor
     orelse.heap_write(1).elem = tensor
-    joined = State.join_all([then, orelse])
-    plain_then = {**names, "t": tensor, "n3": Number("changed")}
-    plain_orelse = {**names, "n4": tensor}
+    plain_then, plain_orelse = dict(then.env.items()), dict(orelse.env.items())
+    then_copy = then.copy()  # a fork whose maps may be shared or copied whole
+    joined = State.join_all([then_copy, orelse])
     expected = reference_join(plain_then, plain_orelse, join_values)
     assert list(joined.env.items()) == list(expected.items())
+    for key, value in expected.items():
+        if value is plain_then.get(key):
+            assert joined.env[key] is value  # kept, not joined again
     assert joined.heap[1].elem == tensor and joined.heap[1] is not then.heap[1]
 
 
-def test_a_dict_the_interpreter_assigns_becomes_the_state_s_own():
-    state = State()
-    state.env = {"a": Number(1)}  # what a call does for its callee's names
-    copy = state.copy()
-    copy.env["a"] = Number(2)
-    assert state.env["a"] == Number(1) and copy.env["a"] == Number(2)
-    assert isinstance(state.env, CowMap) and isinstance(copy.env, CowMap)
+def test_a_large_map_is_shared_and_a_small_one_copied_whole():
+    small = State(env={"a": Number(1)})
+    assert type(small.copy().env) is dict and type(small.env) is dict
+    large = State(env={f"n{i}": Number(i) for i in range(SHARE_FROM)})
+    copy = large.copy()  # what a call does for its callee's names: the dict becomes the state's own
+    assert isinstance(large.env, CowMap) and isinstance(copy.env, CowMap)
+    copy.env["n0"] = Number(-1)
+    assert large.env["n0"] == Number(0) and copy.env["n0"] == Number(-1)

@@ -296,12 +296,26 @@ def _join_entry_by_entry(a: CowMap, b: CowMap, join: Callable[[Any, Any], Any]) 
     The result is still a fork of ``a`` (its later joins with ``a``'s kin stay cheap)."""
     entries_a, entries_b = a._flat(), b._flat()
     out = a.fork()
-    if entries_a == entries_b:
-        return out
-    for key, value_b in entries_b.items():
-        value_a = entries_a.get(key)
-        if value_a is not value_b:
-            out[key] = join(value_a, value_b)
-    for key in entries_a.keys() - entries_b.keys():
-        out[key] = join(entries_a[key], None)
+    if entries_a != entries_b:
+        for key, value in _joined_entries(entries_a, entries_b, join):
+            out[key] = value
     return out
+
+
+def join_dicts(a: dict, b: dict, join: Callable[[Any, Any], Any]) -> dict:
+    """:func:`join_maps` for plain dicts (a new dict)."""
+    out = dict(a)
+    if a is not b and a != b:
+        out.update(_joined_entries(a, b, join))
+    return out
+
+
+def _joined_entries(a: dict, b: dict, join: Callable[[Any, Any], Any]) -> Iterator[tuple[Any, Any]]:
+    """The entries of the join of ``a`` and ``b`` that are not ``a``'s own: every key whose value
+    is not the same object in both, in ``b``'s order, then the keys only ``a`` has."""
+    for key, value_b in b.items():
+        value_a = a.get(key)
+        if value_a is not value_b:
+            yield key, join(value_a, value_b)
+    for key in a.keys() - b.keys():
+        yield key, join(a[key], None)

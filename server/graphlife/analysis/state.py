@@ -15,7 +15,7 @@ import ast
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 
-from graphlife.analysis.cow_map import CowMap, join_maps
+from graphlife.analysis.cow_map import CowMap, join_dicts, join_maps
 from graphlife.analysis.values import HeapObject, Tri, Value, join_tri, join_values
 
 
@@ -113,29 +113,25 @@ class State:
     shared: set[str] = field(default_factory=set, repr=False, compare=False)
 
     def copy(self) -> State:
-        """A state for another path. Names and heap are forked (:class:`CowMap`: the copy costs
-        the entries written since they were last shared, not all of them); the maps that grow
-        with the whole analysis (versions, gradients, freed nodes) are shared until one side
-        writes (:meth:`writable`). Copying every entry on every branch and call made long
-        files quadratic."""
+        """A state for another path. Names and heap are copied whole while small (plain dicts),
+        and forked once large (:class:`CowMap`: the fork costs nothing, the first write after it
+        copies the entries written since the maps were last shared). The maps that grow with
+        the whole analysis (versions, gradients, freed nodes) are shared until one side writes
+        (:meth:`writable`). Copying every entry on every branch and call made long files
+        quadratic."""
         own = self.__dict__
-        env, heap = own["env"], own["heap"]
-        if type(env) is not CowMap:
-            env = self.forkable("env")
-        if type(heap) is not CowMap:
-            heap = self.forkable("heap")
         self.shared = set(SHARED_MAPS)
         twin = _new_state(State)
         attributes = twin.__dict__
         attributes.update(own)
-        attributes["env"] = env.fork()
-        attributes["heap"] = heap.fork()  # objects are copied on write (see heap_write)
+        attributes["env"] = _forked(own, "env")
+        attributes["heap"] = _forked(own, "heap")  # objects are copied on write (see heap_write)
         attributes["shared"] = set(SHARED_MAPS)
         return twin
 
     def forkable(self, name: str) -> CowMap:
-        """The map ``name`` (``env`` or ``heap``) as a :class:`CowMap` (a plain dict the
-        interpreter assigned becomes the base of one)."""
+        """The map ``name`` (``env`` or ``heap``) as a :class:`CowMap` (a plain dict becomes the
+        base of one)."""
         current = self.__dict__[name]
         if type(current) is not CowMap:
             current = CowMap(current if type(current) is dict else dict(current))
@@ -200,14 +196,14 @@ class State:
         and only the entries that differ are joined one by one. The result may share the
         maps of ``self`` (which must count them as shared), never those of ``other``."""
         env, heap, other_env, other_heap = self.env, self.heap, other.env, other.heap
-        if type(env) is not CowMap:
-            env = self.forkable("env")
-        if type(heap) is not CowMap:
-            heap = self.forkable("heap")
-        if type(other_env) is not CowMap:
-            other_env = other.forkable("env")
-        if type(other_heap) is not CowMap:
-            other_heap = other.forkable("heap")
+        if type(env) is dict and type(other_env) is dict:
+            env = join_dicts(env, other_env, join_values)
+        else:
+            env = join_maps(self.forkable("env"), other.forkable("env"), join_values)
+        if type(heap) is dict and type(other_heap) is dict:
+            heap = join_dicts(heap, other_heap, _join_objects)
+        else:
+            heap = join_maps(self.forkable("heap"), other.forkable("heap"), _join_objects)
         freed, may_freed = self.freed, self.may_freed
         if not (freed is other.freed or freed == other.freed):
             freed = {n: s for n, s in freed.items() if n in other.freed}
@@ -215,8 +211,8 @@ class State:
             may_freed = {**other.may_freed, **may_freed}
         out = _new_state(State)
         out.__dict__.update(
-            env=join_maps(env, other_env, join_values),
-            heap=join_maps(heap, other_heap, _join_objects),
+            env=env,
+            heap=heap,
             versions=_merge_facts(self.versions, other.versions, _join_versions),
             bumps=_merge_facts(self.bumps, other.bumps, _merge_sequences),
             grads=_merge_facts(self.grads, other.grads, _join_grads),
@@ -233,6 +229,21 @@ class State:
 
 
 _new_state = object.__new__
+
+#: Names or heap objects fewer than this are copied whole at a fork, as a plain dict: copying a
+#: few entries in C costs less than sharing them, and a plain dict reads faster. A map that has
+#: grown to this size is shared instead (:class:`CowMap`).
+SHARE_FROM = 64
+
+
+def _forked(attributes: dict, name: str) -> MutableMapping:
+    """A copy of the map ``name`` of a state's ``attributes`` for another path (see :meth:`State.copy`)."""
+    current = attributes[name]
+    if type(current) is not CowMap:
+        if len(current) < SHARE_FROM:
+            return dict(current)
+        current = attributes[name] = CowMap(current if type(current) is dict else dict(current))
+    return current.fork()
 
 
 def _merge_facts(a: dict, b: dict, join) -> dict:
