@@ -50,9 +50,9 @@ class Lineage:
     def __init__(self, parent: Lineage | None = None, changed: frozenset = frozenset()) -> None:
         if parent is not None and parent.depth >= MAX_LINEAGE_DEPTH:
             parent = None
-        self.parent = parent
-        self.changed = changed
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.parent: Lineage | None = parent
+        self.changed: frozenset = changed
+        self.depth: int = 0 if parent is None else parent.depth + 1
 
 
 class CowMap(MutableMapping):
@@ -206,7 +206,8 @@ _new_map = object.__new__
 def _changed_since_common_base(a: CowMap, b: CowMap) -> set | None:
     """The keys in which ``a`` and ``b`` may differ (every other entry is the very same object
     in both), or ``None`` when their bases have no common ancestor."""
-    x, y = a._lineage, b._lineage
+    x: Lineage | None = a._lineage
+    y: Lineage | None = b._lineage
     if x is y:
         return a._delta.keys() | b._delta.keys()
     changed = set(a._delta)

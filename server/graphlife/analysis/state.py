@@ -88,8 +88,9 @@ SHARED_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed")
 class State:
     """What holds at one program point on the paths that reach it."""
 
-    #: Names and heap objects: plain dicts, or :class:`CowMap` once the state was copied or
-    #: joined (a dict assigned here becomes the state's own: nobody else writes it after).
+    #: Names and heap objects: plain dicts, or :class:`CowMap` once a copy found them large
+    #: (see ``SHARE_FROM``; a dict assigned here becomes the state's own: nobody else writes it
+    #: after). Read and written with the dict interface.
     env: MutableMapping[str, Value] = field(default_factory=dict)
     heap: MutableMapping[int, HeapObject] = field(default_factory=dict)
     versions: dict[int, frozenset[int]] = field(default_factory=dict)
@@ -265,7 +266,7 @@ def _join_versions(a: frozenset[int] | None, b: frozenset[int] | None) -> frozen
     return (a or frozenset({0})) | (b or frozenset({0}))
 
 
-def _join_grads(a: tuple | None, b: tuple | None) -> tuple:
+def _join_grads(a: tuple | None, b: tuple | None) -> tuple | None:
     return a if a == b else ("unknown", None)
 
 
