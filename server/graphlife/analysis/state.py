@@ -233,8 +233,9 @@ _new_state = object.__new__
 
 #: Names or heap objects fewer than this are copied whole at a fork, as a plain dict: copying a
 #: few entries in C costs less than sharing them, and a plain dict reads faster. A map that has
-#: grown to this size is shared instead (:class:`CowMap`).
-SHARE_FROM = 64
+#: grown to this size is shared instead (:class:`CowMap`). Measured on large public files and
+#: generated ones: 32 runs as fast as 64 and copies far fewer entries; 16 runs slower.
+SHARE_FROM = 32
 
 
 def _forked(attributes: dict, name: str) -> MutableMapping:
