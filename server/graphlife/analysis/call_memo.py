@@ -93,16 +93,17 @@ class CallMemo:
         facts_before, maps_before = _facts(interp), _maps(state)
         first_inlined = len(interp.inline_log)
         # The code the call reads matters only to the unit cache: collected only for it.
-        outer_touched = interp.touched
+        run = interp.run_state
+        outer_touched = run.touched
         collect = interp.unit_cache is not None
+        touched: dict[int, ast.AST] = {}
         if collect:
-            interp.touched = {}
+            run.touched = touched
         try:
             result = interp.inline_call(func, args, kwargs, state, site)
         finally:
-            touched = interp.touched if collect else {}
             if collect:
-                interp.touched = outer_touched
+                run.touched = outer_touched
                 if outer_touched is not None:
                     outer_touched.update(touched)
         if _facts(interp) != facts_before or not _same_heap(heap_before, state.heap) or not _same_maps(maps_before, state):
@@ -133,21 +134,22 @@ class CallMemo:
 def _key(interp, func: FunctionRef, state: State) -> tuple:
     """What steers the interpreter through the callee besides its inputs (compared by identity
     where it is an object of this analysis: the graph store, the definitions table)."""
-    in_loop = bool(interp.loop_stack or interp.loop_entry_envs or interp.loop_pre_states or interp.yielded)
+    run = interp.run_state
     return (
-        func.key, tuple(interp.call_stack), state.grad_enabled, state.inference_mode, state.grad_assumed,
-        interp.create_graph_seen, interp.emitting, in_loop, len(interp.loop_stack),
-        id(interp.graph), id(interp.globals), len(interp.globals),
+        func.key, tuple(run.call_stack), state.grad_enabled, state.inference_mode, state.grad_assumed,
+        run.create_graph_seen, run.emitting, run.in_loop(), len(run.loop_stack),
+        id(run.graph), id(run.globals), len(run.globals),
     )
 
 
 def _facts(interp) -> tuple:
     """What a pure call leaves as it was: the graph, the ids handed out, the events sent, the
     interpreter's facts between statements."""
+    run = interp.run_state
     return (
-        interp.graph, len(interp.graph.nodes), interp._next_id, interp.emitted, interp.backward_count,
-        interp.create_graph_seen, interp.path_ends, len(interp.zeroed_after), len(interp.no_grad_writes),
-        sum(len(calls) for calls in interp.module_calls), len(interp.reporter.findings),
+        run.graph, len(run.graph.nodes), run.next_id, interp.emitted, interp.backward_count,
+        run.create_graph_seen, run.path_ends, len(run.zeroed_after), len(run.no_grad_writes),
+        sum(len(calls) for calls in run.module_calls), len(interp.reporter.findings),
     )
 
 
@@ -203,10 +205,11 @@ def _same(a, b) -> bool:
 
 
 def _replay(interp, entry: MemoEntry, state: State) -> Value:
-    if interp.touched is not None:
-        interp.touched.update(entry.touched)
-    if interp.unit_inlined is not None:
-        interp.unit_inlined.update(entry.inlined)
+    run = interp.run_state
+    if run.touched is not None:
+        run.touched.update(entry.touched)
+    if run.unit_inlined is not None:
+        run.unit_inlined.update(entry.inlined)
     interp.inlined.update(entry.inlined)
     interp.inline_log.extend(entry.ran)
     interp.collect_after_call(state, entry.roots)

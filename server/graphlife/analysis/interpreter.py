@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -22,8 +24,9 @@ from graphlife.analysis.call_memo import CallMemo
 from graphlife.analysis.events import Event, LoopEndEvent, StoreEvent, UnitEndEvent
 from graphlife.analysis.positions import node_span
 from graphlife.analysis.rule_api import ModuleContext, Reporter, Rule, RuleContext, hooks_by_event
+from graphlife.analysis.run_state import CallFrame, RunState
 from graphlife.analysis.self_cache import SelfCache
-from graphlife.analysis.state import GraphStore, State
+from graphlife.analysis.state import State
 from graphlife.analysis.tree_index import TreeIndex
 from graphlife.analysis.values import (
     replace,
@@ -52,16 +55,6 @@ MAX_EXACT_UNROLL = 8
 #: levels (epochs, batches, time steps).
 MAX_UNROLLED_NESTING = 6
 HEAP_GC_THRESHOLD = 64
-
-
-@dataclass
-class CallFrame:
-    """An inlined call: the call expression, the caller's statement, the callee's parameter names."""
-
-    call: ast.Call | None
-    stmt: ast.stmt
-    params: list[str]
-    bound: bool  # the first parameter is `self`, bound by the call
 
 
 class Timeout(Exception):
@@ -184,45 +177,22 @@ class Interpreter:
         self.hooks = hooks_by_event(rules)  # event class -> the rules' hooks on it
         self.ctx = RuleContext(self)  # what the hooks see of the interpreter
         self._text_cache: dict[int, str] = {}
-        self.globals: dict[str, Value] = {}
-        self._module_names: State | None = None
-        # Names a module-level definition shares with another binding stay in the states.
-        self.graph = GraphStore()
-        self._next_id = 1
-        self.stmt_stack: list[ast.stmt] = []  # innermost statement last (across inlined calls)
-        self.call_stack: list[int] = []  # keys of inlined functions (recursion guard)
-        self.frames: list[CallFrame] = []  # the inlined calls, innermost last
-        self.yielded: list[list[Value]] = []
-        self.path_ends = False  # set when an inlined call never returns (it raised)
-        self.backward_count = 0
-        self.create_graph_seen = False
-        self.zeroed_after: dict[int, ast.AST] = {}  # zero_grad statement -> the backward whose gradients it cleared
+        #: Where the running run is, and what it made and noted (:mod:`graphlife.analysis.run_state`):
+        #: the module body and the functions analyzed alone run in this one, one after the other.
+        self.run_state = RunState()
+        self._module_names: State | None = None  # the module's names a function analyzed alone starts from
+        self._definitions_table: dict[str, Value] | None = None  # see ``definitions_table``
+        self.backward_count = 0  # backwards run so far (a loop's end counts those it saw)
         #: The expression a hover story watches and what it recorded (``None``: no story); set
         #: only by :class:`WatchingInterpreter`, whose ``eval`` records the watched values.
         self.watch: tuple[ast.AST, list] | None = None
-        self.module_calls: list[list] = []  # per running loop: (module heap ref, call) pairs
-        self.inlined: set[int] = set()  # functions analyzed by inlining from the module body  # values yielded by the generators being inlined
-        self.loop_stack: list[tuple[ast.AST, int]] = []  # (loop node, iteration index)
-        self.loop_entry_envs: list[tuple[ast.AST, State]] = []
-        self.loop_pre_states: list[State] = []  # the state before each running loop started
+        self.inlined: set[int] = set()  # functions analyzed by inlining (not analyzed alone then)
         index = index if index is not None else TreeIndex.of_module(tree)
         self.parents: dict[int, ast.AST] = index.parents
         self.if_nodes: list[ast.If] = index.if_nodes  # for rules that look for guards (GL304)
         self.rebound = index.rebound
         self._generators: set[int] = index.generators  # generator functions (no walk per call)
-        #: Set by the unit cache (:mod:`graphlife.analysis.unit_cache`) while it records a unit:
-        #: the functions and classes of the file whose code the unit read.
-        self.touched: dict[int, ast.AST] | None = None
-        self.unit_inlined: set[int] | None = None  # ... and the functions it inlined
         self.unit_cache = unit_cache
-        self.emitting = True
-        #: What rules remember while a unit runs (pending findings decided at its end). Kept
-        #: here, in one place, so that an isolated call can run with its own (see ``call_isolated``).
-        self.rule_data: dict[type, object] = {}
-        #: Statements on the way to an in-place write made with gradients off, in the running
-        #: unit (a ``no_grad`` around them matters: GL104's fix leaves it). Kept with the nodes.
-        self.no_grad_writes: dict[int, ast.AST] = {}
-        self.current_unit: ast.AST | None = None  # the unit running (module or function analyzed alone)
         #: Run calls that take and return no graph apart (:mod:`graphlife.analysis.isolation`).
         #: Off only for the hover story, which reads the graph of the whole run at its end.
         self.isolate_calls = isolation.ENABLED
@@ -235,8 +205,8 @@ class Interpreter:
 
     # -- small helpers --------------------------------------------------------------
     def fresh(self) -> int:
-        self._next_id += 1
-        return self._next_id
+        self.run_state.next_id += 1
+        return self.run_state.next_id
 
     def span(self, node: ast.AST) -> Span:
         return node_span(node, self.lines)
@@ -275,13 +245,13 @@ class Interpreter:
         return "\n".join([first, *self.lines[line:end_line - 1], last])
 
     def current_stmt(self) -> ast.stmt:
-        return self.stmt_stack[-1]
+        return self.run_state.stmt_stack[-1]
 
     def blame(self, stmt: ast.stmt, expr: ast.expr | None) -> ast.stmt:
         """Where to report a fault of the value ``expr`` at ``stmt``: when the value came in as an
         argument of an inlined helper, the caller's call statement (recursively) is where the
         helper was misused, so that is the line to underline."""
-        for frame in reversed(self.frames):
+        for frame in reversed(self.run_state.frames):
             if not isinstance(expr, ast.Name) or expr.id not in frame.params or frame.call is None:
                 break
             index = frame.params.index(expr.id) - (1 if frame.bound else 0)
@@ -294,14 +264,14 @@ class Interpreter:
         return stmt
 
     def current_loop(self) -> ast.AST | None:
-        return self.loop_stack[-1][0] if self.loop_stack else None
+        return self.run_state.loop_stack[-1][0] if self.run_state.loop_stack else None
 
     def iteration(self) -> tuple[int, ...]:
-        return tuple(i for _, i in self.loop_stack)
+        return tuple(i for _, i in self.run_state.loop_stack)
 
     def emit(self, event: Event) -> None:
         self.emitted += 1  # events sent or not, for the memo of calls that change nothing
-        if not self.emitting:
+        if not self.run_state.emitting:
             return
         for hook in self.hooks.get(type(event), ()):
             hook(event, self.ctx)
@@ -309,6 +279,26 @@ class Interpreter:
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
             raise Timeout
+
+    @contextmanager
+    def swapped_run_state(self, run: RunState) -> Iterator[RunState]:
+        """Run with ``run`` as the run state, and give the previous one back after, whatever
+        happens (:mod:`graphlife.analysis.run_state`)."""
+        previous, self.run_state = self.run_state, run
+        try:
+            yield run
+        finally:
+            self.run_state = previous
+
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """No rule sees the events of what runs inside (a quiet evaluation of the module's definitions)."""
+        run = self.run_state
+        emitting, run.emitting = run.emitting, False
+        try:
+            yield
+        finally:
+            run.emitting = emitting
 
     # -- units ----------------------------------------------------------------------
     def run(self) -> list[str]:
@@ -325,7 +315,7 @@ class Interpreter:
             if id(func) in self.inlined:
                 continue  # already analyzed with the caller's values, which know more
             try:
-                self.emitting = True
+                self.run_state.emitting = True
                 self.run_cached(func, lambda: self.run_unit(func.body, self.function_entry_state(func, owner), func))
             except Timeout:
                 notes.append("analysis stopped at the time box; later functions were not analyzed")
@@ -344,14 +334,14 @@ class Interpreter:
 
     def touch(self, node: ast.AST) -> None:
         """Note that the running unit read the code of ``node`` (a function or class of this file)."""
-        if self.touched is not None:
-            self.touched[id(node)] = node
+        if self.run_state.touched is not None:
+            self.run_state.touched[id(node)] = node
 
     def touch_whole_file(self) -> None:
         """Note that the running unit read every definition of the file (a fix proof that looks
         for callers or gradient users anywhere): after any edit the unit cache runs it again.
         Methods are noted one by one, as the cache tracks them apart."""
-        if self.touched is None:
+        if self.run_state.touched is None:
             return
         for stmt in self.tree.body:
             self.touch(stmt)
@@ -368,18 +358,18 @@ class Interpreter:
         return current
 
     def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None) -> None:
-        self.current_unit, self.no_grad_writes = unit, {}
+        self.run_state.current_unit, self.run_state.no_grad_writes = unit, {}
         flow = self.exec_block(body, state)
         final = State.join_all([flow.normal, *(s for s, _ in flow.returns)])
         if body:
-            self.stmt_stack.append(body[-1])
+            self.run_state.stmt_stack.append(body[-1])
             try:
                 self.emit(UnitEndEvent(stmt=body[-1], state=final, unit=unit))
             finally:
-                self.stmt_stack.pop()
+                self.run_state.stmt_stack.pop()
 
     def note_module_call(self, ref: HeapRef, call: ast.AST) -> None:
-        for calls in self.module_calls:
+        for calls in self.run_state.module_calls:
             calls.append((ref, call))
 
     def initial_state(self) -> State:
@@ -408,12 +398,21 @@ class Interpreter:
         """Once per file: the module-level names a function analyzed alone sees (imports, defs, constants)."""
         if self._module_names is None:
             self._module_names = State()
-            self.emitting = False
-            try:
+            with self.quiet():
                 self.bind_module_definitions(self._module_names)
-            finally:
-                self.emitting = True
         return self._module_names
+
+    def definitions_table(self) -> dict[str, Value]:
+        """This version's module-level imports, functions and classes bound once, by name (what
+        the file's run has in ``globals`` once the module body ran), without touching the running
+        analysis: a call run again alone (:mod:`graphlife.analysis.unit_cache`) may ask for it
+        in the middle of the module body. Built in a run state of its own, quietly."""
+        if self._definitions_table is None:
+            run = RunState(emitting=False, create_graph_seen=self.run_state.create_graph_seen)
+            with self.swapped_run_state(run):
+                self.bind_module_definitions(State())
+            self._definitions_table = run.globals
+        return self._definitions_table
 
     def function_entry_state(self, func: ast.FunctionDef, owner: ast.ClassDef | None) -> State:
         """Module-level names known (imports, classes, functions, simple globals); params unknown."""
@@ -449,11 +448,11 @@ class Interpreter:
         """Imports, defs, classes and constant-ish module assignments, for a function analyzed alone."""
         for stmt in self.tree.body:
             if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.stmt_stack.append(stmt)
+                self.run_state.stmt_stack.append(stmt)
                 try:
                     self.exec_stmt(stmt, state)
                 finally:
-                    self.stmt_stack.pop()
+                    self.run_state.stmt_stack.pop()
             elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
                 value = UNKNOWN
                 if isinstance(stmt.value, ast.Constant):
@@ -478,7 +477,7 @@ class Interpreter:
             if not flow.normal.reachable:
                 break
             self.check_time()
-            self.stmt_stack.append(stmt)
+            self.run_state.stmt_stack.append(stmt)
             self.reporter.raised = False
             try:
                 inner = self.exec_stmt(stmt, flow.normal)
@@ -486,9 +485,9 @@ class Interpreter:
                 inner = Flow(normal=flow.normal)
                 self.havoc_targets(stmt, flow.normal)
             finally:
-                self.stmt_stack.pop()
-            if self.reporter.raised or self.path_ends:
-                self.path_ends = False
+                self.run_state.stmt_stack.pop()
+            if self.reporter.raised or self.run_state.path_ends:
+                self.run_state.path_ends = False
                 # torch raises at this statement on every path: nothing after it runs.
                 inner.normal = inner.normal.copy()
                 inner.normal.reachable = False
@@ -570,7 +569,7 @@ class Interpreter:
         """Top-level imports, functions and classes live in one shared table, not in every state:
         copying and joining states then costs nothing for them (large files have hundreds)."""
         if self.parents.get(id(stmt)) is self.tree and not self.rebound.get(name):
-            self.globals[name] = value
+            self.run_state.globals[name] = value
             state.env.pop(name, None)
         else:
             state.env[name] = value
@@ -622,7 +621,7 @@ class Interpreter:
             result = torch_api.binop(self, state, stmt.op, target_value, operand, stmt, stmt.target, stmt.value)
             if (
                 isinstance(stmt.target, ast.Name) and isinstance(result, TensorVal) and result.requires_grad is True
-                and self.loop_entry_envs and stmt.target.id in self.loop_entry_envs[-1][1].env
+                and self.run_state.loop_entry_envs and stmt.target.id in self.run_state.loop_entry_envs[-1][1].env
             ):
                 self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=result,
                                               target=stmt.target.id, kind="accumulate", whole=operand))
@@ -721,7 +720,7 @@ class Interpreter:
     def exec_for(self, stmt: ast.For, state: State) -> Flow:
         iterable = self.eval(stmt.iter, state)
         items = self.exact_items(iterable, stmt.iter, state)
-        if items is not None and len(items) > 1 and len(self.loop_stack) >= MAX_UNROLLED_NESTING:
+        if items is not None and len(items) > 1 and len(self.run_state.loop_stack) >= MAX_UNROLLED_NESTING:
             items = None  # too deep to unroll item by item: once, with what the items have in common
         if items is not None:
             return self.run_loop(stmt, state, [lambda s, v=v: self.assign(stmt.target, v, s, None) for v in items],
@@ -729,7 +728,7 @@ class Interpreter:
         element = self.iter_element(iterable, state)
         count = self.constant_range_length(stmt.iter)
         iterations = 2 if count is None or count >= 2 else max(count, 0)
-        capped = iterations > 1 and len(self.loop_stack) >= MAX_UNROLLED_NESTING
+        capped = iterations > 1 and len(self.run_state.loop_stack) >= MAX_UNROLLED_NESTING
         if capped:
             iterations = 1  # and the loop may end after it, as if its length were unknown
         birth = self.container_birth(iterable, state)
@@ -741,7 +740,7 @@ class Interpreter:
                 self.next_element(element, birth, s)
             if index:
                 for name in indexed:  # `for i in range(len(data)): data[i]...`: another element too
-                    self.next_element_of(s.env.get(name, self.globals.get(name)), s)
+                    self.next_element_of(s.env.get(name, self.run_state.globals.get(name)), s)
             self.assign(stmt.target, element, s, None)
 
         binders = [lambda s, index=index: bind(s, index) for index in range(iterations)]
@@ -788,11 +787,11 @@ class Interpreter:
         raises: those made before (``h`` of ``[head(h) for ...]``), and those one iteration's
         nodes reach from another's (a hidden state carried from step to step and appended at
         each: every element's graph holds the earlier steps)."""
-        graph = self.graph.nodes
+        graph = self.run_state.graph.nodes
         nodes: set[int] = set()
         for tensor in torch_api.tensors_in(element, state):
             if tensor.grad_fn:
-                _, reach = self.graph.reach(tensor.grad_fn, False)
+                _, reach = self.run_state.graph.reach(tensor.grad_fn, False)
                 nodes.update(n for n in reach if len(graph[n].iteration) > birth)
         shared: set[int] = set()
         for node in nodes:
@@ -828,27 +827,27 @@ class Interpreter:
 
     def exec_while(self, stmt: ast.While, state: State) -> Flow:
         infinite = isinstance(stmt.test, ast.Constant) and bool(stmt.test.value)
-        binders = [lambda s: self.eval(stmt.test, s)] * (2 if len(self.loop_stack) < MAX_UNROLLED_NESTING else 1)
+        binders = [lambda s: self.eval(stmt.test, s)] * (2 if len(self.run_state.loop_stack) < MAX_UNROLLED_NESTING else 1)
         return self.run_loop(stmt, state, binders, may_skip=not infinite, infinite=infinite)
 
     def run_loop(self, stmt, state: State, binders, *, may_skip: bool, infinite: bool = False, count_known: bool = False) -> Flow:
         exits: list[State] = [state.copy()] if may_skip else []
         returns: list[tuple[State, Value]] = []
         current = state
-        first_node, backwards_before = len(self.graph.nodes), self.backward_count
-        self.module_calls.append([])
-        self.loop_entry_envs.append((stmt, state))
-        self.loop_pre_states.append(state.copy())
+        first_node, backwards_before = len(self.run_state.graph.nodes), self.backward_count
+        self.run_state.module_calls.append([])
+        self.run_state.loop_entry_envs.append((stmt, state))
+        self.run_state.loop_pre_states.append(state.copy())
         try:
             for index, bind in enumerate(binders):
-                self.loop_stack.append((stmt, index))
-                self.loop_entry_envs[-1] = (stmt, current)
+                self.run_state.loop_stack.append((stmt, index))
+                self.run_state.loop_entry_envs[-1] = (stmt, current)
                 try:
                     entry = current.copy()
                     bind(entry)
                     flow = self.exec_block(stmt.body, entry)
                 finally:
-                    self.loop_stack.pop()
+                    self.run_state.loop_stack.pop()
                 returns.extend(flow.returns)
                 exits.extend(flow.breaks)
                 current = State.join_all([flow.normal, *flow.continues])
@@ -858,14 +857,14 @@ class Interpreter:
                     # An unknown number of iterations: the loop may also end after this one.
                     exits.append(current.copy())
         finally:
-            self.loop_entry_envs.pop()
-            self.loop_pre_states.pop()
-            calls = self.module_calls.pop()
+            self.run_state.loop_entry_envs.pop()
+            self.run_state.loop_pre_states.pop()
+            calls = self.run_state.module_calls.pop()
         if not infinite or not exits:
             exits.append(current)
         after = State.join_all(exits) if exits else current
         self.emit(LoopEndEvent(stmt=stmt, state=after, loop=stmt, first_node=first_node,
-                                           last_node=len(self.graph.nodes), backwards=self.backward_count - backwards_before,
+                                           last_node=len(self.run_state.graph.nodes), backwards=self.backward_count - backwards_before,
                                            module_calls=calls))
         if not infinite and getattr(stmt, "orelse", None):
             orelse = self.exec_block(stmt.orelse, after)
@@ -986,10 +985,10 @@ class Interpreter:
 
     def maybe_store(self, state: State, ref: HeapRef, value: Value, target: str, kind: str) -> None:
         """Emit ``store`` when a graph-carrying tensor goes into an object that outlives the iteration."""
-        if not self.loop_stack or ref.oid not in state.heap:
+        if not self.run_state.loop_stack or ref.oid not in state.heap:
             return
         born = state.heap[ref.oid].extra.get("born", ())
-        if len(born) >= len(self.loop_stack):
+        if len(born) >= len(self.run_state.loop_stack):
             return  # made in this iteration: it dies with it
         for tensor in torch_api.tensors_in(value, state):
             if tensor.requires_grad is True and tensor.grad_fn:
@@ -1024,8 +1023,8 @@ class Interpreter:
         if isinstance(expr, ast.Name):
             if expr.id in state.env:
                 return state.env[expr.id]
-            if expr.id in self.globals:
-                return self.globals[expr.id]
+            if expr.id in self.run_state.globals:
+                return self.run_state.globals[expr.id]
             return torch_api.builtin_name(expr.id)
         if isinstance(expr, ast.Constant):
             return NONE if expr.value is None else Number(expr.value)
@@ -1100,8 +1099,8 @@ class Interpreter:
             return Number(None)
         if isinstance(expr, (ast.Await, ast.Yield, ast.YieldFrom)):
             value = self.eval(expr.value, state) if getattr(expr, "value", None) is not None else NONE
-            if self.yielded and isinstance(expr, (ast.Yield, ast.YieldFrom)):
-                self.yielded[-1].append(value if isinstance(expr, ast.Yield) else self.iter_element(value, state))
+            if self.run_state.yielded and isinstance(expr, (ast.Yield, ast.YieldFrom)):
+                self.run_state.yielded[-1].append(value if isinstance(expr, ast.Yield) else self.iter_element(value, state))
             return UNKNOWN
         return UNKNOWN
 
@@ -1127,23 +1126,23 @@ class Interpreter:
         for generator in expr.generators:
             iterable = self.eval(generator.iter, inner)
             self.assign(generator.target, self.iter_element(iterable, inner), inner, None)
-        self.loop_entry_envs.append((expr, inner))
-        self.loop_pre_states.append(inner.copy())
+        self.run_state.loop_entry_envs.append((expr, inner))
+        self.run_state.loop_pre_states.append(inner.copy())
         try:
             for index in range(2):
-                self.loop_stack.append((expr, index))
-                self.loop_entry_envs[-1] = (expr, inner)
+                self.run_state.loop_stack.append((expr, index))
+                self.run_state.loop_entry_envs[-1] = (expr, inner)
                 try:
                     for generator in expr.generators:
                         for condition in generator.ifs:
                             self.eval(condition, inner)
                     value = self.eval(expr.elt, inner) if not isinstance(expr, ast.DictComp) else self.eval(expr.value, inner)
                 finally:
-                    self.loop_stack.pop()
+                    self.run_state.loop_stack.pop()
                 element = value  # one evaluation stands for every element (a join would blur them)
         finally:
-            self.loop_entry_envs.pop()
-            self.loop_pre_states.pop()
+            self.run_state.loop_entry_envs.pop()
+            self.run_state.loop_pre_states.pop()
         # Keep effects (heap, versions, freed graphs) but not the comprehension's own names.
         env = state.env
         state.adopt(inner)
@@ -1319,7 +1318,7 @@ class Interpreter:
         call's own record, not by the caller's, and an edit in it does not make the caller's
         record stale."""
         node = func.node
-        if len(self.call_stack) >= MAX_INLINE_DEPTH or func.key in self.call_stack or isinstance(node, ast.AsyncFunctionDef):
+        if len(self.run_state.call_stack) >= MAX_INLINE_DEPTH or func.key in self.run_state.call_stack or isinstance(node, ast.AsyncFunctionDef):
             self.touch(node)
             return UNKNOWN
         if self.isolate_calls and isolation.may_isolate(self, func, args, kwargs, state, site):
@@ -1368,25 +1367,23 @@ class Interpreter:
             if "inference_mode" in " ".join(decorators):
                 callee_state.inference_mode = True
         if is_generator:
-            self.yielded.append([])
+            self.run_state.yielded.append([])
         self.inlined.add(func.key)
         self.inline_log.append(node)
-        if self.unit_inlined is not None:
-            self.unit_inlined.add(func.key)
-        self.call_stack.append(func.key)
-        self.frames.append(CallFrame(call=site if isinstance(site, ast.Call) else None, stmt=self.current_stmt(),
+        if self.run_state.unit_inlined is not None:
+            self.run_state.unit_inlined.add(func.key)
+        self.run_state.call_stack.append(func.key)
+        self.run_state.frames.append(CallFrame(call=site if isinstance(site, ast.Call) else None, stmt=self.current_stmt(),
                                      params=[p.arg for p in params], bound=func.bound_self is not None and "staticmethod" not in decorators))
-        saved_loops = self.loop_stack
         try:
             flow = self.exec_block(node.body, callee_state)
         finally:
-            self.call_stack.pop()
-            self.frames.pop()
-            self.loop_stack = saved_loops
-            yielded = self.yielded.pop() if is_generator else None
+            self.run_state.call_stack.pop()
+            self.run_state.frames.pop()
+            yielded = self.run_state.yielded.pop() if is_generator else None
         outs = [s for s, _ in flow.returns] + ([flow.normal] if flow.normal.reachable else [])
         if not outs:
-            self.path_ends = True  # the callee raises on every path: so does this call
+            self.run_state.path_ends = True  # the callee raises on every path: so does this call
             return UNKNOWN
         after = State.join_all(outs)
         # Back in the caller: its own names, the callee's effects on heap, graph and versions.
@@ -1427,9 +1424,9 @@ class Interpreter:
         state copy or join pays for them: quadratic on large files.
         """
         roots: list[Value] = list(state.env.values()) + extra_roots
-        for _, entry in self.loop_entry_envs:
+        for _, entry in self.run_state.loop_entry_envs:
             roots.extend(entry.env.values())
-        for pre in self.loop_pre_states:
+        for pre in self.run_state.loop_pre_states:
             roots.extend(pre.env.values())
         live: set[int] = set()
         stack = roots
@@ -1479,11 +1476,11 @@ class Interpreter:
 
     def carried_names(self, node_ids: set[int], state: State) -> list[tuple[str, ast.AST]]:
         """Names (or ``self.attr``) that, at the top of the current loop, held graphs reaching ``node_ids``."""
-        if not self.loop_entry_envs:
+        if not self.run_state.loop_entry_envs:
             return []
         found: list[tuple[str, ast.AST]] = []
-        loop, entry = self.loop_entry_envs[-1]
-        before = self.loop_pre_states[-1].env if self.loop_pre_states else {}
+        loop, entry = self.run_state.loop_entry_envs[-1]
+        before = self.run_state.loop_pre_states[-1].env if self.run_state.loop_pre_states else {}
         candidates: list[tuple[str, Value]] = []
         assigned = self.names_assigned_in(loop)
         for name, value in sorted(entry.env.items()):
@@ -1500,7 +1497,7 @@ class Interpreter:
                                       if not attr.startswith("_") and f"{name}.{attr}" in assigned)
         for name, value in candidates:
             for tensor in torch_api.tensors_in(value, entry):
-                _, may = self.graph.reach(tensor.grad_fn, False)
+                _, may = self.run_state.graph.reach(tensor.grad_fn, False)
                 if may & node_ids:
                     found.append((name, loop))
                     break

@@ -64,7 +64,7 @@ class SelfCache:
         that instance (unknown when ``__init__`` could not be interpreted)."""
         if not ENABLED or interp.watch is not None:
             return state, build_instance(interp, ref, func, state)
-        key = (ref.key, ref.is_module, ref.is_autograd_function, param, interp.create_graph_seen)
+        key = (ref.key, ref.is_module, ref.is_autograd_function, param, interp.run_state.create_graph_seen)
         built = self.built.get(key)
         if built is None:
             built = self.built[key] = _build(interp, ref, func, state)
@@ -82,33 +82,36 @@ def build_instance(interp, ref: ClassRef, func: ast.AST, state: State) -> Value:
     # Imported here: the interpreter imports this module.
     from graphlife.analysis.interpreter import Timeout
 
-    interp.emitting = False
-    interp.stmt_stack.append(func)  # where `__init__` runs from: the method's own definition
+    stack = interp.run_state.stmt_stack
+    stack.append(func)  # where `__init__` runs from: the method's own definition
     try:
-        return interp.instantiate(ref, [], {}, state, func)
+        with interp.quiet():
+            return interp.instantiate(ref, [], {}, state, func)
     except (Timeout, RecursionError):
         raise
     except Exception:  # noqa: BLE001
         return UNKNOWN
     finally:
-        interp.stmt_stack.pop()
-        interp.emitting = True
+        stack.pop()
 
 
 def _build(interp, ref: ClassRef, func: ast.AST, state: State) -> BuiltSelf:
-    outer_touched, outer_inlined, outer_ends = interp.touched, interp.unit_inlined, interp.path_ends
-    zeroed_before = dict(interp.zeroed_after)
-    interp.touched, interp.unit_inlined, interp.path_ends = {}, set(), False
+    run = interp.run_state
+    outer_touched, outer_inlined, outer_ends = run.touched, run.unit_inlined, run.path_ends
+    zeroed_before = dict(run.zeroed_after)
+    touched: dict[int, ast.AST] = {}
+    inlined: set[int] = set()
+    run.touched, run.unit_inlined, run.path_ends = touched, inlined, False
     try:
         value = build_instance(interp, ref, func, state)
         built = BuiltSelf(
-            state=state.copy(), value=value, touched=interp.touched, inlined=interp.unit_inlined,
-            zeroed_added={key: stmt for key, stmt in interp.zeroed_after.items() if zeroed_before.get(key) is not stmt},
-            path_ends=interp.path_ends, create_graph_out=interp.create_graph_seen,
+            state=state.copy(), value=value, touched=touched, inlined=inlined,
+            zeroed_added={key: stmt for key, stmt in run.zeroed_after.items() if zeroed_before.get(key) is not stmt},
+            path_ends=run.path_ends, create_graph_out=run.create_graph_seen,
         )
     finally:
-        touched, inlined, ends = interp.touched, interp.unit_inlined, interp.path_ends
-        interp.touched, interp.unit_inlined, interp.path_ends = outer_touched, outer_inlined, outer_ends or ends
+        ends = run.path_ends
+        run.touched, run.unit_inlined, run.path_ends = outer_touched, outer_inlined, outer_ends or ends
     _merge_reads(interp, touched, inlined)
     return built
 
@@ -116,14 +119,16 @@ def _build(interp, ref: ClassRef, func: ast.AST, state: State) -> BuiltSelf:
 def _redo_effects(interp, built: BuiltSelf) -> None:
     _merge_reads(interp, built.touched, built.inlined)
     interp.inlined.update(built.inlined)
-    interp.zeroed_after.update(built.zeroed_added)
-    interp.create_graph_seen = built.create_graph_out
+    run = interp.run_state
+    run.zeroed_after.update(built.zeroed_added)
+    run.create_graph_seen = built.create_graph_out
     if built.path_ends:
-        interp.path_ends = True
+        run.path_ends = True
 
 
 def _merge_reads(interp, touched: dict[int, ast.AST], inlined: set[int]) -> None:
-    if interp.touched is not None:
-        interp.touched.update(touched)
-    if interp.unit_inlined is not None:
-        interp.unit_inlined.update(inlined)
+    run = interp.run_state
+    if run.touched is not None:
+        run.touched.update(touched)
+    if run.unit_inlined is not None:
+        run.unit_inlined.update(inlined)

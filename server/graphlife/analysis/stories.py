@@ -122,7 +122,7 @@ def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, d
     interp.isolate_calls = False  # the story reads one graph store at the end of the run
     with contextlib.suppress(Timeout, RecursionError):
         interp.run()
-    return interp.graph
+    return interp.run_state.graph
 
 
 # -- telling it -------------------------------------------------------------------------------

@@ -231,7 +231,7 @@ def apply_op(
             saves.extend(saved_inputs(interp, state, cases, inputs, input_exprs, site, key))
             if all(c.result for c in cases) and storage is not None:
                 saves.append(SavedRef(storage, max(state.version_of(storage)), "result", interp.text(site)))
-    node = interp.graph.add(
+    node = interp.run_state.graph.add(
         op=key, site=site, parents=parents, parents_certain=parents_certain, saves=tuple(saves),
         saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
         leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
@@ -287,7 +287,7 @@ def apply_inplace(
         state.bump(target.storage, construction if (report_at_construction and construction is not None) else stmt)
     if target.via_data:
         for storage in param_storages(target, state):
-            state.writable("data_bumps")[storage] = state.data_bumps.get(storage, ()) + ((len(interp.graph.nodes), stmt),)
+            state.writable("data_bumps")[storage] = state.data_bumps.get(storage, ()) + ((len(interp.run_state.graph.nodes), stmt),)
     if target.grad_of and key in ("Tensor.zero_", "Tensor.mul_", "Tensor.fill_"):
         zero_grads(interp, state, target.grad_of, site, set_to_none=False)
     info = info if info is not None else optable.lookup(key)
@@ -315,7 +315,7 @@ def apply_inplace(
                 value = inputs[index]
                 if index > 0 and isinstance(value, TensorVal) and value.storage is not None:
                     saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", ""))
-    node = interp.graph.add(
+    node = interp.run_state.graph.add(
         op=key, site=site, parents=parents, parents_certain=all(t.certain for t in tensors), saves=tuple(saves),
         saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
         leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
@@ -417,7 +417,7 @@ def tensor_attribute(interp: "Interpreter", state: State, tensor: TensorVal, exp
     if attr == "grad":
         interp.emit(GradReadEvent(stmt=interp.current_stmt(), state=state, tensor=tensor, expr=expr))
         # After a backward with create_graph=True, a .grad has a graph of its own.
-        grad_needs = None if interp.create_graph_seen else False
+        grad_needs = None if interp.run_state.create_graph_seen else False
         grad = TensorVal(requires_grad=grad_needs, leaf=True if grad_needs is False else None, storage=None,
                          origin=expr, desc=interp.text(expr),
                          grad_of=param_storages(tensor, state) if tensor.leaf else frozenset(),
@@ -445,7 +445,7 @@ def set_requires_grad(interp: "Interpreter", state: State, target: TensorVal, ta
     rebind(interp, state, target_expr, updated)
     if target.owner is not None and target.owner in state.heap:
         # A loop over .parameters() sets every parameter; a single one makes the module "maybe".
-        frozen = (not flag) if (flag is not None and interp.loop_stack) else None
+        frozen = (not flag) if (flag is not None and interp.run_state.loop_stack) else None
         state.heap_write(target.owner).frozen = frozen
         mark_children_frozen(state, HeapRef(target.owner), frozen)
 
@@ -907,7 +907,7 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
                       case_override=None)
     if param_grad is not False and isinstance(result, TensorVal) and result.grad_fn:
         # Attach what the table says this module saves (with its parameters requiring grad).
-        node = interp.graph.nodes[next(iter(result.grad_fn))]
+        node = interp.run_state.graph.nodes[next(iter(result.grad_fn))]
         saves = []
         if cases:
             saves.extend(saved_inputs(interp, state, cases, inputs, exprs, call, key))
@@ -1096,7 +1096,7 @@ def zero_grads(interp, state: State, storages, site, *, set_to_none) -> None:
         if previous is not None and previous[0] in ("acc", "acc_stale"):
             state.writable("grads")[storage] = ("zeroed_after_backward", interp.current_stmt())
             if previous[0] == "acc" and previous[1] is not None:
-                interp.zeroed_after[id(interp.current_stmt())] = previous[1]  # the backward it undid
+                interp.run_state.zeroed_after[id(interp.current_stmt())] = previous[1]  # the backward it undid
         else:
             state.writable("grads")[storage] = ("zeroed_none" if set_to_none else "zeroed", interp.current_stmt())
 
@@ -1309,21 +1309,21 @@ def do_backward(interp: "Interpreter", state: State, root: Value, root_expr, kwa
         certain = isinstance(root, TupleVal) and all(isinstance(i, TensorVal) for i in root.items)
     grad_fns = frozenset().union(*(t.grad_fn for t in roots)) if roots else frozenset()
     all_certain = certain and all(t.certain for t in roots)
-    must, may = interp.graph.reach(grad_fns, all_certain)
+    must, may = interp.run_state.graph.reach(grad_fns, all_certain)
     stmt = interp.current_stmt()
     leaves: set[int] = set()
     for nid in may:
-        leaves |= interp.graph.nodes[nid].leaves
+        leaves |= interp.run_state.graph.nodes[nid].leaves
     create_flag = const_bool(create) if create is not None else False
     if create_flag is not False:
-        interp.create_graph_seen = True
+        interp.run_state.create_graph_seen = True
     if kind == "grad":
         leaves = set()  # autograd.grad returns gradients; it does not touch .grad
     interp.emit(BackwardEvent(stmt=stmt, state=state, call=call, root=root, root_expr=root_expr,
                                           retain_graph=retain_flag, kind=kind, must=must, may=may,
                                           create_graph=create_flag, leaves=frozenset(leaves)))
     interp.backward_count += 1
-    if kind == "backward" and (not may or any(interp.graph.nodes[n].partial for n in may)):
+    if kind == "backward" and (not may or any(interp.run_state.graph.nodes[n].partial for n in may)):
         # Part of this graph is unknown, so are the gradients it fills: forget what we knew.
         for storage in list(state.grads):
             state.writable("grads")[storage] = ("unknown", None)

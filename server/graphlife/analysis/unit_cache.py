@@ -49,6 +49,9 @@ from graphlife.analysis import isolation
 from graphlife.analysis.blocks import Block, ParsedFile
 from graphlife.analysis.interpreter import Timeout
 from graphlife.analysis.regions import Region, RegionMap
+from graphlife.analysis.rule_api import Reporter
+from graphlife.analysis.run_state import RunState
+from graphlife.analysis.state import State
 from graphlife.analysis.values import ClassRef, FunctionRef, TupleVal, Value
 from graphlife.findings import Line, Span
 
@@ -114,6 +117,9 @@ class UnitCache:
         self._statement_blocks: list[Block] = []
         self._definition_reads: list[Region] | None = None
         self.calls: dict[int, list[CallEntry]] = {}
+        #: The names of the module's definitions bound when a call was made, shared by the calls
+        #: that saw the same table (see ``_globals_names``).
+        self._shared_globals_names: tuple[dict[str, Value], int, frozenset[str]] | None = None
         self.replayed = 0
         self.ran = 0
         self.calls_replayed = 0
@@ -150,12 +156,14 @@ class UnitCache:
     def read_definitions(self, interp) -> None:
         """Build the definitions table the functions analyzed alone start from, noting the code
         it read (``name = SomeClass.method`` reads the class): that code is part of the table."""
-        saved, interp.touched = interp.touched, {}
+        run = interp.run_state
+        saved = run.touched
+        touched: dict[int, ast.AST] = {}
+        run.touched = touched
         try:
             interp.module_names()
-            touched = interp.touched
         finally:
-            interp.touched = saved
+            run.touched = saved
         regions = [self.regions.region_of(node) for node in touched.values()]
         complete = None not in regions
         found = sorted({id(region): region for region in regions if region is not None}.values(), key=lambda r: (r.start, r.key))
@@ -185,7 +193,7 @@ class UnitCache:
                     interp.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
                 interp.inlined.update(id(node) for node in inlined)
                 interp.inlined.update(nested_inlined)
-                interp.create_graph_seen = entry.create_graph_out
+                interp.run_state.create_graph_seen = entry.create_graph_out
                 self.replayed += 1
                 return
         self._record(interp, unit, key, run)
@@ -193,15 +201,17 @@ class UnitCache:
     # -- recording ------------------------------------------------------------------------
     def _record(self, interp, unit: ast.AST, key: object, run: Callable[[], None]) -> None:
         self.ran += 1
-        create_graph_in = interp.create_graph_seen
-        reports: list[tuple] = []
-        saved = interp.touched, interp.unit_inlined, interp.reporter.log
-        interp.touched, interp.unit_inlined, interp.reporter.log = {}, set(), reports
+        state = interp.run_state
+        create_graph_in = state.create_graph_seen
+        reports: list[object] = []
+        touched: dict[int, ast.AST] = {}
+        inlined: set[int] = set()
+        saved = state.touched, state.unit_inlined, interp.reporter.log
+        state.touched, state.unit_inlined, interp.reporter.log = touched, inlined, reports
         try:
             run()
-            touched, inlined = interp.touched, interp.unit_inlined
         finally:
-            interp.touched, interp.unit_inlined, interp.reporter.log = saved
+            state.touched, state.unit_inlined, interp.reporter.log = saved
         if key is None:
             return
         read: dict[int, Region] = {}
@@ -232,7 +242,7 @@ class UnitCache:
             definitions=self.definitions,
             definition_reads=None if key == _MODULE else self.definition_reads,
             create_graph_in=create_graph_in,
-            create_graph_out=interp.create_graph_seen,
+            create_graph_out=state.create_graph_seen,
             reports=reports,
             inlined=located,
             reads=[(region.start, region.end, region) for region in ordered],
@@ -240,7 +250,7 @@ class UnitCache:
 
     # -- replaying ------------------------------------------------------------------------
     def _valid(self, entry: UnitEntry, interp) -> bool:
-        if entry.definitions != self.definitions or entry.create_graph_in != interp.create_graph_seen:
+        if entry.definitions != self.definitions or entry.create_graph_in != interp.run_state.create_graph_seen:
             return False
         if entry.definition_reads is not None and entry.definition_reads != self.definition_reads:
             return False
@@ -280,9 +290,9 @@ class UnitCache:
             return None
         if not _same_context(entry.context, _context(interp)):
             return None
-        if entry.flags != _flags(state) or record.create_graph_in != interp.create_graph_seen:
+        if entry.flags != _flags(state) or record.create_graph_in != interp.run_state.create_graph_seen:
             return None
-        if entry.writes_in.keys() != interp.no_grad_writes.keys() or entry.args != args or entry.kwargs != kwargs:
+        if entry.writes_in.keys() != interp.run_state.no_grad_writes.keys() or entry.args != args or entry.kwargs != kwargs:
             return None
         if not self._code_unchanged(entry, interp):
             return None
@@ -335,7 +345,7 @@ class UnitCache:
         if node is None or not self._context_current(entry, interp):
             return None
         try:
-            new = isolation.rerun_alone(interp, entry, node)  # counted as a call run
+            new = self._rerun_alone(interp, entry, node)  # counted as a call run
         except Timeout:
             raise
         except Exception:  # noqa: BLE001 - an engine bug: the caller runs, as in a full check
@@ -345,6 +355,35 @@ class UnitCache:
         marker.entry = new
         expanded = self._expand(new.record.reports, new.reads, interp)
         return (expanded[0], expanded[1] | new.record.inlined) if expanded is not None else None
+
+    def _rerun_alone(self, interp, entry: CallEntry, node: ast.AST) -> CallEntry | None:
+        """Run a recorded call again with the values and in the context it was recorded with (its
+        caller is replayed, so both are the same), ``node`` being the callee's code now. Its
+        reports are kept for the caller's replay, not reported. The new entry, or ``None``."""
+        if isinstance(node, ast.AsyncFunctionDef) or interp.is_generator(node):
+            return None  # no longer a call that can run apart
+        table = interp.definitions_table()
+        if not entry.globals_names <= table.keys():
+            return None
+        statements, _, call_stack = entry.context
+        grad_enabled, inference_mode, grad_assumed = entry.flags
+        run = RunState(
+            stmt_stack=list(statements), frames=list(entry.frames), call_stack=list(call_stack), current_unit=entry.unit,
+            globals={name: table[name] for name in entry.globals_names},  # the definitions bound before the call
+            create_graph_seen=entry.record.create_graph_in, no_grad_writes=dict(entry.writes_in),
+        )
+        state = State(env=dict(entry.env_values), grad_enabled=grad_enabled, inference_mode=inference_mode,
+                      grad_assumed=grad_assumed)
+        reporter, interp.reporter = interp.reporter, Reporter()  # what it reports is for the caller's replay
+        try:
+            with interp.swapped_run_state(run):
+                result = isolation.call_isolated(interp, FunctionRef(node=node, key=id(node)), list(entry.args),
+                                                 dict(entry.kwargs), state, entry.site)
+        finally:
+            interp.reporter = reporter
+        if result is None:
+            return None
+        return next((new for new in self.calls.get(id(entry.site), ()) if new.callee is node), None)
 
     @staticmethod
     def _current_callee(entry: CallEntry, interp) -> ast.AST | None:
@@ -372,14 +411,14 @@ class UnitCache:
                     record: "isolation.CallRecord") -> CallEntry | None:
         """Keep what a call run apart did, located in the regions it read and the caller's."""
         read: dict[int, Region] = {}
-        for node in (site, *interp.stmt_stack, *record.touched.values()):
+        for node in (site, *interp.run_state.stmt_stack, *record.touched.values()):
             region = self.regions.region_of(node)
             if region is None:
                 return None  # code outside the known regions: do not keep it
             read[id(region)] = region
         entry = CallEntry(
             site=site, callee=func.node, callee_top_level=interp.parents.get(id(func.node)) is interp.tree,
-            context=_context(interp), frames=list(interp.frames), unit=interp.current_unit,
+            context=_context(interp), frames=list(interp.run_state.frames), unit=interp.run_state.current_unit,
             args=list(args), kwargs=dict(kwargs), env=_env_key(state.env, interp.local_names(func.node)),
             env_values=dict(state.env), globals_names=self._globals_names(interp), flags=_flags(state), definitions=self.definitions,
             writes_in=dict(record.writes_in), record=record,
@@ -392,10 +431,10 @@ class UnitCache:
     def _globals_names(self, interp) -> frozenset[str]:
         """The module's definitions bound so far, one set shared by the calls that saw the same
         (the table only grows while the module body runs: its size names its state)."""
-        size = len(interp.globals)
-        shared = getattr(interp, "_globals_names", None)
-        if shared is None or shared[0] is not interp.globals or shared[1] != size:
-            shared = interp._globals_names = (interp.globals, size, frozenset(interp.globals))
+        table = interp.run_state.globals
+        shared = self._shared_globals_names
+        if shared is None or shared[0] is not table or shared[1] != len(table):
+            shared = self._shared_globals_names = (table, len(table), frozenset(table))
         return shared[2]
 
     @staticmethod
@@ -452,7 +491,8 @@ class _LineMover:
 
 
 def _context(interp) -> tuple:
-    return tuple(interp.stmt_stack), tuple(frame.call for frame in interp.frames), tuple(interp.call_stack)
+    run = interp.run_state
+    return tuple(run.stmt_stack), tuple(frame.call for frame in run.frames), tuple(run.call_stack)
 
 
 def _same_context(first: tuple, second: tuple) -> bool:
