@@ -27,9 +27,11 @@ removes repeated work that cannot change what the rules see.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from graphlife.analysis import scopes
+from graphlife.analysis.engine_api import EngineParts
 from graphlife.analysis.state import State
 from graphlife.analysis.values import (
     BoundMethod,
@@ -56,8 +58,8 @@ class MemoEntry:
     """One pure call: what it was given and read, what it returned and did to the interpreter."""
 
     bound_self: Value | None
-    args: tuple
-    kwargs: tuple
+    args: tuple[Value, ...]
+    kwargs: tuple[tuple[str, Value], ...]
     names: dict[str, object]  # the caller's names it could load (or _ABSENT), as they were
     objects: tuple[tuple[int, HeapObject], ...]  # the heap objects reachable from those values
     result: Value
@@ -71,11 +73,12 @@ class CallMemo:
     """The pure calls of one analysis of one file (it lives and dies with the interpreter)."""
 
     def __init__(self) -> None:
-        self.entries: dict[tuple, list[MemoEntry]] = {}
+        self.entries: dict[tuple[object, ...], list[MemoEntry]] = {}
         self.size = 0
         self.hits = 0
 
-    def call(self, interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
+    def call(self, interp: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
+             site: ast.AST) -> Value:
         """Inline ``func`` (``Interpreter.inline_call``), or replay an identical pure call."""
         if not ENABLED or interp.watch is not None or interp.is_generator(func.node) or not _simple_defaults(func.node):
             return interp.inline_call(func, args, kwargs, state, site)
@@ -87,8 +90,8 @@ class CallMemo:
                 return _replay(interp, entry, state)
         return self._run(interp, key, func, args, kwargs, state, site, local)
 
-    def _run(self, interp, key: tuple, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
-             site: ast.AST, local: frozenset[str]) -> Value:
+    def _run(self, interp: EngineParts, key: tuple[object, ...], func: FunctionRef, args: list[Value],
+             kwargs: dict[str, Value], state: State, site: ast.AST, local: frozenset[str]) -> Value:
         heap_before, env_before = state.heap, state.env
         facts_before, maps_before = _facts(interp), _maps(state)
         first_inlined = len(interp.inline_log)
@@ -106,7 +109,9 @@ class CallMemo:
                 run.touched = outer_touched
                 if outer_touched is not None:
                     outer_touched.update(touched)
-        if _facts(interp) != facts_before or not _same_heap(heap_before, state.heap) or not _same_maps(maps_before, state):
+        if _facts(interp) != facts_before or not _same_heap(heap_before, state.heap):
+            return result
+        if not _same_maps(maps_before, state):
             return result
         ran = interp.inline_log[first_inlined:]
         inlined = {id(node) for node in ran}
@@ -131,7 +136,7 @@ class CallMemo:
         return result
 
 
-def _key(interp, func: FunctionRef, state: State) -> tuple:
+def _key(interp: EngineParts, func: FunctionRef, state: State) -> tuple[object, ...]:
     """What steers the interpreter through the callee besides its inputs (compared by identity
     where it is an object of this analysis: the graph store, the definitions table)."""
     run = interp.run_state
@@ -142,7 +147,7 @@ def _key(interp, func: FunctionRef, state: State) -> tuple:
     )
 
 
-def _facts(interp) -> tuple:
+def _facts(interp: EngineParts) -> tuple[object, ...]:
     """What a pure call leaves as it was: the graph, the ids handed out, the events sent, the
     interpreter's facts between statements."""
     run = interp.run_state
@@ -153,7 +158,7 @@ def _facts(interp) -> tuple:
     )
 
 
-def _same_heap(before: dict, after: dict) -> bool:
+def _same_heap(before: Mapping[int, HeapObject], after: Mapping[int, HeapObject]) -> bool:
     if before is after:
         return True
     if len(before) != len(after):
@@ -166,11 +171,11 @@ def _same_heap(before: dict, after: dict) -> bool:
 _FACT_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed")
 
 
-def _maps(state: State) -> tuple:
+def _maps(state: State) -> tuple[object, ...]:
     return tuple(getattr(state, name) for name in _FACT_MAPS)
 
 
-def _same_maps(before: tuple, state: State) -> bool:
+def _same_maps(before: tuple[object, ...], state: State) -> bool:
     return all(after is old or after == old for after, old in zip(_maps(state), before))
 
 
@@ -192,19 +197,19 @@ def _matches(entry: MemoEntry, func: FunctionRef, args: list[Value], kwargs: dic
     return all(heap.get(oid) is obj for oid, obj in entry.objects)
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     """The same value for the callee: identical, or equal and carrying nothing equality ignores
     (a tensor's description and sites are not compared by ``==``)."""
     if a is b:
         return True
     if type(a) is not type(b) or isinstance(a, TensorVal):
         return False
-    if isinstance(a, TupleVal):
+    if isinstance(a, TupleVal) and isinstance(b, TupleVal):
         return len(a.items) == len(b.items) and all(_same(x, y) for x, y in zip(a.items, b.items))
     return a == b
 
 
-def _replay(interp, entry: MemoEntry, state: State) -> Value:
+def _replay(interp: EngineParts, entry: MemoEntry, state: State) -> Value:
     run = interp.run_state
     if run.touched is not None:
         run.touched.update(entry.touched)
@@ -220,7 +225,7 @@ def _replay(interp, entry: MemoEntry, state: State) -> Value:
 _LEADING = frozenset({HeapRef, TupleVal, ValuesIndices, FunctionRef, BoundMethod, TensorVal})
 
 
-def _reachable(values: list[Value], heap: dict) -> tuple[tuple[int, HeapObject], ...]:
+def _reachable(values: list[Value], heap: Mapping[int, HeapObject]) -> tuple[tuple[int, HeapObject], ...]:
     """The heap objects reachable from ``values``, with their identity (an object's attributes
     are many and mostly plain values: only those that may lead further are followed)."""
     seen: dict[int, HeapObject] = {}
@@ -251,7 +256,7 @@ def _reachable(values: list[Value], heap: dict) -> tuple[tuple[int, HeapObject],
     return tuple(seen.items())
 
 
-def _names_read(node: ast.AST, ran: list[ast.AST], interp) -> frozenset[str]:
+def _names_read(node: ast.AST, ran: list[ast.AST], interp: EngineParts) -> frozenset[str]:
     """The names the callee, and every function it inlined, may load (defaults included: they
     are evaluated with the caller's names)."""
     names = set(scopes.names_read(node, interp.function_text(node)))
@@ -260,13 +265,13 @@ def _names_read(node: ast.AST, ran: list[ast.AST], interp) -> frozenset[str]:
     return frozenset(names)
 
 
-def _simple_defaults(node: ast.AST) -> bool:
+def _simple_defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Defaults evaluated without making anything (constants, names, attributes of names): the
     others run at the call, in the caller's statement."""
-    found = getattr(node, "_graphlife_simple_defaults", None)
+    found: bool | None = getattr(node, "_graphlife_simple_defaults", None)
     if found is None:
         defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
         found = all(isinstance(d, (ast.Constant, ast.Name, ast.Attribute)) and all(
             isinstance(n, (ast.Constant, ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(d)) for d in defaults)
-        node._graphlife_simple_defaults = found
+        setattr(node, "_graphlife_simple_defaults", found)  # noqa: B010 - a cache hung on the node
     return found

@@ -33,22 +33,30 @@ cache remembers it (the call is then inlined at once while its code is unchanged
 Whether a call is run apart depends only on the call and its values, never on what
 happened to other calls: a replay gives what a run gives.
 
-For the language server, a call run apart is a unit of its own: its caller's record keeps
-the call (a :class:`Nested` marker), and after an edit in the callee only, the cache runs
-it again alone (:func:`rerun_alone`) and replays the caller when the call hands back the
-same (:func:`same_outcome`); see :mod:`graphlife.analysis.unit_cache`.
+The call runs in a run state of its own (:mod:`graphlife.analysis.run_state`): where
+the caller is, the names it sees and the facts it carries in, with its own graph store,
+ids and rule data. What crosses back is written out when it returns: whether it never
+returns, whether a ``backward(create_graph=True)`` ran, and the statements on the way to
+an in-place write made with gradients off (the run state's ``no_grad_writes``, which
+GL104's fix reads: the callee sees the caller's, and what it adds stays). When the run
+apart is undone, the caller's run state was never touched; only what belongs to the
+whole file (findings, the functions inlined, the count of backwards) is given back.
 
-One fact crosses the boundary both ways: the statements on the way to an
-in-place write made with gradients off (``Interpreter.no_grad_writes``, which
-GL104's fix reads). The callee sees the caller's, and what it adds stays.
+For the language server, a call run apart is a unit of its own: its caller's record keeps
+the call (a :class:`~graphlife.analysis.call_records.Nested` mark), and after an edit in
+the callee only, the cache runs it again alone and replays the caller when the call hands
+back the same (:func:`~graphlife.analysis.call_records.same_outcome`); see
+:mod:`graphlife.analysis.unit_cache`.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
+from graphlife.analysis.call_records import OPEN, CallRecord, Nested, RecordedCall, Reopen, flatten
+from graphlife.analysis.engine_api import EngineParts
 from graphlife.analysis.events import UnitEndEvent
+from graphlife.analysis.rule_api import LogMark, ReportArgs
 from graphlife.analysis.run_state import RunState
 from graphlife.analysis.state import State
 from graphlife.analysis.values import (
@@ -66,9 +74,6 @@ from graphlife.analysis.values import (
 
 #: Tests turn this off to compare with everything inlined (the findings must be the same).
 ENABLED = True
-
-#: What a replay answers for a call whose run apart was undone (it returned a graph): inline it.
-OPEN = object()
 
 
 def holds_no_graph(value: Value) -> bool:
@@ -93,13 +98,14 @@ def plain_result(value: Value) -> bool:
     return False
 
 
-def discarded(interp, site: ast.AST) -> bool:
+def discarded(interp: EngineParts, site: ast.AST) -> bool:
     """Is the call a statement of its own, its result going nowhere (``main()``)?"""
     parent = interp.parents.get(id(site))
     return isinstance(parent, ast.Expr) and parent.value is site
 
 
-def may_isolate(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> bool:
+def may_isolate(interp: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
+                site: ast.AST) -> bool:
     """Is this call independent of everything around it (see the module's docstring)?"""
     run = interp.run_state
     if not run.emitting:
@@ -116,22 +122,8 @@ def may_isolate(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, 
     return all(holds_no_graph(value) for name, value in state.env.items() if name not in local)
 
 
-@dataclass
-class CallRecord:
-    """What a call run apart did, as the unit cache keeps it for a replay."""
-
-    reports: list[tuple]
-    touched: dict[int, ast.AST]
-    inlined: set[int]
-    result: Value
-    path_ends: bool
-    create_graph_in: bool
-    create_graph_out: bool
-    writes_in: dict[int, ast.AST]  # the caller's writes it saw (kept: their ids stay theirs)
-    writes_added: dict[int, ast.AST]
-
-
-def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value | None:
+def call_isolated(interp: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
+                  site: ast.AST) -> Value | None:
     """The call's result, run apart (or replayed by the unit cache); ``None`` when the callee
     returned something with a graph: the caller then inlines it."""
     cache = interp.unit_cache
@@ -144,17 +136,17 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
             return replayed
     caller = interp.run_state
     undo = None if unused else _Undo(interp)
-    call_log: list[tuple] = []
+    call_log: list[ReportArgs | LogMark] = []
     apart = State(env=dict(state.env), grad_enabled=state.grad_enabled, inference_mode=state.inference_mode,
                   grad_assumed=state.grad_assumed)
     log, interp.reporter.log = interp.reporter.log, call_log
     run = _run_apart(caller, func.node)
+    result: Value = UNKNOWN
     kept = False
     try:
         with interp.swapped_run_state(run):
             result = interp.inline_call(func, args, kwargs, apart, site)
-            ends = run.path_ends
-            if unused or plain_result(result) or (result is UNKNOWN and ends):
+            if unused or plain_result(result) or (result is UNKNOWN and run.path_ends):
                 # Nothing of the callee's world leaks; a discarded value is unknown (only a grad-mode
                 # switch returned to a bare statement is looked at), so that a replay outlives a new one.
                 result = result if plain_result(result) and (not unused or isinstance(result, ContextVal)) else UNKNOWN
@@ -167,21 +159,23 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
         if not kept and undo is not None:
             undo.restore(interp)
     writes_in = dict(caller.no_grad_writes)  # the caller's writes it saw (kept: their ids stay theirs)
+    touched = run.touched if run.touched is not None else {}
     if not kept:
-        record = CallRecord(reports=[], touched=run.touched, inlined=set(), result=OPEN, path_ends=False,
+        undone = CallRecord(reports=[], touched=touched, inlined=set(), result=OPEN, path_ends=False,
                             create_graph_in=caller.create_graph_seen, create_graph_out=caller.create_graph_seen,
                             writes_in=writes_in, writes_added={})
         if cache is not None:
-            cache.record_call(interp, func, args, kwargs, state, site, record)  # not worth trying again
+            cache.record_call(interp, func, args, kwargs, state, site, undone)  # not worth trying again
         return None
     record = CallRecord(
-        reports=call_log, touched=run.touched, inlined=run.unit_inlined, result=result, path_ends=ends,
-        create_graph_in=caller.create_graph_seen, create_graph_out=run.create_graph_seen, writes_in=writes_in,
+        reports=call_log, touched=touched, inlined=run.unit_inlined if run.unit_inlined is not None else set(),
+        result=result, path_ends=run.path_ends, create_graph_in=caller.create_graph_seen,
+        create_graph_out=run.create_graph_seen, writes_in=writes_in,
         writes_added={key: stmt for key, stmt in run.no_grad_writes.items() if key not in caller.no_grad_writes},
     )
     entry = cache.record_call(interp, func, args, kwargs, state, site, record) if cache is not None else None
     _carry_out(caller, log, record, entry)
-    return record.result
+    return result
 
 
 def _run_apart(caller: RunState, callee: ast.AST) -> RunState:
@@ -196,7 +190,8 @@ def _run_apart(caller: RunState, callee: ast.AST) -> RunState:
     )
 
 
-def _carry_out(caller: RunState, log: list | None, record: CallRecord, entry) -> None:
+def _carry_out(caller: RunState, log: list[ReportArgs | LogMark] | None, record: CallRecord,
+               entry: RecordedCall | None) -> None:
     """What the caller keeps of a call run apart: its path end, the ``create_graph`` fact and the
     writes it made under ``no_grad``; for the enclosing recording (a unit, or a call run apart),
     the call itself, whose entry has its reports and the code it read, or without an entry (code
@@ -216,10 +211,11 @@ def _carry_out(caller: RunState, log: list | None, record: CallRecord, entry) ->
         caller.unit_inlined.update(inlined)
 
 
-def replay(interp, entry, reports: list[tuple], inlined: set[int]) -> Value:
+def replay(interp: EngineParts, entry: RecordedCall, reports: list[ReportArgs], inlined: set[int]) -> Value | Reopen:
     """Redo what a recorded call did to the interpreter: its reports (moved to their lines, and
     with those of the calls it ran apart), the functions it inlined, the facts it hands back.
-    :data:`OPEN` for a call whose run apart had to be undone: it is inlined."""
+    :data:`~graphlife.analysis.call_records.OPEN` for a call whose run apart had to be undone:
+    it is inlined."""
     record = entry.record
     if record.result is OPEN:
         return OPEN
@@ -241,32 +237,17 @@ def replay(interp, entry, reports: list[tuple], inlined: set[int]) -> Value:
     return record.result
 
 
-@dataclass
-class Nested:
-    """In a recorded log of reports: a call run apart (its unit cache entry) and, at replay, all
-    it reported. The enclosing unit or call stays valid when only that call's code changed: the
-    cache runs the call again alone and keeps the rest if it hands back the same."""
-
-    entry: object
-
-
-def same_outcome(old: CallRecord, new: CallRecord) -> bool:
-    """Does the caller see the same thing from both runs of a call (all but the reports)?"""
-    return (old.result == new.result and old.path_ends == new.path_ends and old.create_graph_out == new.create_graph_out
-            and old.writes_added.keys() == new.writes_added.keys())
-
-
 class _Undo:
     """What a call run apart may change of the file's own facts (not of the caller's run state,
     which it does not touch), kept to be given back when the run apart is undone."""
 
-    def __init__(self, interp) -> None:
+    def __init__(self, interp: EngineParts) -> None:
         reporter = interp.reporter
         self.findings, self.seen, self.raised = list(reporter.findings), set(reporter._seen), reporter.raised
         self.inlined = set(interp.inlined)
         self.backward_count = interp.backward_count
 
-    def restore(self, interp) -> None:
+    def restore(self, interp: EngineParts) -> None:
         """Everything the undone run reported and noted, forgotten."""
         reporter = interp.reporter
         reporter.findings[:] = self.findings
@@ -274,19 +255,3 @@ class _Undo:
         reporter.raised = self.raised
         interp.inlined = self.inlined
         interp.backward_count = self.backward_count
-
-
-def flatten(record: CallRecord) -> tuple[list[tuple], dict[int, ast.AST], set[int]]:
-    """A recorded call's reports, read code and inlined functions, with those of the calls it ran
-    apart (as recorded: the same version of the file)."""
-    reports: list[tuple] = []
-    touched, inlined = dict(record.touched), set(record.inlined)
-    for item in record.reports:
-        if isinstance(item, Nested):
-            nested = flatten(item.entry.record)
-            reports.extend(nested[0])
-            touched.update(nested[1])
-            inlined.update(nested[2])
-        else:
-            reports.append(item)
-    return reports, touched, inlined

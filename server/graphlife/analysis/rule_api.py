@@ -144,6 +144,11 @@ def hooks_by_event(rules: Iterable[Rule]) -> dict[type[Event], list[AnyHook]]:
 ReportArgs = tuple[Rule, Span, "str | Message", "Severity | None", tuple[Related, ...], tuple[FixRecipe, ...]]
 
 
+class LogMark:
+    """What a recording keeps in :attr:`Reporter.log` besides reports: a call analyzed apart
+    (:class:`graphlife.analysis.call_records.Nested`), whose reports its own record holds."""
+
+
 @dataclass
 class Reporter:
     """Collects findings for one file; drops exact duplicates (loops are unrolled twice)."""
@@ -154,7 +159,7 @@ class Reporter:
     raised: bool = False
     #: When a list: every report as made (:data:`ReportArgs`), before de-duplication, and the
     #: markers of calls run apart (the unit cache records units with it).
-    log: list[object] | None = None
+    log: list[ReportArgs | LogMark] | None = None
 
     def report(
         self,

@@ -103,7 +103,8 @@ class _Recorder:
 
 def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, deadline: float) -> GraphStore:
     """Interpret the file with the watch on; the graph store as the run left it."""
-    from graphlife.analysis.interpreter import Interpreter, Timeout  # noqa: PLC0415
+    from graphlife.analysis.engine_api import Timeout  # noqa: PLC0415
+    from graphlife.analysis.interpreter import Interpreter  # noqa: PLC0415
     from graphlife.analysis.rule_api import Reporter  # noqa: PLC0415
 
     class WatchingInterpreter(Interpreter):
