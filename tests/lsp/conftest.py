@@ -37,6 +37,19 @@ async def slow_client(lsp_client: LanguageClient):
     config=ClientServerConfig(
         server_command=SERVER_COMMAND,
         client_factory=make_client,
+        server_env=server_env_with(GRAPHLIFE_LSP_TEST_DELAY_MS="12000"),
+    )
+)
+async def runaway_client(lsp_client: LanguageClient):
+    """A server whose every analysis takes 12 s longer: past the checker's time box (5 s) + 5 s."""
+    yield
+    await stop(lsp_client)
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=SERVER_COMMAND,
+        client_factory=make_client,
         server_env=server_env_with(PYTHONPATH=os.pathsep.join([str(FAKE_TORCH_DIR), os.environ.get("PYTHONPATH", "")])),
     )
 )

@@ -66,3 +66,14 @@ def big_file(functions: int) -> str:
             f"\n\n"
         )
     return "".join(parts)
+
+
+def padded_big_file(min_chars: int, functions: int = 200) -> str:
+    """``big_file(functions)`` with a block of comment lines after each function, long enough to
+    pass ``min_chars``: big enough for the server's checker process, yet a full check of it takes
+    a fraction of a second (comments cost the parser little and the engine nothing)."""
+    code = big_file(functions)
+    comment = "# " + "padding " * 8 + "\n"
+    per_function = (min_chars - len(code)) // (len(comment) * functions) + 1
+    padding = comment * per_function
+    return code.replace("    return loss.item()\n", "    return loss.item()\n" + padding)

@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 
 import pytest
+
 from graphlife.analysis import rule_api
 from graphlife.checker import check_source
 from graphlife.findings import Line, Message
-
 from tests.fixturelib import FIXTURES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,23 +20,24 @@ import pytest
 
 from graphlife.analysis import call_memo, self_cache
 from graphlife.analysis import interpreter as engine
+from graphlife.analysis.rule_api import Reporter
 from graphlife.analysis.state import State
 from graphlife.analysis.values import NONE, Number
 from graphlife.checker import check_source
 from graphlife.incremental import IncrementalChecker
 from graphlife.rules import all_rules
-from graphlife.analysis.rule_api import Reporter
 from tests.fixturelib import FIXTURES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from generate import generate_fanout  # noqa: E402
 
-GROUPS = sorted(p.name for p in FIXTURES_DIR.iterdir() if p.is_dir()) + ["examples"]
+GROUPS = [*sorted(p.name for p in FIXTURES_DIR.iterdir() if p.is_dir()), "examples"]
 
 
 def _paths(group: str) -> list[Path]:
-    return sorted((ROOT / "examples").glob("*.py")) if group == "examples" else sorted((FIXTURES_DIR / group).glob("*.py"))
+    folder = ROOT / "examples" if group == "examples" else FIXTURES_DIR / group
+    return sorted(folder.glob("*.py"))
 
 
 def _findings(source: str) -> list[tuple]:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import product
+from json.decoder import scanstring  # type: ignore[attr-defined]  # C speed, not in typeshed
 from typing import Any
 
 __all__ = ["OpInfo", "SavedCase", "keys", "lookup", "normalize_key", "torch_version"]
@@ -249,7 +250,7 @@ def _op_offsets(text: str) -> dict[str, int] | None:
     marker = '\n  "'  # a key line of "ops" (deeper lines start with more spaces)
     at = text.find(marker, start + len(head) - 1, end)
     while at >= 0:
-        key, after = json.decoder.scanstring(text, at + len(marker))
+        key, after = scanstring(text, at + len(marker))
         if text[after:after + 3] != ": {":
             return None
         offsets[key] = after + 2

@@ -11,7 +11,9 @@ Modules, one job each:
 - :mod:`.debounce` — per-document timers so typing does not start an analysis per key.
 - :mod:`.linting` — runs the checker off the event loop, drops stale results, caches.
 - :mod:`.cancel` — stops a stale or runaway analysis inside its worker thread.
-- :mod:`.isolated` — the checker in a killable child process, for files too big to parse in-server.
+- :mod:`.isolated` — a big document's checker process: keeps its incremental checker between edits.
+- :mod:`.checker_process` — the server's handle on that process: send a version, await findings, kill.
+- :mod:`.memory` — gives the heap of a big analysis back to the OS.
 - :mod:`.diagnostics` — ``Finding`` -> ``Diagnostic``.
 - :mod:`.code_actions` — quick fixes (resolved lazily), fix-all, "ignore on this line".
 - :mod:`.hover` — the rule's explanation and the graph-lifetime story.

@@ -8,6 +8,12 @@ Why it is shaped this way:
   running one, then runs only if it is still the newest), but different
   documents do not wait for each other: a 50,000-line file being analyzed must
   not hold back the diagnostics of the small file the user is typing in.
+- A document over :data:`ISOLATE_CHARS` is analyzed in a checker process of
+  its own that lives as long as the document (:mod:`.isolated` says why;
+  :mod:`.checker_process` runs it): the GIL, killing as the only sure way to
+  stop a runaway analysis, its memory, and a crash that must not take the
+  server down. A process that dies is logged, and the same text is checked
+  once more in a new one.
 - A request bumps the key's *generation*; a result is published only if no
   newer request came and the documents still have the versions it analyzed.
   An analysis of version 3 that finishes after version 4 arrived is dropped,
@@ -15,18 +21,20 @@ Why it is shaped this way:
 - Results are kept per key so that hover and code actions answer from the same
   findings the user sees, and the last (source, config) result is reused when
   nothing changed (a save after the edits were already analyzed costs nothing).
-  The engine's API takes a whole file, so an edit re-analyzes the whole file;
-  the benchmark in ``benchmarks/lsp_latency.py`` measures what that costs.
+- Each document keeps an incremental checker (:mod:`graphlife.incremental`),
+  in the server or in its checker process: an edit costs the code it changed.
+  A newer version stops the running analysis of a thread (the checker then
+  starts over), but not the one in a checker process: killing that process
+  would throw away its caches, and the next version would pay for a whole file
+  again; it finishes (its result is dropped) and the next version is cheap.
+  ``benchmarks/lsp_latency.py`` measures change -> diagnostics.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
-import pickle
 import re
-import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,50 +49,20 @@ from graphlife.config import Config
 from graphlife.findings import Finding
 from graphlife.incremental import IncrementalChecker
 from graphlife.lsp.cancel import Cancelled, Runner
+from graphlife.lsp.checker_process import CheckerProcess, CheckerProcessDied
 from graphlife.lsp.debounce import Debouncer
 from graphlife.lsp.diagnostics import diagnostics_by_uri
 from graphlife.lsp.documents import Snapshot, current_stamp, take_snapshot
+from graphlife.lsp.isolated import TEST_DELAY_VARIABLE
 from graphlife.lsp.log import log, log_exception
+from graphlife.lsp.memory import mostly_new, release_memory
 from graphlife.lsp.settings import Settings
 
 _T = TypeVar("_T")
 
-#: Test and debugging knob: an artificial delay (ms) inside each analysis, to make
-#: "a slow analysis is overtaken by a newer version" reproducible.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 #: Analyses of different documents that may run at once.
 WORKERS = 3
-def _load_malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``: gives the heap freed by an analysis back to the OS (``None`` elsewhere)."""
-    try:
-        import ctypes  # noqa: PLC0415
-
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
-_MALLOC_TRIM = _load_malloc_trim()
-
-
-def release_memory() -> None:
-    """Give the memory of a big analysis back to the OS.
-
-    The syntax tree and abstract states of a big file are garbage once it is
-    checked, but the allocator keeps their pages: without this the server's
-    resident memory stays at the peak of the largest analysis it ever ran.
-    Collecting the cycles first empties whole arenas, which can then be returned.
-    """
-    gc.collect()
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
-
-def _mostly_new(analysis: Analysis) -> bool:
-    """Whether an analysis built most of its trees and states anew (then its garbage is worth
-    giving back). After an edit the incremental checker reuses nearly everything: trimming
-    the heap then costs about as much as the analysis and only competes with the next one."""
-    units = analysis.units
-    return units is None or units["ran"] + units["calls_ran"] > units["replayed"] + units["calls_replayed"]
 
 
 def _prepare(source: str) -> tuple[str, list[str]]:
@@ -100,12 +78,15 @@ def _prepare(source: str) -> tuple[str, list[str]]:
 #: Seconds of quiet after an incremental analysis before the heap is trimmed.
 IDLE_TRIM_SECONDS = 1.0
 
-#: Sources longer than this (characters, ~15,000 lines) are analyzed in a child process.
+#: Sources longer than this (characters, ~15,000 lines) are analyzed in the document's own
+#: checker process (:mod:`graphlife.lsp.isolated` says why).
 ISOLATE_CHARS = 500_000
 
 #: Seconds past the checker's own time box after which a running analysis is stopped.
 HARD_LIMIT_GRACE = 5.0
-_TEST_DELAY = float(os.environ.get("GRAPHLIFE_LSP_TEST_DELAY_MS", "0") or 0) / 1000.0
+#: Test and debugging knob: an artificial delay (ms) inside each analysis, to make
+#: "a slow analysis is overtaken by a newer version" reproducible.
+_TEST_DELAY = float(os.environ.get(TEST_DELAY_VARIABLE, "0") or 0) / 1000.0
 
 
 @dataclass
@@ -120,6 +101,7 @@ class Analysis:
     seconds: float = 0.0
     reused: bool = False
     units: dict | None = None  # units replayed / run by the incremental checker
+    in_process: bool = True  # False: analyzed in the document's checker process
     #: (code, span) -> the fixes compute_fixes made for that finding on this text (filled on demand).
     fix_cache: dict = field(default_factory=dict)
 
@@ -134,7 +116,9 @@ class Linter:
         self.executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="graphlife-check")
         self._locks: dict[str, asyncio.Lock] = {}
         self.runner = Runner(self.executor)
-        self._running: dict[str, Callable[[str], None]] = {}  # key -> stops the analysis running for it
+        #: key -> stops the analysis running for it: (reason, hard); a soft stop (a newer version)
+        #: leaves an analysis in a checker process running, a hard one kills the process.
+        self._running: dict[str, Callable[[str, bool], None]] = {}
         self._running_stamp: dict[str, tuple] = {}  # key -> the versions that analysis is checking
         self._gave_up: dict[str, tuple] = {}  # key -> stamp whose analysis ran over the hard limit
         self._generation: dict[str, int] = {}
@@ -144,6 +128,10 @@ class Linter:
         self._last_report: dict[str, tuple] = {}  # key -> (syntax errors, notes) already logged
         #: key -> the document's incremental checker (keeps parsed blocks and unit results between edits)
         self._checkers: dict[str, IncrementalChecker] = {}
+        #: key -> the checker process of a document that was over ISOLATE_CHARS at some point
+        #: (it stays there while open, so that typing around the limit keeps the caches warm).
+        self._processes: dict[str, CheckerProcess] = {}
+        self._crashed: dict[str, tuple] = {}  # key -> stamp whose analysis ended with its process
 
     # -- requests -------------------------------------------------------------------------
 
@@ -166,7 +154,11 @@ class Linter:
         """The document or notebook closed: drop pending work and clear its diagnostics."""
         self._generation[key] = self._generation.get(key, 0) + 1
         self.debouncer.cancel(key)
-        self._cancel_running(key, "the document was closed")
+        self._cancel_running(key, "the document was closed", hard=True)
+        process = self._processes.pop(key, None)
+        if process is not None:
+            process.kill()  # its memory goes back to the OS at once
+        self._crashed.pop(key, None)
         self._results.pop(key, None)
         self._last_cache.pop(key, None)
         self._last_report.pop(key, None)
@@ -176,10 +168,18 @@ class Linter:
         for uri in set(uris) | self._published.pop(key, set()):
             self._send(uri, None, [])
 
-    def _cancel_running(self, key: str, reason: str) -> None:
+    def _cancel_running(self, key: str, reason: str, hard: bool = False) -> None:
         cancel = self._running.get(key)
         if cancel is not None:
-            cancel(reason)
+            cancel(reason, hard)
+
+    async def close(self) -> None:
+        """The server is shutting down: end every checker process now (not after its analysis),
+        and wait until they are gone (their pipes must not outlive the event loop)."""
+        processes = list(self._processes.values())
+        self._processes.clear()
+        if processes:
+            await asyncio.wait_for(asyncio.gather(*(process.close() for process in processes)), 5)
 
     def result(self, key: str) -> Analysis | None:
         return self._results.get(key)
@@ -207,10 +207,11 @@ class Linter:
             self._results[key] = analysis
             self._publish(analysis)
             self._report(analysis)
-            if not analysis.reused and len(analysis.snapshot.source) > 100_000:
+            if not analysis.reused and analysis.in_process and len(analysis.snapshot.source) > 100_000:
                 # After publishing: not on the latency path. After an edit the incremental checker
                 # made little garbage, and trimming competes with the next analysis: wait for quiet.
-                delay = 0.0 if _mostly_new(analysis) else IDLE_TRIM_SECONDS
+                # (A checker process trims its own heap.)
+                delay = 0.0 if mostly_new(analysis.units) else IDLE_TRIM_SECONDS
                 self.debouncer.schedule(("release memory",), delay, self._release_memory)
         except Exception as exc:  # noqa: BLE001 - one bad file must not stop the server
             log_exception(self.server, f"analysis of {key}", exc)
@@ -221,8 +222,10 @@ class Linter:
     async def analyze(self, key: str) -> Analysis | None:
         """Check a snapshot of ``key`` off the event loop; ``None`` when it is not open or was stopped.
 
-        Big files go to a child process (:mod:`graphlife.lsp.isolated`): parsing
-        them would hold the GIL, and so freeze the event loop, for seconds.
+        Big files go to the document's checker process (:mod:`graphlife.lsp.isolated`):
+        parsing them would hold the GIL, and so freeze the event loop, for seconds.
+        The time box applies to both: past it, the thread is interrupted, the process
+        killed (the next version starts a new one).
         """
         snapshot = take_snapshot(self.server.workspace, key)
         if snapshot is None:
@@ -231,21 +234,25 @@ class Linter:
         limit = self.settings.time_budget + HARD_LIMIT_GRACE
         stop_reason: list[str] = []
         work: Awaitable[Analysis]
-        if len(snapshot.source) > ISOLATE_CHARS:
-            process_box: list[asyncio.subprocess.Process] = []
+        if key in self._processes or len(snapshot.source) > ISOLATE_CHARS:
+            self._checkers.pop(key, None)  # its caches now live in the process
+            process = self._processes.get(key)
+            if process is None:
+                process = self._processes[key] = CheckerProcess(
+                    lambda pid: log(self.server, f"started a checker process (pid {pid}) for "
+                                    f"{snapshot.path or key}", types.MessageType.Log)
+                )
 
-            def cancel(reason: str) -> None:
-                if not stop_reason:
+            def cancel(reason: str, hard: bool = True) -> None:
+                if hard and not stop_reason:  # a soft stop lets it finish: its caches stay warm
                     stop_reason.append(reason)
-                    for process in process_box:
-                        if process.returncode is None:
-                            process.kill()
+                    process.kill()
 
-            work = self._check_isolated(snapshot, config, process_box, stop_reason)
+            work = self._check_isolated(snapshot, config, process, stop_reason)
         else:
             job, future = self.runner.submit(key, self._check, snapshot, config)
 
-            def cancel(reason: str) -> None:
+            def cancel(reason: str, hard: bool = True) -> None:
                 if not stop_reason:
                     stop_reason.append(reason)
                 self.runner.cancel(job, reason)
@@ -253,7 +260,7 @@ class Linter:
             work = future
         self._running[key] = cancel
         self._running_stamp[key] = snapshot.stamp
-        timer = asyncio.get_running_loop().call_later(limit, cancel, f"it ran over {limit:.0f} s")
+        timer = asyncio.get_running_loop().call_later(limit, cancel, f"it ran over {limit:.0f} s", True)
         try:
             return await work
         except Cancelled:
@@ -265,44 +272,55 @@ class Linter:
             else:
                 log(self.server, f"stopped a stale analysis of {key}: {reason}", types.MessageType.Log)
             return None
+        except CheckerProcessDied as died:
+            self._process_died(snapshot, died)
+            return None
         finally:
             timer.cancel()
             if self._running.get(key) is cancel:
                 del self._running[key]
                 self._running_stamp.pop(key, None)
 
+    def _process_died(self, snapshot: Snapshot, died: CheckerProcessDied) -> None:
+        """A checker process ended on its own: say so, and check the same text once more in a new
+        one (the process may have been killed from outside); a second death on the same text
+        gives up until the next edit, so a file that crashes the parser cannot loop."""
+        key = snapshot.key
+        name = snapshot.path or key
+        tail = f"; its last words:\n{died.stderr_tail}" if died.stderr_tail else ""
+        if self._crashed.get(key) == snapshot.stamp:
+            self._gave_up[key] = snapshot.stamp
+            log(self.server, f"the checker process of {name} stopped again on the same text ({died.describe()}); "
+                f"its previous diagnostics stay until the next edit{tail}", types.MessageType.Error)
+            return
+        self._crashed[key] = snapshot.stamp
+        log(self.server, f"the checker process of {name} stopped unexpectedly ({died.describe()}); a new one "
+            f"checks the whole file again{tail}", types.MessageType.Warning)
+        self.request(key, delay=0)
+
     async def _check_isolated(
-        self,
-        snapshot: Snapshot,
-        config: Config,
-        process_box: list[asyncio.subprocess.Process],
-        stop_reason: list[str],
+        self, snapshot: Snapshot, config: Config, process: CheckerProcess, stop_reason: list[str]
     ) -> Analysis:
-        """:meth:`_check` in a child process that a cancellation kills."""
+        """:meth:`_check` in the document's checker process, which a hard stop kills."""
         started = time.perf_counter()
         config_key = repr(config)
         cached = self._last_cache.get(snapshot.key)
         if cached is not None and cached[0] == snapshot.source and cached[1] == config_key:
             return self._analysis(snapshot, config, cached[2], started, reused=True)
         source, notes = _prepare(snapshot.source)
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "graphlife.lsp.isolated",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )
-        process_box.append(process)
-        if stop_reason:
-            process.kill()
-        request = {"source": source, "path": snapshot.path, "config": config, "time_budget": self.settings.time_budget}
-        out, err = await process.communicate(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
-        if stop_reason:
-            raise Cancelled(stop_reason[0])
-        if process.returncode != 0:
-            detail = err.decode(errors="replace")[-2000:]
-            raise RuntimeError(f"the isolated checker exited with {process.returncode}: {detail}")
-        result = pickle.loads(out)  # noqa: S301 - our own child process, fed by us
+        try:
+            reply = await process.check(source, config, self.settings.time_budget)
+        except CheckerProcessDied:
+            if stop_reason:
+                raise Cancelled(stop_reason[0]) from None
+            raise
+        result = reply.result
         result.notes[:0] = notes
         self._last_cache[snapshot.key] = (snapshot.source, config_key, result)
-        return self._analysis(snapshot, config, result, started, reused=False)
+        analysis = self._analysis(snapshot, config, result, started, reused=False)
+        analysis.units = reply.units
+        analysis.in_process = False
+        return analysis
 
     @staticmethod
     def _analysis(snapshot: Snapshot, config: Config, result: CheckResult, started: float, reused: bool) -> Analysis:

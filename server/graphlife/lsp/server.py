@@ -27,8 +27,9 @@ from graphlife.lsp import code_actions as actions_mod
 from graphlife.lsp import hover as hover_mod
 from graphlife.lsp.diagnostics import locate
 from graphlife.lsp.documents import CELL_LANGUAGE, NOTEBOOK_TYPE, current_stamp, fs_path, key_for, open_keys
-from graphlife.lsp.linting import Linter, release_memory
+from graphlife.lsp.linting import Linter
 from graphlife.lsp.log import log, log_exception
+from graphlife.lsp.memory import release_memory
 from graphlife.lsp.positions import client_to_char
 from graphlife.lsp.settings import Settings, configuration_params, from_initialization_options
 
@@ -175,6 +176,11 @@ def create_server() -> GraphlifeServer:
             log_exception(server, "loading the checker", exc)
         relint_all()
         log(server, f"graphlife {__version__} language server ready", types.MessageType.Info)
+
+    @server.feature(types.SHUTDOWN)
+    @_guarded(server, "shutdown")
+    async def shutdown(params: None) -> None:
+        await linter.close()  # big documents' checker processes end now, not after their analysis
 
     # -- text documents ----------------------------------------------------------------------------
 

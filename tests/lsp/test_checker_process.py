@@ -1,0 +1,111 @@
+"""The server's handle on a big document's checker process, without the protocol around it.
+
+What the language server relies on (``graphlife/lsp/checker_process.py``): the
+answers are a full check's, the process keeps its caches between versions, and
+however the process ends (killed mid-analysis, a cancelled request, a checker
+that raises) the next request is answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphlife.checker import check_source
+from graphlife.config import Config
+from graphlife.lsp.checker_process import CheckerProcess, CheckerProcessDied
+from graphlife.lsp.isolated import TEST_DELAY_VARIABLE
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from generate import generate  # the benchmark's generated training scripts
+
+pytestmark = pytest.mark.asyncio
+
+
+def _outcome(result) -> tuple:
+    return [(f.code, f.span, f.message, f.related) for f in result.findings], result.syntax_errors, result.notes
+
+
+class _Started:
+    """Records the process starts; lets a test wait for the next one."""
+
+    def __init__(self) -> None:
+        self.pids: list[int] = []
+        self.event = asyncio.Event()
+
+    def __call__(self, pid: int) -> None:
+        self.pids.append(pid)
+        self.event.set()
+
+
+async def test_answers_are_a_full_checks_and_the_process_keeps_its_caches():
+    double_backward = "w = torch.randn(3, requires_grad=True)\nl = (w * w).sum()\nl.backward()\nl.backward()\n"
+    source = generate(300) + "\n\n" + double_backward
+    edited = source.replace("            logits = model(x)\n", "            logits = model(x) + 0\n", 1)
+    started = _Started()
+    process = CheckerProcess(started)
+    try:
+        first = await process.check(source, Config(), 10.0)
+        assert _outcome(first.result) == _outcome(check_source(source))
+        assert [f.code for f in first.result.findings] == ["GL101"]
+        second = await process.check(edited, Config(), 10.0)
+        assert _outcome(second.result) == _outcome(check_source(edited))
+        reused = second.units["replayed"] + second.units["calls_replayed"]
+        assert reused > 0, "the second version reuses the first's work"
+        assert len(started.pids) == 1
+    finally:
+        await process.close()
+
+
+async def test_a_process_killed_mid_analysis_fails_that_check_and_the_next_one_is_answered(monkeypatch):
+    monkeypatch.setenv(TEST_DELAY_VARIABLE, "60000")  # the first check would take a minute
+    started = _Started()
+    process = CheckerProcess(started)
+    try:
+        running = asyncio.ensure_future(process.check("x = 1\n", Config(), 10.0))
+        await started.event.wait()
+        process.kill()
+        with pytest.raises(CheckerProcessDied) as died:
+            await asyncio.wait_for(running, 10)
+        assert "SIGKILL" in died.value.describe()
+        monkeypatch.setenv(TEST_DELAY_VARIABLE, "0")
+        answer = await process.check("x = 1\n", Config(), 10.0)
+        assert answer.result.findings == []
+        assert len(started.pids) == 2
+    finally:
+        await process.close()
+
+
+async def test_a_cancelled_check_kills_the_process_so_no_late_answer_is_misread(monkeypatch):
+    monkeypatch.setenv(TEST_DELAY_VARIABLE, "60000")
+    started = _Started()
+    process = CheckerProcess(started)
+    try:
+        running = asyncio.ensure_future(process.check("x = 1\n", Config(), 10.0))
+        await started.event.wait()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        monkeypatch.setenv(TEST_DELAY_VARIABLE, "0")
+        source = "import torch\nw = torch.randn(3, requires_grad=True)\nl = (w * w).sum()\nl.backward()\nl.backward()\n"
+        answer = await process.check(source, Config(), 10.0)
+        assert [f.code for f in answer.result.findings] == ["GL101"]
+        assert len(started.pids) == 2
+    finally:
+        await process.close()
+
+
+async def test_a_checker_that_raises_is_reported_and_the_process_keeps_serving():
+    started = _Started()
+    process = CheckerProcess(started)
+    try:
+        with pytest.raises(RuntimeError, match="AttributeError"):
+            await process.check("x = 1\n", "not a config", 10.0)  # type: ignore[arg-type]
+        answer = await process.check("x = 1\n", Config(), 10.0)
+        assert answer.result.findings == []
+        assert len(started.pids) == 1
+    finally:
+        await process.close()
