@@ -115,7 +115,7 @@ class EngineCore(EngineParts):
         #: What the hooks see of the interpreter (``None`` once the check is over: it refers back).
         self.ctx: RuleContext | None = RuleContext(self)
         self.emitted = 0  # events emitted so far (sent or not, for the memo of calls that change nothing)
-        # -- the run -------------------------------------------------------------------------------
+        # -- the run state, and what the file keeps across its runs ---------------------------------
         #: Where the running run is, and what it made and noted (:mod:`graphlife.analysis.run_state`):
         #: the module body and the functions analyzed alone run in this one, one after the other.
         self.run_state = RunState()
