@@ -4,7 +4,7 @@ with nineteen nested loops stopped at the time box: nothing after it was analyze
 
 from __future__ import annotations
 
-from graphlife.analysis.interpreter import MAX_UNROLLED_NESTING
+from graphlife.analysis.engine.loops import MAX_UNROLLED_NESTING
 from graphlife.checker import check_source
 
 

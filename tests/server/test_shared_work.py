@@ -92,13 +92,14 @@ def test_a_replayed_call_gives_what_running_it_gives(monkeypatch) -> None:
         if entry is not None:
             replays += 1
             heap, facts, maps = state.heap, call_memo._facts(interp), call_memo._maps(state)
-            saved, first = interp.touched, len(interp.inline_log)
-            interp.touched = {}
+            run = interp.run_state
+            saved, first = run.touched, len(interp.inline_log)
+            touched: dict = {}
+            run.touched = touched
             try:
                 result = interp.inline_call(func, args, kwargs, state, site)
-                touched = interp.touched
             finally:
-                interp.touched = saved
+                run.touched = saved
             expected = State(env=state.env, heap=dict(heap))
             interp.collect_after_call(expected, entry.roots)  # what the replay leaves
             same = (

@@ -27,9 +27,11 @@ removes repeated work that cannot change what the rules see.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from graphlife.analysis import scopes
+from graphlife.analysis.engine_api import EngineParts
 from graphlife.analysis.state import State
 from graphlife.analysis.values import (
     BoundMethod,
@@ -56,8 +58,8 @@ class MemoEntry:
     """One pure call: what it was given and read, what it returned and did to the interpreter."""
 
     bound_self: Value | None
-    args: tuple
-    kwargs: tuple
+    args: tuple[Value, ...]
+    kwargs: tuple[tuple[str, Value], ...]
     names: dict[str, object]  # the caller's names it could load (or _ABSENT), as they were
     objects: tuple[tuple[int, HeapObject], ...]  # the heap objects reachable from those values
     result: Value
@@ -71,11 +73,12 @@ class CallMemo:
     """The pure calls of one analysis of one file (it lives and dies with the interpreter)."""
 
     def __init__(self) -> None:
-        self.entries: dict[tuple, list[MemoEntry]] = {}
+        self.entries: dict[tuple[object, ...], list[MemoEntry]] = {}
         self.size = 0
         self.hits = 0
 
-    def call(self, interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value:
+    def call(self, interp: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
+             site: ast.AST) -> Value:
         """Inline ``func`` (``Interpreter.inline_call``), or replay an identical pure call."""
         if not ENABLED or interp.watch is not None or interp.is_generator(func.node) or not _simple_defaults(func.node):
             return interp.inline_call(func, args, kwargs, state, site)
@@ -87,25 +90,28 @@ class CallMemo:
                 return _replay(interp, entry, state)
         return self._run(interp, key, func, args, kwargs, state, site, local)
 
-    def _run(self, interp, key: tuple, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
-             site: ast.AST, local: frozenset[str]) -> Value:
+    def _run(self, interp: EngineParts, key: tuple[object, ...], func: FunctionRef, args: list[Value],
+             kwargs: dict[str, Value], state: State, site: ast.AST, local: frozenset[str]) -> Value:
         heap_before, env_before = state.heap, state.env
         facts_before, maps_before = _facts(interp), _maps(state)
         first_inlined = len(interp.inline_log)
         # The code the call reads matters only to the unit cache: collected only for it.
-        outer_touched = interp.touched
+        run = interp.run_state
+        outer_touched = run.touched
         collect = interp.unit_cache is not None
+        touched: dict[int, ast.AST] = {}
         if collect:
-            interp.touched = {}
+            run.touched = touched
         try:
             result = interp.inline_call(func, args, kwargs, state, site)
         finally:
-            touched = interp.touched if collect else {}
             if collect:
-                interp.touched = outer_touched
+                run.touched = outer_touched
                 if outer_touched is not None:
                     outer_touched.update(touched)
-        if _facts(interp) != facts_before or not _same_heap(heap_before, state.heap) or not _same_maps(maps_before, state):
+        if _facts(interp) != facts_before or not _same_heap(heap_before, state.heap):
+            return result
+        if not _same_maps(maps_before, state):
             return result
         ran = interp.inline_log[first_inlined:]
         inlined = {id(node) for node in ran}
@@ -130,28 +136,29 @@ class CallMemo:
         return result
 
 
-def _key(interp, func: FunctionRef, state: State) -> tuple:
+def _key(interp: EngineParts, func: FunctionRef, state: State) -> tuple[object, ...]:
     """What steers the interpreter through the callee besides its inputs (compared by identity
     where it is an object of this analysis: the graph store, the definitions table)."""
-    in_loop = bool(interp.loop_stack or interp.loop_entry_envs or interp.loop_pre_states or interp.yielded)
+    run = interp.run_state
     return (
-        func.key, tuple(interp.call_stack), state.grad_enabled, state.inference_mode, state.grad_assumed,
-        interp.create_graph_seen, interp.emitting, in_loop, len(interp.loop_stack),
-        id(interp.graph), id(interp.globals), len(interp.globals),
+        func.key, tuple(run.call_stack), state.grad_enabled, state.inference_mode, state.grad_assumed,
+        run.create_graph_seen, run.emitting, run.in_loop(), len(run.loop_stack),
+        id(run.graph), id(run.globals), len(run.globals),
     )
 
 
-def _facts(interp) -> tuple:
+def _facts(interp: EngineParts) -> tuple[object, ...]:
     """What a pure call leaves as it was: the graph, the ids handed out, the events sent, the
     interpreter's facts between statements."""
+    run = interp.run_state
     return (
-        interp.graph, len(interp.graph.nodes), interp._next_id, interp.emitted, interp.backward_count,
-        interp.create_graph_seen, interp.path_ends, len(interp.zeroed_after), len(interp.no_grad_writes),
-        sum(len(calls) for calls in interp.module_calls), len(interp.reporter.findings),
+        run.graph, len(run.graph.nodes), run.next_id, interp.emitted, interp.backward_count,
+        run.create_graph_seen, run.path_ends, len(run.zeroed_after), len(run.no_grad_writes),
+        sum(len(calls) for calls in run.module_calls), len(interp.reporter.findings),
     )
 
 
-def _same_heap(before: dict, after: dict) -> bool:
+def _same_heap(before: Mapping[int, HeapObject], after: Mapping[int, HeapObject]) -> bool:
     if before is after:
         return True
     if len(before) != len(after):
@@ -164,11 +171,11 @@ def _same_heap(before: dict, after: dict) -> bool:
 _FACT_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed")
 
 
-def _maps(state: State) -> tuple:
+def _maps(state: State) -> tuple[object, ...]:
     return tuple(getattr(state, name) for name in _FACT_MAPS)
 
 
-def _same_maps(before: tuple, state: State) -> bool:
+def _same_maps(before: tuple[object, ...], state: State) -> bool:
     return all(after is old or after == old for after, old in zip(_maps(state), before))
 
 
@@ -190,23 +197,24 @@ def _matches(entry: MemoEntry, func: FunctionRef, args: list[Value], kwargs: dic
     return all(heap.get(oid) is obj for oid, obj in entry.objects)
 
 
-def _same(a, b) -> bool:
+def _same(a: object, b: object) -> bool:
     """The same value for the callee: identical, or equal and carrying nothing equality ignores
     (a tensor's description and sites are not compared by ``==``)."""
     if a is b:
         return True
     if type(a) is not type(b) or isinstance(a, TensorVal):
         return False
-    if isinstance(a, TupleVal):
+    if isinstance(a, TupleVal) and isinstance(b, TupleVal):
         return len(a.items) == len(b.items) and all(_same(x, y) for x, y in zip(a.items, b.items))
     return a == b
 
 
-def _replay(interp, entry: MemoEntry, state: State) -> Value:
-    if interp.touched is not None:
-        interp.touched.update(entry.touched)
-    if interp.unit_inlined is not None:
-        interp.unit_inlined.update(entry.inlined)
+def _replay(interp: EngineParts, entry: MemoEntry, state: State) -> Value:
+    run = interp.run_state
+    if run.touched is not None:
+        run.touched.update(entry.touched)
+    if run.unit_inlined is not None:
+        run.unit_inlined.update(entry.inlined)
     interp.inlined.update(entry.inlined)
     interp.inline_log.extend(entry.ran)
     interp.collect_after_call(state, entry.roots)
@@ -217,7 +225,7 @@ def _replay(interp, entry: MemoEntry, state: State) -> Value:
 _LEADING = frozenset({HeapRef, TupleVal, ValuesIndices, FunctionRef, BoundMethod, TensorVal})
 
 
-def _reachable(values: list[Value], heap: dict) -> tuple[tuple[int, HeapObject], ...]:
+def _reachable(values: list[Value], heap: Mapping[int, HeapObject]) -> tuple[tuple[int, HeapObject], ...]:
     """The heap objects reachable from ``values``, with their identity (an object's attributes
     are many and mostly plain values: only those that may lead further are followed)."""
     seen: dict[int, HeapObject] = {}
@@ -248,7 +256,7 @@ def _reachable(values: list[Value], heap: dict) -> tuple[tuple[int, HeapObject],
     return tuple(seen.items())
 
 
-def _names_read(node: ast.AST, ran: list[ast.AST], interp) -> frozenset[str]:
+def _names_read(node: ast.AST, ran: list[ast.AST], interp: EngineParts) -> frozenset[str]:
     """The names the callee, and every function it inlined, may load (defaults included: they
     are evaluated with the caller's names)."""
     names = set(scopes.names_read(node, interp.function_text(node)))
@@ -257,13 +265,13 @@ def _names_read(node: ast.AST, ran: list[ast.AST], interp) -> frozenset[str]:
     return frozenset(names)
 
 
-def _simple_defaults(node: ast.AST) -> bool:
+def _simple_defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Defaults evaluated without making anything (constants, names, attributes of names): the
     others run at the call, in the caller's statement."""
-    found = getattr(node, "_graphlife_simple_defaults", None)
+    found: bool | None = getattr(node, "_graphlife_simple_defaults", None)
     if found is None:
         defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
         found = all(isinstance(d, (ast.Constant, ast.Name, ast.Attribute)) and all(
             isinstance(n, (ast.Constant, ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(d)) for d in defaults)
-        node._graphlife_simple_defaults = found
+        setattr(node, "_graphlife_simple_defaults", found)  # noqa: B010 - a cache hung on the node
     return found

@@ -33,24 +33,32 @@ cache remembers it (the call is then inlined at once while its code is unchanged
 Whether a call is run apart depends only on the call and its values, never on what
 happened to other calls: a replay gives what a run gives.
 
-For the language server, a call run apart is a unit of its own: its caller's record keeps
-the call (a :class:`Nested` marker), and after an edit in the callee only, the cache runs
-it again alone (:func:`rerun_alone`) and replays the caller when the call hands back the
-same (:func:`same_outcome`); see :mod:`graphlife.analysis.unit_cache`.
+The call runs in a run state of its own (:mod:`graphlife.analysis.run_state`): where
+the caller is, the names it sees and the facts it carries in, with its own graph store,
+ids and rule data. What crosses back is written out when it returns: whether it never
+returns, whether a ``backward(create_graph=True)`` ran, and the statements on the way to
+an in-place write made with gradients off (the run state's ``no_grad_writes``, which
+GL104's fix reads: the callee sees the caller's, and what it adds stays). When the run
+apart is undone, the caller's run state was never touched; only what belongs to the
+whole file (findings, the functions inlined, the count of backwards) is given back.
 
-One fact crosses the boundary both ways: the statements on the way to an
-in-place write made with gradients off (``Interpreter.no_grad_writes``, which
-GL104's fix reads). The callee sees the caller's, and what it adds stays.
+For the language server, a call run apart is a unit of its own: its caller's record keeps
+the call (a :class:`~graphlife.analysis.call_records.Nested` mark), and after an edit in
+the callee only, the cache runs it again alone and replays the caller when the call hands
+back the same (:func:`~graphlife.analysis.call_records.same_outcome`); see
+:mod:`graphlife.analysis.unit_cache`.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
+from graphlife.analysis.call_records import OPEN, CallRecord, Nested, RecordedCall, Reopen, flatten
+from graphlife.analysis.engine_api import EngineParts
 from graphlife.analysis.events import UnitEndEvent
-from graphlife.analysis.rule_api import Reporter
-from graphlife.analysis.state import GraphStore, State
+from graphlife.analysis.rule_api import LogMark, ReportArgs
+from graphlife.analysis.run_state import RunState
+from graphlife.analysis.state import State
 from graphlife.analysis.values import (
     UNKNOWN,
     ClassRef,
@@ -66,9 +74,6 @@ from graphlife.analysis.values import (
 
 #: Tests turn this off to compare with everything inlined (the findings must be the same).
 ENABLED = True
-
-#: What a replay answers for a call whose run apart was undone (it returned a graph): inline it.
-OPEN = object()
 
 
 def holds_no_graph(value: Value) -> bool:
@@ -93,19 +98,21 @@ def plain_result(value: Value) -> bool:
     return False
 
 
-def discarded(interp, site: ast.AST) -> bool:
+def discarded(interp: EngineParts, site: ast.AST) -> bool:
     """Is the call a statement of its own, its result going nowhere (``main()``)?"""
     parent = interp.parents.get(id(site))
     return isinstance(parent, ast.Expr) and parent.value is site
 
 
-def may_isolate(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> bool:
+def may_isolate(interp: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
+                site: ast.AST) -> bool:
     """Is this call independent of everything around it (see the module's docstring)?"""
-    if not interp.emitting:
+    run = interp.run_state
+    if not run.emitting:
         return False  # a quiet evaluation (the table of module names): no rule sees it, nothing to keep
-    if interp.loop_stack or interp.loop_entry_envs or interp.loop_pre_states or interp.yielded:
+    if run.in_loop():
         return False
-    if interp.frames and not discarded(interp, site):
+    if run.frames and not discarded(interp, site):
         return False
     if func.bound_self is not None or interp.is_generator(func.node):
         return False
@@ -115,22 +122,8 @@ def may_isolate(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, 
     return all(holds_no_graph(value) for name, value in state.env.items() if name not in local)
 
 
-@dataclass
-class CallRecord:
-    """What a call run apart did, as the unit cache keeps it for a replay."""
-
-    reports: list[tuple]
-    touched: dict[int, ast.AST]
-    inlined: set[int]
-    result: Value
-    path_ends: bool
-    create_graph_in: bool
-    create_graph_out: bool
-    writes_in: dict[int, ast.AST]  # the caller's writes it saw (kept: their ids stay theirs)
-    writes_added: dict[int, ast.AST]
-
-
-def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State, site: ast.AST) -> Value | None:
+def call_isolated(interp: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
+                  site: ast.AST) -> Value | None:
     """The call's result, run apart (or replayed by the unit cache); ``None`` when the callee
     returned something with a graph: the caller then inlines it."""
     cache = interp.unit_cache
@@ -141,51 +134,88 @@ def call_isolated(interp, func: FunctionRef, args: list[Value], kwargs: dict[str
             return None  # the run apart it stands for was undone: inline the call
         if replayed is not None:
             return replayed
-    saved = _Saved(interp, undoable=not unused)
-    call_log: list[tuple] = []
+    caller = interp.run_state
+    undo = None if unused else _Undo(interp)
+    call_log: list[ReportArgs | LogMark] = []
     apart = State(env=dict(state.env), grad_enabled=state.grad_enabled, inference_mode=state.inference_mode,
                   grad_assumed=state.grad_assumed)
-    interp.graph, interp._next_id, interp.rule_data, interp.zeroed_after = GraphStore(), 0, {}, {}
-    interp.touched, interp.unit_inlined, interp.reporter.log = {id(func.node): func.node}, set(), call_log
-    interp.path_ends = False
+    log, interp.reporter.log = interp.reporter.log, call_log
+    run = _run_apart(caller, func.node)
+    result: Value = UNKNOWN
     kept = False
     try:
-        result = interp.inline_call(func, args, kwargs, apart, site)
-        ends = interp.path_ends
-        if unused or plain_result(result) or (result is UNKNOWN and ends):
-            # Nothing of the callee's world leaks; a discarded value is unknown (only a grad-mode
-            # switch returned to a bare statement is looked at), so that a replay outlives a new one.
-            result = result if plain_result(result) and (not unused or isinstance(result, ContextVal)) else UNKNOWN
-            # Nothing the callee made is reachable from here on: the rules judge it now.
-            interp.emit(UnitEndEvent(stmt=interp.current_stmt(), state=apart, unit=interp.current_unit))
-            interp.reporter.raised = False
-            kept = True
-            record = CallRecord(
-                reports=call_log, touched=interp.touched, inlined=interp.unit_inlined, result=result, path_ends=ends,
-                create_graph_in=saved.create_graph_seen, create_graph_out=interp.create_graph_seen,
-                writes_in=saved.no_grad_writes,
-                writes_added={key: stmt for key, stmt in interp.no_grad_writes.items() if key not in saved.no_grad_writes},
-            )
-        else:
-            record = CallRecord(reports=[], touched=interp.touched, inlined=set(), result=OPEN, path_ends=False,
-                                create_graph_in=saved.create_graph_seen, create_graph_out=saved.create_graph_seen,
-                                writes_in=saved.no_grad_writes, writes_added={})
+        with interp.swapped_run_state(run):
+            result = interp.inline_call(func, args, kwargs, apart, site)
+            if unused or plain_result(result) or (result is UNKNOWN and run.path_ends):
+                # Nothing of the callee's world leaks; a discarded value is unknown (only a grad-mode
+                # switch returned to a bare statement is looked at), so that a replay outlives a new one.
+                result = result if plain_result(result) and (not unused or isinstance(result, ContextVal)) else UNKNOWN
+                # Nothing the callee made is reachable from here on: the rules judge it now.
+                interp.emit(UnitEndEvent(stmt=interp.current_stmt(), state=apart, unit=run.current_unit))
+                interp.reporter.raised = False
+                kept = True
     finally:
-        saved.restore(interp, kept)
+        interp.reporter.log = log
+        if not kept and undo is not None:
+            undo.restore(interp)
+    writes_in = dict(caller.no_grad_writes)  # the caller's writes it saw (kept: their ids stay theirs)
+    touched = run.touched if run.touched is not None else {}
     if not kept:
+        undone = CallRecord(reports=[], touched=touched, inlined=set(), result=OPEN, path_ends=False,
+                            create_graph_in=caller.create_graph_seen, create_graph_out=caller.create_graph_seen,
+                            writes_in=writes_in, writes_added={})
         if cache is not None:
-            cache.record_call(interp, func, args, kwargs, state, site, record)  # not worth trying again
+            cache.record_call(interp, func, args, kwargs, state, site, undone)  # not worth trying again
         return None
+    record = CallRecord(
+        reports=call_log, touched=touched, inlined=run.unit_inlined if run.unit_inlined is not None else set(),
+        result=result, path_ends=run.path_ends, create_graph_in=caller.create_graph_seen,
+        create_graph_out=run.create_graph_seen, writes_in=writes_in,
+        writes_added={key: stmt for key, stmt in run.no_grad_writes.items() if key not in caller.no_grad_writes},
+    )
     entry = cache.record_call(interp, func, args, kwargs, state, site, record) if cache is not None else None
-    saved.carry_out(record, entry)
-    interp.path_ends = record.path_ends
-    return record.result
+    _carry_out(caller, log, record, entry)
+    return result
 
 
-def replay(interp, entry, reports: list[tuple], inlined: set[int]) -> Value:
+def _run_apart(caller: RunState, callee: ast.AST) -> RunState:
+    """The run state of a call run apart: where the caller is (no loop runs there), what it sees
+    and the facts it carries in, with a graph, ids and rule data of its own and the callee's code
+    as the first it read."""
+    return RunState(
+        stmt_stack=list(caller.stmt_stack), frames=list(caller.frames), call_stack=list(caller.call_stack),
+        current_unit=caller.current_unit, globals=caller.globals, emitting=caller.emitting,
+        create_graph_seen=caller.create_graph_seen, next_id=0, no_grad_writes=dict(caller.no_grad_writes),
+        touched={id(callee): callee}, unit_inlined=set(),
+    )
+
+
+def _carry_out(caller: RunState, log: list[ReportArgs | LogMark] | None, record: CallRecord,
+               entry: RecordedCall | None) -> None:
+    """What the caller keeps of a call run apart: its path end, the ``create_graph`` fact and the
+    writes it made under ``no_grad``; for the enclosing recording (a unit, or a call run apart),
+    the call itself, whose entry has its reports and the code it read, or without an entry (code
+    outside the known regions) its reports and reads, made the enclosing one's."""
+    caller.path_ends = record.path_ends
+    caller.create_graph_seen = record.create_graph_out
+    caller.no_grad_writes.update(record.writes_added)
+    if log is not None and entry is not None:
+        log.append(Nested(entry))
+        return
+    reports, touched, inlined = flatten(record)
+    if log is not None:
+        log.extend(reports)
+    if caller.touched is not None:
+        caller.touched.update(touched)
+    if caller.unit_inlined is not None:
+        caller.unit_inlined.update(inlined)
+
+
+def replay(interp: EngineParts, entry: RecordedCall, reports: list[ReportArgs], inlined: set[int]) -> Value | Reopen:
     """Redo what a recorded call did to the interpreter: its reports (moved to their lines, and
     with those of the calls it ran apart), the functions it inlined, the facts it hands back.
-    :data:`OPEN` for a call whose run apart had to be undone: it is inlined."""
+    :data:`~graphlife.analysis.call_records.OPEN` for a call whose run apart had to be undone:
+    it is inlined."""
     record = entry.record
     if record.result is OPEN:
         return OPEN
@@ -200,130 +230,28 @@ def replay(interp, entry, reports: list[tuple], inlined: set[int]) -> Value:
     interp.reporter.raised = False
     interp.inlined.update(record.inlined)
     interp.inlined.update(inlined)
-    interp.create_graph_seen = record.create_graph_out
-    interp.no_grad_writes.update(record.writes_added)
-    interp.path_ends = record.path_ends
+    run = interp.run_state
+    run.create_graph_seen = record.create_graph_out
+    run.no_grad_writes.update(record.writes_added)
+    run.path_ends = record.path_ends
     return record.result
 
 
-def definitions_table(interp) -> dict[str, Value]:
-    """This version's module-level imports, functions and classes bound once, by name (what
-    ``Interpreter.globals`` holds once the module body ran), without touching the running
-    analysis: a call run again alone may happen in the middle of the module body."""
-    table = getattr(interp, "_definitions_table", None)
-    if table is None:
-        saved = interp.globals, interp.emitting, interp.touched, interp._next_id, interp.graph
-        interp.globals, interp.emitting, interp.touched, interp.graph = {}, False, None, GraphStore()
-        try:
-            interp.bind_module_definitions(State())
-            table = interp.globals
-        finally:
-            interp.globals, interp.emitting, interp.touched, interp._next_id, interp.graph = saved
-        interp._definitions_table = table
-    return table
+class _Undo:
+    """What a call run apart may change of the file's own facts (not of the caller's run state,
+    which it does not touch), kept to be given back when the run apart is undone."""
 
+    def __init__(self, interp: EngineParts) -> None:
+        reporter = interp.reporter
+        self.findings, self.seen, self.raised = list(reporter.findings), set(reporter._seen), reporter.raised
+        self.inlined = set(interp.inlined)
+        self.backward_count = interp.backward_count
 
-@dataclass
-class Nested:
-    """In a recorded log of reports: a call run apart (its unit cache entry) and, at replay, all
-    it reported. The enclosing unit or call stays valid when only that call's code changed: the
-    cache runs the call again alone and keeps the rest if it hands back the same."""
-
-    entry: object
-
-
-def same_outcome(old: CallRecord, new: CallRecord) -> bool:
-    """Does the caller see the same thing from both runs of a call (all but the reports)?"""
-    return (old.result == new.result and old.path_ends == new.path_ends and old.create_graph_out == new.create_graph_out
-            and old.writes_added.keys() == new.writes_added.keys())
-
-
-def rerun_alone(interp, entry, node: ast.AST):
-    """Run a recorded call again with the values and in the context it was recorded with (its
-    caller is replayed, so both are the same), ``node`` being the callee's code now. Its
-    reports are kept for the caller's replay, not reported. The new cache entry, or ``None``."""
-    if isinstance(node, ast.AsyncFunctionDef) or interp.is_generator(node):
-        return None  # no longer a call that can run apart
-    cache = interp.unit_cache
-    statements, _, call_stack = entry.context
-    table = definitions_table(interp)
-    if not entry.globals_names <= table.keys():
-        return None
-    saved = (interp.stmt_stack, interp.frames, interp.call_stack, interp.current_unit, interp.create_graph_seen,
-             interp.no_grad_writes, interp.reporter, interp.touched, interp.unit_inlined, interp.path_ends, interp.globals)
-    interp.globals = {name: table[name] for name in entry.globals_names}  # the definitions bound before the call
-    interp.stmt_stack, interp.frames, interp.call_stack = list(statements), list(entry.frames), list(call_stack)
-    interp.current_unit, interp.create_graph_seen = entry.unit, entry.record.create_graph_in
-    interp.no_grad_writes, interp.reporter = dict(entry.writes_in), Reporter()
-    interp.touched, interp.unit_inlined, interp.path_ends = None, None, False
-    grad_enabled, inference_mode, grad_assumed = entry.flags
-    state = State(env=dict(entry.env_values), grad_enabled=grad_enabled, inference_mode=inference_mode, grad_assumed=grad_assumed)
-    try:
-        result = call_isolated(interp, FunctionRef(node=node, key=id(node)), list(entry.args), dict(entry.kwargs), state, entry.site)
-    finally:
-        (interp.stmt_stack, interp.frames, interp.call_stack, interp.current_unit, interp.create_graph_seen,
-         interp.no_grad_writes, interp.reporter, interp.touched, interp.unit_inlined, interp.path_ends, interp.globals) = saved
-    if result is None:
-        return None
-    return next((new for new in cache.calls.get(id(entry.site), ()) if new.callee is node), None)
-
-
-class _Saved:
-    """The caller's side of the interpreter while a call runs apart (and, when the run may be
-    undone, copies of what it could change for good)."""
-
-    def __init__(self, interp, undoable: bool) -> None:
-        self.graph, self.next_id, self.rule_data, self.zeroed_after = interp.graph, interp._next_id, interp.rule_data, interp.zeroed_after
-        self.touched, self.unit_inlined, self.log = interp.touched, interp.unit_inlined, interp.reporter.log
-        self.undoable = undoable
-        if undoable:
-            self.findings, self.seen = list(interp.reporter.findings), set(interp.reporter._seen)
-            self.inlined = set(interp.inlined)
-        self.raised = interp.reporter.raised
-        self.create_graph_seen, self.path_ends, self.backward_count = interp.create_graph_seen, interp.path_ends, interp.backward_count
-        self.no_grad_writes = dict(interp.no_grad_writes)
-
-    def restore(self, interp, kept: bool) -> None:
-        """Back to the caller's graph, ids and rule data; when the run apart is undone, also
-        everything it reported and noted."""
-        interp.graph, interp._next_id, interp.rule_data, interp.zeroed_after = self.graph, self.next_id, self.rule_data, self.zeroed_after
-        interp.touched, interp.unit_inlined, interp.reporter.log = self.touched, self.unit_inlined, self.log
-        if kept or not self.undoable:
-            return  # a discarded call is never undone; stopped by the time box, what it found stays
-        interp.reporter.findings[:] = self.findings
-        interp.reporter._seen = self.seen
-        interp.reporter.raised = self.raised
+    def restore(self, interp: EngineParts) -> None:
+        """Everything the undone run reported and noted, forgotten."""
+        reporter = interp.reporter
+        reporter.findings[:] = self.findings
+        reporter._seen = self.seen
+        reporter.raised = self.raised
         interp.inlined = self.inlined
-        interp.create_graph_seen, interp.path_ends, interp.backward_count = self.create_graph_seen, self.path_ends, self.backward_count
-        interp.no_grad_writes = self.no_grad_writes
-
-    def carry_out(self, record: CallRecord, entry) -> None:
-        """What the enclosing recording (a unit, or a call run apart) keeps of the call: the
-        call itself, whose entry has its reports and the code it read; without an entry (code
-        outside the known regions), its reports and reads, made the enclosing one's."""
-        if self.log is not None and entry is not None:
-            self.log.append(Nested(entry))
-            return
-        reports, touched, inlined = flatten(record)
-        if self.log is not None:
-            self.log.extend(reports)
-        if self.touched is not None:
-            self.touched.update(touched)
-        if self.unit_inlined is not None:
-            self.unit_inlined.update(inlined)
-
-
-def flatten(record: CallRecord) -> tuple[list[tuple], dict[int, ast.AST], set[int]]:
-    """A recorded call's reports, read code and inlined functions, with those of the calls it ran
-    apart (as recorded: the same version of the file)."""
-    reports: list[tuple] = []
-    touched, inlined = dict(record.touched), set(record.inlined)
-    for item in record.reports:
-        if isinstance(item, Nested):
-            nested = flatten(item.entry.record)
-            reports.extend(nested[0])
-            touched.update(nested[1])
-            inlined.update(nested[2])
-        else:
-            reports.append(item)
-    return reports, touched, inlined
+        interp.backward_count = self.backward_count

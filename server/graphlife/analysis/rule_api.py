@@ -54,6 +54,7 @@ from graphlife.findings import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from graphlife.analysis.run_state import RunState
     from graphlife.analysis.state import GraphStore, State
 
 DOCS_URL = "https://github.com/graphlife/graphlife/blob/main/docs/rules.md#{anchor}"
@@ -144,6 +145,11 @@ def hooks_by_event(rules: Iterable[Rule]) -> dict[type[Event], list[AnyHook]]:
 ReportArgs = tuple[Rule, Span, "str | Message", "Severity | None", tuple[Related, ...], tuple[FixRecipe, ...]]
 
 
+class LogMark:
+    """What a recording keeps in :attr:`Reporter.log` besides reports: a call analyzed apart
+    (:class:`graphlife.analysis.call_records.Nested`), whose reports its own record holds."""
+
+
 @dataclass
 class Reporter:
     """Collects findings for one file; drops exact duplicates (loops are unrolled twice)."""
@@ -154,7 +160,7 @@ class Reporter:
     raised: bool = False
     #: When a list: every report as made (:data:`ReportArgs`), before de-duplication, and the
     #: markers of calls run apart (the unit cache records units with it).
-    log: list[object] | None = None
+    log: list[ReportArgs | LogMark] | None = None
 
     def report(
         self,
@@ -248,45 +254,25 @@ class GradMode:
     assumed: bool
 
 
-class _Frame(Protocol):
-    """An inlined call, as the context reads it."""
-
-    @property
-    def stmt(self) -> ast.stmt: ...
-
-
 class Engine(Protocol):
     """What :class:`RuleContext` reads of the interpreter. The interpreter satisfies it
-    structurally: this module does not import the interpreter, the interpreter imports it."""
+    structurally: this module does not import the interpreter, the interpreter imports it.
+    What belongs to the running run (the graph, the statements and loops running, the
+    rules' unit state) is read from its run state at each call: a call run apart runs
+    with a run state of its own."""
 
     @property
     def tree(self) -> ast.Module: ...
     @property
     def reporter(self) -> Reporter: ...
     @property
-    def graph(self) -> GraphStore: ...
-    @property
     def parents(self) -> Mapping[int, ast.AST]: ...
     @property
     def if_nodes(self) -> Sequence[ast.If]: ...
     @property
-    def globals(self) -> Mapping[str, Value]: ...
-    @property
-    def stmt_stack(self) -> Sequence[ast.stmt]: ...
-    @property
-    def frames(self) -> Sequence[_Frame]: ...
-    @property
-    def loop_stack(self) -> Sequence[tuple[ast.AST, int]]: ...
-    @property
-    def loop_pre_states(self) -> Sequence[State]: ...
-    @property
     def inlined(self) -> set[int]: ...
     @property
-    def zeroed_after(self) -> Mapping[int, ast.AST]: ...
-    @property
-    def rule_data(self) -> dict[type, object]: ...
-    @property
-    def no_grad_writes(self) -> dict[int, ast.AST]: ...
+    def run_state(self) -> RunState: ...
 
     def span(self, node: ast.AST) -> Span: ...
     def text(self, node: ast.AST | None) -> str: ...
@@ -435,16 +421,16 @@ class RuleContext:
     @property
     def graph(self) -> GraphStore:
         """Every graph node made so far in the running unit (a call run apart has its own)."""
-        return self._engine.graph
+        return self._engine.run_state.graph
 
     def running_statements(self) -> tuple[ast.stmt, ...]:
         """The statement running at each depth: the unit's top-level statement first, down
         through blocks and inlined calls to the event's statement."""
-        return tuple(self._engine.stmt_stack)
+        return tuple(self._engine.run_state.stmt_stack)
 
     def call_sites(self) -> tuple[ast.stmt, ...]:
         """The statements that made the inlined calls the event is in, outermost first."""
-        return tuple(frame.stmt for frame in self._engine.frames)
+        return tuple(frame.stmt for frame in self._engine.run_state.frames)
 
     def blame(self, stmt: ast.stmt, expr: ast.expr | None) -> ast.stmt:
         """Where to report a fault of the value ``expr`` at ``stmt``: when the value came in as
@@ -453,21 +439,21 @@ class RuleContext:
 
     def running_loops(self) -> tuple[ast.AST, ...]:
         """The loops (and comprehensions) running, outermost first, across inlined calls."""
-        return tuple(loop for loop, _ in self._engine.loop_stack)
+        return tuple(loop for loop, _ in self._engine.run_state.loop_stack)
 
     def current_loop(self) -> ast.AST | None:
         """The innermost running loop, if any."""
-        stack = self._engine.loop_stack
+        stack = self._engine.run_state.loop_stack
         return stack[-1][0] if stack else None
 
     def iteration(self) -> tuple[int, ...]:
         """The iteration index of each running loop, outermost first (loops run twice)."""
-        return tuple(index for _, index in self._engine.loop_stack)
+        return tuple(index for _, index in self._engine.run_state.loop_stack)
 
     def state_before_loop(self, index: int = -1) -> State | None:
         """The state before the running loop ``running_loops()[index]`` started (``-1``: the
         innermost); ``None`` when there is no such loop."""
-        states = self._engine.loop_pre_states
+        states = self._engine.run_state.loop_pre_states
         return states[index] if -len(states) <= index < len(states) else None
 
     def carried_names(self, node_ids: set[int], state: State) -> list[tuple[str, ast.AST]]:
@@ -479,7 +465,7 @@ class RuleContext:
         """What ``name`` is bound to in ``state``, or among the module's definitions; ``None``
         when unbound (a builtin)."""
         value = state.env.get(name)
-        return value if value is not None else self._engine.globals.get(name)
+        return value if value is not None else self._engine.run_state.globals.get(name)
 
     def value_of(self, expr: ast.expr, state: State) -> Value:
         """The engine's value of a reference expression (``optimizer``, ``self.opt``,
@@ -499,20 +485,20 @@ class RuleContext:
 
     def backward_cleared_by(self, zero_grad: ast.AST) -> ast.AST | None:
         """The backward whose gradients the ``zero_grad`` statement ``zero_grad`` cleared."""
-        return self._engine.zeroed_after.get(id(zero_grad))
+        return self._engine.run_state.zeroed_after.get(id(zero_grad))
 
     def note_write_without_grad(self) -> None:
         """Note that an in-place write made with gradients off runs under every statement
         running now (across inlined calls): their ``no_grad`` matters. Kept by the engine
         for the running unit; it crosses into and out of calls run apart."""
-        writes = self._engine.no_grad_writes
-        for stmt in self._engine.stmt_stack:
+        writes = self._engine.run_state.no_grad_writes
+        for stmt in self._engine.run_state.stmt_stack:
             writes[id(stmt)] = stmt
 
     def written_without_grad(self, statements: Iterable[ast.AST]) -> bool:
         """Does an in-place write made with gradients off run under one of ``statements``
         (so far in the running unit)?"""
-        writes = self._engine.no_grad_writes
+        writes = self._engine.run_state.no_grad_writes
         return any(id(stmt) in writes for stmt in statements)
 
     # -- the rule's memory -----------------------------------------------------------
@@ -520,7 +506,7 @@ class RuleContext:
         """The rule's state of type ``kind`` for the running unit, made with ``kind()`` on first
         use. A call run apart starts with none and the caller's is back after it; report what
         it holds at ``UnitEndEvent`` (see :meth:`take_unit_state`)."""
-        data = self._engine.rule_data
+        data = self._engine.run_state.rule_data
         found = data.get(kind)
         if found is None:
             found = data[kind] = kind()
@@ -529,7 +515,7 @@ class RuleContext:
     def take_unit_state(self, kind: type[StateT]) -> StateT | None:
         """The rule's state of type ``kind`` for the running unit, forgotten (at ``UnitEndEvent``:
         what was pending is decided now); ``None`` when there is none."""
-        return cast("StateT | None", self._engine.rule_data.pop(kind, None))
+        return cast("StateT | None", self._engine.run_state.rule_data.pop(kind, None))
 
     def file_state(self, kind: type[StateT]) -> StateT:
         """A state of type ``kind`` kept for the whole file, made with ``kind()`` on first use.

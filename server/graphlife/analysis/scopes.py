@@ -24,15 +24,15 @@ _OTHER_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.Genera
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def local_names(func: ast.AST, walrus_possible: bool) -> frozenset[str]:
+def local_names(func: ast.FunctionDef | ast.AsyncFunctionDef, walrus_possible: bool) -> frozenset[str]:
     """The names a function binds (its locals), without those it declares global or nonlocal
     and those bound only in nested functions, classes, lambdas and comprehensions. Kept on the
     node: it outlives one check. ``walrus_possible``: the file has the token ``:=``."""
-    found = getattr(func, "_graphlife_locals", None)
+    found: frozenset[str] | None = getattr(func, "_graphlife_locals", None)
     if found is None:
         bound: set[str] = set()
         declared: set[str] = set()
-        statements = list(func.body)
+        statements: list[ast.stmt] = list(func.body)
         while statements:
             stmt = statements.pop()
             if isinstance(stmt, (ast.Global, ast.Nonlocal)):
@@ -55,7 +55,7 @@ def local_names(func: ast.AST, walrus_possible: bool) -> frozenset[str]:
                 elif walrus_possible or _is_target(stmt, child):
                     _bindings(child, bound)
         found = frozenset(bound - declared)
-        func._graphlife_locals = found
+        setattr(func, "_graphlife_locals", found)  # noqa: B010 - kept on the node: it outlives one check
     return found
 
 
@@ -86,11 +86,11 @@ def _bindings(root: ast.AST, bound: set[str]) -> None:
 def names_read(func: ast.AST, text: str | None) -> frozenset[str]:
     """Every name the function (its body, defaults, nested functions) may load; ``text`` is its
     source. Kept on the node."""
-    found = getattr(func, "_graphlife_reads", None)
+    found: frozenset[str] | None = getattr(func, "_graphlife_reads", None)
     if found is None:
         if text is not None and text.isascii():
             found = frozenset(_IDENTIFIER.findall(text))
         else:
             found = frozenset(n.id for n in ast.walk(func) if isinstance(n, ast.Name))
-        func._graphlife_reads = found
+        setattr(func, "_graphlife_reads", found)  # noqa: B010 - kept on the node: it outlives one check
     return found

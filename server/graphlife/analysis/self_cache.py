@@ -30,8 +30,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from graphlife.analysis.engine_api import EngineParts, Timeout
 from graphlife.analysis.state import State
 from graphlife.analysis.values import UNKNOWN, ClassRef, HeapRef, Value
+
+#: What one ``self`` is built for: the class (and what its bases make it), the name of the first
+#: parameter, and the ``create_graph`` fact.
+SelfKey = tuple[int, bool, bool, str, bool]
 
 #: Tests turn this off to compare with ``self`` built for every method (the findings must be the same).
 ENABLED = True
@@ -56,15 +61,16 @@ class SelfCache:
     analysis of one file: it lives and dies with the interpreter."""
 
     def __init__(self) -> None:
-        self.built: dict[tuple, BuiltSelf] = {}
+        self.built: dict[SelfKey, BuiltSelf] = {}
 
-    def entry_state(self, interp, ref: ClassRef, func: ast.AST, param: str, state: State) -> tuple[State, Value]:
+    def entry_state(self, interp: EngineParts, ref: ClassRef, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str,
+                    state: State) -> tuple[State, Value]:
         """The state a method starts from once its first parameter ``param`` is bound to a new
         instance of ``ref`` (``state`` holds the module's names and ``param`` unknown), and
         that instance (unknown when ``__init__`` could not be interpreted)."""
         if not ENABLED or interp.watch is not None:
             return state, build_instance(interp, ref, func, state)
-        key = (ref.key, ref.is_module, ref.is_autograd_function, param, interp.create_graph_seen)
+        key: SelfKey = (ref.key, ref.is_module, ref.is_autograd_function, param, interp.run_state.create_graph_seen)
         built = self.built.get(key)
         if built is None:
             built = self.built[key] = _build(interp, ref, func, state)
@@ -76,54 +82,56 @@ class SelfCache:
         return out, built.value
 
 
-def build_instance(interp, ref: ClassRef, func: ast.AST, state: State) -> Value:
+def build_instance(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State) -> Value:
     """Run ``__init__`` quietly on ``state``, from the method's definition; unknown when it
     cannot be interpreted."""
-    # Imported here: the interpreter imports this module.
-    from graphlife.analysis.interpreter import Timeout
-
-    interp.emitting = False
-    interp.stmt_stack.append(func)  # where `__init__` runs from: the method's own definition
+    stack = interp.run_state.stmt_stack
+    stack.append(func)  # where `__init__` runs from: the method's own definition
     try:
-        return interp.instantiate(ref, [], {}, state, func)
+        with interp.quiet():
+            return interp.instantiate(ref, [], {}, state, func)
     except (Timeout, RecursionError):
         raise
     except Exception:  # noqa: BLE001
         return UNKNOWN
     finally:
-        interp.stmt_stack.pop()
-        interp.emitting = True
+        stack.pop()
 
 
-def _build(interp, ref: ClassRef, func: ast.AST, state: State) -> BuiltSelf:
-    outer_touched, outer_inlined, outer_ends = interp.touched, interp.unit_inlined, interp.path_ends
-    zeroed_before = dict(interp.zeroed_after)
-    interp.touched, interp.unit_inlined, interp.path_ends = {}, set(), False
+def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State) -> BuiltSelf:
+    run = interp.run_state
+    outer_touched, outer_inlined, outer_ends = run.touched, run.unit_inlined, run.path_ends
+    zeroed_before = dict(run.zeroed_after)
+    touched: dict[int, ast.AST] = {}
+    inlined: set[int] = set()
+    run.touched, run.unit_inlined, run.path_ends = touched, inlined, False
     try:
         value = build_instance(interp, ref, func, state)
         built = BuiltSelf(
-            state=state.copy(), value=value, touched=interp.touched, inlined=interp.unit_inlined,
-            zeroed_added={key: stmt for key, stmt in interp.zeroed_after.items() if zeroed_before.get(key) is not stmt},
-            path_ends=interp.path_ends, create_graph_out=interp.create_graph_seen,
+            state=state.copy(), value=value, touched=touched, inlined=inlined,
+            zeroed_added={key: stmt for key, stmt in run.zeroed_after.items() if zeroed_before.get(key) is not stmt},
+            path_ends=run.path_ends, create_graph_out=run.create_graph_seen,
         )
     finally:
-        touched, inlined, ends = interp.touched, interp.unit_inlined, interp.path_ends
-        interp.touched, interp.unit_inlined, interp.path_ends = outer_touched, outer_inlined, outer_ends or ends
+        ends = run.path_ends
+        run.touched, run.unit_inlined, run.path_ends = outer_touched, outer_inlined, outer_ends or ends
     _merge_reads(interp, touched, inlined)
     return built
 
 
-def _redo_effects(interp, built: BuiltSelf) -> None:
+def _redo_effects(interp: EngineParts, built: BuiltSelf) -> None:
     _merge_reads(interp, built.touched, built.inlined)
     interp.inlined.update(built.inlined)
-    interp.zeroed_after.update(built.zeroed_added)
-    interp.create_graph_seen = built.create_graph_out
+    run = interp.run_state
+    run.zeroed_after.update(built.zeroed_added)
+    run.create_graph_seen = built.create_graph_out
     if built.path_ends:
-        interp.path_ends = True
+        run.path_ends = True
 
 
-def _merge_reads(interp, touched: dict[int, ast.AST], inlined: set[int]) -> None:
-    if interp.touched is not None:
-        interp.touched.update(touched)
-    if interp.unit_inlined is not None:
-        interp.unit_inlined.update(inlined)
+def _merge_reads(interp: EngineParts, touched: dict[int, ast.AST], inlined: set[int]) -> None:
+    run = interp.run_state
+    if run.touched is not None:
+        run.touched.update(touched)
+    if run.unit_inlined is not None:
+        run.unit_inlined.update(inlined)

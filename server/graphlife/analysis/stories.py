@@ -103,8 +103,11 @@ class _Recorder:
 
 def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, deadline: float) -> GraphStore:
     """Interpret the file with the watch on; the graph store as the run left it."""
-    from graphlife.analysis.interpreter import Interpreter, Timeout  # noqa: PLC0415
-    from graphlife.analysis.rule_api import Reporter  # noqa: PLC0415
+    # The engine is imported at the first hover, not when the language server loads this module.
+    from graphlife.analysis.engine_api import Timeout  # noqa: PLC0415
+    from graphlife.analysis.interpreter import Interpreter  # noqa: PLC0415
+    from graphlife.analysis.rule_api import Reporter, Rule, RuleDoc  # noqa: PLC0415
+    from graphlife.findings import Severity  # noqa: PLC0415
 
     class WatchingInterpreter(Interpreter):
         """The engine with a witness on every evaluation: the story needs each value the watched
@@ -116,13 +119,18 @@ def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, d
                 recorder.values.append((value, state.copy()))
             return value
 
-    interp = WatchingInterpreter(tree, source, lines, [], Reporter(), deadline)
-    interp.hooks = {BackwardEvent: [recorder.on_backward], StoreEvent: [recorder.on_store]}  # type: ignore[list-item]
+    listener = Rule(code="story", name="graph-lifetime-story", severity=Severity.HINT, doc=RuleDoc(""))
+    listener.on(BackwardEvent)(recorder.on_backward)
+    listener.on(StoreEvent)(recorder.on_store)
+    interp = WatchingInterpreter(tree, source, lines, [listener], Reporter(), deadline)
     interp.watch = (recorder.target, recorder.values)
     interp.isolate_calls = False  # the story reads one graph store at the end of the run
-    with contextlib.suppress(Timeout, RecursionError):
-        interp.run()
-    return interp.graph
+    try:
+        with contextlib.suppress(Timeout, RecursionError):
+            interp.run()
+    finally:
+        interp.ctx = None  # the hooks' context refers back to the interpreter
+    return interp.run_state.graph
 
 
 # -- telling it -------------------------------------------------------------------------------

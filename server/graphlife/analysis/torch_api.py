@@ -12,39 +12,40 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from graphlife.analysis import optable
+from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
+    GradReadEvent,
     InplaceEvent,
     OptimizerEvent,
     RequiresGradEvent,
     SavedEvent,
     StepEvent,
-    GradReadEvent,
     ZeroGradEvent,
 )
 from graphlife.analysis.state import SavedRef, State
 from graphlife.analysis.values import (
-    replace,
     NONE,
     UNKNOWN,
     BoundMethod,
     ContextVal,
+    FunctionRef,
+    HeapObject,
     HeapRef,
     NoneValue,
     Number,
     QualName,
     TensorVal,
+    Tri,
     TupleVal,
-    ValuesIndices,
     Unknown,
     Value,
+    ValuesIndices,
+    replace,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from graphlife.analysis.interpreter import Interpreter
 
 AUG_OPS = {
     ast.Add: "__iadd__", ast.Sub: "__isub__", ast.Mult: "__imul__", ast.Div: "__itruediv__",
@@ -61,7 +62,10 @@ FACTORIES = {
     "full_like", "normal", "logspace", "Tensor", "FloatTensor", "LongTensor",
 }
 CONVERSIONS = {"to", "cuda", "cpu", "double", "float", "half", "bfloat16", "type", "long", "int", "bool"}
-NUMBER_METHODS = {"item", "tolist", "numpy", "__float__", "__int__", "dim", "size", "numel", "nelement", "ndimension", "element_size", "is_contiguous", "data_ptr", "get_device", "stride"}
+NUMBER_METHODS = {
+    "item", "tolist", "numpy", "__float__", "__int__", "dim", "size", "numel", "nelement", "ndimension", "element_size",
+    "is_contiguous", "data_ptr", "get_device", "stride",
+}
 GRAD_CONTEXTS = {
     "torch.no_grad": ("no_grad", False),
     "torch.enable_grad": ("enable_grad", True),
@@ -74,7 +78,10 @@ DTYPES = {
     "torch.float64": "float64", "torch.double": "float64", "torch.float32": "float32", "torch.float": "float32",
     "torch.float16": "float16", "torch.half": "float16", "torch.bfloat16": "bfloat16",
 }
-RNN_OUTPUTS = {"nn.LSTM": "lstm", "nn.GRU": "rnn", "nn.RNN": "rnn", "nn.LSTMCell": "lstmcell", "nn.GRUCell": "cell", "nn.RNNCell": "cell"}
+RNN_OUTPUTS = {
+    "nn.LSTM": "lstm", "nn.GRU": "rnn", "nn.RNN": "rnn", "nn.LSTMCell": "lstmcell", "nn.GRUCell": "cell",
+    "nn.RNNCell": "cell",
+}
 CONTAINERS = {"nn.Sequential", "nn.ModuleList", "nn.ModuleDict", "nn.ParameterList"}
 #: Methods every nn.Module has (the engine models these; other unknown attributes are unknown values).
 MODULE_METHODS = {
@@ -105,13 +112,6 @@ def builtin_name(name: str) -> Value:
 
 
 # -- tensors ----------------------------------------------------------------------------
-
-
-def new_tensor(interp: "Interpreter", site: ast.AST, *, requires_grad: bool | None = False, desc: str = "", **extra) -> TensorVal:
-    return TensorVal(
-        requires_grad=requires_grad, leaf=True, storage=interp.fresh(), origin=site, desc=desc,
-        created_with_grad=site if requires_grad else None, **extra,
-    )
 
 
 def may_carry_graph(value: Value) -> bool:
@@ -173,8 +173,8 @@ def tensors_in(value: Value, state: State, depth: int = 0) -> Iterable[TensorVal
 
 
 def apply_op(
-    interp: "Interpreter", state: State, key: str, inputs: list[Value], input_exprs: list[ast.expr | None], site: ast.AST,
-    *, info: optable.OpInfo | None = None, case_override=None,
+    interp: TorchEngine, state: State, key: str, inputs: list[Value], input_exprs: list[ast.expr | None], site: ast.AST,
+    *, info: optable.OpInfo | None = None,
 ) -> Value:
     """A differentiable op on abstract inputs: result facts, a graph node, what it saves."""
     info = info if info is not None else optable.lookup(key)
@@ -183,7 +183,9 @@ def apply_op(
     if info is not None and not info.returns_tensor:
         return Number(None)
     if not tensors and not any_unknown:
-        return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=site) if info is not None else UNKNOWN
+        if info is None:
+            return UNKNOWN
+        return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=site)
     needs_grad: bool | None
     if any(t.requires_grad for t in tensors):
         needs_grad = True
@@ -204,14 +206,7 @@ def apply_op(
         inference = True  # a view of an inference tensor is one too
     why, why_site = "", None
     if needs_grad is False:
-        if state.grad_enabled is False:
-            why = "computed while gradients were disabled (`torch.inference_mode()`)" if state.inference_mode else "computed while gradients were disabled (`torch.no_grad()`)"
-            why_site = interp.current_stmt()
-        elif info is not None and not info.differentiable:
-            why, why_site = f"the result of `{key.split('.')[-1]}`, which is not differentiable", site
-        else:
-            source = next((t for t in tensors if t.why), None)
-            why, why_site = (source.why, source.why_site) if source is not None else ("built only from tensors that do not require grad", site)
+        why, why_site = _why_no_graph(interp, state, key, info, tensors, site)
     result = TensorVal(
         requires_grad=needs_grad, leaf=not needs_grad if needs_grad is not None else None,
         storage=storage, inference=inference, origin=site, desc=interp.text(site), why=why, why_site=why_site,
@@ -225,19 +220,33 @@ def apply_op(
     saves_certain = False
     if info is not None and len(info.inputs) == len(inputs) and needs_grad:
         pattern = "".join(pattern_char(v) for v in inputs)
-        cases = case_override or info.saved_for_all(pattern)
+        cases = info.saved_for_all(pattern)
         if cases:
             saves_certain = all(c.saves_anything for c in cases)
             saves.extend(saved_inputs(interp, state, cases, inputs, input_exprs, site, key))
             if all(c.result for c in cases) and storage is not None:
                 saves.append(SavedRef(storage, max(state.version_of(storage)), "result", interp.text(site)))
-    node = interp.graph.add(
+    node = interp.run_state.graph.add(
         op=key, site=site, parents=parents, parents_certain=parents_certain, saves=tuple(saves),
         saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
         leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
         partial=any_unknown,
     )
     return replace(result, grad_fn=frozenset({node.nid}), certain=parents_certain and needs_grad is True, leaf=False)
+
+
+def _why_no_graph(interp: TorchEngine, state: State, key: str, info: optable.OpInfo | None, tensors: list[TensorVal],
+                  site: ast.AST) -> tuple[str, ast.AST | None]:
+    """Why an op's result has no graph (for GL104's messages), and where that was decided."""
+    if state.grad_enabled is False:
+        mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
+        return f"computed while gradients were disabled (`{mode}`)", interp.current_stmt()
+    if info is not None and not info.differentiable:
+        return f"the result of `{key.split('.')[-1]}`, which is not differentiable", site
+    source = next((t for t in tensors if t.why), None)
+    if source is not None:
+        return source.why, source.why_site
+    return "built only from tensors that do not require grad", site
 
 
 def param_storages(tensor: TensorVal, state: State) -> frozenset[int]:
@@ -257,7 +266,8 @@ def leaf_storages(tensors: list[TensorVal], state: State) -> frozenset[int]:
     return frozenset(out)
 
 
-def saved_inputs(interp, state: State, cases, inputs: list[Value], exprs: list, site, key: str) -> list[SavedRef]:
+def saved_inputs(interp: TorchEngine, state: State, cases: tuple[optable.SavedCase, ...], inputs: list[Value],
+                 exprs: list[ast.expr | None], site: ast.AST, key: str) -> list[SavedRef]:
     """The inputs every possible case saves, at their current versions; an inference tensor among
     them is a ``saved`` event (torch refuses to save it)."""
     refs: list[SavedRef] = []
@@ -275,7 +285,7 @@ def saved_inputs(interp, state: State, cases, inputs: list[Value], exprs: list, 
 
 
 def apply_inplace(
-    interp: "Interpreter", state: State, key: str, target: TensorVal, target_expr: ast.expr | None,
+    interp: TorchEngine, state: State, key: str, target: TensorVal, target_expr: ast.expr | None,
     args: list[Value], site: ast.AST, *, construction: ast.AST | None = None, info: optable.OpInfo | None = None,
     inplace_cases: bool = False, report_at_construction: bool = False,
 ) -> Value:
@@ -287,7 +297,8 @@ def apply_inplace(
         state.bump(target.storage, construction if (report_at_construction and construction is not None) else stmt)
     if target.via_data:
         for storage in param_storages(target, state):
-            state.writable("data_bumps")[storage] = state.data_bumps.get(storage, ()) + ((len(interp.graph.nodes), stmt),)
+            change = (len(interp.run_state.graph.nodes), stmt)
+            state.writable("data_bumps")[storage] = (*state.data_bumps.get(storage, ()), change)
     if target.grad_of and key in ("Tensor.zero_", "Tensor.mul_", "Tensor.fill_"):
         zero_grads(interp, state, target.grad_of, site, set_to_none=False)
     info = info if info is not None else optable.lookup(key)
@@ -302,6 +313,7 @@ def apply_inplace(
     saves_certain = False
     if info is not None and needs and len(info.inputs) == len(inputs):
         pattern = "".join(pattern_char(v) for v in inputs)
+        cases: tuple[optable.SavedCase, ...] | None
         if inplace_cases:
             case = info.inplace_saved_for(pattern)
             cases = (case,) if case is not None else None
@@ -310,12 +322,13 @@ def apply_inplace(
         if cases:
             saves_certain = all(c.saves_anything for c in cases)
             if all(c.result for c in cases) and target.storage is not None:
-                saves.append(SavedRef(target.storage, max(state.version_of(target.storage)), "result", interp.text(target_expr)))
+                version = max(state.version_of(target.storage))
+                saves.append(SavedRef(target.storage, version, "result", interp.text(target_expr)))
             for index in sorted(set.intersection(*(set(c.saved) for c in cases))):
                 value = inputs[index]
                 if index > 0 and isinstance(value, TensorVal) and value.storage is not None:
                     saves.append(SavedRef(value.storage, max(state.version_of(value.storage)), "input", ""))
-    node = interp.graph.add(
+    node = interp.run_state.graph.add(
         op=key, site=site, parents=parents, parents_certain=all(t.certain for t in tensors), saves=tuple(saves),
         saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
         leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
@@ -327,7 +340,8 @@ def apply_inplace(
     return result
 
 
-def spread_inplace(interp, state: State, target: TensorVal, target_expr: ast.expr | None, result: TensorVal) -> None:
+def spread_inplace(interp: TorchEngine, state: State, target: TensorVal, target_expr: ast.expr | None,
+                   result: TensorVal) -> None:
     """Writing a value with a graph into a tensor without one gives the tensor a graph
     (``out = torch.zeros(n); out[i] = h``: ``out`` now requires grad, through CopySlices).
     Every name and attribute holding that storage (the tensor, its views) sees it."""
@@ -339,15 +353,18 @@ def spread_inplace(interp, state: State, target: TensorVal, target_expr: ast.exp
         if isinstance(value, TensorVal) and value.storage == target.storage:
             state.env[name] = replace(value, grad_fn=value.grad_fn | result.grad_fn, **fields)
     for oid, obj in list(state.heap.items()):
-        hits = [key for key, value in obj.attrs.items() if isinstance(value, TensorVal) and value.storage == target.storage]
+        hits = [key for key, value in obj.attrs.items()
+                if isinstance(value, TensorVal) and value.storage == target.storage]
         if hits:
             writable = state.heap_write(oid)
             for key in hits:
-                value = writable.attrs[key]
-                writable.attrs[key] = replace(value, grad_fn=value.grad_fn | result.grad_fn, **fields)
+                held = writable.attrs[key]
+                if isinstance(held, TensorVal):
+                    writable.attrs[key] = replace(held, grad_fn=held.grad_fn | result.grad_fn, **fields)
 
 
-def binop(interp: "Interpreter", state: State, op: ast.operator, left: Value, right: Value, site, left_expr, right_expr) -> Value:
+def binop(interp: TorchEngine, state: State, op: ast.operator, left: Value, right: Value, site: ast.AST,
+          left_expr: ast.expr | None, right_expr: ast.expr | None) -> Value:
     name = BIN_OPS.get(type(op))
     if isinstance(left, TensorVal) and name:
         result = apply_op(interp, state, f"Tensor.__{name}__", [left, right], [left_expr, right_expr], site)
@@ -364,15 +381,18 @@ def binop(interp: "Interpreter", state: State, op: ast.operator, left: Value, ri
 
 def _scalar_operands(tensor: TensorVal, other: Value) -> bool:
     """Elementwise arithmetic of a one-element tensor with another one, or with a number."""
-    return tensor.scalar and ((isinstance(other, TensorVal) and other.scalar) or (isinstance(other, Number) and not isinstance(other.const, str)))
+    number = isinstance(other, Number) and not isinstance(other.const, str)
+    return tensor.scalar and ((isinstance(other, TensorVal) and other.scalar) or number)
 
 
 #: Methods of a one-element tensor that return a one-element tensor.
-_SCALAR_KEEPING_METHODS = {"detach", "clone", "float", "double", "half", "cpu", "cuda", "to", "abs", "neg", "exp", "log",
-                           "sqrt", "sigmoid", "tanh", "relu", "squeeze", "contiguous", "pow", "mul", "div", "add", "sub"}
+_SCALAR_KEEPING_METHODS = {
+    "detach", "clone", "float", "double", "half", "cpu", "cuda", "to", "abs", "neg", "exp", "log",
+    "sqrt", "sigmoid", "tanh", "relu", "squeeze", "contiguous", "pow", "mul", "div", "add", "sub",
+}
 
 
-def concatenate(interp, state: State, left: Value, right: Value, site) -> Value:
+def concatenate(interp: TorchEngine, state: State, left: Value, right: Value, site: ast.AST) -> Value:
     """``[a] + items``: a new list holding what both hold."""
     if isinstance(left, TupleVal) and isinstance(right, TupleVal):
         return TupleVal(left.items + right.items)
@@ -410,14 +430,15 @@ def enter_context(state: State, ctx: ContextVal) -> None:
 # -- attributes ----------------------------------------------------------------------------
 
 
-def tensor_attribute(interp: "Interpreter", state: State, tensor: TensorVal, expr: ast.Attribute) -> Value:
+def tensor_attribute(interp: TorchEngine, state: State, tensor: TensorVal, expr: ast.Attribute) -> Value:
     attr = expr.attr
     if attr == "data":
-        return replace(tensor, requires_grad=False, leaf=True, grad_fn=frozenset(), via_data=True, desc=interp.text(expr))
+        return replace(tensor, requires_grad=False, leaf=True, grad_fn=frozenset(), via_data=True,
+                       desc=interp.text(expr))
     if attr == "grad":
         interp.emit(GradReadEvent(stmt=interp.current_stmt(), state=state, tensor=tensor, expr=expr))
         # After a backward with create_graph=True, a .grad has a graph of its own.
-        grad_needs = None if interp.create_graph_seen else False
+        grad_needs = None if interp.run_state.create_graph_seen else False
         grad = TensorVal(requires_grad=grad_needs, leaf=True if grad_needs is False else None, storage=None,
                          origin=expr, desc=interp.text(expr),
                          grad_of=param_storages(tensor, state) if tensor.leaf else frozenset(),
@@ -437,7 +458,8 @@ def tensor_attribute(interp: "Interpreter", state: State, tensor: TensorVal, exp
     return BoundMethod(tensor, attr)
 
 
-def set_requires_grad(interp: "Interpreter", state: State, target: TensorVal, target_expr: ast.expr | None, flag, form: str, stmt) -> None:
+def set_requires_grad(interp: TorchEngine, state: State, target: TensorVal, target_expr: ast.expr | None, flag: Tri,
+                      form: str, stmt: ast.stmt) -> None:
     interp.emit(RequiresGradEvent(stmt=stmt, state=state, target=target, target_expr=target_expr, flag=flag, form=form))
     if target.leaf is not True:
         return
@@ -445,12 +467,12 @@ def set_requires_grad(interp: "Interpreter", state: State, target: TensorVal, ta
     rebind(interp, state, target_expr, updated)
     if target.owner is not None and target.owner in state.heap:
         # A loop over .parameters() sets every parameter; a single one makes the module "maybe".
-        frozen = (not flag) if (flag is not None and interp.loop_stack) else None
+        frozen = (not flag) if (flag is not None and interp.run_state.loop_stack) else None
         state.heap_write(target.owner).frozen = frozen
         mark_children_frozen(state, HeapRef(target.owner), frozen)
 
 
-def rebind(interp: "Interpreter", state: State, expr: ast.expr | None, value: Value) -> None:
+def rebind(interp: TorchEngine, state: State, expr: ast.expr | None, value: Value) -> None:
     """Give a name (or ``obj.attr``) a new value after a method changed the tensor it names."""
     if isinstance(expr, ast.Name):
         state.env[expr.id] = value
@@ -483,7 +505,8 @@ def kwarg_expr(call: ast.Call, name: str) -> ast.expr | None:
     return next((kw.value for kw in call.keywords if kw.arg == name), None)
 
 
-def call_qualname(interp: "Interpreter", state: State, name: str, args: list[Value], kwargs: dict[str, Value], call: ast.Call) -> Value:  # noqa: C901
+def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value], kwargs: dict[str, Value],
+                  call: ast.Call) -> Value:
     name = canonical(name)
     if name in GRAD_CONTEXTS:
         kind, enabled = GRAD_CONTEXTS[name]
@@ -520,11 +543,10 @@ def call_qualname(interp: "Interpreter", state: State, name: str, args: list[Val
         if const_bool(kwargs.get("use_reentrant")) is True and tensors and all(
             isinstance(t, TensorVal) and t.requires_grad is False for t in tensors
         ):
-            return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=call, desc=interp.text(call),
+            return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=call,
+                             desc=interp.text(call),
                              why="the output of a reentrant `checkpoint` whose inputs do not require grad has no graph "
                                  "(pass `use_reentrant=False`)", why_site=call)
-        from graphlife.analysis.values import FunctionRef  # noqa: PLC0415
-
         if isinstance(fn, FunctionRef):
             return interp.call_function(fn, args[1:], {}, state, call)
         if isinstance(fn, HeapRef):
@@ -547,7 +569,9 @@ def call_qualname(interp: "Interpreter", state: State, name: str, args: list[Val
             result = call_table_function(interp, state, key, info, args, kwargs, call)
             if reduces_to_one(short, list(args[1:]) if short in _FULL_REDUCTIONS else [], kwargs):
                 return mark_scalar(result)
-            return with_indices(interp, short, result, list(args[1:]), kwargs, call) if name.startswith("torch.") else result
+            if name.startswith("torch."):
+                return with_indices(interp, short, result, list(args[1:]), kwargs, call)
+            return result
         return UNKNOWN
     return UNKNOWN
 
@@ -575,7 +599,8 @@ def flatten_tensor_args(args: list[Value], state: State, depth: int = 0) -> list
     return flat
 
 
-def call_table_function(interp, state, key: str, info: optable.OpInfo, args, kwargs, call: ast.Call) -> Value:
+def call_table_function(interp: TorchEngine, state: State, key: str, info: optable.OpInfo, args: list[Value],
+                        kwargs: dict[str, Value], call: ast.Call) -> Value:
     out_expr = kwarg_expr(call, "out")
     inputs = list(args[: len(info.inputs)])
     exprs: list[ast.expr | None] = list(call.args[: len(info.inputs)])
@@ -591,9 +616,11 @@ def call_table_function(interp, state, key: str, info: optable.OpInfo, args, kwa
     if graph_left_out(args, kwargs, len(info.inputs), info, state):
         everything = flatten_tensor_args(list(args) + [v for k, v in kwargs.items() if k != "out"], state)
         if info.inplace and args and isinstance(args[0], TensorVal):
-            return apply_inplace(interp, state, key, args[0], call.args[0] if call.args else None, everything[1:], call, info=None)
+            first = call.args[0] if call.args else None
+            return apply_inplace(interp, state, key, args[0], first, everything[1:], call, info=None)
         return apply_op(interp, state, key, everything, [None] * len(everything), call, info=None)
-    if info.inplace_keyword and const_bool(kwargs.get(info.inplace_keyword)) and inputs and isinstance(inputs[0], TensorVal):
+    inplace_flag = info.inplace_keyword and const_bool(kwargs.get(info.inplace_keyword))
+    if inplace_flag and inputs and isinstance(inputs[0], TensorVal):
         return apply_inplace(interp, state, key, inputs[0], exprs[0], inputs[1:], call, info=info, inplace_cases=True)
     if info.inplace and inputs and isinstance(inputs[0], TensorVal):
         return apply_inplace(interp, state, key, inputs[0], exprs[0], inputs[1:], call, info=info)
@@ -608,10 +635,14 @@ def call_table_function(interp, state, key: str, info: optable.OpInfo, args, kwa
     return result
 
 
-def call_builtin(interp, state, name: str, args: list[Value], kwargs, call) -> Value:
-    if name in ("float", "int", "bool", "str", "len", "round", "abs", "repr", "format", "isinstance", "hasattr", "print", "min", "max") and not (
-        name in ("min", "max", "abs") and any(isinstance(a, TensorVal) for a in args)
-    ):
+#: Builtins whose result is a Python value (on tensors too, but ``min``, ``max`` and ``abs``).
+_PLAIN_BUILTINS = ("float", "int", "bool", "str", "len", "round", "abs", "repr", "format", "isinstance", "hasattr",
+                   "print", "min", "max")
+
+
+def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value], kwargs: dict[str, Value],
+                 call: ast.Call) -> Value:
+    if name in _PLAIN_BUILTINS and not (name in ("min", "max", "abs") and any(isinstance(a, TensorVal) for a in args)):
         return Number(None) if name != "print" else NONE
     if name == "sum" and args:
         element = interp.iter_element(args[0], state)
@@ -661,7 +692,8 @@ def parse_dtype(value: Value | None, expr: ast.expr | None) -> str | None:
     return None
 
 
-def make_factory(interp, state, short: str, args, kwargs, call: ast.Call) -> Value:
+def make_factory(interp: TorchEngine, state: State, short: str, args: list[Value], kwargs: dict[str, Value],
+                 call: ast.Call) -> Value:
     out = kwargs.get("out")
     if isinstance(out, TensorVal):
         # `torch.rand(shape, out=buffer)` fills an existing tensor in place.
@@ -669,7 +701,11 @@ def make_factory(interp, state, short: str, args, kwargs, call: ast.Call) -> Val
     flag = const_bool(kwargs.get("requires_grad")) if "requires_grad" in kwargs else False
     dtype = parse_dtype(kwargs.get("dtype"), kwarg_expr(call, "dtype"))
     device_value = kwargs.get("device")
-    device = "cpu" if device_value is None else (device_value.const if isinstance(device_value, Number) and isinstance(device_value.const, str) else None)
+    device: str | None = None
+    if device_value is None:
+        device = "cpu"
+    elif isinstance(device_value, Number) and isinstance(device_value.const, str):
+        device = device_value.const
     like = args[0] if short.endswith("_like") and args and isinstance(args[0], TensorVal) else None
     if short in ("tensor", "as_tensor", "from_numpy") and dtype is None:
         dtype = None
@@ -689,7 +725,8 @@ def make_factory(interp, state, short: str, args, kwargs, call: ast.Call) -> Val
     )
 
 
-def make_module(interp, state, key: str, args, kwargs, call: ast.Call) -> Value:
+def make_module(interp: TorchEngine, state: State, key: str, args: list[Value], kwargs: dict[str, Value],
+                call: ast.Call) -> Value:
     info = optable.lookup(key)
     ref = interp.new_object(state, "module", call, cls=key)
     obj = state.heap[ref.oid]
@@ -704,7 +741,7 @@ def make_module(interp, state, key: str, args, kwargs, call: ast.Call) -> Value:
                     obj.elem = state.heap[arg.oid].elem
             elif isinstance(arg, TupleVal):
                 children.extend(arg.items)
-            elif isinstance(arg, HeapRef) and state.heap.get(arg.oid) is not None and state.heap[arg.oid].kind == "dict":
+            elif isinstance(arg, HeapRef) and arg.oid in state.heap and state.heap[arg.oid].kind == "dict":
                 obj.elem = state.heap[arg.oid].elem
             else:
                 children.append(arg)
@@ -750,10 +787,7 @@ def module_params(state: State, ref: HeapRef, depth: int = 0) -> tuple[frozenset
     if obj.elem is not None:
         children.append(obj.elem)
     for child in children:
-        if isinstance(child, TupleVal):
-            items = child.items
-        else:
-            items = (child,)
+        items = child.items if isinstance(child, TupleVal) else (child,)
         for item in items:
             if isinstance(item, HeapRef) and item.oid in state.heap and state.heap[item.oid].kind == "module":
                 sub, sub_frozen = module_params(state, item, depth + 1)
@@ -765,7 +799,8 @@ def module_params(state: State, ref: HeapRef, depth: int = 0) -> tuple[frozenset
     return frozenset(storages), frozen
 
 
-def make_optimizer(interp, state, args, kwargs, call: ast.Call) -> Value:
+def make_optimizer(interp: TorchEngine, state: State, args: list[Value], kwargs: dict[str, Value],
+                   call: ast.Call) -> Value:
     params_value = args[0] if args else kwargs.get("params", UNKNOWN)
     params_expr = call.args[0] if call.args else kwarg_expr(call, "params")
     entries: list[tuple[Value, ast.expr | None]] = []
@@ -785,10 +820,12 @@ def make_optimizer(interp, state, args, kwargs, call: ast.Call) -> Value:
         else:
             storages = None
     interp.emit(OptimizerEvent(stmt=interp.current_stmt(), state=state, call=call, params=entries))
-    return interp.new_object(state, "optimizer", call, opt_storages=frozenset(storages) if storages is not None else None)
+    return interp.new_object(state, "optimizer", call,
+                             opt_storages=frozenset(storages) if storages is not None else None)
 
 
-def iter_param_values(interp, state, value: Value, expr: ast.expr | None, depth: int = 0):
+def iter_param_values(interp: TorchEngine, state: State, value: Value, expr: ast.expr | None,
+                      depth: int = 0) -> Iterator[tuple[Value, ast.expr | None]]:
     """The tensors (or parameter iterators) passed to an optimizer, with their source expressions."""
     if depth > 3:
         return
@@ -834,7 +871,8 @@ def iter_param_values(interp, state, value: Value, expr: ast.expr | None, depth:
 # -- calls on objects and methods ------------------------------------------------------------
 
 
-def call_object(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs, call: ast.Call) -> Value:
+def call_object(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value], kwargs: dict[str, Value],
+                call: ast.Call) -> Value:
     obj = state.heap.get(ref.oid)
     if obj is None:
         return UNKNOWN
@@ -843,16 +881,16 @@ def call_object(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
     return UNKNOWN
 
 
-def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs, call: ast.Call, *, via_container: bool = False) -> Value:  # noqa: C901
+def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value], kwargs: dict[str, Value],
+                call: ast.Call, *, via_container: bool = False) -> Value:
     obj = state.heap[ref.oid]
     if obj.class_ref is not None:
         interp.note_module_call(ref, call)
         forward = interp.find_method(obj.class_ref, "forward", state)
         if forward is None:
             return UNKNOWN
-        from graphlife.analysis.values import FunctionRef  # noqa: PLC0415
-
-        return interp.call_function(FunctionRef(node=forward, key=id(forward), bound_self=ref), args, kwargs, state, call)
+        method = FunctionRef(node=forward, key=id(forward), bound_self=ref)
+        return interp.call_function(method, args, kwargs, state, call)
     key = obj.cls
     if key == "nn.Sequential":
         children = obj.attrs.get("__children__")
@@ -860,10 +898,7 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
             return UNKNOWN
         value = args[0] if args else UNKNOWN
         for child in children.items:
-            if isinstance(child, HeapRef):
-                value = call_module_site(interp, state, child, [value], call)
-            else:
-                value = UNKNOWN
+            value = call_module_site(interp, state, child, [value], call) if isinstance(child, HeapRef) else UNKNOWN
         return value
     info = optable.lookup(key)
     storages, _ = module_params(state, ref)
@@ -876,7 +911,7 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
     if info is None:
         tensors = flatten_tensor_args(inputs, state)
         if param_grad:
-            tensors = tensors + [TensorVal(requires_grad=True, leaf=True, storage=None)]
+            tensors = [*tensors, TensorVal(requires_grad=True, leaf=True, storage=None)]
         result = apply_op(interp, state, key, tensors, [None] * len(tensors), call, info=None)
         return result if obj.extra.get("has_params") is not None or tensors else UNKNOWN
     flat: list[Value] = []
@@ -903,19 +938,20 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
     cases = use_info.saved_for_all(pattern)
     param_tensor = TensorVal(requires_grad=param_grad, leaf=True, storage=None)
     result = apply_op(interp, state, key, inputs + ([param_tensor] if param_grad is not False else []),
-                      exprs + [None], call, info=use_info if param_grad is False else None,
-                      case_override=None)
+                      [*exprs, None], call, info=use_info if param_grad is False else None)
     if param_grad is not False and isinstance(result, TensorVal) and result.grad_fn:
         # Attach what the table says this module saves (with its parameters requiring grad).
-        node = interp.graph.nodes[next(iter(result.grad_fn))]
+        node = interp.run_state.graph.nodes[next(iter(result.grad_fn))]
         saves = []
         if cases:
             saves.extend(saved_inputs(interp, state, cases, inputs, exprs, call, key))
             if all(c.params for c in cases):
                 saved_params = sorted(storages - {obj.extra.get("bias_storage")})
-                saves.extend(SavedRef(s, max(state.version_of(s)), "parameter", f"parameters of {interp.text(call.func)}") for s in saved_params)
+                owner = f"parameters of {interp.text(call.func)}"
+                saves.extend(SavedRef(s, max(state.version_of(s)), "parameter", owner) for s in saved_params)
             if all(c.result for c in cases) and result.storage is not None:
-                saves.append(SavedRef(result.storage, max(state.version_of(result.storage)), "result", interp.text(call)))
+                version = max(state.version_of(result.storage))
+                saves.append(SavedRef(result.storage, version, "result", interp.text(call)))
             node.saves = tuple(saves)
             node.saves_certain = all(c.saves_anything or c.params for c in cases)
             node.op = key
@@ -926,13 +962,14 @@ def call_module(interp: "Interpreter", state: State, ref: HeapRef, args, kwargs,
         if param_grad is True:
             result = replace(result, requires_grad=True, leaf=False)
     if isinstance(result, TensorVal) and result.requires_grad is False and frozen and state.grad_enabled is not False:
-        result = replace(result, why=f"computed by `{interp.text(call.func)}`, whose parameters are all frozen (`requires_grad=False`)", why_site=call)
+        why = f"computed by `{interp.text(call.func)}`, whose parameters are all frozen (`requires_grad=False`)"
+        result = replace(result, why=why, why_site=call)
     if obj.extra.get("reduces_to_one"):
         result = mark_scalar(result)
     return shape_module_output(key, result)
 
 
-def call_module_site(interp, state, child: HeapRef, args, call) -> Value:
+def call_module_site(interp: TorchEngine, state: State, child: HeapRef, args: list[Value], call: ast.Call) -> Value:
     obj = state.heap.get(child.oid)
     if obj is None:
         return UNKNOWN
@@ -953,7 +990,8 @@ def shape_module_output(key: str, result: Value) -> Value:
     return result
 
 
-def call_method(interp: "Interpreter", state: State, receiver: Value, name: str, args, kwargs, call: ast.Call) -> Value:  # noqa: C901
+def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, args: list[Value],
+                kwargs: dict[str, Value], call: ast.Call) -> Value:
     receiver_expr = call.func.value if isinstance(call.func, ast.Attribute) else None
     if isinstance(receiver, TensorVal):
         return call_tensor_method(interp, state, receiver, receiver_expr, name, args, kwargs, call)
@@ -980,16 +1018,18 @@ def call_method(interp: "Interpreter", state: State, receiver: Value, name: str,
     return UNKNOWN
 
 
-def call_container_method(interp, state, ref: HeapRef, obj, name: str, args, call) -> Value:
+def call_container_method(interp: TorchEngine, state: State, ref: HeapRef, obj: HeapObject, name: str,
+                          args: list[Value], call: ast.Call) -> Value:
     if name in ("append", "add", "insert", "extend", "setdefault") and args:
-        interp.maybe_store(state, ref, args[-1], f"{interp.text(call.func.value) if isinstance(call.func, ast.Attribute) else ''}", "append")
+        target = interp.text(call.func.value) if isinstance(call.func, ast.Attribute) else ""
+        interp.maybe_store(state, ref, args[-1], target, "append")
     if name in ("append", "add", "insert") and args:
         value = args[-1]
         writable = state.heap_write(ref.oid)
         writable.elem = value if writable.elem is None else writable.elem.join(value)
         items = writable.attrs.get("__items__")
         if name == "append" and isinstance(items, TupleVal) and len(items.items) < 16:
-            writable.attrs["__items__"] = TupleVal(items.items + (value,))
+            writable.attrs["__items__"] = TupleVal((*items.items, value))
         else:
             writable.attrs.pop("__items__", None)
         return NONE
@@ -1016,7 +1056,13 @@ def call_container_method(interp, state, ref: HeapRef, obj, name: str, args, cal
     return UNKNOWN
 
 
-def call_module_method(interp, state, ref: HeapRef, name: str, args, kwargs, call) -> Value:
+#: Methods of a module that return the module (or nothing) and change its mode, device, gradients.
+_MODULE_SELF_METHODS = ("train", "eval", "to", "cuda", "cpu", "double", "float", "half", "apply", "requires_grad_",
+                        "zero_grad", "share_memory")
+
+
+def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: str, args: list[Value],
+                       kwargs: dict[str, Value], call: ast.Call) -> Value:
     if name in ("parameters", "named_parameters"):
         params = interp.new_object(state, "params", call)
         _, frozen = module_params(state, ref)
@@ -1025,13 +1071,13 @@ def call_module_method(interp, state, ref: HeapRef, name: str, args, kwargs, cal
         state.heap[params.oid].elem = element if name == "parameters" else TupleVal((Number(None), element))
         state.heap[params.oid].extra["module"] = ref
         return params
-    if name in ("train", "eval", "to", "cuda", "cpu", "double", "float", "half", "apply", "requires_grad_", "zero_grad", "share_memory"):
+    if name in _MODULE_SELF_METHODS:
         if name == "requires_grad_":
             flag = const_bool(args[0]) if args else True
             state.heap_write(ref.oid).frozen = (not flag) if flag is not None else None
             mark_children_frozen(state, ref, (not flag) if flag is not None else None)
         if name == "zero_grad":
-            flag = const_bool(kwargs["set_to_none"]) if "set_to_none" in kwargs else (const_bool(args[0]) if args else True)
+            flag = _set_to_none(args, kwargs)
             zero_grads(interp, state, module_params(state, ref)[0], call, set_to_none=flag)
             return NONE
         if name in ("train", "eval"):
@@ -1055,7 +1101,7 @@ def call_module_method(interp, state, ref: HeapRef, name: str, args, kwargs, cal
     return UNKNOWN
 
 
-def mark_children_frozen(state: State, ref: HeapRef, frozen, depth: int = 0) -> None:
+def mark_children_frozen(state: State, ref: HeapRef, frozen: Tri, depth: int = 0) -> None:
     if depth > 6:
         return
     obj = state.heap.get(ref.oid)
@@ -1069,7 +1115,8 @@ def mark_children_frozen(state: State, ref: HeapRef, frozen, depth: int = 0) -> 
                 mark_children_frozen(state, item, frozen, depth + 1)
 
 
-def call_optimizer_method(interp, state, ref: HeapRef, name: str, args, kwargs, call) -> Value:
+def call_optimizer_method(interp: TorchEngine, state: State, ref: HeapRef, name: str, args: list[Value],
+                          kwargs: dict[str, Value], call: ast.Call) -> Value:
     obj = state.heap[ref.oid]
     if name == "step":
         interp.emit(StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
@@ -1080,13 +1127,20 @@ def call_optimizer_method(interp, state, ref: HeapRef, name: str, args, kwargs, 
                 state.writable("grads")[storage] = ("acc_stepped", interp.current_stmt())
         return NONE
     if name == "zero_grad":
-        flag = const_bool(kwargs["set_to_none"]) if "set_to_none" in kwargs else (const_bool(args[0]) if args else True)
-        zero_grads(interp, state, obj.opt_storages, call, set_to_none=flag)
+        zero_grads(interp, state, obj.opt_storages, call, set_to_none=_set_to_none(args, kwargs))
         return NONE
     return UNKNOWN
 
 
-def zero_grads(interp, state: State, storages, site, *, set_to_none) -> None:
+def _set_to_none(args: list[Value], kwargs: Mapping[str, Value]) -> Tri:
+    """``zero_grad(set_to_none=...)``, given by keyword or first argument (``True`` by default)."""
+    if "set_to_none" in kwargs:
+        return const_bool(kwargs["set_to_none"])
+    return const_bool(args[0]) if args else True
+
+
+def zero_grads(interp: TorchEngine, state: State, storages: Collection[int] | None, site: ast.AST, *,
+               set_to_none: Tri) -> None:
     """Gradients reset (``zero_grad``, ``p.grad = None``, ``p.grad.zero_()``): event and status."""
     interp.emit(ZeroGradEvent(stmt=interp.current_stmt(), state=state, call=site,
                                            storages=frozenset(storages) if storages is not None else None,
@@ -1096,12 +1150,12 @@ def zero_grads(interp, state: State, storages, site, *, set_to_none) -> None:
         if previous is not None and previous[0] in ("acc", "acc_stale"):
             state.writable("grads")[storage] = ("zeroed_after_backward", interp.current_stmt())
             if previous[0] == "acc" and previous[1] is not None:
-                interp.zeroed_after[id(interp.current_stmt())] = previous[1]  # the backward it undid
+                interp.run_state.zeroed_after[id(interp.current_stmt())] = previous[1]  # the backward it undid
         else:
             state.writable("grads")[storage] = ("zeroed_none" if set_to_none else "zeroed", interp.current_stmt())
 
 
-def set_training(state: State, ref: HeapRef, mode, depth: int = 0) -> None:
+def set_training(state: State, ref: HeapRef, mode: Tri, depth: int = 0) -> None:
     """``model.train()`` / ``model.eval()``: the mode of the module and its children."""
     if depth > 6 or ref.oid not in state.heap:
         return
@@ -1118,7 +1172,8 @@ _WITH_INDICES = {"sort", "topk", "kthvalue", "mode", "cummax", "cummin"}
 _WITH_INDICES_GIVEN_DIM = {"max", "min", "median", "nanmedian"}
 
 
-def with_indices(interp, short: str, result: Value, rest_args: list, kwargs: dict, call: ast.Call) -> Value:
+def with_indices(interp: TorchEngine, short: str, result: Value, rest_args: list[Value], kwargs: Mapping[str, Value],
+                 call: ast.Call) -> Value:
     """``x.max(1)``, ``torch.topk(x, k)``: the pair of values (the op's result) and indices."""
     if not isinstance(result, TensorVal):
         return result
@@ -1140,7 +1195,7 @@ _LOSSES = {"cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
            "multi_margin_loss", "cosine_embedding_loss", "triplet_margin_loss", "ctc_loss", "multilabel_margin_loss"}
 
 
-def reduces_to_one(short: str, rest_args: list, kwargs: dict) -> bool:
+def reduces_to_one(short: str, rest_args: list[Value], kwargs: Mapping[str, Value]) -> bool:
     """Whether ``short(x, *rest_args, **kwargs)`` certainly returns a one-element tensor."""
     if short in _FULL_REDUCTIONS:
         return not rest_args and not any(key in kwargs for key in ("dim", "axis", "keepdim"))
@@ -1150,14 +1205,21 @@ def reduces_to_one(short: str, rest_args: list, kwargs: dict) -> bool:
     return False
 
 
+#: Loss modules whose functional's name is not their class name in snake case.
+_LOSS_NAMES = {
+    "nn.CrossEntropyLoss": "cross_entropy", "nn.MultiLabelSoftMarginLoss": "multilabel_soft_margin_loss",
+    "nn.MultiLabelMarginLoss": "multilabel_margin_loss", "nn.BCELoss": "binary_cross_entropy",
+    "nn.BCEWithLogitsLoss": "binary_cross_entropy_with_logits", "nn.NLLLoss": "nll_loss", "nn.MSELoss": "mse_loss",
+    "nn.L1Loss": "l1_loss", "nn.KLDivLoss": "kl_div", "nn.CTCLoss": "ctc_loss", "nn.PoissonNLLLoss": "poisson_nll_loss",
+    "nn.GaussianNLLLoss": "gaussian_nll_loss",
+}
+
+
 def _loss_short(key: str) -> str:
-    """``nn.CrossEntropyLoss`` -> ``cross_entropy``, ``nn.BCEWithLogitsLoss`` -> ``binary_cross_entropy_with_logits``."""
-    special = {"nn.CrossEntropyLoss": "cross_entropy", "nn.MultiLabelSoftMarginLoss": "multilabel_soft_margin_loss",
-               "nn.MultiLabelMarginLoss": "multilabel_margin_loss", "nn.BCELoss": "binary_cross_entropy", "nn.BCEWithLogitsLoss": "binary_cross_entropy_with_logits",
-               "nn.NLLLoss": "nll_loss", "nn.MSELoss": "mse_loss", "nn.L1Loss": "l1_loss", "nn.KLDivLoss": "kl_div",
-               "nn.CTCLoss": "ctc_loss", "nn.PoissonNLLLoss": "poisson_nll_loss", "nn.GaussianNLLLoss": "gaussian_nll_loss"}
-    if key in special:
-        return special[key]
+    """``nn.CrossEntropyLoss`` -> ``cross_entropy``, ``nn.BCEWithLogitsLoss`` ->
+    ``binary_cross_entropy_with_logits``."""
+    if key in _LOSS_NAMES:
+        return _LOSS_NAMES[key]
     name = key.split(".")[-1][: -len("Loss")]
     return "".join(("_" + c.lower()) if c.isupper() and i else c.lower() for i, c in enumerate(name)) + "_loss"
 
@@ -1166,18 +1228,19 @@ def mark_scalar(result: Value) -> Value:
     return replace(result, scalar=True) if isinstance(result, TensorVal) and not result.scalar else result
 
 
-def call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call: ast.Call) -> Value:
+def call_tensor_method(interp: TorchEngine, state: State, tensor: TensorVal, receiver_expr: ast.expr | None, name: str,
+                       args: list[Value], kwargs: dict[str, Value], call: ast.Call) -> Value:
     result = _call_tensor_method(interp, state, tensor, receiver_expr, name, args, kwargs, call)
     if name in _WITH_INDICES or name in _WITH_INDICES_GIVEN_DIM:
         result = with_indices(interp, name, result, list(args), kwargs, call)
-    if name in _FULL_REDUCTIONS and reduces_to_one(name, list(args), kwargs):
-        result = mark_scalar(result)
-    elif tensor.scalar and name in _SCALAR_KEEPING_METHODS:
+    reduced = name in _FULL_REDUCTIONS and reduces_to_one(name, list(args), kwargs)
+    if reduced or (tensor.scalar and name in _SCALAR_KEEPING_METHODS):
         result = mark_scalar(result)
     return result
 
 
-def _call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call: ast.Call) -> Value:  # noqa: C901
+def _call_tensor_method(interp: TorchEngine, state: State, tensor: TensorVal, receiver_expr: ast.expr | None, name: str,
+                        args: list[Value], kwargs: dict[str, Value], call: ast.Call) -> Value:
     if tensor.opaque and optable.lookup(f"Tensor.{name}") is None and name not in CONVERSIONS and name != "backward":
         return UNKNOWN  # an object of unknown kind (a distribution, a model): not a tensor method
     if name == "backward":
@@ -1193,7 +1256,8 @@ def _call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: s
         rebind(interp, state, receiver_expr, detached)
         return detached
     if name == "requires_grad_":
-        flag = const_bool(args[0]) if args else (const_bool(kwargs["requires_grad"]) if "requires_grad" in kwargs else True)
+        flag = const_bool(args[0]) if args else (const_bool(kwargs["requires_grad"]) if "requires_grad" in kwargs
+                                                 else True)
         set_requires_grad(interp, state, tensor, receiver_expr, flag, "method", interp.current_stmt())
         if tensor.leaf is True:
             return replace(tensor, requires_grad=flag, created_with_grad=call if flag else None)
@@ -1212,7 +1276,8 @@ def _call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: s
     if info is None:
         if name.endswith("_") and not name.endswith("__"):
             return apply_inplace(interp, state, key, tensor, receiver_expr, list(args), call, info=None)
-        return apply_op(interp, state, key, [tensor, *[a for a in args if isinstance(a, (TensorVal, Unknown))]], [receiver_expr], call, info=None)
+        tensors: list[Value] = [tensor, *[a for a in args if isinstance(a, (TensorVal, Unknown))]]
+        return apply_op(interp, state, key, tensors, [receiver_expr], call, info=None)
     inputs = [tensor, *args[: len(info.inputs) - 1]]
     exprs: list[ast.expr | None] = [receiver_expr, *call.args[: len(info.inputs) - 1]]
     for param in info.inputs[len(inputs):]:
@@ -1225,13 +1290,16 @@ def _call_tensor_method(interp, state, tensor: TensorVal, receiver_expr, name: s
             return apply_inplace(interp, state, key, tensor, receiver_expr, others, call, info=None)
         return apply_op(interp, state, key, [tensor, *others], [receiver_expr] + [None] * len(others), call, info=None)
     if info.inplace:
-        return apply_inplace(interp, state, key, tensor, receiver_expr, inputs[1:], call, info=info if len(inputs) == len(info.inputs) else None)
+        matched = info if len(inputs) == len(info.inputs) else None
+        return apply_inplace(interp, state, key, tensor, receiver_expr, inputs[1:], call, info=matched)
     if len(inputs) != len(info.inputs):
-        return apply_op(interp, state, key, [v for v in inputs if isinstance(v, (TensorVal, Unknown))], [None] * len(inputs), call, info=None)
+        known: list[Value] = [v for v in inputs if isinstance(v, (TensorVal, Unknown))]
+        return apply_op(interp, state, key, known, [None] * len(inputs), call, info=None)
     return apply_op(interp, state, key, inputs, exprs, call, info=info)
 
 
-def convert(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kwargs, call) -> Value:
+def convert(interp: TorchEngine, state: State, tensor: TensorVal, receiver_expr: ast.expr | None, name: str,
+            args: list[Value], kwargs: dict[str, Value], call: ast.Call) -> Value:
     """``.to()``/``.double()``/``.cuda()``: a new non-leaf tensor when it really converts, else the tensor itself."""
     target_dtype = None
     target_device = None
@@ -1249,7 +1317,7 @@ def convert(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kw
     elif name == "cpu":
         target_device = "cpu"
     elif name in ("to", "type"):
-        for value in list(args) + [kwargs.get("dtype"), kwargs.get("device")]:
+        for value in [*args, kwargs.get("dtype"), kwargs.get("device")]:
             if value is None:
                 continue
             dtype = parse_dtype(value, None)
@@ -1267,13 +1335,16 @@ def convert(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kw
     if unknown_target:
         converts = None
     else:
-        dtype_change = target_dtype is not None and (tensor.dtype is None or tensor.dtype != target_dtype)
-        device_change = target_device is not None and (tensor.device is None or tensor.device != target_device)
+        dtype_change: bool | None = target_dtype is not None and tensor.dtype != target_dtype
+        device_change: bool | None = target_device is not None and tensor.device != target_device
         if target_dtype is not None and tensor.dtype is None:
             dtype_change = None
         if target_device is not None and tensor.device is None:
             device_change = None
-        converts = True if (dtype_change or device_change) else (None if dtype_change is None or device_change is None else False)
+        if dtype_change or device_change:
+            converts = True
+        else:
+            converts = None if dtype_change is None or device_change is None else False
     if converts is False:
         return tensor
     result = apply_op(interp, state, "Tensor.to", [tensor], [receiver_expr], call)
@@ -1291,7 +1362,8 @@ def convert(interp, state, tensor: TensorVal, receiver_expr, name: str, args, kw
 # -- backward ---------------------------------------------------------------------------------
 
 
-def do_backward(interp: "Interpreter", state: State, root: Value, root_expr, kwargs, call: ast.Call, kind: str, args=()) -> Value:
+def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.expr | None, kwargs: Mapping[str, Value],
+                call: ast.Call, kind: str, args: Sequence[Value] = ()) -> Value:
     retain = kwargs.get("retain_graph")
     create = kwargs.get("create_graph")
     if kind == "backward" and len(args) >= 2:
@@ -1309,28 +1381,30 @@ def do_backward(interp: "Interpreter", state: State, root: Value, root_expr, kwa
         certain = isinstance(root, TupleVal) and all(isinstance(i, TensorVal) for i in root.items)
     grad_fns = frozenset().union(*(t.grad_fn for t in roots)) if roots else frozenset()
     all_certain = certain and all(t.certain for t in roots)
-    must, may = interp.graph.reach(grad_fns, all_certain)
+    must, may = interp.run_state.graph.reach(grad_fns, all_certain)
     stmt = interp.current_stmt()
     leaves: set[int] = set()
     for nid in may:
-        leaves |= interp.graph.nodes[nid].leaves
+        leaves |= interp.run_state.graph.nodes[nid].leaves
     create_flag = const_bool(create) if create is not None else False
     if create_flag is not False:
-        interp.create_graph_seen = True
+        interp.run_state.create_graph_seen = True
     if kind == "grad":
         leaves = set()  # autograd.grad returns gradients; it does not touch .grad
     interp.emit(BackwardEvent(stmt=stmt, state=state, call=call, root=root, root_expr=root_expr,
                                           retain_graph=retain_flag, kind=kind, must=must, may=may,
                                           create_graph=create_flag, leaves=frozenset(leaves)))
     interp.backward_count += 1
-    if kind == "backward" and (not may or any(interp.graph.nodes[n].partial for n in may)):
+    if kind == "backward" and (not may or any(interp.run_state.graph.nodes[n].partial for n in may)):
         # Part of this graph is unknown, so are the gradients it fills: forget what we knew.
         for storage in list(state.grads):
             state.writable("grads")[storage] = ("unknown", None)
     for storage in leaves:
         previous = state.grads.get(storage)
-        stale = previous is not None and previous[0] in ("acc_stepped", "acc_stale")
-        state.writable("grads")[storage] = ("acc_stale", previous[1]) if stale else ("acc", stmt)
+        if previous is not None and previous[0] in ("acc_stepped", "acc_stale"):
+            state.writable("grads")[storage] = ("acc_stale", previous[1])
+        else:
+            state.writable("grads")[storage] = ("acc", stmt)
     if retain_flag is False:
         for nid in must:
             state.writable("freed").setdefault(nid, stmt)

@@ -30,7 +30,7 @@ a unit that runs again, it is replayed the same way when it is made from the sam
 (arguments, the caller's names with the file's functions and classes by name, the
 gradient mode, the writes made under ``no_grad`` so far) and the code it read is
 unchanged. Its caller's record (a unit's, or another such call's) holds it as a
-:class:`isolation.Nested` marker, not as its reports, and does not count the callee's
+:class:`~graphlife.analysis.call_records.Nested` mark, not as its reports, and does not count the callee's
 code as read: when only that code changed, replaying the caller runs the call again
 alone, with the values and in the context it was recorded with (the caller being
 unchanged, they are the same), and keeps the caller's replay if the call hands back the
@@ -42,18 +42,32 @@ caller runs. A script whose module body runs one experiment after another, or wh
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 from graphlife.analysis import isolation
 from graphlife.analysis.blocks import Block, ParsedFile
-from graphlife.analysis.interpreter import Timeout
+from graphlife.analysis.call_records import CallRecord, Nested, RecordedCall, Reopen, same_outcome
+from graphlife.analysis.engine_api import EngineParts, Timeout
 from graphlife.analysis.regions import Region, RegionMap
+from graphlife.analysis.rule_api import LogMark, ReportArgs, Reporter
+from graphlife.analysis.run_state import CallFrame, RunState
+from graphlife.analysis.state import State
 from graphlife.analysis.values import ClassRef, FunctionRef, TupleVal, Value
 from graphlife.findings import Line, Span
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _MODULE = "module"  # the module body's entry (its tree is a new object in every version)
+
+#: A unit's entry: the module body's (``"module"``), or a function's place in its region.
+UnitKey = str | tuple[Region, int, int]
+#: A region read, as recorded: its first and last line then, and the region.
+Read = tuple[int, int, Region]
+#: The statements running at each depth, the calls of the inlined calls around, their functions' keys.
+CallContext = tuple[tuple[ast.stmt, ...], tuple[ast.Call | None, ...], tuple[int, ...]]
+#: A state's grad mode: enabled, inference mode, enabled only by assumption.
+GradFlags = tuple[bool | None, bool | None, bool]
 
 
 class Unmappable(Exception):
@@ -67,9 +81,9 @@ class UnitEntry:
     definition_reads: int | None  # and the table's reads generation (functions only)
     create_graph_in: bool
     create_graph_out: bool
-    reports: list[tuple]
+    reports: list[ReportArgs | LogMark]
     inlined: list[tuple[Region, int, int]]  # the functions it inlined, located in their regions
-    reads: list[tuple[int, int, Region]]  # (first line, last line, region) when recorded; its own first
+    reads: list[Read]  # (first line, last line, region) when recorded; its own first
 
 
 @dataclass
@@ -77,11 +91,11 @@ class CallEntry:
     """A call run apart (:mod:`graphlife.analysis.isolation`): what it was given and what it did."""
 
     site: ast.AST  # the call expression (kept: identity says the caller's code is the same)
-    callee: ast.AST
+    callee: ast.FunctionDef | ast.AsyncFunctionDef
     #: The statements running at each depth and the inlined calls the call is made from (the
     #: depth left for inlining, and what reports may point at); kept, compared by identity.
-    context: tuple
-    frames: list  # the inlined calls it is made from (``CallFrame``s), to run it again alone
+    context: CallContext
+    frames: list[CallFrame]  # the inlined calls it is made from, to run it again alone
     callee_top_level: bool  # a function of the module (found by name when its block was edited)
     unit: ast.AST | None
     args: list[Value]
@@ -89,11 +103,11 @@ class CallEntry:
     env: dict[str, object]  # the caller's names the callee could see (see ``_env_key``)
     env_values: dict[str, Value]  # the caller's names as they were (plain values), to run it again
     globals_names: frozenset[str]  # the module's definitions bound when it was called
-    flags: tuple
+    flags: GradFlags
     definitions: int
     writes_in: dict[int, ast.AST]
-    record: "isolation.CallRecord"
-    reads: list[tuple[int, int, Region]]
+    record: CallRecord
+    reads: list[Read]
 
 
 #: Calls recorded per call site: a site runs more than once in a unit only through ``try``.
@@ -104,23 +118,26 @@ class UnitCache:
     """One document's unit results, kept between versions (the language server owns one per file)."""
 
     def __init__(self) -> None:
-        self.entries: dict[object, UnitEntry] = {}
+        self.entries: dict[UnitKey, UnitEntry] = {}
         self.version = 0
-        self.rules_key: tuple = ()
-        self._definitions_key: tuple | None = None
+        self.rules_key: tuple[object, ...] = ()
+        self._definitions_key: tuple[object, ...] | None = None
         self.definitions = 0  # bumped whenever the definitions table changes
         self.definition_reads = 0  # bumped whenever the code the table read changes
         self.regions = RegionMap()
         self._statement_blocks: list[Block] = []
         self._definition_reads: list[Region] | None = None
         self.calls: dict[int, list[CallEntry]] = {}
+        #: The names of the module's definitions bound when a call was made, shared by the calls
+        #: that saw the same table (see ``_globals_names``).
+        self._shared_globals_names: tuple[dict[str, Value], int, frozenset[str]] | None = None
         self.replayed = 0
         self.ran = 0
         self.calls_replayed = 0
         self.calls_ran = 0
 
     # -- one version --------------------------------------------------------------------
-    def begin_rules(self, rules_key: tuple) -> None:
+    def begin_rules(self, rules_key: tuple[object, ...]) -> None:
         """The enabled rules (their hooks make the reports): another set forgets every unit."""
         if rules_key != self.rules_key:
             self.entries.clear()
@@ -135,9 +152,9 @@ class UnitCache:
         self._statement_blocks = [
             block for block in parsed.blocks if any(not isinstance(stmt, _DEFINITIONS) for stmt in block.statements)
         ]
-        key = (tuple(_definitions_key(block) for block in parsed.blocks), _rebound_key(parsed))
-        if key != self._definitions_key:
-            self._definitions_key = key
+        definitions_key = (tuple(_definitions_key(block) for block in parsed.blocks), _rebound_key(parsed))
+        if definitions_key != self._definitions_key:
+            self._definitions_key = definitions_key
             self.definitions += 1
         for key, entry in list(self.entries.items()):
             if key != _MODULE and entry.reads[0][2].seen != self.version:
@@ -147,33 +164,38 @@ class UnitCache:
             if not calls:
                 del self.calls[site]
 
-    def read_definitions(self, interp) -> None:
+    def read_definitions(self, interp: EngineParts) -> None:
         """Build the definitions table the functions analyzed alone start from, noting the code
         it read (``name = SomeClass.method`` reads the class): that code is part of the table."""
-        saved, interp.touched = interp.touched, {}
+        run = interp.run_state
+        saved = run.touched
+        touched: dict[int, ast.AST] = {}
+        run.touched = touched
         try:
             interp.module_names()
-            touched = interp.touched
         finally:
-            interp.touched = saved
+            run.touched = saved
         regions = [self.regions.region_of(node) for node in touched.values()]
         complete = None not in regions
-        found = sorted({id(region): region for region in regions if region is not None}.values(), key=lambda r: (r.start, r.key))
+        found = sorted({id(region): region for region in regions if region is not None}.values(),
+                       key=lambda r: (r.start, r.key))
         if not complete or self._definition_reads is None or not _same_objects(found, self._definition_reads):
             self._definition_reads = found if complete else None
             self.definition_reads += 1
 
-    def _key(self, unit: ast.AST) -> object:
+    def _key(self, unit: ast.AST) -> UnitKey | None:
         if isinstance(unit, ast.Module):
             return _MODULE
         region = self.regions.region_of(unit)
-        return region.locate(unit) if region is not None else None
+        return region.locate(unit) if region is not None and isinstance(unit, ast.stmt) else None
 
-    def run(self, interp, unit: ast.AST, run: Callable[[], None]) -> None:
+    def run(self, engine: EngineParts, unit: ast.AST, run: Callable[[], None]) -> None:
         """Replay ``unit`` if nothing it read changed, else run it and record it."""
+        interp = engine
         key = self._key(unit)
         entry = self.entries.get(key) if key is not None else None
         if entry is not None and self._valid(entry, interp):
+            expanded: tuple[list[ReportArgs], set[int]] | None
             try:
                 expanded = self._expand(entry.reports, entry.reads, interp)
                 inlined = [self._current_function(located) for located in entry.inlined]
@@ -185,31 +207,33 @@ class UnitCache:
                     interp.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
                 interp.inlined.update(id(node) for node in inlined)
                 interp.inlined.update(nested_inlined)
-                interp.create_graph_seen = entry.create_graph_out
+                interp.run_state.create_graph_seen = entry.create_graph_out
                 self.replayed += 1
                 return
         self._record(interp, unit, key, run)
 
     # -- recording ------------------------------------------------------------------------
-    def _record(self, interp, unit: ast.AST, key: object, run: Callable[[], None]) -> None:
+    def _record(self, interp: EngineParts, unit: ast.AST, key: UnitKey | None, run: Callable[[], None]) -> None:
         self.ran += 1
-        create_graph_in = interp.create_graph_seen
-        reports: list[tuple] = []
-        saved = interp.touched, interp.unit_inlined, interp.reporter.log
-        interp.touched, interp.unit_inlined, interp.reporter.log = {}, set(), reports
+        state = interp.run_state
+        create_graph_in = state.create_graph_seen
+        reports: list[ReportArgs | LogMark] = []
+        touched: dict[int, ast.AST] = {}
+        inlined: set[int] = set()
+        saved = state.touched, state.unit_inlined, interp.reporter.log
+        state.touched, state.unit_inlined, interp.reporter.log = touched, inlined, reports
         try:
             run()
-            touched, inlined = interp.touched, interp.unit_inlined
         finally:
-            interp.touched, interp.unit_inlined, interp.reporter.log = saved
+            state.touched, state.unit_inlined, interp.reporter.log = saved
         if key is None:
             return
         read: dict[int, Region] = {}
         own = None
-        if key == _MODULE:
+        if isinstance(key, str):
             for block in self._statement_blocks:
-                for region in block.regions:
-                    read[id(region)] = region
+                for block_region in block.regions or ():  # the region map gave every block its regions
+                    read[id(block_region)] = block_region
         else:
             own = key[0]
             read[id(own)] = own
@@ -219,7 +243,7 @@ class UnitCache:
             if region is None:
                 return  # read code outside the known regions: do not cache this unit
             read[id(region)] = region
-            if id(node) in inlined:
+            if id(node) in inlined and isinstance(node, ast.stmt):
                 located.append(region.locate(node))
         if len(located) != len(inlined):
             return
@@ -232,15 +256,15 @@ class UnitCache:
             definitions=self.definitions,
             definition_reads=None if key == _MODULE else self.definition_reads,
             create_graph_in=create_graph_in,
-            create_graph_out=interp.create_graph_seen,
+            create_graph_out=state.create_graph_seen,
             reports=reports,
             inlined=located,
             reads=[(region.start, region.end, region) for region in ordered],
         )
 
     # -- replaying ------------------------------------------------------------------------
-    def _valid(self, entry: UnitEntry, interp) -> bool:
-        if entry.definitions != self.definitions or entry.create_graph_in != interp.create_graph_seen:
+    def _valid(self, entry: UnitEntry, interp: EngineParts) -> bool:
+        if entry.definitions != self.definitions or entry.create_graph_in != interp.run_state.create_graph_seen:
             return False
         if entry.definition_reads is not None and entry.definition_reads != self.definition_reads:
             return False
@@ -248,7 +272,7 @@ class UnitCache:
             return False  # the module body gained, lost or changed a statement
         return self._reads_valid(entry.reads)
 
-    def _reads_valid(self, reads: list[tuple[int, int, Region]]) -> bool:
+    def _reads_valid(self, reads: list[Read]) -> bool:
         """Every region read is still here, unchanged, and in the same order."""
         previous_old = previous_new = 0
         for old_start, _, region in sorted(reads, key=lambda read: read[0]):
@@ -262,10 +286,12 @@ class UnitCache:
         return True
 
     # -- calls run apart ------------------------------------------------------------------
-    def replay_call(self, interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state, site: ast.AST) -> Value | None:
+    def replay_call(self, engine: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value],
+                    state: State, site: ast.AST) -> Value | Reopen | None:
         """The result of a call run apart, replayed when it was made from the same code with the
-        same values and nothing it read changed; ``isolation.OPEN`` when that run had to be
-        undone; ``None`` to run it."""
+        same values and nothing it read changed; :data:`~graphlife.analysis.call_records.OPEN`
+        when that run had to be undone; ``None`` to run it."""
+        interp = engine
         for entry in self.calls.get(id(site), ()):
             expanded = self._replayable(entry, interp, func, args, kwargs, state, site)
             if expanded is not None:
@@ -274,15 +300,17 @@ class UnitCache:
         self.calls_ran += 1
         return None
 
-    def _replayable(self, entry: CallEntry, interp, func, args, kwargs, state, site) -> tuple[list[tuple], set[int]] | None:
+    def _replayable(self, entry: CallEntry, interp: EngineParts, func: FunctionRef, args: list[Value],
+                    kwargs: dict[str, Value], state: State, site: ast.AST) -> tuple[list[ReportArgs], set[int]] | None:
         record = entry.record
         if entry.site is not site or entry.callee is not func.node or entry.definitions != self.definitions:
             return None
         if not _same_context(entry.context, _context(interp)):
             return None
-        if entry.flags != _flags(state) or record.create_graph_in != interp.create_graph_seen:
+        if entry.flags != _flags(state) or record.create_graph_in != interp.run_state.create_graph_seen:
             return None
-        if entry.writes_in.keys() != interp.no_grad_writes.keys() or entry.args != args or entry.kwargs != kwargs:
+        writes = interp.run_state.no_grad_writes
+        if entry.writes_in.keys() != writes.keys() or entry.args != args or entry.kwargs != kwargs:
             return None
         if not self._code_unchanged(entry, interp):
             return None
@@ -293,7 +321,7 @@ class UnitCache:
         except Unmappable:
             return None
 
-    def _code_unchanged(self, entry: CallEntry, interp) -> bool:
+    def _code_unchanged(self, entry: CallEntry, interp: EngineParts) -> bool:
         """The code a recorded call read (not counting the calls it ran apart) is still the same."""
         if entry.definitions != self.definitions or not self._reads_valid(entry.reads):
             return False
@@ -303,27 +331,31 @@ class UnitCache:
             return False  # a method of a class parsed again: another object, maybe other code
         return all(id(stmt) in parents for stmt in entry.record.writes_added.values())
 
-    def _expand(self, log: list, reads: list[tuple[int, int, Region]], interp) -> tuple[list[tuple], set[int]] | None:
+    def _expand(self, log: list[ReportArgs | LogMark], reads: list[Read],
+                interp: EngineParts) -> tuple[list[ReportArgs], set[int]] | None:
         """The reports of a recorded log at their current lines, with those of the calls it ran
         apart (replayed, or run again alone when their own code changed), and the functions
         those calls inlined; ``None`` when a call run again hands back something else (the
         enclosing unit or call must run). Raises :class:`Unmappable`."""
-        reports: list[tuple] = []
+        reports: list[ReportArgs] = []
         inlined: set[int] = set()
         for item in log:
-            if isinstance(item, isolation.Nested):
+            if isinstance(item, Nested):
                 nested = self._nested(item, interp)
                 if nested is None:
                     return None
                 reports.extend(nested[0])
                 inlined.update(nested[1])
-            else:
+            elif isinstance(item, tuple):
                 reports.append(self._moved_report(item, reads))
         return reports, inlined
 
-    def _nested(self, marker: "isolation.Nested", interp) -> tuple[list[tuple], set[int]] | None:
+    def _nested(self, marker: Nested, interp: EngineParts) -> tuple[list[ReportArgs], set[int]] | None:
         entry = marker.entry
+        if not isinstance(entry, CallEntry):
+            return None  # only this cache makes the marks it reads
         if self._code_unchanged(entry, interp):
+            expanded: tuple[list[ReportArgs], set[int]] | None
             try:
                 expanded = self._expand(entry.record.reports, entry.reads, interp)
             except Unmappable:
@@ -335,30 +367,62 @@ class UnitCache:
         if node is None or not self._context_current(entry, interp):
             return None
         try:
-            new = isolation.rerun_alone(interp, entry, node)  # counted as a call run
+            new = self._rerun_alone(interp, entry, node)  # counted as a call run
         except Timeout:
             raise
         except Exception:  # noqa: BLE001 - an engine bug: the caller runs, as in a full check
             return None
-        if new is None or not isolation.same_outcome(entry.record, new.record):
+        if new is None or not same_outcome(entry.record, new.record):
             return None
         marker.entry = new
         expanded = self._expand(new.record.reports, new.reads, interp)
         return (expanded[0], expanded[1] | new.record.inlined) if expanded is not None else None
 
+    def _rerun_alone(self, interp: EngineParts, entry: CallEntry,
+                     node: ast.FunctionDef | ast.AsyncFunctionDef) -> CallEntry | None:
+        """Run a recorded call again with the values and in the context it was recorded with (its
+        caller is replayed, so both are the same), ``node`` being the callee's code now. Its
+        reports are kept for the caller's replay, not reported. The new entry, or ``None``."""
+        if isinstance(node, ast.AsyncFunctionDef) or interp.is_generator(node):
+            return None  # no longer a call that can run apart
+        table = interp.definitions_table()
+        if not entry.globals_names <= table.keys():
+            return None
+        statements, _, call_stack = entry.context
+        grad_enabled, inference_mode, grad_assumed = entry.flags
+        run = RunState(
+            stmt_stack=list(statements), frames=list(entry.frames), call_stack=list(call_stack),
+            current_unit=entry.unit,
+            globals={name: table[name] for name in entry.globals_names},  # the definitions bound before the call
+            create_graph_seen=entry.record.create_graph_in, no_grad_writes=dict(entry.writes_in),
+        )
+        state = State(env=dict(entry.env_values), grad_enabled=grad_enabled, inference_mode=inference_mode,
+                      grad_assumed=grad_assumed)
+        reporter, interp.reporter = interp.reporter, Reporter()  # what it reports is for the caller's replay
+        try:
+            with interp.swapped_run_state(run):
+                result = isolation.call_isolated(interp, FunctionRef(node=node, key=id(node)), list(entry.args),
+                                                 dict(entry.kwargs), state, entry.site)
+        finally:
+            interp.reporter = reporter
+        if result is None:
+            return None
+        return next((new for new in self.calls.get(id(entry.site), ()) if new.callee is node), None)
+
     @staticmethod
-    def _current_callee(entry: CallEntry, interp) -> ast.AST | None:
+    def _current_callee(entry: CallEntry, interp: EngineParts) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The callee's code now: the same node, or the file's only top-level function of its name."""
         if id(entry.callee) in interp.parents:
             return entry.callee
         if not entry.callee_top_level:
             return None
-        name = getattr(entry.callee, "name", None)
-        found = [stmt for stmt in interp.tree.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name]
+        name = entry.callee.name
+        found = [stmt for stmt in interp.tree.body
+                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name]
         return found[0] if len(found) == 1 and not interp.rebound.get(name) else None
 
     @staticmethod
-    def _context_current(entry: CallEntry, interp) -> bool:
+    def _context_current(entry: CallEntry, interp: EngineParts) -> bool:
         """Everything a run alone would start from is this version's: the caller's statements and
         calls, and no function or class of an older version among the values it is given."""
         parents = interp.parents
@@ -366,36 +430,38 @@ class UnitCache:
         if any(id(node) not in parents for node in (entry.site, *statements, *calls) if node is not None):
             return False
         values = [*entry.args, *entry.kwargs.values(), *entry.env_values.values()]
-        return all(_refs_current(value, parents) for value in values) and all(id(stmt) in parents for stmt in entry.writes_in.values())
+        return (all(_refs_current(value, parents) for value in values)
+                and all(id(stmt) in parents for stmt in entry.writes_in.values()))
 
-    def record_call(self, interp, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state, site: ast.AST,
-                    record: "isolation.CallRecord") -> CallEntry | None:
+    def record_call(self, engine: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value],
+                    state: State, site: ast.AST, record: CallRecord) -> RecordedCall | None:
         """Keep what a call run apart did, located in the regions it read and the caller's."""
+        interp = engine
         read: dict[int, Region] = {}
-        for node in (site, *interp.stmt_stack, *record.touched.values()):
+        for node in (site, *interp.run_state.stmt_stack, *record.touched.values()):
             region = self.regions.region_of(node)
             if region is None:
                 return None  # code outside the known regions: do not keep it
             read[id(region)] = region
         entry = CallEntry(
             site=site, callee=func.node, callee_top_level=interp.parents.get(id(func.node)) is interp.tree,
-            context=_context(interp), frames=list(interp.frames), unit=interp.current_unit,
+            context=_context(interp), frames=list(interp.run_state.frames), unit=interp.run_state.current_unit,
             args=list(args), kwargs=dict(kwargs), env=_env_key(state.env, interp.local_names(func.node)),
-            env_values=dict(state.env), globals_names=self._globals_names(interp), flags=_flags(state), definitions=self.definitions,
-            writes_in=dict(record.writes_in), record=record,
-            reads=[(region.start, region.end, region) for region in sorted(read.values(), key=lambda region: region.start)],
+            env_values=dict(state.env), globals_names=self._globals_names(interp), flags=_flags(state),
+            definitions=self.definitions, writes_in=dict(record.writes_in), record=record,
+            reads=[(region.start, region.end, region) for region in sorted(read.values(), key=lambda r: r.start)],
         )
         calls = [call for call in self.calls.get(id(site), ()) if call.site is site]
         self.calls[id(site)] = [entry, *calls][:_CALLS_PER_SITE]
         return entry
 
-    def _globals_names(self, interp) -> frozenset[str]:
+    def _globals_names(self, interp: EngineParts) -> frozenset[str]:
         """The module's definitions bound so far, one set shared by the calls that saw the same
         (the table only grows while the module body runs: its size names its state)."""
-        size = len(interp.globals)
-        shared = getattr(interp, "_globals_names", None)
-        if shared is None or shared[0] is not interp.globals or shared[1] != size:
-            shared = interp._globals_names = (interp.globals, size, frozenset(interp.globals))
+        table = interp.run_state.globals
+        shared = self._shared_globals_names
+        if shared is None or shared[0] is not table or shared[1] != len(table):
+            shared = self._shared_globals_names = (table, len(table), frozenset(table))
         return shared[2]
 
     @staticmethod
@@ -406,7 +472,7 @@ class UnitCache:
             raise Unmappable(line)
         return node
 
-    def _moved_report(self, report: tuple, reads: list[tuple[int, int, Region]]) -> tuple:
+    def _moved_report(self, report: ReportArgs, reads: list[Read]) -> ReportArgs:
         rule, span, message, severity, related, fixes = report
         if all(region.start == old_start for old_start, _, region in reads):
             return report
@@ -424,7 +490,7 @@ class UnitCache:
 class _LineMover:
     """Maps a line of the recorded version to the current one, through the blocks read."""
 
-    def __init__(self, reads: list[tuple[int, int, Region]]) -> None:
+    def __init__(self, reads: list[Read]) -> None:
         self.reads = reads
 
     def line(self, line: int) -> int:
@@ -451,13 +517,15 @@ class _LineMover:
         return value
 
 
-def _context(interp) -> tuple:
-    return tuple(interp.stmt_stack), tuple(frame.call for frame in interp.frames), tuple(interp.call_stack)
+def _context(interp: EngineParts) -> CallContext:
+    run = interp.run_state
+    return tuple(run.stmt_stack), tuple(frame.call for frame in run.frames), tuple(run.call_stack)
 
 
-def _same_context(first: tuple, second: tuple) -> bool:
+def _same_context(first: CallContext, second: CallContext) -> bool:
     statements, calls, keys = first
-    return keys == second[2] and _same_objects(list(statements), list(second[0])) and _same_objects(list(calls), list(second[1]))
+    return (keys == second[2] and _same_objects(list(statements), list(second[0]))
+            and _same_objects(list(calls), list(second[1])))
 
 
 def _refs_current(value: Value, parents: dict[int, ast.AST]) -> bool:
@@ -469,7 +537,7 @@ def _refs_current(value: Value, parents: dict[int, ast.AST]) -> bool:
     return True
 
 
-def _flags(state) -> tuple:
+def _flags(state: State) -> GradFlags:
     return state.grad_enabled, state.inference_mode, state.grad_assumed
 
 
@@ -482,7 +550,7 @@ def _env_key(env: dict[str, Value], local: frozenset[str]) -> dict[str, object]:
         if name in local:
             continue
         if isinstance(value, FunctionRef) and value.bound_self is None:
-            key[name] = ("function", getattr(value.node, "name", None), type(value.node).__name__)
+            key[name] = ("function", value.node.name, type(value.node).__name__)
         elif isinstance(value, ClassRef):
             key[name] = ("class", value.node.name, value.is_module, value.is_autograd_function)
         else:
@@ -490,32 +558,33 @@ def _env_key(env: dict[str, Value], local: frozenset[str]) -> dict[str, object]:
     return key
 
 
-def _same_objects(first: list, second: list) -> bool:
+def _same_objects(first: Sequence[object], second: Sequence[object]) -> bool:
     """The same objects in the same order (ids could be reused by new objects; objects cannot)."""
     return len(first) == len(second) and all(a is b for a, b in zip(first, second))
 
 
-def _definitions_key(block: Block) -> tuple:
+def _definitions_key(block: Block) -> tuple[object, ...]:
     """What a block adds to the definitions table (cached on the block: it never changes)."""
-    key = getattr(block, "definitions_key", None)
+    key: tuple[object, ...] | None = getattr(block, "definitions_key", None)
     if key is None:
-        parts = []
+        parts: list[object] = []
         for stmt in block.statements:
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                parts.append(ast.dump(stmt))
-            elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            names_only = isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) or names_only:
                 parts.append(ast.dump(stmt))
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 parts.append(("def", stmt.name))
             elif isinstance(stmt, ast.ClassDef):
-                parts.append(("class", stmt.name, ast.dump(ast.Tuple(elts=stmt.bases + [k.value for k in stmt.keywords], ctx=ast.Load()))))
-        key = block.definitions_key = tuple(parts)
+                bases = ast.Tuple(elts=stmt.bases + [k.value for k in stmt.keywords], ctx=ast.Load())
+                parts.append(("class", stmt.name, ast.dump(bases)))
+        key = tuple(parts)
+        setattr(block, "definitions_key", key)  # noqa: B010 - a cache kept on the block
     return key
 
 
 def _rebound_key(parsed: ParsedFile) -> frozenset[str]:
     counts = parsed.index.binding_counts
-    names = set()
+    names: set[str] = set()
     for stmt in parsed.tree.body:
         if isinstance(stmt, _DEFINITIONS):
             names.add(stmt.name)

@@ -199,7 +199,7 @@ class QualName(Value):
 class FunctionRef(Value):
     """A function or method defined in the analyzed file (called by inlining its body)."""
 
-    node: ast.AST = field(compare=False, hash=False)
+    node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False, hash=False)
     key: int = 0  # id(node), for equality
     bound_self: Value | None = None
 

@@ -1,0 +1,209 @@
+"""Calls: what a call expression calls, and running a function of the file with the caller's values.
+
+Why here: the bugs graphlife finds cross function boundaries (a helper that keeps
+a loss, a ``forward`` that changes its input in place), so a function of the file
+is inlined into its caller: its body runs on the caller's state, bounded in depth
+and never recursively. A call that can neither see nor hand back a graph runs apart
+(:mod:`graphlife.analysis.isolation`), an inlined call that changed nothing is
+replayed (:mod:`graphlife.analysis.call_memo`), and calls of torch go to
+:mod:`graphlife.analysis.torch_api`. An unknown call gives an unknown value,
+never the basis of an error.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.analysis import isolation, torch_api
+from graphlife.analysis.engine.core import EngineCore, handles_expressions
+from graphlife.analysis.run_state import CallFrame
+from graphlife.analysis.state import State
+from graphlife.analysis.values import (
+    NONE,
+    UNKNOWN,
+    BoundMethod,
+    ClassRef,
+    FunctionRef,
+    HeapRef,
+    QualName,
+    TensorVal,
+    TupleVal,
+    Value,
+)
+
+#: Inlined calls nest at most this deep; a deeper call's result is unknown.
+MAX_INLINE_DEPTH = 6
+
+_NO_GRAD_DECORATORS = ("torch.no_grad()", "torch.no_grad", "torch.inference_mode()")
+
+
+class Calls(EngineCore):
+    """Call expressions, inlining, and instantiating classes of the file."""
+
+    @handles_expressions(ast.Call)
+    def eval_call(self, call: ast.Call, state: State) -> Value:
+        func = self.eval(call.func, state)
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "backward" and (
+            func is UNKNOWN or (isinstance(func, BoundMethod) and not isinstance(func.receiver, (TensorVal, HeapRef)))
+        ):
+            # `x.backward()` on something we could not interpret: still a backward (it fills
+            # gradients we cannot see), never the basis of a finding about its own graph.
+            kwargs = {kw.arg: self.eval(kw.value, state) for kw in call.keywords if kw.arg is not None}
+            return torch_api.do_backward(self, state, UNKNOWN, call.func.value, kwargs, call, "backward",
+                                         args=[self.eval(a, state) for a in call.args])
+        args: list[Value] = []
+        for arg in call.args:
+            value = self.eval(arg, state)
+            if isinstance(arg, ast.Starred):
+                items = self.known_items(value, state)
+                if items is None:
+                    args.append(UNKNOWN)
+                    break  # positions after an unknown *args are unknown
+                args.extend(items)
+            else:
+                args.append(value)
+        kwargs = {kw.arg: self.eval(kw.value, state) for kw in call.keywords if kw.arg is not None}
+        for kw in call.keywords:
+            if kw.arg is None:
+                self.eval(kw.value, state)
+        if isinstance(func, FunctionRef):
+            return self.call_function(func, args, kwargs, state, call)
+        if isinstance(func, ClassRef):
+            if func.is_autograd_function:
+                return UNKNOWN
+            return self.instantiate(func, args, kwargs, state, call)
+        if isinstance(func, HeapRef):
+            return torch_api.call_object(self, state, func, args, kwargs, call)
+        if isinstance(func, QualName):
+            return torch_api.call_qualname(self, state, func.name, args, kwargs, call)
+        if isinstance(func, BoundMethod):
+            result = torch_api.call_method(self, state, func.receiver, func.name, args, kwargs, call)
+            return self.no_grad_opaque(result, state, call)
+        return self.no_grad_opaque(UNKNOWN, state, call)
+
+    def no_grad_opaque(self, result: Value, state: State, call: ast.Call) -> Value:
+        """Whatever an unknown call returns while gradients are off carries no graph."""
+        if result is UNKNOWN and state.grad_enabled is False:
+            mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
+            return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=call, desc=self.text(call),
+                             inference=state.inference_mode, opaque=True,
+                             why=f"computed while gradients were disabled (`{mode}`)", why_site=self.current_stmt())
+        return result
+
+    def instantiate(self, ref: ClassRef, args: list[Value], kwargs: dict[str, Value], state: State,
+                    site: ast.AST) -> Value:
+        kind = "module" if ref.is_module else "object"
+        instance = self.new_object(state, kind, site, cls=ref.node.name, class_ref=ref)
+        init = self.find_method(ref, "__init__", state)
+        if init is not None:
+            self.call_function(FunctionRef(node=init, key=id(init), bound_self=instance), args, kwargs, state, site)
+        return instance
+
+    def call_function(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
+                      site: ast.AST) -> Value:
+        """Inline a function of this file with the caller's values (bounded depth, no recursion),
+        or run it apart (:mod:`graphlife.analysis.isolation`): then its code is read by that
+        call's own record, not by the caller's, and an edit in it does not make the caller's
+        record stale."""
+        node = func.node
+        calls = self.run_state.call_stack
+        if len(calls) >= MAX_INLINE_DEPTH or func.key in calls or isinstance(node, ast.AsyncFunctionDef):
+            self.touch(node)
+            return UNKNOWN
+        if self.isolate_calls and isolation.may_isolate(self, func, args, kwargs, state, site):
+            result = isolation.call_isolated(self, func, args, kwargs, state, site)
+            if result is not None:
+                return result
+        self.touch(node)
+        return self.call_memo.call(self, func, args, kwargs, state, site)
+
+    def inline_call(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
+                    site: ast.AST) -> Value:
+        """Run the callee's body on the caller's state: its effects on heap, graph and versions
+        stay, its locals do not."""
+        node = func.node
+        is_generator = self.is_generator(node)
+        decorators = [self.text(d) for d in node.decorator_list]
+        bound = func.bound_self is not None and "staticmethod" not in decorators
+        callee_state = state.copy()
+        callee_state.env = self._callee_names(func, bound, args, kwargs, state)
+        if any(decorator in _NO_GRAD_DECORATORS for decorator in decorators):
+            callee_state.grad_enabled, callee_state.grad_assumed = False, False
+            if "inference_mode" in " ".join(decorators):
+                callee_state.inference_mode = True
+        run = self.run_state
+        if is_generator:
+            run.yielded.append([])
+        self.inlined.add(func.key)
+        self.inline_log.append(node)
+        if run.unit_inlined is not None:
+            run.unit_inlined.add(func.key)
+        run.call_stack.append(func.key)
+        params = node.args.posonlyargs + node.args.args
+        run.frames.append(CallFrame(call=site if isinstance(site, ast.Call) else None, stmt=self.current_stmt(),
+                                    params=[p.arg for p in params], bound=bound))
+        try:
+            flow = self.exec_block(node.body, callee_state)
+        finally:
+            run.call_stack.pop()
+            run.frames.pop()
+            yielded = run.yielded.pop() if is_generator else None
+        outs = [s for s, _ in flow.returns] + ([flow.normal] if flow.normal.reachable else [])
+        if not outs:
+            run.path_ends = True  # the callee raises on every path: so does this call
+            return UNKNOWN
+        after = State.join_all(outs)
+        # Back in the caller: its own names, the callee's effects on heap, graph and versions.
+        caller_env, caller_grad = state.env, state.grad_enabled
+        caller_inference, caller_assumed = state.inference_mode, state.grad_assumed
+        state.adopt(after)
+        state.env, state.grad_enabled = caller_env, caller_grad
+        state.inference_mode, state.grad_assumed = caller_inference, caller_assumed
+        self.last_call_roots = [result_value for _, result_value in flow.returns] + list(yielded or ())
+        self.collect_after_call(state, self.last_call_roots)
+        if yielded is not None:
+            # A generator: what the caller iterates over is the join of what it yields.
+            ref = self.new_list(state, (), site, literal=False)
+            element: Value | None = None
+            for value in yielded:
+                element = value if element is None else element.join(value)
+            state.heap[ref.oid].elem = element
+            return ref
+        result: Value | None = None
+        for _, value in flow.returns:
+            result = value if result is None else result.join(value)
+        if flow.normal.reachable:
+            result = NONE if result is None else result.join(NONE)
+        return result if result is not None else UNKNOWN
+
+    def _callee_names(self, func: FunctionRef, bound: bool, args: list[Value], kwargs: dict[str, Value],
+                      state: State) -> dict[str, Value]:
+        """The names the callee starts with: its parameters bound to the arguments (defaults are
+        evaluated in the caller), and the caller's names but the callee's own locals (an
+        approximation of globals and closures). Before their first assignment the callee's locals
+        are unbound, never the caller's value (`out` of the caller is not `out` of a loop that ran
+        zero times)."""
+        node = func.node
+        local = self.local_names(node)
+        env = {name: value for name, value in state.env.items() if name not in local}
+        params = node.args.posonlyargs + node.args.args
+        positional = list(args)
+        if func.bound_self is not None and bound:
+            positional = [func.bound_self, *positional]
+        defaults = node.args.defaults
+        for index, param in enumerate(params):
+            if index < len(positional):
+                env[param.arg] = positional[index]
+            elif param.arg in kwargs:
+                env[param.arg] = kwargs[param.arg]
+            else:
+                offset = index - (len(params) - len(defaults))
+                env[param.arg] = self.eval_quiet(defaults[offset], state) if 0 <= offset < len(defaults) else UNKNOWN
+        for index, param in enumerate(node.args.kwonlyargs):
+            default = node.args.kw_defaults[index]
+            env[param.arg] = kwargs.get(param.arg, self.eval_quiet(default, state) if default is not None else UNKNOWN)
+        if node.args.vararg:
+            env[node.args.vararg.arg] = TupleVal(tuple(positional[len(params):]))
+        if node.args.kwarg:
+            env[node.args.kwarg.arg] = UNKNOWN
+        return env

@@ -1,0 +1,290 @@
+"""Expressions: the abstract value of each kind of expression but calls and comprehensions.
+
+Why here: an expression's value is what the rules reason about (a tensor's graph,
+a module on the heap, a method of a class of the file). Each expression class has
+one handler, found by ``eval`` in the dispatch table
+(:mod:`graphlife.analysis.engine.core`); calls have theirs in
+:mod:`graphlife.analysis.engine.calls`, comprehensions (loops) in
+:mod:`graphlife.analysis.engine.loops`. Operators on tensors are torch's
+(:mod:`graphlife.analysis.torch_api`); anything not known is :data:`UNKNOWN`, never
+the basis of an error.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.analysis import torch_api
+from graphlife.analysis.engine.core import EngineCore, handler_for, handles_expressions
+from graphlife.analysis.engine.heap import MAX_EXACT_UNROLL
+from graphlife.analysis.state import State
+from graphlife.analysis.values import (
+    NONE,
+    UNKNOWN,
+    BoundMethod,
+    ClassRef,
+    FunctionRef,
+    HeapRef,
+    NoneValue,
+    Number,
+    QualName,
+    TensorVal,
+    TupleVal,
+    Value,
+    ValuesIndices,
+)
+
+
+def _unknown(engine: object, expr: ast.expr, state: State) -> Value:
+    """An expression the engine does not model: its value is unknown."""
+    return UNKNOWN
+
+
+def _methods_of(node: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The methods a class body defines, by name (the first of a name, as a scan finds it); kept
+    on the class node: a lookup per `self.x` scanned the body, 15% of the work on a large class."""
+    table: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = getattr(node, "_graphlife_methods", None)
+    if table is None:
+        table = {}
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                table.setdefault(stmt.name, stmt)
+        setattr(node, "_graphlife_methods", table)  # noqa: B010 - a cache hung on the node
+    return table
+
+
+#: Attributes of a torch module that are its parameters (``layer.weight``).
+_PARAMETER_ATTRIBUTES = ("weight", "bias", "in_proj_weight", "in_proj_bias")
+
+
+class Expressions(EngineCore):
+    """Names, constants, attributes, operators, containers, items and the rest."""
+
+    def eval(self, expr: ast.expr | None, state: State) -> Value:
+        """The value of ``expr`` in ``state``: the handler its node class declared
+        (:func:`handles_expressions`); ``None`` stands for an absent expression, Python's ``None``."""
+        if expr is None:
+            return NONE
+        handler = self.expression_handlers.get(expr.__class__)
+        if handler is None:
+            handler = handler_for(self.expression_handlers, expr.__class__, _unknown)
+        return handler(self, expr, state)
+
+    @handles_expressions(ast.Name)
+    def eval_name(self, expr: ast.Name, state: State) -> Value:
+        name = expr.id
+        value = state.env.get(name)
+        if value is not None:
+            return value
+        value = self.run_state.globals.get(name)
+        if value is not None:
+            return value
+        return torch_api.builtin_name(name)
+
+    @handles_expressions(ast.Constant)
+    def eval_constant(self, expr: ast.Constant, state: State) -> Value:
+        return NONE if expr.value is None else Number(expr.value)
+
+    @handles_expressions(ast.Attribute)
+    def eval_attribute(self, expr: ast.Attribute, state: State) -> Value:
+        receiver = self.eval(expr.value, state)
+        if isinstance(receiver, QualName):
+            return QualName(f"{receiver.name}.{expr.attr}")
+        if isinstance(receiver, TensorVal):
+            return torch_api.tensor_attribute(self, state, receiver, expr)
+        if isinstance(receiver, HeapRef):
+            return self._heap_attribute(receiver, expr, state)
+        if isinstance(receiver, ClassRef):
+            method = self.find_method(receiver, expr.attr, state)
+            if method is not None:
+                return FunctionRef(node=method, key=id(method))
+            return BoundMethod(receiver, expr.attr)
+        if isinstance(receiver, ValuesIndices) and expr.attr in ("values", "indices"):
+            return receiver.items[0 if expr.attr == "values" else 1]
+        if isinstance(receiver, (TupleVal, Number, NoneValue)):
+            return BoundMethod(receiver, expr.attr)
+        return BoundMethod(receiver, expr.attr) if receiver is not UNKNOWN else UNKNOWN
+
+    def _heap_attribute(self, receiver: HeapRef, expr: ast.Attribute, state: State) -> Value:
+        """An attribute of a heap object: what it holds, a parameter of a torch module, a method of
+        a class of the file, or a method the engine models by name."""
+        obj = state.heap.get(receiver.oid)
+        if obj is not None and expr.attr in obj.attrs:
+            return obj.attrs[expr.attr]
+        if obj is not None and obj.kind == "module" and obj.class_ref is None and obj.param_storages and (
+            expr.attr in _PARAMETER_ATTRIBUTES or expr.attr.startswith(("weight_", "bias_"))
+        ):
+            # A parameter of a torch module (`layer.weight`): a leaf that requires grad unless frozen.
+            frozen = obj.frozen
+            bias = obj.extra.get("bias_storage")
+            weights = obj.param_storages - {bias}
+            weight = min(weights) if weights else bias
+            return TensorVal(requires_grad=(not frozen) if frozen is not None else None, leaf=True,
+                             storage=bias if expr.attr.startswith("bias") or expr.attr == "in_proj_bias" else weight,
+                             is_param=True, origin=expr,
+                             desc=self.text(expr), created_with_grad=obj.site)
+        if obj is not None and obj.class_ref is not None:
+            method = self.find_method(obj.class_ref, expr.attr, state)
+            if method is not None:
+                return FunctionRef(node=method, key=id(method), bound_self=receiver)
+            if obj.kind == "module" and expr.attr not in torch_api.MODULE_METHODS:
+                return UNKNOWN  # set by a torch base class (`self.weight` of an nn.Linear subclass)
+        return BoundMethod(receiver, expr.attr)
+
+    def find_method(self, ref: ClassRef, name: str, state: State,
+                    depth: int = 0) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The method ``name`` of a class of the file, or of its bases in the file (bounded)."""
+        self.touch(ref.node)
+        found = _methods_of(ref.node).get(name)
+        if found is not None:
+            return found
+        if depth > 5:
+            return None
+        for base in ref.node.bases:
+            value = self.eval_quiet(base, state)
+            if isinstance(value, ClassRef):
+                found = self.find_method(value, name, state, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    # -- operators ------------------------------------------------------------------------------------
+    @handles_expressions(ast.BinOp)
+    def eval_binop_chain(self, expr: ast.BinOp, state: State) -> Value:
+        """Left-deep chains (``a + b + c + ...``) iteratively, so a long sum cannot overflow the stack."""
+        chain: list[ast.BinOp] = []
+        node: ast.expr = expr
+        while isinstance(node, ast.BinOp):
+            chain.append(node)
+            node = node.left
+        value = self.eval(node, state)
+        left_expr: ast.expr = node
+        for binop in reversed(chain):
+            right = self.eval(binop.right, state)
+            value = torch_api.binop(self, state, binop.op, value, right, binop, left_expr, binop.right)
+            left_expr = binop
+        return value
+
+    @handles_expressions(ast.UnaryOp)
+    def eval_unary(self, expr: ast.UnaryOp, state: State) -> Value:
+        operand = self.eval(expr.operand, state)
+        if isinstance(operand, TensorVal) and isinstance(expr.op, ast.USub):
+            return torch_api.apply_op(self, state, "Tensor.__neg__", [operand], [expr.operand], expr)
+        if isinstance(expr.op, ast.Not):
+            return Number(None)
+        if isinstance(operand, TensorVal):
+            return operand
+        return Number(None) if isinstance(operand, Number) else UNKNOWN
+
+    @handles_expressions(ast.Compare)
+    def eval_compare(self, expr: ast.Compare, state: State) -> Value:
+        values = [self.eval(expr.left, state)] + [self.eval(c, state) for c in expr.comparators]
+        if any(isinstance(v, TensorVal) for v in values):
+            return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=expr)
+        return Number(None)
+
+    @handles_expressions(ast.BoolOp)
+    def eval_boolean(self, expr: ast.BoolOp, state: State) -> Value:
+        values = [self.eval(v, state) for v in expr.values]
+        result = values[0]
+        for value in values[1:]:
+            result = result.join(value)
+        return result
+
+    @handles_expressions(ast.IfExp)
+    def eval_conditional(self, expr: ast.IfExp, state: State) -> Value:
+        self.eval(expr.test, state)
+        return self.eval(expr.body, state).join(self.eval(expr.orelse, state))
+
+    @handles_expressions(ast.NamedExpr)
+    def eval_walrus(self, expr: ast.NamedExpr, state: State) -> Value:
+        value = self.eval(expr.value, state)
+        self.assign(expr.target, value, state, expr.value)
+        return value
+
+    # -- containers and items ---------------------------------------------------------------------------
+    @handles_expressions(ast.Tuple, ast.List)
+    def eval_sequence(self, expr: ast.Tuple | ast.List, state: State) -> Value:
+        items = tuple(self.eval(e, state) for e in expr.elts)
+        if isinstance(expr, ast.List) or any(isinstance(e, ast.Starred) for e in expr.elts):
+            return self.new_list(state, items, expr, literal=isinstance(expr, ast.List))
+        return TupleVal(items)
+
+    @handles_expressions(ast.Dict)
+    def eval_dict(self, expr: ast.Dict, state: State) -> Value:
+        ref = self.new_object(state, "dict", expr)
+        obj = state.heap[ref.oid]
+        values: list[Value] = []
+        for key, val in zip(expr.keys, expr.values):
+            value = self.eval(val, state)
+            values.append(value)
+            if key is not None and isinstance(key, ast.Constant):
+                obj.attrs[f"[{key.value!r}]"] = value
+            obj.elem = value if obj.elem is None else obj.elem.join(value)
+        if all(k is not None for k in expr.keys) and len(values) <= MAX_EXACT_UNROLL:
+            obj.attrs["__items__"] = TupleVal(tuple(values))
+        return ref
+
+    @handles_expressions(ast.Set)
+    def eval_set(self, expr: ast.Set, state: State) -> Value:
+        for e in expr.elts:
+            self.eval(e, state)
+        return UNKNOWN
+
+    @handles_expressions(ast.Starred)
+    def eval_starred(self, expr: ast.Starred, state: State) -> Value:
+        return self.eval(expr.value, state)
+
+    @handles_expressions(ast.Subscript)
+    def eval_subscript(self, expr: ast.Subscript, state: State) -> Value:
+        container = self.eval(expr.value, state)
+        self.eval(expr.slice, state)
+        if isinstance(container, TensorVal):
+            return torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
+        if isinstance(container, TupleVal):
+            if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
+                try:
+                    return container.items[expr.slice.value]
+                except IndexError:
+                    return UNKNOWN
+            if isinstance(expr.slice, ast.Slice):
+                return UNKNOWN
+            return self.iter_element(container, state)
+        if isinstance(container, HeapRef):
+            obj = state.heap.get(container.oid)
+            if obj is None:
+                return UNKNOWN
+            if isinstance(expr.slice, ast.Constant) and f"[{expr.slice.value!r}]" in obj.attrs:
+                return obj.attrs[f"[{expr.slice.value!r}]"]
+            if obj.kind == "module":
+                children = obj.attrs.get("__children__")
+                if (isinstance(children, TupleVal) and isinstance(expr.slice, ast.Constant)
+                        and isinstance(expr.slice.value, int)):
+                    try:
+                        return children.items[expr.slice.value]
+                    except IndexError:
+                        return UNKNOWN
+            if isinstance(expr.slice, ast.Slice):
+                return container if obj.kind == "list" else UNKNOWN
+            return obj.elem if obj.elem is not None else UNKNOWN
+        return UNKNOWN
+
+    # -- the rest ---------------------------------------------------------------------------------------
+    @handles_expressions(ast.Lambda)
+    def eval_lambda(self, expr: ast.Lambda, state: State) -> Value:
+        return UNKNOWN
+
+    @handles_expressions(ast.JoinedStr, ast.FormattedValue)
+    def eval_formatted(self, expr: ast.JoinedStr | ast.FormattedValue, state: State) -> Value:
+        for child in ast.iter_child_nodes(expr):
+            if isinstance(child, ast.expr):
+                self.eval(child, state)
+        return Number(None)
+
+    @handles_expressions(ast.Await, ast.Yield, ast.YieldFrom)
+    def eval_yield(self, expr: ast.Await | ast.Yield | ast.YieldFrom, state: State) -> Value:
+        value = self.eval(expr.value, state) if expr.value is not None else NONE
+        yielded = self.run_state.yielded
+        if yielded and isinstance(expr, (ast.Yield, ast.YieldFrom)):
+            yielded[-1].append(value if isinstance(expr, ast.Yield) else self.iter_element(value, state))
+        return UNKNOWN

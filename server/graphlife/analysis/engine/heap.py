@@ -1,0 +1,152 @@
+"""The heap: objects the program makes (containers, modules, instances) and what iterating over them gives.
+
+Why here: a list of losses, a dict of outputs, a module holding its layers are where
+graphs outlive an iteration, so containers keep a summary of their elements (one
+abstract element for all, and the items themselves while they are few and known).
+Every inlined call leaves its locals' objects behind; once the heap is large, what
+nothing reaches is dropped, or each state copy and join would pay for them.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.analysis.engine.core import EngineCore
+from graphlife.analysis.state import State
+from graphlife.analysis.values import (
+    UNKNOWN,
+    BoundMethod,
+    ClassRef,
+    FunctionRef,
+    HeapObject,
+    HeapRef,
+    Number,
+    TensorVal,
+    TupleVal,
+    Value,
+    replace,
+)
+
+#: Containers keep their items (``__items__``) up to this many in a literal; loops over a known
+#: sequence this long run once per item.
+MAX_EXACT_UNROLL = 8
+#: An ``append`` or ``extend`` keeps the items known up to this many.
+MAX_KNOWN_ITEMS = 16
+#: Back from a call, the heap is collected once it holds more objects than this.
+HEAP_GC_THRESHOLD = 64
+
+
+class Heap(EngineCore):
+    """New objects, list contents, iteration, and dropping what nothing reaches."""
+
+    def new_object(self, state: State, kind: str, site: ast.AST | None, *, cls: str = "",
+                   class_ref: ClassRef | None = None, opt_storages: frozenset[int] | None = None) -> HeapRef:
+        oid = self.fresh()
+        obj = HeapObject(kind=kind, site=site, cls=cls, class_ref=class_ref, opt_storages=opt_storages)
+        obj.extra["born"] = self.iteration()
+        state.heap[oid] = obj
+        return HeapRef(oid)
+
+    def new_list(self, state: State, items: tuple[Value, ...], site: ast.AST, literal: bool) -> HeapRef:
+        element: Value | None = None
+        for item in items:
+            element = item if element is None else element.join(item)
+        ref = self.new_object(state, "list", site)
+        obj = state.heap[ref.oid]
+        obj.elem = element
+        if literal and len(items) <= MAX_EXACT_UNROLL:
+            obj.attrs["__items__"] = TupleVal(items)
+        return ref
+
+    def list_extend(self, state: State, ref: HeapRef, values: Value) -> None:
+        obj = state.heap_write(ref.oid)
+        element = self.iter_element(values, state) if isinstance(values, (HeapRef, TupleVal)) else values
+        obj.elem = element if obj.elem is None else obj.elem.join(element)
+        items, more = obj.attrs.get("__items__"), self.known_items(values, state)
+        if isinstance(items, TupleVal) and more is not None and len(items.items) + len(more) <= MAX_KNOWN_ITEMS:
+            obj.attrs["__items__"] = TupleVal(items.items + tuple(more))
+        else:
+            obj.attrs.pop("__items__", None)
+
+    def known_items(self, value: Value, state: State) -> list[Value] | None:
+        """The items of a tuple, or of a list whose contents are known (built from literals and appends)."""
+        if isinstance(value, TupleVal):
+            return list(value.items)
+        if isinstance(value, HeapRef) and value.oid in state.heap:
+            items = state.heap[value.oid].attrs.get("__items__")
+            if isinstance(items, TupleVal):
+                return list(items.items)
+        return None
+
+    def iter_element(self, iterable: Value, state: State) -> Value:
+        if isinstance(iterable, TupleVal):
+            result: Value | None = None
+            for item in iterable.items:
+                result = item if result is None else result.join(item)
+            return result or UNKNOWN
+        if isinstance(iterable, HeapRef):
+            return self._heap_element(iterable, state)
+        if isinstance(iterable, TensorVal):
+            if iterable.requires_grad is False:
+                return replace(iterable, storage=iterable.storage)  # rows are views without a graph
+            return replace(iterable, leaf=False if iterable.requires_grad else iterable.leaf, certain=False)
+        return UNKNOWN
+
+    def _heap_element(self, iterable: HeapRef, state: State) -> Value:
+        obj = state.heap.get(iterable.oid)
+        if obj is None:
+            return UNKNOWN
+        if obj.kind in ("list", "params"):
+            return obj.elem if obj.elem is not None else UNKNOWN
+        if obj.kind == "module":
+            children = obj.attrs.get("__children__")
+            if isinstance(children, TupleVal):
+                return self.iter_element(children, state)
+            if obj.elem is not None:
+                return obj.elem
+        if obj.kind == "enumerate":
+            return TupleVal((Number(None), obj.elem if obj.elem is not None else UNKNOWN))
+        if obj.kind == "zip":
+            return obj.elem if obj.elem is not None else UNKNOWN
+        return UNKNOWN
+
+    def collect_after_call(self, state: State, returned: list[Value]) -> None:
+        """Back from a call: drop what the callee made that nothing reaches, once the heap is large."""
+        if len(state.heap) > HEAP_GC_THRESHOLD:
+            self.collect_garbage(state, returned)
+
+    def collect_garbage(self, state: State, extra_roots: list[Value]) -> None:
+        """Drop heap objects nothing can reach any more (a returned helper's locals).
+
+        Without this, every inlined call leaves its objects in the heap and each
+        state copy or join pays for them: quadratic on large files.
+        """
+        roots: list[Value] = list(state.env.values()) + extra_roots
+        run = self.run_state
+        for _, entry in run.loop_entry_envs:
+            roots.extend(entry.env.values())
+        for pre in run.loop_pre_states:
+            roots.extend(pre.env.values())
+        live: set[int] = set()
+        stack = roots
+        while stack:
+            value = stack.pop()
+            if isinstance(value, HeapRef):
+                if value.oid in live or value.oid not in state.heap:
+                    continue
+                live.add(value.oid)
+                obj = state.heap[value.oid]
+                stack.extend(obj.attrs.values())
+                if obj.elem is not None:
+                    stack.append(obj.elem)
+                stack.extend(v for v in obj.extra.values() if isinstance(v, Value))
+            elif isinstance(value, TupleVal):
+                stack.extend(value.items)
+            elif isinstance(value, TensorVal) and value.owner is not None:
+                stack.append(HeapRef(value.owner))
+            elif isinstance(value, FunctionRef) and value.bound_self is not None:
+                stack.append(value.bound_self)
+            elif isinstance(value, BoundMethod):
+                stack.append(value.receiver)
+        if len(live) < len(state.heap):
+            state.heap = {oid: obj for oid, obj in state.heap.items() if oid in live}

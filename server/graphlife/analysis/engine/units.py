@@ -1,0 +1,198 @@
+"""Units: what the engine analyzes from scratch, and the state each one starts from.
+
+Why units: the module body runs first, with every function it calls inlined (the
+caller's values know the most); each function or method nothing inlined is then
+analyzed alone, starting from the module's names with unknown arguments, and a
+method from a ``self`` built by its class's ``__init__``
+(:mod:`graphlife.analysis.self_cache`). The language server replays a unit whose
+code did not change (:mod:`graphlife.analysis.unit_cache`). The table of the
+module's definitions is built here too, quietly: once for the functions analyzed
+alone, and once apart from the running analysis for a call run again alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from graphlife.analysis.engine.core import EngineCore
+from graphlife.analysis.engine_api import Timeout
+from graphlife.analysis.events import UnitEndEvent
+from graphlife.analysis.run_state import RunState
+from graphlife.analysis.state import State
+from graphlife.analysis.values import UNKNOWN, ClassRef, Number, TensorVal, Value
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+_IMPORTS_AND_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _function_walk_step(child: ast.AST, owner: ast.ClassDef | None) -> tuple[bool, ast.ClassDef | None] | None:
+    """How the search for functions goes into ``child``: (is it a function, the class owning
+    what is inside), or ``None`` when no function of interest can be inside."""
+    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True, None
+    if isinstance(child, ast.ClassDef):
+        return False, child
+    if isinstance(child, (ast.If, ast.With, ast.Try, ast.For, ast.While)):
+        return False, owner
+    return None
+
+
+def _functions_under(root: ast.AST, owner: ast.ClassDef | None) -> Iterator[tuple[_Function, ast.ClassDef | None]]:
+    """The functions and methods inside ``root`` (a statement), depth first, the last child first."""
+    stack: list[tuple[ast.AST, ast.ClassDef | None]] = [(root, owner)]
+    while stack:
+        node, owner = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            step = _function_walk_step(child, owner)
+            if step is not None:
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield child, owner
+                stack.append((child, step[1]))
+
+
+class Units(EngineCore):
+    """The file's units in order, the state each starts from, and the module's definitions."""
+
+    def run(self) -> list[str]:
+        """Analyze the module body, then every function nothing inlined; notes about skipped work."""
+        notes: list[str] = []
+        tree = self.tree
+        try:
+            self.run_cached(tree, lambda: self.run_unit(tree.body, self.initial_state(), tree))
+        except Timeout:
+            return ["analysis stopped at the time box; later code was not analyzed"]
+        except RecursionError:
+            notes.append("module body too deeply nested; parts were not analyzed")
+        if self.unit_cache is not None:
+            self.unit_cache.read_definitions(self)
+        for func, owner in self.iter_functions():
+            if id(func) in self.inlined:
+                continue  # already analyzed with the caller's values, which know more
+            try:
+                self.run_state.emitting = True
+                self.run_cached(func, self._function_unit(func, owner))
+            except Timeout:
+                notes.append("analysis stopped at the time box; later functions were not analyzed")
+                break
+            except RecursionError:
+                notes.append(f"function {func.name} too deeply nested; not analyzed")
+        return notes
+
+    def _function_unit(self, func: _Function, owner: ast.ClassDef | None) -> Callable[[], None]:
+        """Running ``func`` alone, as the unit cache calls it when it cannot replay it."""
+        return lambda: self.run_unit(func.body, self.function_entry_state(func, owner), func)
+
+    def run_cached(self, unit: ast.AST, run: Callable[[], None]) -> None:
+        """Run one unit (the module body or a function analyzed alone), or let the unit cache
+        replay what it recorded for the same code (the language server, after an edit elsewhere)."""
+        if self.unit_cache is None:
+            run()
+        else:
+            self.unit_cache.run(self, unit, run)
+
+    def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None) -> None:
+        run = self.run_state
+        run.current_unit, run.no_grad_writes = unit, {}
+        flow = self.exec_block(body, state)
+        final = State.join_all([flow.normal, *(s for s, _ in flow.returns)])
+        if body:
+            run.stmt_stack.append(body[-1])
+            try:
+                self.emit(UnitEndEvent(stmt=body[-1], state=final, unit=unit))
+            finally:
+                run.stmt_stack.pop()
+
+    def initial_state(self) -> State:
+        return State()
+
+    def iter_functions(self) -> Iterator[tuple[_Function, ast.ClassDef | None]]:
+        """Every function and method of the file (nested ones included): the top-level functions
+        in file order, then what each top-level statement holds, the last statement first.
+
+        What a statement holds is kept on it (the language server reuses the statements of
+        unchanged blocks, so a keystroke does not walk the whole file for this)."""
+        entries: list[tuple[ast.stmt, ast.ClassDef | None]] = []
+        for stmt in self.tree.body:
+            step = _function_walk_step(stmt, None)
+            if step is not None:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield stmt, None
+                entries.append((stmt, step[1]))
+        for stmt, owner in reversed(entries):
+            found: list[tuple[_Function, ast.ClassDef | None]] | None = getattr(stmt, "_graphlife_functions", None)
+            if found is None:
+                found = list(_functions_under(stmt, owner))
+                setattr(stmt, "_graphlife_functions", found)  # noqa: B010 - a cache hung on the node
+            yield from found
+
+    # -- the state a unit starts from ------------------------------------------------------------------
+    def module_names(self) -> State:
+        """Once per file: the module-level names a function analyzed alone sees (imports, defs, constants)."""
+        if self._module_names is None:
+            self._module_names = State()
+            with self.quiet():
+                self.bind_module_definitions(self._module_names)
+        return self._module_names
+
+    def definitions_table(self) -> dict[str, Value]:
+        """This version's module-level imports, functions and classes bound once, by name (what
+        the file's run has in ``globals`` once the module body ran), without touching the running
+        analysis: a call run again alone (:mod:`graphlife.analysis.unit_cache`) may ask for it
+        in the middle of the module body. Built quietly, in a run state of its own."""
+        if self._definitions_table is None:
+            run = RunState(emitting=False, create_graph_seen=self.run_state.create_graph_seen)
+            with self.swapped_run_state(run):
+                self.bind_module_definitions(State())
+            self._definitions_table = run.globals
+        return self._definitions_table
+
+    def function_entry_state(self, func: _Function, owner: ast.ClassDef | None) -> State:
+        """Module-level names known (imports, classes, functions, simple globals); params unknown."""
+        state = self.module_names().copy()
+        state.grad_assumed = True  # its callers are unknown: they may run it under no_grad
+        args = func.args.posonlyargs + func.args.args
+        is_static = any(self.text(d) == "staticmethod" for d in func.decorator_list)
+        is_classmethod = any(self.text(d) == "classmethod" for d in func.decorator_list)
+        for index, arg in enumerate(args):
+            state.env[arg.arg] = UNKNOWN
+            if index == 0 and owner is not None and not is_static and not is_classmethod:
+                ref = self.lookup_class(owner, state)
+                if isinstance(ref, ClassRef) and func.name != "__init__":
+                    # `self` is what `__init__` makes: built once per class (:mod:`self_cache`).
+                    state, instance = self.self_cache.entry_state(self, ref, func, arg.arg, state)
+                    state.env[arg.arg] = instance
+        for arg in func.args.kwonlyargs:
+            state.env[arg.arg] = UNKNOWN
+        if func.args.vararg:
+            state.env[func.args.vararg.arg] = UNKNOWN
+        if func.args.kwarg:
+            state.env[func.args.kwarg.arg] = UNKNOWN
+        return state
+
+    def lookup_class(self, owner: ast.ClassDef, state: State) -> Value:
+        self.touch(owner)
+        value = state.env.get(owner.name)
+        if isinstance(value, ClassRef) and value.node is owner:
+            return value
+        return self.class_ref(owner, state)
+
+    def bind_module_definitions(self, state: State) -> None:
+        """Imports, defs, classes and constant-ish module assignments, for a function analyzed alone."""
+        stack = self.run_state.stmt_stack
+        for stmt in self.tree.body:
+            if isinstance(stmt, _IMPORTS_AND_DEFINITIONS):
+                stack.append(stmt)
+                try:
+                    self.exec_stmt(stmt, state)
+                finally:
+                    stack.pop()
+            elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+                value: Value = UNKNOWN
+                if isinstance(stmt.value, ast.Constant):
+                    value = Number(stmt.value.value)
+                elif isinstance(stmt.value, (ast.Attribute, ast.Name)):
+                    value = self.eval_quiet(stmt.value, state)
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        state.env[target.id] = value if not isinstance(value, TensorVal) else UNKNOWN

@@ -1,0 +1,84 @@
+"""Where one run of the engine is, and what it made and noted: the engine's run state, in one value.
+
+Why one value: the engine runs code in three settings besides the file's own run
+(the module body, then each function analyzed alone, one after the other): a call
+analyzed apart from its caller (:mod:`graphlife.analysis.isolation`), such a call run
+again alone by the language server's cache (:mod:`graphlife.analysis.unit_cache`), and
+the quiet build of the table of the module's definitions. Each starts from a run state
+of its own and gives the caller's back when it ends
+(``Interpreter.swapped_run_state``): a field added here is swapped with the others,
+where three hand-written lists of fields had to be kept in step before.
+
+What is here is *per run*. What is *per file* stays on the interpreter: the code and
+its indexes, the rules' hooks, the reporter, the caches of work shared between runs
+(the ``self`` of each class, the memo of calls, the unit cache), the functions
+inlined anywhere in the file (they are not analyzed alone), and two counters (events
+emitted, backwards run). A run ends with what it hands back to its caller written
+out by the code that started it (a call run apart hands back its path end, the
+``create_graph`` fact and the writes made under ``no_grad``).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from graphlife.analysis.state import GraphStore, State
+from graphlife.analysis.values import HeapRef, Value
+
+
+@dataclass
+class CallFrame:
+    """An inlined call: the call expression, the caller's statement, the callee's parameter names."""
+
+    call: ast.Call | None
+    stmt: ast.stmt
+    params: list[str]
+    bound: bool  # the first parameter is `self`, bound by the call
+
+
+@dataclass
+class RunState:
+    """Every mutable fact of one run of the engine (see the module's docstring)."""
+
+    # -- where the run is (innermost last, across inlined calls) ---------------------------------
+    stmt_stack: list[ast.stmt] = field(default_factory=list)
+    frames: list[CallFrame] = field(default_factory=list)  # the inlined calls
+    call_stack: list[int] = field(default_factory=list)  # keys of the inlined functions (recursion guard)
+    loop_stack: list[tuple[ast.AST, int]] = field(default_factory=list)  # (loop node, iteration index)
+    #: Per running loop (and comprehension): the state at the top of the running iteration.
+    loop_entry_envs: list[tuple[ast.AST, State]] = field(default_factory=list)
+    loop_pre_states: list[State] = field(default_factory=list)  # the state before each running loop started
+    #: Per running loop: the modules called in it (heap reference, call), for the loop's end.
+    module_calls: list[list[tuple[HeapRef, ast.AST]]] = field(default_factory=list)
+    yielded: list[list[Value]] = field(default_factory=list)  # per generator being inlined: what it yields
+    current_unit: ast.AST | None = None  # the unit running (module or function analyzed alone)
+
+    # -- what it sees ------------------------------------------------------------------------------
+    #: The module's imports, functions and classes bound once (not in every state: copying and
+    #: joining states then costs nothing for them), as far as the run has bound them.
+    globals: dict[str, Value] = field(default_factory=dict)
+    emitting: bool = True  # rules see its events (off for quiet evaluations: the definitions)
+    #: A ``backward(create_graph=True)`` ran (then a ``.grad`` has a graph of its own).
+    create_graph_seen: bool = False
+
+    # -- what it made -------------------------------------------------------------------------------
+    graph: GraphStore = field(default_factory=GraphStore)
+    next_id: int = 1  # the last id handed out for a storage or a heap object
+    zeroed_after: dict[int, ast.AST] = field(default_factory=dict)  # zero_grad statement -> the backward it cleared
+
+    # -- what it noted ------------------------------------------------------------------------------
+    path_ends: bool = False  # an inlined call never returns (it raised): the statement ends the path
+    #: What rules remember while a unit runs (pending findings decided at its end), by the rule's class.
+    rule_data: dict[type, object] = field(default_factory=dict)
+    #: Statements on the way to an in-place write made with gradients off, in the running unit (a
+    #: ``no_grad`` around them matters: GL104's fix leaves it). Kept with the nodes.
+    no_grad_writes: dict[int, ast.AST] = field(default_factory=dict)
+    #: While the unit cache records: the functions and classes of the file whose code the run read,
+    #: and the functions it inlined (``None``: not recording).
+    touched: dict[int, ast.AST] | None = None
+    unit_inlined: set[int] | None = None
+
+    def in_loop(self) -> bool:
+        """Does a loop (or comprehension, or generator being inlined) run, at any depth?"""
+        return bool(self.loop_stack or self.loop_entry_envs or self.loop_pre_states or self.yielded)
