@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass
 
 import pytest
+
 from graphlife.analysis import cow_map
 from graphlife.analysis.cow_map import CowMap, join_maps
 from graphlife.analysis.state import SHARE_FROM, State
@@ -66,7 +67,7 @@ def assert_like(cow: CowMap, plain: dict) -> None:
     assert list(cow.keys()) == list(plain.keys())
     for (key, value), (plain_key, plain_value) in zip(cow.items(), plain.items()):
         assert key == plain_key and same_value(plain_value, value)
-    for key in list(plain) + ["never-written"]:
+    for key in [*plain, "never-written"]:
         assert (key in cow) == (key in plain)
         assert same_value(plain.get(key), cow.get(key))
         if key in plain:

@@ -24,7 +24,9 @@ _OTHER_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.Genera
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def local_names(func: ast.FunctionDef | ast.AsyncFunctionDef, walrus_possible: bool) -> frozenset[str]:
+def local_names(
+    func: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module, walrus_possible: bool
+) -> frozenset[str]:
     """The names a function binds (its locals), without those it declares global or nonlocal
     and those bound only in nested functions, classes, lambdas and comprehensions. Kept on the
     node: it outlives one check. ``walrus_possible``: the file has the token ``:=``."""

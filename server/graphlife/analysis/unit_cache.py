@@ -42,7 +42,7 @@ caller runs. A script whose module body runs one experiment after another, or wh
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
@@ -541,7 +541,7 @@ def _flags(state: State) -> GradFlags:
     return state.grad_enabled, state.inference_mode, state.grad_assumed
 
 
-def _env_key(env: dict[str, Value], local: frozenset[str]) -> dict[str, object]:
+def _env_key(env: Mapping[str, Value], local: frozenset[str]) -> dict[str, object]:
     """The caller's names a callee sees, with the file's functions and classes by name: their
     code is in the regions a call reads when it runs them, and an edit elsewhere makes new
     nodes (and new references) for the functions it parsed again."""
