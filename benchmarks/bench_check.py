@@ -107,8 +107,8 @@ class Engine:
     separate run, so that the count costs the timed runs nothing)."""
 
     def __init__(self) -> None:
-        from graphlife.analysis import interpreter  # noqa: PLC0415
-        from graphlife.checker import check_source  # noqa: PLC0415
+        from graphlife.analysis import interpreter
+        from graphlife.checker import check_source
 
         self.check_source = check_source
         self.interpreter = interpreter
@@ -152,7 +152,8 @@ def engine_rows(engine: Engine, sizes: list[int], public: list[tuple[public_file
                                  f"train_{size}.py", repeat))
     for file, location in public:
         source = location.read_text(encoding="utf-8")
-        rows.append(measure_file(engine, f"{file.name} (`{file.path}` @ {file.commit[:10]})", source, str(location), repeat))
+        label = f"{file.name} (`{file.path}` @ {file.commit[:10]})"
+        rows.append(measure_file(engine, label, source, str(location), repeat))
     return rows
 
 
@@ -181,7 +182,7 @@ def shape_generators() -> dict[str, Callable[[int], str]]:
 
 def startup(repeat: int) -> tuple[float, float]:
     """Median CPU of ``python -c pass`` and of ``python -m graphlife check`` of a 10-line file."""
-    import graphlife  # noqa: PLC0415
+    import graphlife
 
     compileall.compile_dir(str(Path(graphlife.__file__).parent), quiet=1)  # as installed: with bytecode
     with tempfile.TemporaryDirectory() as folder:
@@ -220,7 +221,8 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+    system = f"{platform.system()} {platform.release()}"
+    return f"{model}, {os.cpu_count()} cores, {system}, Python {platform.python_version()}"
 
 
 def load() -> str:
@@ -253,7 +255,8 @@ def render(args, started: str, load_before: str, rows: list[dict], missing: list
         "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for row in rows:
-        out.append(f"| {row['label']} | {row['lines']:,} | {milliseconds(row['parse'])} | {milliseconds(row['engine'])} | "
+        out.append(f"| {row['label']} | {row['lines']:,} | {milliseconds(row['parse'])} | "
+                   f"{milliseconds(row['engine'])} | "
                    f"{row['engine'] / row['parse']:.1f}x | {row['findings']} | {'; '.join(row['notes']) or '-'} |")
     if missing:
         out += ["", "Public files not found (`make bench-public` fetches them, or give `--public DIR`): "
@@ -288,7 +291,8 @@ def render(args, started: str, load_before: str, rows: list[dict], missing: list
         "",
         "### Against TorchFix",
         "",
-        f"Whole processes on the generated files, each child's CPU time, run in turns, median of {args.torchfix_repeat}.",
+        "Whole processes on the generated files, each child's CPU time, run in turns, "
+        f"median of {args.torchfix_repeat}.",
         "",
         "| lines | `graphlife check` (process) | torchfix (process) | check / torchfix |",
         "| ---: | ---: | ---: | ---: |",

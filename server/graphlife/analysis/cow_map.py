@@ -26,7 +26,7 @@ shows the entries of when it was taken, not later writes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, ItemsView, Iterator, KeysView, MutableMapping, ValuesView
 from typing import Any
 
 _MISSING: Any = object()
@@ -55,7 +55,7 @@ class Lineage:
         self.depth: int = 0 if parent is None else parent.depth + 1
 
 
-class CowMap(MutableMapping):
+class CowMap(MutableMapping[Any, Any]):
     """A dict (see the module's docstring) whose :meth:`fork` costs nothing, and whose first
     write after a fork costs the entries written since its base was made, not all of them."""
 
@@ -73,37 +73,37 @@ class CowMap(MutableMapping):
         self._added = 0
 
     # -- reading ----------------------------------------------------------------------
-    def __getitem__(self, key):
+    def __getitem__(self, key: Any) -> Any:
         delta = self._delta
         if key in delta:
             return delta[key]
         return self._base[key]
 
-    def get(self, key, default=None):
+    def get(self, key: Any, default: Any = None) -> Any:
         value = self._delta.get(key, _MISSING)
         if value is _MISSING:
             return self._base.get(key, default)
         return value
 
-    def __contains__(self, key) -> bool:
+    def __contains__(self, key: object) -> bool:
         return key in self._delta or key in self._base
 
     def __len__(self) -> int:
         return len(self._base) + self._added
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._flat())
 
-    def keys(self):
+    def keys(self) -> KeysView[Any]:
         return self._flat().keys()
 
-    def items(self):
+    def items(self) -> ItemsView[Any, Any]:
         return self._flat().items()
 
-    def values(self):
+    def values(self) -> ValuesView[Any]:
         return self._flat().values()
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, CowMap):
             if other is self:
                 return True
@@ -120,17 +120,17 @@ class CowMap(MutableMapping):
     def __repr__(self) -> str:
         return f"CowMap({self._flat()!r})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[CowMap], tuple[dict[Any, Any]]]:
         return (CowMap, (dict(self._flat()),))
 
     # -- writing ----------------------------------------------------------------------
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key: Any, value: Any) -> None:
         delta = self._delta if not self._delta_shared else self._own_delta()
         if key not in delta and key not in self._base:
             self._added += 1
         delta[key] = value
 
-    def __delitem__(self, key) -> None:
+    def __delitem__(self, key: Any) -> None:
         if self._delta_shared and key not in self._base:
             self._own_delta()  # which may fold the delta, and the key with it, into a new base
         if key in self._base:
@@ -139,7 +139,7 @@ class CowMap(MutableMapping):
         del self._delta[key]
         self._added -= 1
 
-    def pop(self, key, default=_MISSING):
+    def pop(self, key: Any, default: Any = _MISSING) -> Any:
         value = self.get(key, _MISSING)
         if value is _MISSING:
             if default is _MISSING:
@@ -274,7 +274,7 @@ def join_maps(a: CowMap, b: CowMap, join: Callable[[Any, Any], Any]) -> CowMap:
     return out
 
 
-def _same_entry(a: CowMap, b: CowMap, key) -> bool:
+def _same_entry(a: CowMap, b: CowMap, key: Any) -> bool:
     """Do ``a`` and ``b`` hold equal values for ``key`` (or both none)? What dict equality asks."""
     value_a, value_b = a.get(key, _MISSING), b.get(key, _MISSING)
     if value_a is value_b:

@@ -12,8 +12,9 @@ hold on some path (``may_freed``); versions are sets of possible values.
 from __future__ import annotations
 
 import ast
-from collections.abc import MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from graphlife.analysis.cow_map import CowMap, join_dicts, join_maps
 from graphlife.analysis.values import HeapObject, Tri, Value, join_tri, join_values
@@ -57,7 +58,7 @@ class GraphStore:
 
     nodes: list[Node] = field(default_factory=list)
 
-    def add(self, **kwargs) -> Node:
+    def add(self, **kwargs: Any) -> Node:
         node = Node(nid=len(self.nodes), **kwargs)
         self.nodes.append(node)
         return node
@@ -165,14 +166,14 @@ class State:
     def version_of(self, storage: int) -> frozenset[int]:
         return self.versions.get(storage, frozenset({0}))
 
-    def set_grads(self, storages, status: str, site: ast.AST | None) -> None:
+    def set_grads(self, storages: Iterable[int], status: str, site: ast.AST | None) -> None:
         for storage in storages:
             self.writable("grads")[storage] = (status, site)
 
     def bump(self, storage: int, site: ast.AST) -> None:
         current = self.version_of(storage)
         self.writable("versions")[storage] = frozenset(v + 1 for v in current)
-        self.writable("bumps")[storage] = self.bumps.get(storage, ()) + ((max(current) + 1, site),)
+        self.writable("bumps")[storage] = (*self.bumps.get(storage, ()), (max(current) + 1, site))
 
     # -- joins ------------------------------------------------------------------------
     @staticmethod
@@ -248,7 +249,7 @@ def _forked(attributes: dict, name: str) -> MutableMapping:
     return current.fork()
 
 
-def _merge_facts(a: dict, b: dict, join) -> dict:
+def _merge_facts(a: dict[Any, Any], b: dict[Any, Any], join: Callable[[Any, Any], Any]) -> dict[Any, Any]:
     """The join of maps of hashable facts (versions, gradient statuses, bump lists): the
     entries that differ are found by a set difference in C instead of a Python loop over
     every storage the analysis has seen. An entry equal on both sides joins to itself."""
@@ -271,7 +272,7 @@ def _join_grads(a: tuple | None, b: tuple | None) -> tuple | None:
     return a if a == b else ("unknown", None)
 
 
-def _join_objects(a: HeapObject | None, b: HeapObject | None) -> HeapObject:
+def _join_objects(a: HeapObject | None, b: HeapObject | None) -> HeapObject | None:
     if a is None:
         return b
     if b is None:
