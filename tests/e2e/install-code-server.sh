@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs code-server 4.100.3 (VS Code 1.100.3, the last line that runs on Node 20)
-# into a cache folder for the end-to-end test, following the recipe checked on these
-# machines (../shared/notes/code-server.md). A plain `npm install code-server` fails
+# into a cache folder for the end-to-end test; this script is the recipe, checked on the
+# project's Debian machines. A plain `npm install code-server` fails
 # as root (postinstall wants unsafe-perm) and downloads ripgrep from the internet,
 # so the postinstall is done by hand here.
 #
