@@ -311,12 +311,10 @@ def join_dicts(a: dict, b: dict, join: Callable[[Any, Any], Any]) -> dict:
     return out
 
 
-def _joined_entries(a: dict, b: dict, join: Callable[[Any, Any], Any]) -> Iterator[tuple[Any, Any]]:
+def _joined_entries(a: dict, b: dict, join: Callable[[Any, Any], Any]) -> list[tuple[Any, Any]]:
     """The entries of the join of ``a`` and ``b`` that are not ``a``'s own: every key whose value
     is not the same object in both, in ``b``'s order, then the keys only ``a`` has."""
-    for key, value_b in b.items():
-        value_a = a.get(key)
-        if value_a is not value_b:
-            yield key, join(value_a, value_b)
-    for key in a.keys() - b.keys():
-        yield key, join(a[key], None)
+    get = a.get
+    entries = [(key, join(get(key), value_b)) for key, value_b in b.items() if get(key) is not value_b]
+    entries.extend((key, join(a[key], None)) for key in a.keys() - b.keys())
+    return entries

@@ -126,8 +126,10 @@ class State:
         twin = _new_state(State)
         attributes = twin.__dict__
         attributes.update(own)
-        attributes["env"] = _forked(own, "env")
-        attributes["heap"] = _forked(own, "heap")  # objects are copied on write (see heap_write)
+        env, heap = own["env"], own["heap"]
+        attributes["env"] = env.copy() if type(env) is dict and len(env) < SHARE_FROM else _forked(own, "env")
+        # heap objects are copied on write (see heap_write)
+        attributes["heap"] = heap.copy() if type(heap) is dict and len(heap) < SHARE_FROM else _forked(own, "heap")
         attributes["shared"] = set(SHARED_MAPS)
         return twin
 
