@@ -9,6 +9,7 @@ the same iteration order.
 
 from __future__ import annotations
 
+import pickle
 import random
 from dataclasses import dataclass
 
@@ -116,6 +117,16 @@ def test_deleting_a_key_written_before_a_fork_when_the_write_after_it_folds(monk
     child = parent.fork()
     del child["b"]  # the delta is shared: owning it folds it into a new base first
     assert list(child.items()) == [("a", 1)] and list(parent.items()) == [("a", 1), ("b", 2)]
+
+
+def test_a_map_pickles_and_copies_as_a_dict_would():
+    cow = CowMap({"a": 1})
+    cow["b"] = 2
+    again = pickle.loads(pickle.dumps(cow))  # noqa: S301 - our own bytes
+    assert isinstance(again, CowMap) and list(again.items()) == [("a", 1), ("b", 2)]
+    twin = cow.copy()
+    twin["a"] = 3
+    assert cow == {"a": 1, "b": 2} and twin == {"a": 3, "b": 2} and cow != twin
 
 
 def test_a_deleted_key_that_comes_back_goes_last_as_in_a_dict():

@@ -31,10 +31,11 @@ from typing import Any
 
 _MISSING: Any = object()
 
-#: The first write after a fork folds the delta into a new base when the delta has more entries than this...
+#: The first write after a fork folds the delta into a new base when the delta has more
+#: entries than this...
 FOLD_AT_LEAST = 8
-#: ...and more than this fraction of the base (copying the delta at every fork would
-#: then cost about as much as copying the whole map).
+#: ...and more than this fraction of the base (copying the delta at every first write after
+#: a fork would then cost about as much as copying the whole map).
 FOLD_FRACTION = 1 / 4
 #: How many bases a lineage remembers: a deeper one starts a new lineage (joins with maps
 #: of the old one then go entry by entry), so that the history kept stays bounded.
@@ -193,11 +194,6 @@ class CowMap(MutableMapping[Any, Any]):
         if self._delta:
             self.compact()
         return self._base
-
-    def stats(self) -> tuple[int, int]:
-        """(entries in the base, entries written since): what forks share, and what the first
-        write after a fork copies."""
-        return len(self._base), len(self._delta)
 
 
 _new_map = object.__new__
