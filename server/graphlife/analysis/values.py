@@ -265,6 +265,16 @@ class HeapObject:
     frozen: Tri = False  # requires_grad_(False) on every parameter
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def referents(self) -> list[Value]:
+        """The values this object holds (attributes, the element summary, values kept in
+        ``extra``), in that order: what a walk of the heap follows from it (the engine's heap
+        collection, GL201's escape test)."""
+        held = list(self.attrs.values())
+        if self.elem is not None:
+            held.append(self.elem)
+        held.extend(v for v in self.extra.values() if isinstance(v, Value))
+        return held
+
     def copy(self) -> HeapObject:
         return HeapObject(
             kind=self.kind,

@@ -559,10 +559,7 @@ def _escapes(ctx: RuleContext, final: State, store: _Store, cache: dict[tuple[in
     for oid, obj in final.heap.items():
         if oid == store.oid or (obj.site is not None and _scope_of(ctx, obj.site) is store.scope):
             continue
-        stack.extend(obj.attrs.values())
-        if obj.elem is not None:
-            stack.append(obj.elem)
-        stack.extend(v for v in obj.extra.values() if isinstance(v, Value))
+        stack.extend(obj.referents())
     for name in _declared_global(store.scope) if store.scope is not None else ():
         if name in final.env:
             stack.append(final.env[name])
@@ -575,11 +572,7 @@ def _escapes(ctx: RuleContext, final: State, store: _Store, cache: dict[tuple[in
                 found = True
             elif value.oid not in seen and value.oid in final.heap:
                 seen.add(value.oid)
-                obj = final.heap[value.oid]
-                stack.extend(obj.attrs.values())
-                if obj.elem is not None:
-                    stack.append(obj.elem)
-                stack.extend(v for v in obj.extra.values() if isinstance(v, Value))
+                stack.extend(final.heap[value.oid].referents())
         elif isinstance(value, TupleVal):
             stack.extend(value.items)
     cache[key] = found

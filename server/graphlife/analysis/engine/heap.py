@@ -135,11 +135,7 @@ class Heap(EngineCore):
                 if value.oid in live or value.oid not in state.heap:
                     continue
                 live.add(value.oid)
-                obj = state.heap[value.oid]
-                stack.extend(obj.attrs.values())
-                if obj.elem is not None:
-                    stack.append(obj.elem)
-                stack.extend(v for v in obj.extra.values() if isinstance(v, Value))
+                stack.extend(state.heap[value.oid].referents())
             elif isinstance(value, TupleVal):
                 stack.extend(value.items)
             elif isinstance(value, TensorVal) and value.owner is not None:
