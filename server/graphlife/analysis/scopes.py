@@ -32,39 +32,54 @@ def local_names(
     node: it outlives one check. ``walrus_possible``: the file has the token ``:=``."""
     found: frozenset[str] | None = getattr(func, "_graphlife_locals", None)
     if found is None:
-        bound: set[str] = set()
-        declared: set[str] = set()
-        statements: list[ast.stmt] = list(func.body)
-        while statements:
-            stmt = statements.pop()
-            if isinstance(stmt, (ast.Global, ast.Nonlocal)):
-                declared.update(stmt.names)
-                continue
-            if isinstance(stmt, _DEFINITIONS):
-                bound.add(stmt.name)
-                continue  # their bodies are other scopes
-            for child in child_nodes(stmt):
-                if isinstance(child, ast.stmt):
-                    statements.append(child)
-                elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
-                    if isinstance(child, ast.ExceptHandler) and child.name:
-                        bound.add(child.name)
-                    statements.extend(child.body)
-                    if walrus_possible and isinstance(child, ast.match_case) and child.guard is not None:
-                        _bindings(child.guard, bound)
-                elif isinstance(child, ast.alias):
-                    bound.add((child.asname or child.name).split(".")[0])
-                elif walrus_possible or _is_target(stmt, child):
-                    _bindings(child, bound)
-        found = frozenset(bound - declared)
+        bound, declared = bindings(func, walrus_possible)
+        found = frozenset(bound) - declared
         setattr(func, "_graphlife_locals", found)  # noqa: B010 - kept on the node: it outlives one check
     return found
+
+
+def bindings(
+    scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module, walrus_possible: bool
+) -> tuple[list[str], frozenset[str]]:
+    """Each name the scope's body binds, once per binding (definitions, imports, assignment and
+    loop targets, ``with ... as``, ``del``, ``except ... as``, match captures, ``:=`` when the
+    file has it), and the names it declares ``global`` or ``nonlocal``. Parameters are not
+    in the body: callers add them. The one walk behind :func:`local_names` and the semantic
+    layer's count of bindings (:mod:`graphlife.analysis.semantics.names`)."""
+    bound: list[str] = []
+    declared: set[str] = set()
+    statements: list[ast.stmt] = list(scope.body)
+    while statements:
+        stmt = statements.pop()
+        if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+            declared.update(stmt.names)
+            continue
+        if isinstance(stmt, _DEFINITIONS):
+            bound.append(stmt.name)
+            continue  # their bodies are other scopes
+        for child in child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                statements.append(child)
+            elif isinstance(child, ast.ExceptHandler):
+                if child.name:
+                    bound.append(child.name)
+                statements.extend(child.body)
+            elif isinstance(child, ast.match_case):
+                _bindings(child.pattern, bound)
+                statements.extend(child.body)
+                if walrus_possible and child.guard is not None:
+                    _bindings(child.guard, bound)
+            elif isinstance(child, ast.alias):
+                bound.append((child.asname or child.name).split(".")[0])
+            elif walrus_possible or _is_target(stmt, child):
+                _bindings(child, bound)
+    return bound, frozenset(declared)
 
 
 def _is_target(stmt: ast.stmt, child: ast.AST) -> bool:
     """Does ``child`` (of ``stmt``) hold names ``stmt`` binds?"""
     if isinstance(stmt, (ast.Assign, ast.Delete)):
-        return child in stmt.targets
+        return any(child is target for target in stmt.targets)
     if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
         return child is stmt.target
     if isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -72,16 +87,20 @@ def _is_target(stmt: ast.stmt, child: ast.AST) -> bool:
     return type(stmt).__name__ == "TypeAlias"
 
 
-def _bindings(root: ast.AST, bound: set[str]) -> None:
-    """The names stored in an expression (a target, or one holding ``:=``), lambdas and
-    comprehensions left out (their names are theirs)."""
+def _bindings(root: ast.AST, bound: list[str]) -> None:
+    """The names stored in an expression or a match pattern (a target, or one holding ``:=``),
+    lambdas and comprehensions left out (their names are theirs)."""
     stack = [root]
     while stack:
         node = stack.pop()
         if isinstance(node, _OTHER_SCOPES):
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            bound.add(node.id)
+            bound.append(node.id)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name is not None:
+            bound.append(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest is not None:
+            bound.append(node.rest)
         stack.extend(child_nodes(node))
 
 

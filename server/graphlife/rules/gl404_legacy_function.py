@@ -53,7 +53,7 @@ import ast
 
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import FunctionClass, Method, Semantics, is_classmethod, is_static
-from graphlife.analysis.semantics.functions import takes_self_before_ctx
+from graphlife.analysis.semantics.functions import takes_self_before_ctx, target_key
 from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.rules.source_edits import def_line_span, line_indent, merge_edits, point, report_span
 
@@ -136,18 +136,10 @@ def _check_methods(ctx: ModuleContext, fn: FunctionClass) -> None:
         ctx.reporter.report(RULE, def_line_span(ctx, method), message, severity=severity, fixes=(fix,) if fix else ())
 
 
-def _key(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return f"{node.value.id}.{node.attr}"
-    return None
-
-
 def _call_of_bound_instance(semantics: Semantics, target: ast.expr, assign: ast.Assign) -> ast.Call | None:
     """A call of what ``target`` was bound to: ``f(...)`` in the same function (or anywhere, for a
     module-level name), ``self.f(...)`` in the same class."""
-    key = _key(target)
+    key = target_key(target)
     if key is None:
         return None
     wanted: tuple[type[ast.AST], ...] = (
@@ -155,7 +147,7 @@ def _call_of_bound_instance(semantics: Semantics, target: ast.expr, assign: ast.
     )
     scope: ast.AST = next((a for a in semantics.ancestors(assign) if isinstance(a, wanted)), semantics.tree)
     for candidate in ast.walk(scope):
-        if isinstance(candidate, ast.Call) and _key(candidate.func) == key:
+        if isinstance(candidate, ast.Call) and target_key(candidate.func) == key:
             return candidate
     return None
 

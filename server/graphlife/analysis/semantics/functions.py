@@ -297,7 +297,7 @@ def _local_mro(
                 queue.extend(local for local in by_name.get(base.id, ()) if id(local) in found and local is not current)
 
 
-def _target_key(node: ast.AST) -> str | None:
+def target_key(node: ast.AST) -> str | None:
     """``name`` or ``self.attr`` as a string key, else ``None``."""
     if isinstance(node, ast.Name):
         return node.id
@@ -320,14 +320,14 @@ def _apply_calls(
     for node in assignments:
         if (target := apply_target(node.value)) is not None:
             for name in node.targets:
-                key = _target_key(name)
+                key = target_key(name)
                 if key:
                     bound[key] = target
     found = []
     for call in calls:
         fn = apply_target(call.func)
         if fn is None:
-            key = _target_key(call.func)
+            key = target_key(call.func)
             fn = bound.get(key) if key else None
         if fn is not None:
             found.append(ApplyCall(call, fn))

@@ -31,8 +31,7 @@ import ast
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from graphlife.analysis.scopes import local_names
-from graphlife.analysis.tree_index import child_nodes
+from graphlife.analysis.scopes import bindings, local_names
 
 #: What a name is looked up in: the module, a function, a lambda, a class body or a comprehension.
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef | ast.expr
@@ -385,69 +384,16 @@ class Names:
 def _binding_sites(
     scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, names: set[str], walrus_possible: bool
 ) -> dict[str, int]:
-    """How many times the scope binds each of ``names`` (parameters, targets, imports,
-    definitions, ``except ... as``, match captures, ``:=`` when the file has it); a name
-    declared ``global`` or ``nonlocal`` is not the scope's (it gets no count). Only
-    statements and their targets are visited, as :func:`graphlife.analysis.scopes.local_names`
-    does: names are bound nowhere else."""
+    """How many times the scope binds each of ``names`` (parameters and what
+    :func:`graphlife.analysis.scopes.bindings` finds in its body); a name declared ``global`` or
+    ``nonlocal`` is not the scope's (it gets no count)."""
+    bound, declared = bindings(scope, walrus_possible)
+    params = parameter_names(scope.args) if not isinstance(scope, ast.ClassDef) else ()
     counts: dict[str, int] = {}
-
-    def add(name: str | None) -> None:
-        if name in names:
+    for name in (*params, *bound):
+        if name in names and name not in declared:
             counts[name] = counts.get(name, 0) + 1
-
-    def add_stored(root: ast.AST) -> None:
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.Lambda, *_COMPREHENSIONS)):
-                continue  # their names are theirs
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                add(node.id)
-            elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
-                add(node.name)
-            elif isinstance(node, ast.MatchMapping):
-                add(node.rest)
-            stack.extend(child_nodes(node))
-
-    if not isinstance(scope, ast.ClassDef):
-        for param in parameter_names(scope.args):
-            add(param)
-    declared: set[str] = set()
-    statements: list[ast.stmt] = list(scope.body)
-    while statements:
-        stmt = statements.pop()
-        if isinstance(stmt, (ast.Global, ast.Nonlocal)):
-            declared.update(stmt.names)
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            add(stmt.name)  # their bodies are other scopes
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            for alias in stmt.names:
-                add((alias.asname or alias.name).split(".")[0])
-        else:
-            for child in child_nodes(stmt):
-                if isinstance(child, ast.stmt):
-                    statements.append(child)
-                elif isinstance(child, ast.ExceptHandler):
-                    add(child.name)
-                    statements.extend(child.body)
-                elif isinstance(child, ast.match_case):
-                    add_stored(child.pattern)
-                    statements.extend(child.body)
-                elif walrus_possible or _is_target(stmt, child):
-                    add_stored(child)
-    for name in declared:
-        counts.pop(name, None)
     return counts
-
-
-def _is_target(stmt: ast.stmt, child: ast.AST) -> bool:
-    """Does ``child`` (of ``stmt``) hold names ``stmt`` binds?"""
-    if isinstance(stmt, (ast.Assign, ast.Delete)):
-        return any(child is target for target in stmt.targets)
-    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
-        return child is stmt.target
-    return isinstance(stmt, (ast.With, ast.AsyncWith)) and isinstance(child, ast.withitem)
 
 
 def scope_nodes(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
