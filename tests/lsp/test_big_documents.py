@@ -192,7 +192,7 @@ async def _wait_for(condition, what: str, timeout: float = WAIT) -> None:
         await asyncio.sleep(0.02)
 
 
-async def _gone(pid: int, timeout: float = 10.0) -> None:
+async def _gone(pid: int, timeout: float = WAIT) -> None:
     """Wait for the process to end (a kill is delivered asynchronously)."""
     deadline = time.monotonic() + timeout
     while _alive(pid):
