@@ -34,12 +34,17 @@ class Severity(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Span:
-    """A source range: 1-based lines, 1-based character columns, end exclusive."""
+    """A source range: 1-based lines, 1-based character columns, end exclusive.
+
+    ``path`` names another file of the user's project when the range is there (the
+    engine followed an import: the in-place op in ``layers.py`` that the backward in
+    ``train.py`` will trip on); ``None`` is the file being checked."""
 
     line: int
     column: int
     end_line: int
     end_column: int
+    path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -48,9 +53,26 @@ class Line:
     language server's unit cache moves it with the code, as it moves a :class:`Span`."""
 
     number: int
+    #: Another file of the project (see :class:`Span`); ``None`` is the file being checked.
+    path: str | None = None
 
     def __str__(self) -> str:
-        return str(self.number)
+        if self.path is None:
+            return str(self.number)
+        return f"{self.number} of {_file_name(self.path)}"
+
+    def seen_from(self, here: str | None, checked: str | None) -> str:
+        """The line as a message in file ``here`` names it (``None``: the file checked, whose
+        path is ``checked``): the bare number in the same file, with the file's name in another."""
+        if self.path == here:
+            return str(self.number)
+        there = self.path if self.path is not None else checked
+        return f"{self.number} of {_file_name(there)}" if there else str(self.number)
+
+
+def _file_name(path: str) -> str:
+    """The last part of a path, as a message names another file (``line 16 of layers.py``)."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 #: What a message template may be filled with: text, numbers, lines (``None`` reads "None").
@@ -71,6 +93,12 @@ class Message:
 
     def __str__(self) -> str:
         return self.template.format_map(self.args)
+
+    def seen_from(self, here: str | None, checked: str | None) -> str:
+        """The text as a finding in file ``here`` shows it (:meth:`Line.seen_from`)."""
+        args = {key: value.seen_from(here, checked) if isinstance(value, Line) else value
+                for key, value in self.args.items()}
+        return self.template.format_map(args)
 
 
 @dataclass(frozen=True)
@@ -127,8 +155,10 @@ class Finding:
         return self.span.column
 
     def to_json(self, path: str | None = None) -> dict[str, Any]:
-        """The JSON shape of `graphlife check --format json` (1-based positions)."""
+        """The JSON shape of `graphlife check --format json` (1-based positions). ``path`` is
+        the file checked; a finding in another file of the project names its own."""
         data: dict[str, Any] = {}
+        path = self.span.path if self.span.path is not None else path
         if path is not None:
             data["path"] = path
         data.update(
@@ -142,6 +172,7 @@ class Finding:
             message=self.message,
             related=[
                 {
+                    **({"path": r.span.path} if r.span.path is not None else {}),
                     "line": r.span.line,
                     "column": r.span.column,
                     "end_line": r.span.end_line,

@@ -28,6 +28,7 @@ from typing import Protocol
 
 from graphlife.analysis.call_records import CallRecord, RecordedCall, Reopen
 from graphlife.analysis.events import Event
+from graphlife.analysis.modules import SourceModule
 from graphlife.analysis.rule_api import Reporter
 from graphlife.analysis.run_state import RunState
 from graphlife.analysis.state import State
@@ -147,7 +148,9 @@ class EngineParts(TorchEngine, Protocol):
     analyzed, the facts kept for the whole file, and the entry points of each part."""
 
     # -- the file, and what is kept for all of it -------------------------------------------------
-    tree: ast.Module
+    tree: ast.Module  # of the module whose code runs (the file, or a module it imported)
+    module: SourceModule  # the module whose code runs
+    entry: SourceModule  # the file being checked
     reporter: Reporter
     parents: dict[int, ast.AST]
     rebound: dict[str, bool]  # names bound more than once in the file
@@ -202,6 +205,31 @@ class EngineParts(TorchEngine, Protocol):
 
     def class_ref(self, node: ast.ClassDef, state: State) -> ClassRef:
         """A class of the file, with what its bases make it (a module, an autograd function)."""
+        ...
+
+    def bind_definition(self, stmt: ast.stmt, name: str, value: Value, state: State) -> None:
+        """Bind a name a definition or an import makes (in the table of globals when it can)."""
+        ...
+
+    # -- the project's other modules --------------------------------------------------------------
+    def module_of(self, node: ast.AST) -> SourceModule:
+        """The module whose code ``node`` is."""
+        ...
+
+    def in_module(self, module: SourceModule) -> AbstractContextManager[None]:
+        """Run code of ``module``; the running module is back after."""
+        ...
+
+    def module_attribute(self, module_name: str, attr: str, state: State) -> Value:
+        """``module.attr`` for a module of the project."""
+        ...
+
+    def is_project_module(self, name: str) -> bool:
+        """Does ``name`` name a module of the project that the run imported?"""
+        ...
+
+    def foreign_globals(self, module: SourceModule, state: State) -> dict[str, Value]:
+        """The names a function of ``module`` sees when called from another module."""
         ...
 
     # -- calls ------------------------------------------------------------------------------------

@@ -24,11 +24,13 @@ from graphlife.analysis.engine.assignment import Assignment
 from graphlife.analysis.engine.calls import Calls
 from graphlife.analysis.engine.expressions import Expressions
 from graphlife.analysis.engine.heap import Heap
+from graphlife.analysis.engine.imports import Imports
 from graphlife.analysis.engine.iterations import Iterations
 from graphlife.analysis.engine.loops import Loops
 from graphlife.analysis.engine.statements import Statements
 from graphlife.analysis.engine.units import Units
 from graphlife.analysis.engine_api import Timeout, UnitRecorder
+from graphlife.analysis.modules import ModuleProvider
 from graphlife.analysis.rule_api import ModuleContext, Reporter, Rule
 from graphlife.analysis.tree_index import TreeIndex
 from graphlife.findings import Finding
@@ -36,19 +38,23 @@ from graphlife.findings import Finding
 __all__ = ["Interpreter", "Timeout", "analyze_module", "release_tree"]
 
 
-class Interpreter(Units, Statements, Assignment, Loops, Iterations, Expressions, Calls, Heap):
+class Interpreter(Units, Statements, Imports, Assignment, Loops, Iterations, Expressions, Calls, Heap):
     """Interprets one file's units and dispatches events to rule hooks (see the parts' modules)."""
 
 
 def analyze_module(
     tree: ast.Module, source: str, rules: list[Rule], *, deadline: float, index: TreeIndex | None = None,
     unit_cache: UnitRecorder | None = None, lines: list[str] | None = None,
+    modules: ModuleProvider | None = None, path: str | None = None,
 ) -> tuple[list[Finding], list[str]]:
     """Findings of ``rules`` on one parsed file, and notes about skipped work.
 
     ``index`` and ``unit_cache`` are for the language server, which keeps them between
-    edits (:mod:`graphlife.incremental`); the findings are the same without them."""
-    reporter = Reporter()
+    edits (:mod:`graphlife.incremental`); the findings are the same without them.
+    ``modules`` finds the other modules of the user's project that the file imports
+    (:mod:`graphlife.analysis.modules`; without it they are unknown values); findings in
+    their code name their file (``Span.path``). ``path`` is the file's own."""
+    reporter = Reporter(checked_path=path)
     lines = lines if lines is not None else source.splitlines()
     notes: list[str] = []
     whole_file = index is None
@@ -66,7 +72,7 @@ def analyze_module(
         hooked = [rule for rule in rules if rule.hooks]
         if hooked:
             interpreter = Interpreter(tree, source, lines, hooked, reporter, deadline, index=index,
-                                      unit_cache=unit_cache)
+                                      unit_cache=unit_cache, modules=modules, path=path)
             try:
                 notes.extend(interpreter.run())
             except Exception as exc:  # noqa: BLE001 - an engine bug must never take the editor down

@@ -56,6 +56,7 @@ import ast
 from graphlife.analysis.call_records import OPEN, CallRecord, Nested, RecordedCall, Reopen, flatten
 from graphlife.analysis.engine_api import EngineParts
 from graphlife.analysis.events import UnitEndEvent
+from graphlife.analysis.modules import is_namespace_key
 from graphlife.analysis.rule_api import LogMark, ReportArgs
 from graphlife.analysis.run_state import RunState
 from graphlife.analysis.state import State
@@ -64,6 +65,7 @@ from graphlife.analysis.values import (
     ClassRef,
     ContextVal,
     FunctionRef,
+    HeapRef,
     NoneValue,
     Number,
     QualName,
@@ -119,7 +121,18 @@ def may_isolate(interp: EngineParts, func: FunctionRef, args: list[Value], kwarg
     if not all(holds_no_graph(value) for value in args) or not all(holds_no_graph(value) for value in kwargs.values()):
         return False
     local = interp.local_names(func.node)
-    return all(holds_no_graph(value) for name, value in state.env.items() if name not in local)
+    return all(
+        _namespace_holds_no_graph(value, state) if is_namespace_key(name) else holds_no_graph(value)
+        for name, value in state.env.items() if name not in local
+    )
+
+
+def _namespace_holds_no_graph(value: Value, state: State) -> bool:
+    """An imported module's namespace (what its body computed: the callee may read it) holds
+    nothing with a graph: numbers, names, functions and classes only."""
+    if not isinstance(value, HeapRef) or value.oid not in state.heap:
+        return True
+    return all(holds_no_graph(item) for item in state.heap[value.oid].attrs.values())
 
 
 def call_isolated(interp: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,

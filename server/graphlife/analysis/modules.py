@@ -79,3 +79,17 @@ def relative_base(importer: SourceModule, level: int) -> str | None:
     if level - 1 >= len(parts):
         return None
     return ".".join(parts[: len(parts) - (level - 1)])
+
+
+_NAMESPACE_PREFIX = "<module "
+
+
+def namespace_key(module_name: str) -> str:
+    """The state's name for the object that stands for an imported module's namespace (a
+    name no Python code can spell: :mod:`graphlife.analysis.engine.imports`)."""
+    return f"{_NAMESPACE_PREFIX}{module_name}>"
+
+
+def is_namespace_key(name: str) -> bool:
+    """Is ``name`` the state's name of a module's namespace (not a name of the code)?"""
+    return name.startswith(_NAMESPACE_PREFIX)

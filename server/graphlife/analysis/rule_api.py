@@ -54,6 +54,7 @@ from graphlife.findings import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from graphlife.analysis.modules import SourceModule
     from graphlife.analysis.run_state import RunState
     from graphlife.analysis.state import GraphStore, State
 
@@ -161,6 +162,8 @@ class Reporter:
     #: When a list: every report as made (:data:`ReportArgs`), before de-duplication, and the
     #: markers of calls run apart (the unit cache records units with it).
     log: list[ReportArgs | LogMark] | None = None
+    #: The path of the file checked: a message about another file names it (``line 9 of train.py``).
+    checked_path: str | None = None
 
     def report(
         self,
@@ -177,7 +180,7 @@ class Reporter:
         related, fixes = tuple(related), tuple(fixes)
         if self.log is not None:
             self.log.append((rule, span, message, severity, related, fixes))
-        text = str(message)
+        text = message.seen_from(span.path, self.checked_path) if isinstance(message, Message) else message
         key = (rule.code, span)
         if (severity or rule.severity) is Severity.ERROR:
             self.raised = True
@@ -281,6 +284,10 @@ class Engine(Protocol):
     def eval_quiet(self, expr: ast.expr, state: State) -> Value: ...
     def touch(self, node: ast.AST) -> None: ...
     def touch_whole_file(self) -> None: ...
+    @property
+    def entry(self) -> SourceModule: ...
+    def module_of(self, node: ast.AST) -> SourceModule: ...
+    def foreign_path(self, node: ast.AST) -> str | None: ...
 
 
 #: Expressions :meth:`RuleContext.value_of` evaluates: names, attributes and items (no calls).
@@ -337,15 +344,15 @@ class RuleContext:
 
     def line(self, node: ast.AST) -> Line:
         """The 1-based line where ``node`` starts, as a message argument (``line {built}``)."""
-        return Line(cast(int, getattr(node, "lineno", 0)))
+        return Line(cast(int, getattr(node, "lineno", 0)), self._engine.foreign_path(node))
 
     def parent(self, node: ast.AST) -> ast.AST | None:
-        """The node ``node`` is a child of (``None`` for the module, or a node not in this file)."""
-        return self._engine.parents.get(id(node))
+        """The node ``node`` is a child of (``None`` for the module), in the file where it is."""
+        return self._engine.module_of(node).index.parents.get(id(node))
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         """The parent of ``node``, its parent, ... up to the module."""
-        parents = self._engine.parents
+        parents = self._engine.module_of(node).index.parents
         current = parents.get(id(node))
         while current is not None:
             yield current
@@ -381,27 +388,32 @@ class RuleContext:
         return self._engine.tree
 
     # -- what the syntax says ------------------------------------------------------------
-    def _model(self) -> Semantics:
+    def _model(self, node: ast.AST | None = None) -> Semantics:
+        """The semantic model of the file ``node`` is in (the running module's without one)."""
+        module = self._engine.module_of(node) if node is not None else self._engine.module_of(self._engine.tree)
+        if module is not self._engine.entry:
+            return semantics_of(module.tree, module.index)
+        tree = module.tree
         if self._semantics is None:
-            self._semantics = semantics_of(self._engine.tree)
+            self._semantics = semantics_of(tree)
         return self._semantics
 
     def qualified_name(self, expr: ast.expr) -> str | None:
         """The qualified name ``expr`` means where it is written (``T.no_grad`` -> ``torch.no_grad``
         after ``import torch as T``), through imports, aliases and scopes; ``None`` for a local
         variable or a builtin. The scopes it read are noted (:meth:`touch`)."""
-        return self._model().names.qualified_name(expr, self.touch)
+        return self._model(expr).names.qualified_name(expr, self.touch)
 
     def binds(self, name: str, at: ast.AST) -> bool:
         """Does ``name`` at node ``at`` mean something the file binds (a variable, a parameter, an
         import, a definition), not a builtin? The scopes it read are noted."""
-        return self._model().names.binds(name, at, self.touch)
+        return self._model(at).names.binds(name, at, self.touch)
 
     def grad_switches(self, construct: ast.With | ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[GradSwitch, ...]:
         """The grad-mode switches (``torch.no_grad()``, ``set_grad_enabled(flag)``, ...) a ``with``
         statement enters, or the grad-mode decorators of a function, in the order they take
         effect. The scopes their names were read in are noted."""
-        grad = self._model().grad
+        grad = self._model(construct).grad
         if isinstance(construct, ast.With):
             return grad.with_switches(construct, self.touch)
         return grad.decorator_switches(construct, self.touch)

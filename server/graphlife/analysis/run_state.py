@@ -53,6 +53,7 @@ class RunState:
     module_calls: list[list[tuple[HeapRef, ast.AST]]] = field(default_factory=list)
     yielded: list[list[Value]] = field(default_factory=list)  # per generator being inlined: what it yields
     current_unit: ast.AST | None = None  # the unit running (module or function analyzed alone)
+    import_stack: list[str] = field(default_factory=list)  # the project's modules whose body runs
 
     # -- what it sees ------------------------------------------------------------------------------
     #: The module's imports, functions and classes bound once (not in every state: copying and

@@ -212,6 +212,9 @@ class ClassRef(Value):
     key: int = 0
     is_module: bool = False  # subclasses torch.nn.Module
     is_autograd_function: bool = False
+    #: The values of its bases where the class statement ran (in its own module: a class
+    #: imported from another file looks its methods up through the bases there).
+    bases: tuple[Value, ...] | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,8 @@ class Calls(EngineCore):
         run.frames.append(CallFrame(call=site if isinstance(site, ast.Call) else None, stmt=self.current_stmt(),
                                     params=[p.arg for p in params], bound=bound))
         try:
-            flow = self.exec_block(node.body, callee_state)
+            with self.in_module(self.module_of(node)):
+                flow = self.exec_block(node.body, callee_state)
         finally:
             run.call_stack.pop()
             run.frames.pop()
@@ -185,7 +186,27 @@ class Calls(EngineCore):
         zero times)."""
         node = func.node
         local = self.local_names(node)
-        env = {name: value for name, value in state.env.items() if name not in local}
+        module = self.module_of(node)
+        if module is self.module:
+            env = {name: value for name, value in state.env.items() if name not in local}
+        else:  # a function of another module sees that module's names, not the caller's
+            env = {name: value for name, value in self.foreign_globals(module, state).items() if name not in local}
+        if module is not self.module:
+            # Defaults are the callee module's values (Python evaluates them where the function
+            # is defined): evaluated with its names, on the caller's heap.
+            caller_env = state.env
+            state.env = dict(env)
+            try:
+                with self.in_module(module):
+                    return self._bind_parameters(func, bound, args, kwargs, state, env)
+            finally:
+                state.env = caller_env
+        return self._bind_parameters(func, bound, args, kwargs, state, env)
+
+    def _bind_parameters(self, func: FunctionRef, bound: bool, args: list[Value], kwargs: dict[str, Value],
+                         state: State, env: dict[str, Value]) -> dict[str, Value]:
+        """``env`` with the callee's parameters bound to the arguments, defaults evaluated in ``state``."""
+        node = func.node
         params = node.args.posonlyargs + node.args.args
         positional = list(args)
         if func.bound_self is not None and bound:

@@ -17,12 +17,14 @@ import ast
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
 from graphlife.analysis import isolation, scopes
 from graphlife.analysis.call_memo import CallMemo
 from graphlife.analysis.engine_api import EngineParts, Flow, Timeout, UnitRecorder
 from graphlife.analysis.events import Event
+from graphlife.analysis.modules import ModuleProvider, SourceModule
 from graphlife.analysis.positions import node_span
 from graphlife.analysis.rule_api import Reporter, Rule, RuleContext, hooks_by_event
 from graphlife.analysis.run_state import RunState
@@ -96,18 +98,20 @@ class EngineCore(EngineParts):
         cls.expression_handlers = _handler_table(cls, _EXPRESSION_KINDS)
 
     def __init__(self, tree: ast.Module, source: str, lines: list[str], rules: list[Rule], reporter: Reporter,
-                 deadline: float, index: TreeIndex | None = None, unit_cache: UnitRecorder | None = None) -> None:
-        # -- the file ------------------------------------------------------------------------------
-        self.tree = tree
-        self.source = source
-        self.lines = lines
-        self.deadline = deadline
+                 deadline: float, index: TreeIndex | None = None, unit_cache: UnitRecorder | None = None,
+                 modules: ModuleProvider | None = None, path: str | None = None) -> None:
+        # -- the file, and the other modules of the project it imports ----------------------------
         index = index if index is not None else TreeIndex.of_module(tree)
-        self.parents: dict[int, ast.AST] = index.parents
-        self.if_nodes: list[ast.If] = index.if_nodes  # for rules that look for guards (GL304)
-        self.rebound = index.rebound
-        self._generators: set[int] = index.generators  # generator functions (no walk per call)
-        self.walrus_possible = ":=" in source  # else only statements bind names (:mod:`scopes`)
+        self.modules = modules  # ``None``: the file alone (its imports of the project are unknown)
+        self.entry = (modules.entry(path, tree, source, lines, index) if modules is not None
+                      else SourceModule(path=path or "", name="__main__", tree=tree, source=source, lines=lines,
+                                        index=index, is_main=True))
+        #: The project's modules imported so far, by dotted name (``None``: not found or not readable).
+        self.imported: dict[str, SourceModule | None] = {}
+        #: Per imported module: its imports, functions and classes bound once (its ``globals``).
+        self.module_tables: dict[str, dict[str, Value]] = {}
+        self.deadline = deadline
+        self.enter_module(self.entry)
         self._text_cache: dict[int, str] = {}
         # -- the rules -----------------------------------------------------------------------------
         self.reporter = reporter
@@ -136,6 +140,56 @@ class EngineCore(EngineParts):
         #: only by the story's interpreter, whose ``eval`` records the watched values.
         self.watch: tuple[ast.AST, list[tuple[Value, State]]] | None = None
 
+    # -- the module whose code runs ------------------------------------------------------------------
+    def enter_module(self, module: SourceModule) -> None:
+        """Make ``module`` the one whose code runs: its tree and indexes answer the questions
+        about the running code (where a name is bound, which functions are generators)."""
+        self.module = module
+        self.tree = module.tree
+        self.source = module.source
+        self.lines = module.lines
+        self.parents: dict[int, ast.AST] = module.index.parents
+        self.if_nodes: list[ast.If] = module.index.if_nodes  # for rules that look for guards (GL304)
+        self.rebound = module.index.rebound
+        self._generators: set[int] = module.index.generators  # generator functions (no walk per call)
+        self.walrus_possible = module.walrus_possible  # else only statements bind names (:mod:`scopes`)
+
+    @contextmanager
+    def in_module(self, module: SourceModule) -> Iterator[None]:
+        """Run code of ``module`` (an imported function, a module's body), and come back to the
+        running module after, whatever happens; the run's table of globals is the module's."""
+        previous = self.module
+        if module is previous:
+            yield
+            return
+        run = self.run_state
+        saved_globals = run.globals
+        self.enter_module(module)
+        if module is not self.entry:
+            run.globals = self.module_tables.setdefault(module.name, {})
+        try:
+            yield
+        finally:
+            self.enter_module(previous)
+            run.globals = saved_globals
+
+    def module_of(self, node: ast.AST) -> SourceModule:
+        """The module whose code ``node`` is (the running one first; the entry when unknown)."""
+        if id(node) in self.parents or node is self.tree:
+            return self.module
+        entry = self.entry
+        if id(node) in entry.index.parents or node is entry.tree:
+            return entry
+        for module in self.imported.values():
+            if module is not None and (id(node) in module.index.parents or node is module.tree):
+                return module
+        return entry
+
+    def foreign_path(self, node: ast.AST) -> str | None:
+        """The path of the other file ``node`` is in (``None``: the file being checked)."""
+        module = self.module_of(node)
+        return None if module is self.entry else module.path
+
     # -- ids, text, places -------------------------------------------------------------------------
     def fresh(self) -> int:
         run = self.run_state
@@ -143,7 +197,9 @@ class EngineCore(EngineParts):
         return run.next_id
 
     def span(self, node: ast.AST) -> Span:
-        return node_span(node, self.lines)
+        module = self.module_of(node)
+        span = node_span(node, module.lines)
+        return span if module is self.entry else replace(span, path=module.path)
 
     def text(self, node: ast.AST | None) -> str:
         """The source text of a node (shortened), from the lines already split: this is on the hot path."""
@@ -168,33 +224,35 @@ class EngineCore(EngineParts):
         return self._segment(node)
 
     def _segment(self, node: ast.AST) -> str | None:
+        lines = self.module_of(node).lines
         line: int | None = getattr(node, "lineno", None)
         end_line: int | None = getattr(node, "end_lineno", None)
         col: int | None = getattr(node, "col_offset", None)
         end_col: int | None = getattr(node, "end_col_offset", None)
-        if line is None or end_line is None or col is None or end_col is None or end_line > len(self.lines):
+        if line is None or end_line is None or col is None or end_col is None or end_line > len(lines):
             return None
         if line == end_line:
-            return self.lines[line - 1].encode("utf-8")[col:end_col].decode("utf-8", "replace")
-        first = self.lines[line - 1].encode("utf-8")[col:].decode("utf-8", "replace")
-        last = self.lines[end_line - 1].encode("utf-8")[:end_col].decode("utf-8", "replace")
-        return "\n".join([first, *self.lines[line:end_line - 1], last])
+            return lines[line - 1].encode("utf-8")[col:end_col].decode("utf-8", "replace")
+        first = lines[line - 1].encode("utf-8")[col:].decode("utf-8", "replace")
+        last = lines[end_line - 1].encode("utf-8")[:end_col].decode("utf-8", "replace")
+        return "\n".join([first, *lines[line:end_line - 1], last])
 
     def enclosing_function(self, node: ast.AST) -> ast.AST | None:
         """The function whose code ``node`` is (``None`` at module level)."""
-        current = self.parents.get(id(node))
+        parents = self.module_of(node).index.parents
+        current = parents.get(id(node))
         while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            current = self.parents.get(id(current))
+            current = parents.get(id(current))
         return current
 
     def local_names(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
         """The names a function binds (its locals), without those it declares global or nonlocal
         and those bound only in nested functions, classes and comprehensions (:mod:`scopes`)."""
-        return scopes.local_names(func, self.walrus_possible)
+        return scopes.local_names(func, self.module_of(func).walrus_possible)
 
     def is_generator(self, node: ast.AST) -> bool:
         """Does the function yield (its own body, not nested functions)?"""
-        return id(node) in self._generators
+        return id(node) in self.module_of(node).index.generators
 
     # -- where the run is ----------------------------------------------------------------------------
     def current_stmt(self) -> ast.stmt:

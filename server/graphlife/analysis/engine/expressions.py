@@ -89,6 +89,8 @@ class Expressions(EngineCore):
     def eval_attribute(self, expr: ast.Attribute, state: State) -> Value:
         receiver = self.eval(expr.value, state)
         if isinstance(receiver, QualName):
+            if self.is_project_module(receiver.name):
+                return self.module_attribute(receiver.name, expr.attr, state)
             return QualName(f"{receiver.name}.{expr.attr}")
         if isinstance(receiver, TensorVal):
             return torch_api.tensor_attribute(self, state, receiver, expr)
@@ -140,8 +142,8 @@ class Expressions(EngineCore):
             return found
         if depth > 5:
             return None
-        for base in ref.node.bases:
-            value = self.eval_quiet(base, state)
+        bases = ref.bases if ref.bases is not None else [self.eval_quiet(base, state) for base in ref.node.bases]
+        for value in bases:
             if isinstance(value, ClassRef):
                 found = self.find_method(value, name, state, depth + 1)
                 if found is not None:

@@ -160,24 +160,6 @@ class Statements(EngineCore):
         return Flow(normal=state)
 
     # -- definitions ---------------------------------------------------------------------------------
-    @handles_statements(ast.Import, ast.ImportFrom)
-    def exec_import(self, stmt: ast.Import | ast.ImportFrom, state: State) -> Flow:
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                if alias.asname:
-                    self.bind_definition(stmt, alias.asname, QualName(alias.name), state)
-                else:
-                    top = alias.name.split(".")[0]
-                    self.bind_definition(stmt, top, QualName(top), state)
-        else:
-            module = stmt.module or ""
-            for alias in stmt.names:
-                if alias.name == "*":
-                    continue
-                qualified = f"{module}.{alias.name}" if module else alias.name
-                self.bind_definition(stmt, alias.asname or alias.name, QualName(qualified), state)
-        return Flow(normal=state)
-
     @handles_statements(ast.FunctionDef, ast.AsyncFunctionDef)
     def exec_function_def(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef, state: State) -> Flow:
         self.bind_definition(stmt, stmt.name, FunctionRef(node=stmt, key=id(stmt)), state)
@@ -188,20 +170,13 @@ class Statements(EngineCore):
         self.bind_definition(stmt, stmt.name, self.class_ref(stmt, state), state)
         return Flow(normal=state)
 
-    def bind_definition(self, stmt: ast.stmt, name: str, value: Value, state: State) -> None:
-        """Top-level imports, functions and classes live in one shared table, not in every state:
-        copying and joining states then costs nothing for them (large files have hundreds)."""
-        if self.parents.get(id(stmt)) is self.tree and not self.rebound.get(name):
-            self.run_state.globals[name] = value
-            state.env.pop(name, None)
-        else:
-            state.env[name] = value
-
     def class_ref(self, node: ast.ClassDef, state: State) -> ClassRef:
         is_module = False
         is_function = False
+        bases: list[Value] = []
         for base in node.bases:
             value = self.eval_quiet(base, state)
+            bases.append(value)
             if isinstance(value, QualName):
                 canonical = torch_api.canonical(value.name)
                 if canonical in _MODULE_BASES or canonical.startswith("torch.nn."):
@@ -211,7 +186,8 @@ class Statements(EngineCore):
             elif isinstance(value, ClassRef):
                 is_module = is_module or value.is_module
                 is_function = is_function or value.is_autograd_function
-        return ClassRef(node=node, key=id(node), is_module=is_module, is_autograd_function=is_function)
+        return ClassRef(node=node, key=id(node), is_module=is_module, is_autograd_function=is_function,
+                        bases=tuple(bases))
 
     # -- leaving a block -----------------------------------------------------------------------------
     @handles_statements(ast.Return)
@@ -249,7 +225,7 @@ class Statements(EngineCore):
     def truth(self, value: Value, expr: ast.expr, state: State) -> bool | None:
         """Static truth of a condition where it is certain (``__name__ == "__main__"``, constants)."""
         if isinstance(expr, ast.Compare) and isinstance(expr.left, ast.Name) and expr.left.id == "__name__":
-            return True
+            return self._main_guard_truth(expr)
         if isinstance(expr, ast.Constant):
             return bool(expr.value)
         if (
@@ -267,6 +243,16 @@ class Statements(EngineCore):
         if isinstance(value, Number) and value.const is not None and isinstance(value.const, (bool, int)):
             return bool(value.const)
         return None
+
+    def _main_guard_truth(self, expr: ast.Compare) -> bool:
+        """``if __name__ == "__main__":`` runs in the file being checked, not in a module it
+        imports (any other test of ``__name__`` is taken as the main guard's)."""
+        if self.module.is_main:
+            return True
+        ops, right = expr.ops, expr.comparators
+        if len(ops) == 1 and isinstance(right[0], ast.Constant) and right[0].value == "__main__":
+            return isinstance(ops[0], ast.NotEq)
+        return True
 
     def merge_flows(self, flows: list[Flow]) -> Flow:
         merged = Flow(normal=State.join_all([f.normal for f in flows]))

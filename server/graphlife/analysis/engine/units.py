@@ -131,7 +131,7 @@ class Units(EngineCore):
         """Once per file: the module-level names a function analyzed alone sees (imports, defs, constants)."""
         if self._module_names is None:
             self._module_names = State()
-            with self.quiet():
+            with self.quiet(), self.in_module(self.entry):
                 self.bind_module_definitions(self._module_names)
         return self._module_names
 
@@ -142,7 +142,7 @@ class Units(EngineCore):
         in the middle of the module body. Built quietly, in a run state of its own."""
         if self._definitions_table is None:
             run = RunState(emitting=False, create_graph_seen=self.run_state.create_graph_seen)
-            with self.swapped_run_state(run):
+            with self.swapped_run_state(run), self.in_module(self.entry):
                 self.bind_module_definitions(State())
             self._definitions_table = run.globals
         return self._definitions_table
