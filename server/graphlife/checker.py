@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from graphlife.config import Config
 from graphlife.findings import Finding
+from graphlife.project.limits import MAX_SOURCE_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
     from graphlife.analysis.tree_index import TreeIndex
     from graphlife.analysis.unit_cache import UnitCache
 
-#: Files larger than this are not analyzed (a clear message instead).
-MAX_SOURCE_BYTES = 5_000_000
 #: The engine's time box per file, in seconds; what is not reached is skipped.
 DEFAULT_TIME_BUDGET = 10.0
 

@@ -29,6 +29,9 @@ class Config:
     ignore: tuple[str, ...] = ()  # codes or prefixes
     severity: Mapping[str, Severity | None] = field(default_factory=dict)  # None = off
     lint_on_change: bool = True
+    #: Extra folders imports are searched in, after the entry file's folder and the project
+    #: root (ruff's spelling). From a pyproject.toml they are absolute (taken from its folder).
+    src: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()  # messages about settings that could not be used
 
     def is_enabled(self, code: str) -> bool:
@@ -54,9 +57,12 @@ class Config:
             return default
         return self.severity[max(matches, key=len)]
 
-    def merged(self, other: Mapping[str, Any], source: str) -> Config:
-        """This config with the keys of ``other`` applied on top (``other`` wins)."""
-        return replace(self, **_parse_settings(other, source, self.problems))
+    def merged(self, other: Mapping[str, Any], source: str,
+               base_folder: str | os.PathLike[str] | None = None) -> Config:
+        """This config with the keys of ``other`` applied on top (``other`` wins). Relative
+        folders in ``src`` are taken from ``base_folder`` (the pyproject.toml's folder), or
+        left relative (to the current folder) without one."""
+        return replace(self, **_parse_settings(other, source, self.problems, base_folder))
 
 
 def _as_codes(value: Any, key: str, source: str, problems: list[str]) -> tuple[str, ...]:
@@ -72,7 +78,27 @@ def _as_codes(value: Any, key: str, source: str, problems: list[str]) -> tuple[s
     return codes
 
 
-def _parse_settings(raw: object, source: str, earlier: Iterable[str]) -> dict[str, Any]:
+def _as_folders(value: Any, key: str, source: str, base_folder: str | os.PathLike[str] | None,
+                problems: list[str]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        problems.append(f"{source}: `{key}` must be a list of folders; ignored")
+        return ()
+    folders = []
+    for raw in value:
+        if not raw.strip():
+            problems.append(f"{source}: `{key}` has an empty folder name; ignored")
+            continue
+        folder = os.path.normpath(os.path.join(base_folder, raw)) if base_folder is not None else raw
+        if base_folder is not None and not os.path.isdir(folder):
+            problems.append(f"{source}: `{key}` has `{raw}`, which is not a folder")
+        folders.append(folder)
+    return tuple(folders)
+
+
+def _parse_settings(raw: object, source: str, earlier: Iterable[str],
+                    base_folder: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Turn a settings mapping into Config fields, collecting what could not be used."""
     problems = list(earlier)
     out: dict[str, Any] = {}
@@ -106,6 +132,8 @@ def _parse_settings(raw: object, source: str, earlier: Iterable[str]) -> dict[st
                         "error, warning, information, hint, off; ignored"
                     )
             out["severity"] = levels
+        elif normalized == "src":
+            out["src"] = _as_folders(value, key, source, base_folder, problems)
         elif normalized in ("interpreter", "trace", "path", "show_notifications", "log_level"):
             continue  # client-side settings; the server has nothing to do with them
         else:
@@ -165,5 +193,5 @@ def config_for_path(base: Config, path: str | os.PathLike[str] | None) -> Config
     if problem:
         config = replace(config, problems=(*config.problems, problem))
     if section:
-        config = config.merged(section, str(pyproject))
+        config = config.merged(section, str(pyproject), base_folder=pyproject.parent if pyproject else None)
     return config
