@@ -35,20 +35,24 @@ def python_files(roots: list[str]) -> list[str]:
     return sorted(found)
 
 
-def check_one(args: tuple[str, float]) -> tuple[str, dict]:
-    """Findings of one file, as plain data (JSON-ready)."""
-    from graphlife.checker import check_source  # imported in the worker
+def check_one(args: tuple[str, float, bool]) -> tuple[str, dict]:
+    """Findings of one file, as plain data (JSON-ready); with ``project``, following its
+    imports into the other modules of its project (findings there name their file)."""
+    from graphlife.checker import check_source, project_modules  # imported in the worker
+    from graphlife.config import Config
 
-    path, budget = args
+    path, budget, project = args
     try:
         source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return path, {"skipped": f"{type(exc).__name__}"}
     start = time.process_time()
-    result = check_source(source, path, time_budget=budget)
+    modules = project_modules(path, Config(), _sources()) if project else None
+    result = check_source(source, path, time_budget=budget, modules=modules)
     seconds = time.process_time() - start
     findings = [
         {
+            **({"path": f.span.path} if f.span.path is not None else {}),
             "code": f.code,
             "severity": f.severity.value,
             "span": [f.span.line, f.span.column, f.span.end_line, f.span.end_column],
@@ -63,11 +67,23 @@ def check_one(args: tuple[str, float]) -> tuple[str, dict]:
     return path, {"findings": findings, "timed_out": timed_out, "engine_errors": engine_errors, "seconds": seconds}
 
 
-def record(out: str, roots: list[str], budget: float, jobs: int) -> int:
+_SOURCES: list = []
+
+
+def _sources() -> object:
+    """The worker's parsed files, shared by its checks (as the CLI shares them)."""
+    if not _SOURCES:
+        from graphlife.project.sources import SourceCache
+
+        _SOURCES.append(SourceCache())
+    return _SOURCES[0]
+
+
+def record(out: str, roots: list[str], budget: float, jobs: int, project: bool = False) -> int:
     files = python_files(roots)
     results: dict[str, dict] = {}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for path, data in pool.map(check_one, [(f, budget) for f in files], chunksize=4):
+        for path, data in pool.map(check_one, [(f, budget, project) for f in files], chunksize=4):
             results[path] = data
     Path(out).write_text(json.dumps(results, indent=0, sort_keys=True))
     count = sum(len(d.get("findings", ())) for d in results.values())
@@ -115,12 +131,13 @@ def main() -> int:
     rec.add_argument("roots", nargs="+")
     rec.add_argument("--budget", type=float, default=120.0, help="time box per file, seconds")
     rec.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    rec.add_argument("--project", action="store_true", help="follow imports into the project's other modules")
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("before")
     cmp_.add_argument("after")
     args = parser.parse_args()
     if args.command == "record":
-        return record(args.out, args.roots, args.budget, args.jobs)
+        return record(args.out, args.roots, args.budget, args.jobs, args.project)
     return compare(args.before, args.after)
 
 

@@ -22,8 +22,11 @@ from graphlife.project.limits import MAX_SOURCE_BYTES
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from graphlife.analysis.modules import ModuleProvider
     from graphlife.analysis.tree_index import TreeIndex
     from graphlife.analysis.unit_cache import UnitCache
+    from graphlife.project.provider import ProjectModules
+    from graphlife.project.sources import SourceCache
 
 #: The engine's time box per file, in seconds; what is not reached is skipped.
 DEFAULT_TIME_BUDGET = 10.0
@@ -60,9 +63,21 @@ def check_source(
     config: Config | None = None,
     *,
     time_budget: float = DEFAULT_TIME_BUDGET,
+    modules: ModuleProvider | None = None,
 ) -> CheckResult:
-    """Like :func:`check`, also telling about syntax errors and skipped work."""
-    return run_checks(source, config, time_budget, parse_tolerant)
+    """Like :func:`check`, also telling about syntax errors and skipped work. With ``modules``
+    (:func:`project_modules`), the file's imports of the user's other modules are followed,
+    and findings in those files come back too, naming their file (``Span.path``)."""
+    return run_checks(source, config, time_budget, parse_tolerant, modules=modules, path=path)
+
+
+def project_modules(path: str | None, config: Config, sources: SourceCache | None = None) -> ProjectModules:
+    """The modules of the user's project as seen from ``path`` (its folder first, then the
+    project root, a ``src`` folder and the configured ``src`` roots), read through ``sources``
+    (shared between checks of one run, so that each file is parsed once)."""
+    from graphlife.project.provider import ProjectModules  # noqa: PLC0415 (keeps import light)
+
+    return ProjectModules(path, config.src, sources=sources)
 
 
 if TYPE_CHECKING:
@@ -76,12 +91,17 @@ if TYPE_CHECKING:
 
 
 def run_checks(
-    source: str, config: Config | None, time_budget: float, parse: Parse, unit_cache: UnitCache | None = None
+    source: str, config: Config | None, time_budget: float, parse: Parse, unit_cache: UnitCache | None = None,
+    *, modules: ModuleProvider | None = None, path: str | None = None,
 ) -> CheckResult:
     """The one pipeline behind :func:`check_source` and the language server's incremental
     checker (:mod:`graphlife.incremental`): they differ only in how they parse (``parse``
     returns the tree, the syntax problems and optionally the tree's index) and in the
-    engine's unit cache."""
+    engine's unit cache.
+
+    A finding in another file of the project honours that file's ``# graphlife: ignore``
+    comments, and carries no fix: a fix edits the file checked (the other file's own check
+    offers it when it finds the bug itself)."""
     from graphlife.analysis.interpreter import analyze_module  # noqa: PLC0415 (keeps import light)
     from graphlife.rules import all_rules  # noqa: PLC0415
 
@@ -108,18 +128,24 @@ def run_checks(
     deadline = time.monotonic() + time_budget
     lines = source.splitlines()
     findings, engine_notes = analyze_module(tree, source, rules, deadline=deadline, index=index, unit_cache=unit_cache,
-                                            lines=lines)
+                                            lines=lines, modules=modules, path=path)
     result.notes.extend(engine_notes)
 
     kept: list[Finding] = []
     for finding in findings:
-        if _ignored_by_comment(finding, lines):
+        where = finding.span.path
+        if where is not None:
+            other_lines = modules.lines_of(where) if modules is not None else None
+            if other_lines is None or _ignored_by_comment(finding, other_lines):
+                continue
+            finding = replace(finding, fixes=())
+        elif _ignored_by_comment(finding, lines):
             continue
         severity = config.severity_for(finding.code, finding.severity)
         if severity is None:
             continue
         kept.append(replace(finding, severity=severity) if severity != finding.severity else finding)
-    kept.sort(key=lambda f: (f.span.line, f.span.column, f.code))
+    kept.sort(key=lambda f: (f.span.path is not None, f.span.path or "", f.span.line, f.span.column, f.code))
     result.findings = kept
     return result
 

@@ -22,6 +22,7 @@ from graphlife.config import Config, config_for_path
 
 if TYPE_CHECKING:
     from graphlife.lsp.notebooks import JoinedCell
+    from graphlife.project.sources import SourceCache
 
 #: Folders a folder walk never enters (virtualenvs, build output, caches, VCS).
 SKIPPED_DIRS = {
@@ -45,6 +46,11 @@ class FileReport:
     lines: list[str] = field(default_factory=list)
     fixed_source: str | None = None
     original_source: str | None = None
+    #: Checked as asked (``False``: another file of the project, reported for what a checked
+    #: file reached in it).
+    checked: bool = True
+    #: The lines of the project's other files that findings point into (for the source excerpt).
+    other_lines: dict[str, list[str]] = field(default_factory=dict)
 
 
 def iter_python_files(paths: list[str]) -> tuple[list[str], list[str]]:
@@ -81,7 +87,7 @@ def read_source(path: str) -> str:
 
 def _check_one(args: tuple[str, Config, str]) -> FileReport:
     path, base_config, mode = args
-    from graphlife.checker import check_source  # noqa: PLC0415
+    from graphlife.checker import check_source, project_modules  # noqa: PLC0415
 
     report = FileReport(path=path)
     if path.endswith(".ipynb"):
@@ -93,9 +99,13 @@ def _check_one(args: tuple[str, Config, str]) -> FileReport:
         return report
     config = config_for_path(base_config, path)
     report.notes.extend(config.problems)
-    result = check_source(source, path, config)
+    modules = project_modules(path, config, _shared_sources())
+    result = check_source(source, path, config, modules=modules)
     report.lines = source.splitlines()
     report.findings = [f.to_json(path) for f in result.findings]
+    for other in {f.span.path for f in result.findings} - {None}:
+        report.other_lines[str(other)] = modules.lines_of(str(other)) or []
+    report.notes.extend(f"cannot analyze {where} (imported): {reason}" for where, reason in modules.unreadable.items())
     report.syntax_errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
     report.notes.extend(result.notes)
     if mode in ("fix", "diff") and result.findings and not result.syntax_errors:
@@ -106,6 +116,44 @@ def _check_one(args: tuple[str, Config, str]) -> FileReport:
     elif mode in ("fix", "diff") and result.syntax_errors:
         report.notes.append("not fixed: the file has a syntax error")
     return report
+
+
+@functools.cache
+def _shared_sources() -> SourceCache:
+    """The parsed files of this process, shared by the checks of all its files: a module that
+    many files import is read and parsed once."""
+    from graphlife.project.sources import SourceCache  # noqa: PLC0415
+
+    return SourceCache()
+
+
+_SEVERITY_RANK = {"error": 0, "warning": 1, "information": 2, "hint": 3}
+
+
+def merge_project_findings(reports: list[FileReport]) -> list[FileReport]:
+    """Each finding under the file it is in, once. Checking ``train.py`` reports a bug it
+    reaches in ``layers.py``; so may checking ``eval.py``: one finding per statement and rule,
+    the strongest severity (the strongest evidence) deciding. A file that was not checked
+    itself gets a report of its own."""
+    by_path = {report.path: report for report in reports}
+    merged: dict[str, dict[tuple, dict]] = {}
+    order: list[str] = []
+    for report in reports:
+        for finding in report.findings:
+            where = finding.get("path", report.path)
+            if where not in by_path:
+                by_path[where] = FileReport(path=where, checked=False, lines=report.other_lines.get(where, []))
+                order.append(where)
+            key = (finding["line"], finding["column"], finding["end_line"], finding["end_column"], finding["code"],
+                   finding.get("cell"))
+            kept = merged.setdefault(where, {}).get(key)
+            if kept is None or _SEVERITY_RANK[finding["severity"]] < _SEVERITY_RANK[kept["severity"]]:
+                merged[where][key] = finding
+    result = [*reports, *(by_path[path] for path in sorted(order))]
+    for report in result:
+        found = merged.get(report.path, {})
+        report.findings = sorted(found.values(), key=lambda f: (f["line"], f["column"], f["code"]))
+    return result
 
 
 def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileReport:
@@ -199,9 +247,11 @@ def render_text(reports: list[FileReport], out: TextIO) -> None:
                 out.write(f"  {finding.get('cell_line', finding['line']):>5} | {text}\n")  # a notebook: its cell's line
                 out.write(f"        | {' ' * start}{paint('^' * (end - start), SEVERITY_COLOURS.get(severity, '0'))}\n")
             for related in finding["related"]:
-                out.write(f"        = note: line {related['line']}: {related['message']}\n")
+                elsewhere = related.get("path", report.path) != report.path
+                where = f"{related['path']}:{related['line']}" if elsewhere else f"line {related['line']}"
+                out.write(f"        = note: {where}: {related['message']}\n")
     total = sum(counts.values())
-    files = len(reports)
+    files = sum(1 for report in reports if report.checked)
     syntax = sum(len(report.syntax_errors) for report in reports)
     if syntax:
         counts["syntax error"] = syntax
@@ -249,7 +299,7 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
             status = 2
         for note in report.notes:
             print(f"graphlife: {report.path}: {note}", file=sys.stderr)
-    readable = [r for r in reports if not r.read_error]
+    readable = merge_project_findings([r for r in reports if not r.read_error])
     if mode in ("fix", "diff"):
         _apply_fixes(readable, mode)
     if args.format == "json":

@@ -158,6 +158,7 @@ class Finding:
         """The JSON shape of `graphlife check --format json` (1-based positions). ``path`` is
         the file checked; a finding in another file of the project names its own."""
         data: dict[str, Any] = {}
+        checked = path
         path = self.span.path if self.span.path is not None else path
         if path is not None:
             data["path"] = path
@@ -172,7 +173,7 @@ class Finding:
             message=self.message,
             related=[
                 {
-                    **({"path": r.span.path} if r.span.path is not None else {}),
+                    **({"path": r.span.path or checked} if (r.span.path or checked) is not None else {}),
                     "line": r.span.line,
                     "column": r.span.column,
                     "end_line": r.span.end_line,

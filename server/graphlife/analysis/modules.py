@@ -68,6 +68,10 @@ class ModuleProvider(Protocol):
         the user runs it with ``python -m pkg.train``)."""
         ...
 
+    def lines_of(self, path: str) -> list[str] | None:
+        """The lines of a module found so far, by its path (``None``: none found there)."""
+        ...
+
 
 def relative_base(importer: SourceModule, level: int) -> str | None:
     """The package that ``level`` dots name from ``importer`` (``from ..x import y`` in

@@ -67,6 +67,18 @@ class ProjectModules:
             self._modules[name] = self._load(location) if location is not None else None
         return self._modules[name]
 
+    def lines_of(self, path: str) -> list[str] | None:
+        """The lines of a module found so far, by its path as findings in it spell it (the
+        checker reads the ``# graphlife: ignore`` comments of another file with them)."""
+        for module in self._modules.values():
+            if module is not None and module.path == path:
+                return module.lines
+        return None
+
+    def found(self) -> list[SourceModule]:
+        """The project's modules found so far (for the language server's map of importers)."""
+        return [module for module in self._modules.values() if module is not None]
+
     def dependencies(self) -> dict[str, str]:
         """Every file read so far (absolute path) and the hash of the content used."""
         return dict(self._read)
