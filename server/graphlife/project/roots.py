@@ -61,6 +61,9 @@ def search_roots(entry_path: str | None, extra_roots: Iterable[str] = (), cwd: s
     entry_folder = os.path.normpath(entry_folder)
     project_root = find_project_root(entry_folder)
     ordered = [entry_folder]
+    package_parent = _above_top_package(entry_folder)
+    if package_parent is not None:
+        ordered.append(package_parent)
     if project_root is not None:
         ordered.append(project_root)
         src = os.path.join(project_root, "src")
@@ -91,6 +94,22 @@ def entry_module_name(entry_path: str, roots: SearchRoots, resolves_to: Callable
         if resolves_to(name) == path:
             return EntryName(name, is_package)
     return EntryName(stem, False)
+
+
+def _above_top_package(folder: str) -> str | None:
+    """The folder above the top package that ``folder`` belongs to (its folders up to there
+    all have an ``__init__.py``), ``None`` when ``folder`` is no package. Why: a file in a
+    package is run as ``python -m pkg.train`` from there, so its relative imports and the
+    absolute imports of its package resolve from that folder, with or without a project
+    marker (mypy finds a package's root the same way)."""
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    return folder
 
 
 def _is_above(root: str, folder: str) -> bool:
