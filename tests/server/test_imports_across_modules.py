@@ -276,3 +276,18 @@ def test_ignore_comment_in_the_other_file_is_honoured(tmp_path: Path) -> None:
         "train.py": TRAIN_WITH_BLOCK.format(import_line="from layers import Block", make="Block()"),
     })
     assert check(tmp_path, "train.py") == []
+
+
+def test_the_hover_story_names_the_other_file_of_a_line(tmp_path: Path) -> None:
+    from graphlife.analysis.stories import story_at
+
+    write(tmp_path, {
+        "layers.py": BLOCK_WITH_INPLACE,
+        "train.py": TRAIN_WITH_BLOCK.format(import_line="from layers import Block", make="Block()"),
+    })
+    path = str(tmp_path / "train.py")
+    source = Path(path).read_text()
+    story = story_at(source, 7, 6, modules=project_modules(path, Config()), path=path)
+    assert story is not None
+    assert "saves tensors for backward at line 11 of layers.py" in story
+    assert "consumed (and freed) by the backward at line 9\n" in story + "\n"

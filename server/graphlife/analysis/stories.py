@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from graphlife.analysis.blocks import parse_tolerant
@@ -22,15 +22,20 @@ from graphlife.analysis.events import BackwardEvent, StoreEvent
 from graphlife.analysis.positions import byte_to_char_column
 from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.values import TensorVal, TupleVal, Value
+from graphlife.findings import Line
 
 if TYPE_CHECKING:
+    from graphlife.analysis.modules import ModuleProvider
     from graphlife.analysis.rule_api import RuleContext
 
 MAX_LISTED = 4
 
 
-def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0) -> str | None:
-    """Markdown for the tensor name or `.backward(` call at 1-based ``line``/``column`` (characters)."""
+def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0, modules: ModuleProvider | None = None,
+             path: str | None = None) -> str | None:
+    """Markdown for the tensor name or `.backward(` call at 1-based ``line``/``column`` (characters).
+    With ``modules``, the story follows the file's imports into the user's other modules, and
+    names the file of a line there (``line 16 of layers.py``)."""
     tree, _ = parse_tolerant(source)
     if tree is None:
         return None
@@ -39,10 +44,10 @@ def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0) -
     if target is None:
         return None
     recorder = _Recorder(target)
-    graph = _run(tree, source, lines, recorder, time.monotonic() + time_budget)
+    graph, place = _run(tree, source, lines, recorder, time.monotonic() + time_budget, modules, path)
     if isinstance(target, ast.Call):
-        return _backward_story(recorder, graph, target)
-    return _tensor_story(recorder, graph, target)
+        return _backward_story(recorder, graph, target, place)
+    return _tensor_story(recorder, graph, target, place)
 
 
 # -- finding the expression under the cursor ----------------------------------------------------
@@ -101,8 +106,10 @@ class _Recorder:
         self.stores.append(event)
 
 
-def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, deadline: float) -> GraphStore:
-    """Interpret the file with the watch on; the graph store as the run left it."""
+def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, deadline: float,
+         modules: ModuleProvider | None, path: str | None) -> tuple[GraphStore, Callable[[ast.AST], Line]]:
+    """Interpret the file with the watch on; the graph store as the run left it, and where a
+    node the run recorded is (its line, and its file when it is another module's)."""
     # The engine is imported at the first hover, not when the language server loads this module.
     from graphlife.analysis.engine_api import Timeout  # noqa: PLC0415
     from graphlife.analysis.interpreter import Interpreter  # noqa: PLC0415
@@ -122,7 +129,7 @@ def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, d
     listener = Rule(code="story", name="graph-lifetime-story", severity=Severity.HINT, doc=RuleDoc(""))
     listener.on(BackwardEvent)(recorder.on_backward)
     listener.on(StoreEvent)(recorder.on_store)
-    interp = WatchingInterpreter(tree, source, lines, [listener], Reporter(), deadline)
+    interp = WatchingInterpreter(tree, source, lines, [listener], Reporter(), deadline, modules=modules, path=path)
     interp.watch = (recorder.target, recorder.values)
     interp.isolate_calls = False  # the story reads one graph store at the end of the run
     try:
@@ -130,13 +137,21 @@ def _run(tree: ast.Module, source: str, lines: list[str], recorder: _Recorder, d
             interp.run()
     finally:
         interp.ctx = None  # the hooks' context refers back to the interpreter
-    return interp.run_state.graph
+
+    def place(node: ast.AST) -> Line:
+        return Line(getattr(node, "lineno", 0), interp.foreign_path(node))
+
+    return interp.run_state.graph, place
 
 
 # -- telling it -------------------------------------------------------------------------------
 
 
-def _tensor_story(recorder: _Recorder, graph: GraphStore, target: ast.AST) -> str | None:
+#: Where a node the run recorded is: its line, naming its file when it is another module's.
+Place = Callable[[ast.AST], Line]
+
+
+def _tensor_story(recorder: _Recorder, graph: GraphStore, target: ast.AST, place: Place) -> str | None:
     tensors = [(v, s) for v, s in recorder.values if isinstance(v, TensorVal)]
     tuples = [(v, s) for v, s in recorder.values if isinstance(v, TupleVal)]
     if not tensors and tuples:
@@ -154,22 +169,22 @@ def _tensor_story(recorder: _Recorder, graph: GraphStore, target: ast.AST) -> st
     roots = set(value.grad_fn)  # the latest evaluation (the second unrolled iteration shows carried state)
     if roots:
         _, reach = graph.reach(frozenset(roots), False)
-        built = sorted({_line(graph.nodes[n].site) for n in reach})
-        saving = sorted({_line(graph.nodes[n].site) for n in reach if graph.nodes[n].saves_certain})
+        built = _sorted({place(graph.nodes[n].site) for n in reach})
+        saving = _sorted({place(graph.nodes[n].site) for n in reach if graph.nodes[n].saves_certain})
         out.append(
             f"- graph built at line{'s' if len(built) > 1 else ''} {_lines(built)}"
             f" ({len(reach)} node{'s' if len(reach) != 1 else ''})"
         )
         if saving:
             out.append(f"- saves tensors for backward at line{'s' if len(saving) > 1 else ''} {_lines(saving)}")
-        freed = _freed_lines(state, reach)
+        freed = _freed_lines(state, reach, place)
         if freed:
             out.append(
                 f"- **already freed** by the backward at line {_lines(freed)}: a second backward through it raises"
             )
-        consumers = sorted({
-            e.stmt.lineno for e in recorder.backwards
-            if (e.may & reach) and e.stmt.lineno >= getattr(target, "lineno", 0)
+        consumers = _sorted({
+            place(e.stmt) for e in recorder.backwards
+            if (e.may & reach) and (place(e.stmt).path is not None or e.stmt.lineno >= getattr(target, "lineno", 0))
         })
         if consumers:
             retain = any(e.retain_graph for e in recorder.backwards if e.may & reach)
@@ -178,17 +193,17 @@ def _tensor_story(recorder: _Recorder, graph: GraphStore, target: ast.AST) -> st
         elif not freed:
             out.append("- no backward in this file reaches it: its saved tensors live as long as the tensor")
         keepers = sorted({
-            (e.target, e.stmt.lineno)
+            (e.target, place(e.stmt))
             for e in recorder.stores
             if isinstance(e.value, TensorVal) and set(e.value.grad_fn) & reach
-        })
+        }, key=lambda kept: (kept[0], _order(kept[1])))
         if keepers:
             out.append("- kept alive by " + ", ".join(f"`{t}` (line {ln})" for t, ln in keepers[:MAX_LISTED]))
         iterations = {graph.nodes[n].iteration for n in reach if graph.nodes[n].iteration}
         if len(iterations) > 1:
             newest = max(iterations)
-            carried = sorted({
-                _line(graph.nodes[n].site)
+            carried = _sorted({
+                place(graph.nodes[n].site)
                 for n in reach
                 if graph.nodes[n].iteration and graph.nodes[n].iteration < newest
             })
@@ -197,7 +212,7 @@ def _tensor_story(recorder: _Recorder, graph: GraphStore, target: ast.AST) -> st
                 " state carried across iterations"
             )
     if value.storage is not None and state.bumps.get(value.storage):
-        changes = sorted({site.lineno for _, site in state.bumps[value.storage] if hasattr(site, "lineno")})
+        changes = _sorted({place(site) for _, site in state.bumps[value.storage] if hasattr(site, "lineno")})
         out.append(
             f"- changed in place at line{'s' if len(changes) > 1 else ''} {_lines(changes)}"
             f" (version {max(state.version_of(value.storage))})"
@@ -207,7 +222,7 @@ def _tensor_story(recorder: _Recorder, graph: GraphStore, target: ast.AST) -> st
     return "\n".join(out)
 
 
-def _backward_story(recorder: _Recorder, graph: GraphStore, call: ast.Call) -> str | None:
+def _backward_story(recorder: _Recorder, graph: GraphStore, call: ast.Call, place: Place) -> str | None:
     events = [e for e in recorder.backwards if e.call is call]
     if not events:
         return None
@@ -222,12 +237,12 @@ def _backward_story(recorder: _Recorder, graph: GraphStore, call: ast.Call) -> s
         else:
             out.append("- the graph behind it is not known here (it comes from code graphlife cannot see)")
         return "\n".join(out)
-    built = sorted({_line(graph.nodes[n].site) for n in event.may})
+    built = _sorted({place(graph.nodes[n].site) for n in event.may})
     out.append(
         f"- walks {len(event.may)} graph node{'s' if len(event.may) != 1 else ''}"
         f" built at line{'s' if len(built) > 1 else ''} {_lines(built)}"
     )
-    freed_before = _freed_lines(event.state, event.may)
+    freed_before = _freed_lines(event.state, event.may, place)
     if freed_before:
         out.append(f"- part of it was **already freed** by the backward at line {_lines(freed_before)}: this raises")
     if event.retain_graph is True:
@@ -240,19 +255,21 @@ def _backward_story(recorder: _Recorder, graph: GraphStore, call: ast.Call) -> s
     return "\n".join(out)
 
 
-def _freed_lines(state: State, nodes: Iterable[int]) -> list[int]:
+def _freed_lines(state: State, nodes: Iterable[int], place: Place) -> list[Line]:
     """The lines of the backwards that freed ``nodes`` on every path (the state keeps their statements)."""
-    return sorted({_line(state.freed[n]) for n in nodes if n in state.freed})
+    return _sorted({place(state.freed[n]) for n in nodes if n in state.freed})
 
 
-def _line(node: ast.AST) -> int:
-    """The line of a statement or expression the engine recorded (its state types them as
-    ``ast.AST``, which declares no position)."""
-    line: int = getattr(node, "lineno", 0)
-    return line
+def _order(line: Line) -> tuple[bool, str, int]:
+    """The file checked first, then the other files by path; by number in each."""
+    return (line.path is not None, line.path or "", line.number)
 
 
-def _lines(numbers: list[int]) -> str:
-    if len(numbers) > 6:
-        return ", ".join(str(n) for n in numbers[:6]) + ", …"
-    return ", ".join(str(n) for n in numbers)
+def _sorted(lines: Iterable[Line]) -> list[Line]:
+    return sorted(lines, key=_order)
+
+
+def _lines(lines: list[Line]) -> str:
+    if len(lines) > 6:
+        return ", ".join(str(line) for line in lines[:6]) + ", …"
+    return ", ".join(str(line) for line in lines)
