@@ -42,14 +42,29 @@ def write_settled(path: Path, text: str, mtime_ns: int = AN_HOUR_AGO_NS) -> None
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "pyproject.toml").write_text("")
-    write_settled(tmp_path / "train.py", "from losses import l1\n")
+    write_settled(tmp_path / "train.py", "import torch\nimport helpers\nfrom losses import l1\n")
     write_settled(tmp_path / "losses.py", LOSSES)
+    os.utime(tmp_path, ns=(AN_HOUR_AGO_NS, AN_HOUR_AGO_NS))
     return tmp_path
 
 
+def analysed(project: Path) -> ProjectModules:
+    """The project layer after the analysis of train.py: ``losses`` read, ``torch`` and
+    ``helpers`` searched for in the project's folders and not found there."""
+    provider = ProjectModules(str(project / "train.py"))
+    source = (project / "train.py").read_text()
+    tree = ast.parse(source)
+    entry = provider.entry(str(project / "train.py"), tree, source, source.splitlines(), TreeIndex.of_module(tree))
+    for name in ("torch", "helpers", "losses"):
+        provider.find(entry, name, 0)
+    return provider
+
+
 def store_train(cache: ResultCache, project: Path, payload: object = PAYLOAD, settings: str | None = None) -> None:
+    """Store as the checker does after analysing train.py, when losses.py had the text LOSSES."""
     cache.store(str(project / "train.py"), text_hash((project / "train.py").read_text()),
-                settings or settings_key(Config()), {str(project / "losses.py"): text_hash(LOSSES)}, payload)
+                settings or settings_key(Config()), {str(project / "losses.py"): text_hash(LOSSES)}, payload,
+                folders=analysed(project).folders_searched())
 
 
 def lookup_train(project: Path, settings: str | None = None) -> result_cache.CachedResult | None:
@@ -77,7 +92,7 @@ def test_a_relative_spelling_of_the_entry_finds_the_same_record(project, monkeyp
 
 def test_an_edited_entry_file_is_a_miss(project):
     store_train(ResultCache(default_cache_folder(project / "train.py")), project)
-    write_settled(project / "train.py", "from losses import l1 as loss\n")
+    write_settled(project / "train.py", "import torch\nfrom losses import l1 as loss\n")
     assert lookup_train(project) is None
 
 
@@ -95,16 +110,18 @@ def test_an_import_touched_but_unchanged_is_still_a_hit(project):
 
 
 def test_an_unchanged_import_is_not_read_again(project, monkeypatch):
-    """What makes a hit cheap: an import whose stat is the one recorded is trusted; after a
-    touch, it is read once and its new stat is recorded for the next runs."""
+    """What makes a hit cheap: an import or a folder whose stat is the one recorded is
+    trusted; after a touch, it is read once and its new stat is recorded for the next runs."""
     store_train(ResultCache(default_cache_folder(project / "train.py")), project)
     os.utime(project / "losses.py", ns=(AN_HOUR_AGO_NS + 10**9,) * 2)
-    assert lookup_train(project) is not None  # reads losses.py once, sees the same content
+    os.utime(project, ns=(AN_HOUR_AGO_NS, AN_HOUR_AGO_NS))  # the cache folder was created in it
+    assert lookup_train(project) is not None  # reads losses.py and lists the folder once
 
-    def no_reading(path: str) -> str:
-        raise AssertionError(f"{path} was read again")
+    def no_reading(what: object) -> str:
+        raise AssertionError(f"{what} was read again")
 
     monkeypatch.setattr(result_cache, "file_digest", no_reading)
+    monkeypatch.setattr(result_cache, "listing_digest", no_reading)
     assert lookup_train(project) is not None
 
 
@@ -122,6 +139,41 @@ def test_a_deleted_import_is_a_miss(project):
     store_train(ResultCache(default_cache_folder(project / "train.py")), project)
     (project / "losses.py").unlink()
     assert lookup_train(project) is None
+
+
+def test_a_module_created_where_an_import_found_nothing_is_a_miss(project):
+    store_train(ResultCache(default_cache_folder(project / "train.py")), project)
+    write_settled(project / "helpers.py", "def f(x):\n    return x\n")
+    assert lookup_train(project) is None
+
+
+def test_a_module_created_ahead_of_the_one_found_is_a_miss(project):
+    """``python experiments/train.py`` searches the script's folder first: a new
+    ``experiments/losses.py`` is what ``from losses import l1`` now imports."""
+    (project / "experiments").mkdir()
+    (project / "train.py").rename(project / "experiments/train.py")
+    cache = ResultCache(default_cache_folder(project / "experiments/train.py"))
+    entry = project / "experiments/train.py"
+    provider = ProjectModules(str(entry))
+    source = entry.read_text()
+    tree = ast.parse(source)
+    provider.find(provider.entry(str(entry), tree, source, source.splitlines(), TreeIndex.of_module(tree)),
+                  "losses", 0)
+    assert provider.dependencies() == {str(project / "losses.py"): text_hash(LOSSES)}
+    cache.store(str(entry), text_hash(source), settings_key(Config()), provider.dependencies(), PAYLOAD,
+                folders=provider.folders_searched())
+    assert cache.lookup(str(entry), text_hash(source), settings_key(Config())) is not None
+    write_settled(project / "experiments/losses.py", LOSSES)  # the same text, but another file
+    assert cache.lookup(str(entry), text_hash(source), settings_key(Config())) is None
+
+
+def test_files_that_python_cannot_import_saved_beside_the_modules_keep_the_hit(project):
+    store_train(ResultCache(default_cache_folder(project / "train.py")), project)
+    for name in (".train.py.swp", "train.py~", "notes.txt", "my-script.py", "__pycache__/losses.cpython-311.pyc"):
+        (project / name).parent.mkdir(exist_ok=True)
+        (project / name).write_text("")
+    cached = lookup_train(project)
+    assert cached is not None and cached.payload == PAYLOAD
 
 
 def test_a_result_computed_from_an_import_edited_during_the_check_is_not_kept(project):
@@ -166,7 +218,8 @@ def test_a_cache_folder_that_cannot_be_created_leaves_the_check_uncached_with_on
     store_train(cache, project)
     (warning,) = cache.warnings()
     assert "not-a-folder" in warning and "not cached" in warning
-    assert cache.lookup(str(project / "train.py"), text_hash("from losses import l1\n"), settings_key(Config())) is None
+    assert cache.lookup(str(project / "train.py"), text_hash((project / "train.py").read_text()),
+                        settings_key(Config())) is None
 
 
 def test_a_full_disk_leaves_no_temporary_file_and_one_warning(project, monkeypatch):
@@ -189,7 +242,7 @@ def test_a_read_only_cache_folder_still_gives_hits(project):
     try:
         os.utime(project / "losses.py", ns=(AN_HOUR_AGO_NS + 10**9,) * 2)  # the hit wants to refresh the record
         reader = ResultCache(cache.folder)
-        assert reader.lookup(str(project / "train.py"), text_hash("from losses import l1\n"),
+        assert reader.lookup(str(project / "train.py"), text_hash((project / "train.py").read_text()),
                              settings_key(Config())) is not None
         store_train(reader, project, {"findings": []})
         assert len(reader.warnings()) == 1
@@ -217,7 +270,8 @@ def test_two_processes_writing_the_same_record_leave_a_whole_one_and_readers_nev
         from graphlife.project.result_cache import ResultCache, settings_key, text_hash
         cache = ResultCache({str(folder)!r})
         for round in range(150):
-            cache.store({str(project / "train.py")!r}, text_hash("from losses import l1\\n"), settings_key(Config()),
+            cache.store({str(project / "train.py")!r}, text_hash({(project / "train.py").read_text()!r}),
+                        settings_key(Config()),
                         {{{str(project / "losses.py")!r}: text_hash({LOSSES!r})}},
                         {{"writer": sys.argv[1], "round": round, "padding": "x" * 20000}})
         assert not cache.warnings(), cache.warnings()

@@ -1,14 +1,17 @@
 """Results of checked files kept on disk, so that re-checking an unchanged project is fast.
 
 Why a record is keyed as it is: a file's findings depend on its own text, on the text of
-every module of the project the analysis followed an import into, on the settings that
-decide which rules run and how loud, and on graphlife itself. A record keeps all four and is
-used only while all four still match; anything else is a miss, and a miss only costs the
+every module of the project the analysis followed an import into, on which modules the
+folders searched for imports offer (a module created where an import found nothing, or
+ahead of the one it found, changes what the import means), on the settings that decide
+which rules run and how loud, and on graphlife itself. A record keeps all five and is used
+only while all five still match; anything else is a miss, and a miss only costs the
 analysis that would have run anyway.
 
-Why a dependency keeps its ``(mtime_ns, size)`` next to its hash: checking a record must be
-much cheaper than the analysis, so a file is re-read and re-hashed only when its stat
-changed (a ``touch`` or a ``git checkout`` of the same content is still a hit). A stat taken
+Why a file or folder keeps its ``(mtime_ns, size)`` next to its digest: checking a record
+must be much cheaper than the analysis, so a file is re-read (a folder re-listed) only when
+its stat changed (a ``touch`` or a ``git checkout`` of the same content is still a hit; so is
+an editor's save beside it, which changes the folder's mtime but not its modules). A stat taken
 within :data:`_RACY_WINDOW_NS` of its mtime is not kept: a file written again in the same
 clock tick would keep its stat, so such a file is re-hashed every time (as git does with
 "racily clean" entries).
@@ -38,6 +41,7 @@ from typing import Any
 
 import graphlife
 from graphlife.config import Config
+from graphlife.project.resolver import FolderListing, listing_digest
 from graphlife.project.roots import find_project_root
 from graphlife.project.sources import file_digest, text_digest
 
@@ -66,6 +70,11 @@ _CACHEDIR_TAG = (
 )
 
 _StatKey = tuple[int, int]  # (mtime_ns, size)
+
+#: The two kinds of inputs a record keeps besides the entry's text: files read (by content
+#: digest) and folders searched (by the digest of their importable names).
+_FILES, _FOLDERS = "dependencies", "folders"
+_KINDS = (_FILES, _FOLDERS)
 
 
 @dataclass(frozen=True)
@@ -149,50 +158,50 @@ class ResultCache:
         self.folder = Path(folder)
         self._prepared = False
         self._warnings: list[str] = []
-        #: Files hashed by this process: path -> (stat, hash); many entries share dependencies.
-        self._hashed: dict[str, tuple[_StatKey, str]] = {}
+        #: What this process read: (kind, path) -> (stat, digest); many entries share imports.
+        self._digests: dict[tuple[str, str], tuple[_StatKey, str]] = {}
 
     def lookup(self, entry_path: str, entry_text_hash: str, settings_key: str) -> CachedResult | None:
         """The stored result for ``entry_path`` if its text, the settings and graphlife are
-        the same, and every file it depended on still has the content it had; else ``None``."""
+        the same, every file it read still has the content it had, and every folder its
+        imports were searched in still offers the same modules; else ``None``."""
         entry = os.path.abspath(entry_path)
         record = _read_record(self._record_path(entry))
         if record is None or record.get("entry") != entry or record.get("entry_hash") != entry_text_hash \
                 or record.get("settings") != settings_key or record.get("graphlife") != graphlife_identity():
             return None
-        dependencies: dict[str, Any] = record["dependencies"]
         refreshed = False
-        for path, known in dependencies.items():
-            stat = _stat_key(path)
-            if stat is None:
-                return None  # gone: the import now means another file, or nothing
-            if known["stat"] == list(stat):
-                continue
-            if self._hash_now(path, stat) != known["hash"]:
-                return None
-            known["stat"] = _trusted(stat)
-            refreshed = refreshed or known["stat"] is not None
-        if refreshed:  # the next lookup need not re-read the files that were only touched
+        for kind in _KINDS:
+            for path, known in record[kind].items():
+                before = known["stat"]
+                if not self._unchanged(kind, path, known):
+                    return None
+                refreshed = refreshed or known["stat"] != before
+        if refreshed:  # the next lookup need not re-read what was only touched
             self._write(self._record_path(entry), record)
-        return CachedResult(record["payload"], {path: known["hash"] for path, known in dependencies.items()})
+        return CachedResult(record["payload"], {path: known["hash"] for path, known in record[_FILES].items()})
 
-    def store(self, entry_path: str, entry_text_hash: str, settings_key: str,
-              dependencies: Mapping[str, str], payload: Any) -> None:
-        """Keep ``payload`` (JSON data) for ``entry_path``. Nothing is kept when a dependency
-        is gone or no longer has the hash the analysis saw (it changed during the check: the
-        result is already stale). Never raises for the disk; see :meth:`warnings`."""
+    def store(self, entry_path: str, entry_text_hash: str, settings_key: str, dependencies: Mapping[str, str],
+              payload: Any, *, folders: Mapping[str, str] | None = None) -> None:
+        """Keep ``payload`` (JSON data) for ``entry_path``, computed from the files in
+        ``dependencies`` (:meth:`ProjectModules.dependencies`) and, if given, with imports
+        searched in ``folders`` (:meth:`ProjectModules.folders_searched`). Nothing is kept
+        when one of them is gone or no longer has the digest the analysis saw (it changed
+        during the check: the result is already stale). Never raises for the disk; see
+        :meth:`warnings`."""
         if not self._prepare():
             return
-        known: dict[str, dict[str, Any]] = {}
-        for path, digest in dependencies.items():
-            stat = _stat_key(path)  # before reading: a change after it gives another stat next time
-            if stat is None or self._hash_now(path, stat) != digest:
-                return
-            known[path] = {"hash": digest, "stat": _trusted(stat)}
-        record = {
+        record: dict[str, Any] = {
             "format": _FORMAT, "graphlife": graphlife_identity(), "entry": os.path.abspath(entry_path),
-            "entry_hash": entry_text_hash, "settings": settings_key, "dependencies": known, "payload": payload,
+            "entry_hash": entry_text_hash, "settings": settings_key, "payload": payload,
         }
+        for kind, digests in ((_FILES, dependencies), (_FOLDERS, folders or {})):
+            record[kind] = {}
+            for path, digest in digests.items():
+                stat = _stat_key(path)  # before reading: a change after it gives another stat next time
+                if (stat is None and kind == _FILES) or self._digest_now(kind, path, stat) != digest:
+                    return
+                record[kind][path] = {"hash": digest, "stat": _trusted(stat)}
         self._write(self._record_path(record["entry"]), record)
 
     def warnings(self) -> list[str]:
@@ -202,12 +211,27 @@ class ResultCache:
     def _record_path(self, entry: str) -> Path:
         return self.folder / (hashlib.sha256(entry.encode("utf-8", "surrogatepass")).hexdigest()[:32] + ".json")
 
-    def _hash_now(self, path: str, stat: _StatKey) -> str:
-        hashed = self._hashed.get(path)
-        if hashed is not None and hashed[0] == stat:
-            return hashed[1]
-        digest = file_digest(path)
-        self._hashed[path] = (stat, digest)
+    def _unchanged(self, kind: str, path: str, known: dict[str, Any]) -> bool:
+        """Whether ``path`` still has its recorded digest: trusted when its stat is the one
+        recorded, else read again (and its new stat kept in ``known`` when the digest is
+        the same). A file gone is changed; a folder gone offers no module, like an empty one."""
+        stat = _stat_key(path)
+        if stat is None and kind == _FILES:
+            return False
+        if stat is not None and known["stat"] == list(stat):
+            return True
+        if self._digest_now(kind, path, stat) != known["hash"]:
+            return False
+        known["stat"] = _trusted(stat)
+        return True
+
+    def _digest_now(self, kind: str, path: str, stat: _StatKey | None) -> str:
+        memo = self._digests.get((kind, path))
+        if memo is not None and stat is not None and memo[0] == stat:
+            return memo[1]
+        digest = file_digest(path) if kind == _FILES else listing_digest(FolderListing().entries(path))
+        if stat is not None:
+            self._digests[(kind, path)] = (stat, digest)
         return digest
 
     def _prepare(self) -> bool:
@@ -263,13 +287,14 @@ def _read_record(path: Path) -> dict[str, Any] | None:
         return None
     if not isinstance(record, dict) or record.get("format") != _FORMAT or "payload" not in record:
         return None
-    dependencies = record.get("dependencies")
-    if not isinstance(dependencies, dict) or not all(_is_dependency(known) for known in dependencies.values()):
-        return None
+    for kind in _KINDS:
+        inputs = record.get(kind)
+        if not isinstance(inputs, dict) or not all(_is_input(known) for known in inputs.values()):
+            return None
     return record
 
 
-def _is_dependency(known: object) -> bool:
+def _is_input(known: object) -> bool:
     if not isinstance(known, dict) or not isinstance(known.get("hash"), str):
         return False
     stat = known.get("stat")
@@ -284,6 +309,7 @@ def _stat_key(path: str) -> _StatKey | None:
     return stat.st_mtime_ns, stat.st_size
 
 
-def _trusted(stat: _StatKey) -> list[int] | None:
-    """The stat as stored, or ``None`` when it is too recent to tell two writes apart."""
-    return None if time.time_ns() - stat[0] < _RACY_WINDOW_NS else list(stat)
+def _trusted(stat: _StatKey | None) -> list[int] | None:
+    """The stat as stored, or ``None`` when there is none or it is too recent to tell two
+    writes apart."""
+    return None if stat is None or time.time_ns() - stat[0] < _RACY_WINDOW_NS else list(stat)
