@@ -230,7 +230,7 @@ class ResultCache:
         if memo is not None and stat is not None and memo[0] == stat:
             return memo[1]
         digest = file_digest(path) if kind == _FILES else listing_digest(FolderListing().entries(path))
-        if stat is not None:
+        if stat is not None and _trusted(stat) is not None:  # a stat too recent proves nothing here either
             self._digests[(kind, path)] = (stat, digest)
         return digest
 
