@@ -6,8 +6,9 @@ and remembers each name it resolved, as ``sys.modules`` would: an import of the 
 from anywhere gets the same :class:`SourceModule`. The parsing, which does not depend on
 either, is shared through a :class:`.sources.SourceCache`.
 
-It also records what it read (:meth:`ProjectModules.dependencies`), so that a result cached
-for the entry file can be recognized as stale when one of those files changes.
+It also records what it read (:meth:`ProjectModules.dependencies`) and where it looked
+(:meth:`ProjectModules.folders_searched`), so that a result cached for the entry file can be
+recognized as stale when one of those files changes or a new module would be found.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterable, Mapping
 
 from graphlife.analysis.modules import SourceModule
 from graphlife.analysis.tree_index import TreeIndex
-from graphlife.project.resolver import FolderListing, Kind, Location, Resolver, absolute_name
+from graphlife.project.resolver import FolderListing, Kind, Location, Resolver, absolute_name, listing_digest
 from graphlife.project.roots import SearchRoots, entry_module_name, search_roots
 from graphlife.project.sources import ParsedSource, SourceCache
 
@@ -39,7 +40,8 @@ class ProjectModules:
         self._buffers = {os.path.normpath(os.path.join(self._cwd, path)): text
                          for path, text in (buffers or {}).items()}
         self.roots: SearchRoots = search_roots(entry_path, extra_roots, self._cwd)
-        self._resolver = Resolver(self.roots.folders, FolderListing(self._buffers))
+        self._listing = FolderListing(self._buffers)
+        self._resolver = Resolver(self.roots.folders, self._listing)
         self._sources = sources if sources is not None else SourceCache()
         self._relative_spelling = entry_path is not None and not os.path.isabs(entry_path)
         self._modules: dict[str, SourceModule | None] = {}
@@ -82,6 +84,13 @@ class ProjectModules:
     def dependencies(self) -> dict[str, str]:
         """Every file read so far (absolute path) and the hash of the content used."""
         return dict(self._read)
+
+    def folders_searched(self) -> dict[str, str]:
+        """Every folder searched so far (absolute path) and the digest of its importable names
+        (:func:`.resolver.listing_digest`): what the files read cannot tell, that an import
+        would now find a module created since (where it found nothing, or ahead of the one
+        it found)."""
+        return {folder: listing_digest(entries) for folder, entries in self._listing.listed().items()}
 
     def _load(self, location: Location) -> SourceModule | None:
         if location.kind is Kind.NOT_SOURCE:

@@ -24,6 +24,7 @@ This module decides names and paths only; :mod:`.sources` reads the files.
 from __future__ import annotations
 
 import enum
+import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -104,6 +105,27 @@ class FolderListing:
             found.setdefault(name, False)
         self._cache[folder] = found
         return found
+
+    def listed(self) -> dict[str, Mapping[str, bool]]:
+        """Every folder listed so far (a missing one as empty), as it was listed."""
+        return dict(self._cache)
+
+
+def listing_digest(entries: Mapping[str, bool]) -> str:
+    """A fingerprint of the names in a folder that can change what an import finds: folders,
+    and files Python could import (source, bytecode, compiled extensions). A file created
+    where an import found nothing, or that shadows the module it found, changes it; an
+    editor's swap file, a data file or the ``__pycache__`` a run of the program creates does
+    not."""
+    names = sorted(f"{name}/" if is_folder else name for name, is_folder in entries.items()
+                   if _may_be_imported(name, is_folder))
+    return "listing:" + hashlib.sha256("\n".join(names).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _may_be_imported(name: str, is_folder: bool) -> bool:
+    if is_folder:
+        return name.isidentifier() and name != "__pycache__"
+    return name.partition(".")[0].isidentifier() and name.endswith((".py", ".pyc", *_EXTENSION_ENDINGS))
 
 
 def absolute_name(importer: SourceModule, module: str, level: int) -> str | None:

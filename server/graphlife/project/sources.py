@@ -75,6 +75,37 @@ def _bytes_digest(data: bytes) -> str:
     return "bytes:" + hashlib.sha256(data).hexdigest()
 
 
+#: The digest of a file that could not be read at all (gone, no permission).
+MISSING_DIGEST = "missing"
+
+
+def read_text(path: str, stat: os.stat_result) -> str | Unreadable:
+    """The text of the file at ``path`` (``stat`` taken just before), or why it cannot be used."""
+    if stat.st_size > MAX_SOURCE_BYTES:
+        return Unreadable(path, f"larger than {MAX_SOURCE_BYTES // 1_000_000} MB",
+                          f"size:{stat.st_size}:{stat.st_mtime_ns}")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_SOURCE_BYTES + 1)
+    except OSError as exc:
+        return Unreadable(path, f"cannot read: {exc.strerror or exc}", MISSING_DIGEST)
+    try:
+        return decode_source(data)
+    except UndecodableSource as exc:
+        return Unreadable(path, str(exc), _bytes_digest(data))
+
+
+def file_digest(path: str) -> str:
+    """The digest :meth:`SourceCache.load` gives the file at ``path`` now, without parsing it:
+    what a result cached on disk compares with the digest recorded when it was computed."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return MISSING_DIGEST
+    text = read_text(path, stat)
+    return text.digest if isinstance(text, Unreadable) else text_digest(text)
+
+
 @dataclass
 class _Entry:
     stat_key: tuple[int, int] | None  # (mtime_ns, size) of the file read; None for a buffer
@@ -98,23 +129,15 @@ class SourceCache:
         try:
             stat = os.stat(path)
         except OSError as exc:
-            return Unreadable(path, f"cannot read: {exc.strerror or exc}", "missing")
+            return Unreadable(path, f"cannot read: {exc.strerror or exc}", MISSING_DIGEST)
         stat_key = (stat.st_mtime_ns, stat.st_size)
         cached = self._get(path)
         if cached is not None and cached.stat_key == stat_key:
             return cached.result
-        if stat.st_size > MAX_SOURCE_BYTES:
-            return self._store(path, stat_key, Unreadable(
-                path, f"larger than {MAX_SOURCE_BYTES // 1_000_000} MB", f"size:{stat.st_size}:{stat.st_mtime_ns}"))
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_SOURCE_BYTES + 1)
-        except OSError as exc:
-            return Unreadable(path, f"cannot read: {exc.strerror or exc}", "missing")
-        try:
-            text = decode_source(data)
-        except UndecodableSource as exc:
-            return self._store(path, stat_key, Unreadable(path, str(exc), _bytes_digest(data)))
+        text = read_text(path, stat)
+        if isinstance(text, Unreadable):
+            # A read that failed may succeed next time: only a judged content is kept.
+            return text if text.digest == MISSING_DIGEST else self._store(path, stat_key, text)
         return self._from_text(path, text, stat_key)
 
     def _from_text(self, path: str, text: str, stat_key: tuple[int, int] | None) -> ParsedSource | Unreadable:
