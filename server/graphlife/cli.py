@@ -22,13 +22,15 @@ from graphlife.config import Config, config_for_path
 
 if TYPE_CHECKING:
     from graphlife.lsp.notebooks import JoinedCell
+    from graphlife.project.provider import ProjectModules
+    from graphlife.project.result_cache import ResultCache
     from graphlife.project.sources import SourceCache
 
 #: Folders a folder walk never enters (virtualenvs, build output, caches, VCS).
 SKIPPED_DIRS = {
     ".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "__pycache__", "build", "dist",
     "node_modules", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
-    ".eggs", ".ipynb_checkpoints",
+    ".eggs", ".ipynb_checkpoints", ".graphlife_cache",
 }
 
 
@@ -64,7 +66,9 @@ def iter_python_files(paths: list[str]) -> tuple[list[str], list[str]]:
         elif path.is_dir():
             for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info"))
-                files.extend(os.path.join(root, n) for n in sorted(names) if n.endswith((".py", ".ipynb")))
+                # `./train.py` is `train.py`: one spelling per file, as findings in other files spell it.
+                files.extend(os.path.normpath(os.path.join(root, n)) for n in sorted(names)
+                             if n.endswith((".py", ".ipynb")))
         else:
             missing.append(raw)
     return files, missing
@@ -85,8 +89,9 @@ def read_source(path: str) -> str:
         raise ValueError(f"not valid text in its declared encoding: {exc}") from exc
 
 
-def _check_one(args: tuple[str, Config, str]) -> FileReport:
-    path, base_config, mode = args
+def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool]) -> FileReport:
+    path, base_config, mode = args[:3]
+    use_cache = len(args) > 3 and bool(args[3])
     from graphlife.checker import check_source, project_modules  # noqa: PLC0415
 
     report = FileReport(path=path)
@@ -98,6 +103,9 @@ def _check_one(args: tuple[str, Config, str]) -> FileReport:
         report.read_error = str(exc)
         return report
     config = config_for_path(base_config, path)
+    cached = _cached_report(path, source, config) if use_cache and mode == "check" else None
+    if cached is not None:
+        return cached
     report.notes.extend(config.problems)
     modules = project_modules(path, config, _shared_sources())
     result = check_source(source, path, config, modules=modules)
@@ -115,7 +123,62 @@ def _check_one(args: tuple[str, Config, str]) -> FileReport:
         report.fixed_source = fix_source(source, path, config)
     elif mode in ("fix", "diff") and result.syntax_errors:
         report.notes.append("not fixed: the file has a syntax error")
+    if use_cache and mode == "check" and not any("time box" in note for note in result.notes):
+        _store_report(report, source, config, modules)
     return report
+
+
+# -- the cache of results on disk (:mod:`graphlife.project.result_cache`) -------------------------
+
+#: What a cached report keeps (the rest is the same on every run, or made again from the source).
+_CACHED_FIELDS = ("findings", "syntax_errors", "notes", "other_lines")
+
+
+@functools.cache
+def _result_cache(folder: str) -> ResultCache:
+    from graphlife.project.result_cache import ResultCache  # noqa: PLC0415
+
+    return ResultCache(Path(folder))
+
+
+def _cache_keys(path: str, source: str, config: Config) -> tuple[ResultCache, str, str]:
+    """The cache for ``path`` (at its project's root), the hash of its text, and the settings
+    key; the current folder and the spelling of ``path`` are part of it, as findings in other
+    files spell their paths like it (relative to the current folder, or absolute)."""
+    from graphlife.project.result_cache import default_cache_folder, settings_key, text_hash  # noqa: PLC0415
+
+    cache = _result_cache(str(default_cache_folder(path)))
+    return cache, text_hash(source), f"{settings_key(config)}:{os.getcwd()}:{path}"
+
+
+def _cached_report(path: str, source: str, config: Config) -> FileReport | None:
+    """The report of an earlier run, when the file, every module it imported and the settings
+    are unchanged."""
+    cache, text, settings = _cache_keys(path, source, config)
+    hit = cache.lookup(path, text, settings)
+    if hit is None or not isinstance(hit.payload, dict):
+        return None
+    try:
+        kept = {name: hit.payload[name] for name in _CACHED_FIELDS}
+        report = FileReport(path=path, lines=source.splitlines(), **kept)
+        errors = kept["syntax_errors"]
+        report.syntax_errors = [(int(line), int(column), str(message)) for line, column, message in errors]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return report
+
+
+def _store_report(report: FileReport, source: str, config: Config, modules: ProjectModules) -> None:
+    cache, text, settings = _cache_keys(report.path, source, config)
+    payload = {name: getattr(report, name) for name in _CACHED_FIELDS}
+    cache.store(report.path, text, settings, modules.dependencies(), payload, folders=modules.folders_searched())
+    for warning in cache.warnings():
+        if warning not in _WARNED:
+            _WARNED.add(warning)
+            report.notes.append(warning)
+
+
+_WARNED: set[str] = set()
 
 
 @functools.cache
@@ -283,7 +346,7 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
         for problem in base.problems:
             print(f"graphlife: {problem}", file=sys.stderr)
         base = Config(select=base.select, ignore=base.ignore)
-    jobs = [(path, base, mode) for path in files]
+    jobs = [(path, base, mode, not args.no_cache) for path in files]
     if len(jobs) > 3 and (os.cpu_count() or 1) > 1:
         # Imported only here: a process pool costs a check of one file more start-up
         # time than the check itself.
@@ -410,6 +473,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--format", choices=["text", "json"], default="text")
         p.add_argument("--select", help="comma-separated codes or prefixes to run (e.g. GL1,GL201)")
         p.add_argument("--ignore", help="comma-separated codes or prefixes to skip")
+        p.add_argument("--no-cache", action="store_true",
+                       help="analyze every file again (results are otherwise kept in .graphlife_cache/ at the "
+                            "project root and reused while the file, the modules it imports and the settings "
+                            "are unchanged)")
 
     check_p = add_parser("check", help="report graph-lifetime bugs")
     add_check_options(check_p)
