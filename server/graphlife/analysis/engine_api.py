@@ -151,6 +151,7 @@ class EngineParts(TorchEngine, Protocol):
     tree: ast.Module  # of the module whose code runs (the file, or a module it imported)
     module: SourceModule  # the module whose code runs
     entry: SourceModule  # the file being checked
+    star_sources: dict[str, list[str]]  # per module: the project's modules it star-imports
     reporter: Reporter
     parents: dict[int, ast.AST]
     rebound: dict[str, bool]  # names bound more than once in the file
@@ -226,6 +227,14 @@ class EngineParts(TorchEngine, Protocol):
 
     def is_project_module(self, name: str) -> bool:
         """Does ``name`` name a module of the project that the run imported?"""
+        ...
+
+    def star_name(self, name: str, state: State) -> Value | None:
+        """A name of the running module that only one of its star imports may bind."""
+        ...
+
+    def resolve_imported(self, value: Value, state: State) -> Value:
+        """What an imported name of the project is, at its first use on this path."""
         ...
 
     def foreign_globals(self, module: SourceModule, state: State) -> dict[str, Value]:

@@ -66,6 +66,7 @@ from graphlife.analysis.values import (
     ContextVal,
     FunctionRef,
     HeapRef,
+    ImportedName,
     NoneValue,
     Number,
     QualName,
@@ -80,7 +81,7 @@ ENABLED = True
 
 def holds_no_graph(value: Value) -> bool:
     """Can nothing with a graph (tensor, module, container) be reached from ``value``?"""
-    if isinstance(value, (Unknown, NoneValue, Number, QualName, ContextVal, ClassRef)):
+    if isinstance(value, (Unknown, NoneValue, Number, QualName, ContextVal, ClassRef, ImportedName)):
         return True
     if isinstance(value, TupleVal):
         return all(holds_no_graph(item) for item in value.items)

@@ -72,6 +72,11 @@ class ModuleProvider(Protocol):
         """The lines of a module found so far, by its path (``None``: none found there)."""
         ...
 
+    def exists(self, module: str) -> bool:
+        """Is ``module`` (an absolute dotted name) a module of the project? Without reading it:
+        an import of a module whose names are never used costs no parse."""
+        ...
+
 
 def relative_base(importer: SourceModule, level: int) -> str | None:
     """The package that ``level`` dots name from ``importer`` (``from ..x import y`` in

@@ -21,6 +21,7 @@ out by the code that started it (a call run apart hands back its path end, the
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from graphlife.analysis.state import GraphStore, State
@@ -54,6 +55,11 @@ class RunState:
     yielded: list[list[Value]] = field(default_factory=list)  # per generator being inlined: what it yields
     current_unit: ast.AST | None = None  # the unit running (module or function analyzed alone)
     import_stack: list[str] = field(default_factory=list)  # the project's modules whose body runs
+    #: The names of each caller suspended in an inlined call or a module body (innermost last):
+    #: what they hold is alive while the callee runs (a callee of another module sees none of it).
+    caller_envs: list[Mapping[str, Value]] = field(default_factory=list)
+    #: Imported names being resolved (module, name): a cycle of re-exports ends unknown.
+    resolving: set[tuple[str, str]] = field(default_factory=set)
 
     # -- what it sees ------------------------------------------------------------------------------
     #: The module's imports, functions and classes bound once (not in every state: copying and

@@ -103,6 +103,11 @@ def table_key(name: str) -> str:
 _BUILTINS = frozenset(dir(builtins))
 
 
+def is_builtin(name: str) -> bool:
+    """Is ``name`` one of Python's builtins?"""
+    return name in _BUILTINS
+
+
 def builtin_name(name: str) -> Value:
     """A name bound nowhere the engine can see: a builtin (``len``, ``zip``), or a global
     set where it cannot look (a ``global`` statement in another function, ``exec``, another

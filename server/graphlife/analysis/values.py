@@ -196,6 +196,17 @@ class QualName(Value):
 
 
 @dataclass(frozen=True)
+class ImportedName(Value):
+    """``name`` of the user's module ``module`` (``from losses import d_loss``), not used yet on
+    this path: the module's body runs at the first use of one of its names (then the name is
+    what that body bound). Why not at the import: a package's ``__init__`` often imports every
+    module of the package, and a file uses a few of them."""
+
+    module: str
+    name: str
+
+
+@dataclass(frozen=True)
 class FunctionRef(Value):
     """A function or method defined in the analyzed file (called by inlining its body)."""
 

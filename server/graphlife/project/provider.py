@@ -69,6 +69,13 @@ class ProjectModules:
             self._modules[name] = self._load(location) if location is not None else None
         return self._modules[name]
 
+    def exists(self, module: str) -> bool:
+        """Is ``module`` (absolute dotted name) a module of the project, without reading it?"""
+        if module in self._modules:
+            return self._modules[module] is not None
+        location = self._resolver.resolve(module)
+        return location is not None and location.kind is not Kind.NOT_SOURCE
+
     def lines_of(self, path: str) -> list[str] | None:
         """The lines of a module found so far, by its path as findings in it spell it (the
         checker reads the ``# graphlife: ignore`` comments of another file with them)."""

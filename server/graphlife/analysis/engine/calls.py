@@ -142,10 +142,12 @@ class Calls(EngineCore):
         params = node.args.posonlyargs + node.args.args
         run.frames.append(CallFrame(call=site if isinstance(site, ast.Call) else None, stmt=self.current_stmt(),
                                     params=[p.arg for p in params], bound=bound))
+        run.caller_envs.append(state.env)
         try:
             with self.in_module(self.module_of(node)):
                 flow = self.exec_block(node.body, callee_state)
         finally:
+            run.caller_envs.pop()
             run.call_stack.pop()
             run.frames.pop()
             yielded = run.yielded.pop() if is_generator else None

@@ -110,6 +110,10 @@ class EngineCore(EngineParts):
         self.imported: dict[str, SourceModule | None] = {}
         #: Per imported module: its imports, functions and classes bound once (its ``globals``).
         self.module_tables: dict[str, dict[str, Value]] = {}
+        self._star_names: dict[str, list[str]] = {}  # per imported module: what `import *` binds
+        #: Per module (dotted name): the project's modules it star-imports, in order.
+        self.star_sources: dict[str, list[str]] = {}
+        self._exists: dict[str, bool] = {}  # dotted name -> a module of the project? (not read)
         self.deadline = deadline
         self.enter_module(self.entry)
         self._text_cache: dict[int, str] = {}

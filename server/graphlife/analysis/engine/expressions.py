@@ -25,6 +25,7 @@ from graphlife.analysis.values import (
     ClassRef,
     FunctionRef,
     HeapRef,
+    ImportedName,
     NoneValue,
     Number,
     QualName,
@@ -74,12 +75,17 @@ class Expressions(EngineCore):
     def eval_name(self, expr: ast.Name, state: State) -> Value:
         name = expr.id
         value = state.env.get(name)
-        if value is not None:
-            return value
-        value = self.run_state.globals.get(name)
-        if value is not None:
-            return value
-        return torch_api.builtin_name(name)
+        if value is None:
+            value = self.run_state.globals.get(name)
+            if value is None:
+                if self.star_sources:
+                    star = self.star_name(name, state)
+                    if star is not None:
+                        return star
+                return torch_api.builtin_name(name)
+        if value.__class__ is ImportedName:
+            return self.resolve_imported(value, state)
+        return value
 
     @handles_expressions(ast.Constant)
     def eval_constant(self, expr: ast.Constant, state: State) -> Value:
@@ -90,7 +96,7 @@ class Expressions(EngineCore):
         receiver = self.eval(expr.value, state)
         if isinstance(receiver, QualName):
             if self.is_project_module(receiver.name):
-                return self.module_attribute(receiver.name, expr.attr, state)
+                return self.resolve_imported(self.module_attribute(receiver.name, expr.attr, state), state)
             return QualName(f"{receiver.name}.{expr.attr}")
         if isinstance(receiver, TensorVal):
             return torch_api.tensor_attribute(self, state, receiver, expr)

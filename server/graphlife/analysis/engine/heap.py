@@ -127,6 +127,8 @@ class Heap(EngineCore):
             roots.extend(entry.env.values())
         for pre in run.loop_pre_states:
             roots.extend(pre.env.values())
+        for names in run.caller_envs:
+            roots.extend(names.values())
         live: set[int] = set()
         stack = roots
         while stack:

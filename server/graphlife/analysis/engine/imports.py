@@ -24,11 +24,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
+from graphlife.analysis import torch_api
 from graphlife.analysis.engine.core import EngineCore, handles_statements
 from graphlife.analysis.engine_api import Flow
 from graphlife.analysis.modules import SourceModule, is_namespace_key, namespace_key, relative_base
 from graphlife.analysis.state import State
-from graphlife.analysis.values import UNKNOWN, ClassRef, FunctionRef, HeapRef, Number, QualName, Value
+from graphlife.analysis.values import UNKNOWN, ClassRef, FunctionRef, HeapRef, ImportedName, Number, QualName, Value
 
 #: Modules imported inside modules nest at most this deep; a deeper import stays unknown.
 MAX_IMPORT_DEPTH = 12
@@ -36,7 +37,7 @@ MAX_IMPORT_DEPTH = 12
 def _shared_by_every_state(value: Value) -> bool:
     """A value that means the same in every state (no heap object): it may live in a table of
     names bound once, rather than in each state."""
-    return isinstance(value, (FunctionRef, ClassRef, QualName, Number)) and not (
+    return isinstance(value, (FunctionRef, ClassRef, QualName, Number, ImportedName)) and not (
         isinstance(value, FunctionRef) and value.bound_self is not None
     )
 
@@ -46,9 +47,8 @@ class Imports(EngineCore):
 
     @handles_statements(ast.Import, ast.ImportFrom)
     def exec_import(self, stmt: ast.Import | ast.ImportFrom, state: State) -> Flow:
-        if isinstance(stmt, ast.Import):
+        if isinstance(stmt, ast.Import):  # a module is a name: its body runs when one of its names is used
             for alias in stmt.names:
-                self.import_module(alias.name, state)
                 if alias.asname:
                     self.bind_definition(stmt, alias.asname, QualName(alias.name), state)
                 else:
@@ -68,25 +68,38 @@ class Imports(EngineCore):
                 if alias.name != "*":
                     self.bind_definition(stmt, alias.asname or alias.name, UNKNOWN, state)
             return Flow(normal=state)
-        package = self.import_module(base, state) if base else None
+        ours = bool(base) and self.is_project_module(base)
         for alias in stmt.names:
             if alias.name == "*":
-                if package is not None:
-                    for name, value in self.public_names(package, state).items():
-                        self.bind_definition(stmt, name, value, state)
+                if ours:  # its names are looked up when a name is not found (:meth:`star_lookup`)
+                    sources = self.star_sources.setdefault(self.module.name, [])
+                    if base not in sources:
+                        sources.append(base)
                 continue
-            self.bind_definition(stmt, alias.asname or alias.name, self.imported_name(base, package, alias.name, state),
-                                 state)
+            value: Value = ImportedName(base, alias.name)
+            if not ours:  # a library's name, as without the project
+                value = QualName(f"{base}.{alias.name}" if base else alias.name)
+            self.bind_definition(stmt, alias.asname or alias.name, value, state)
         return Flow(normal=state)
 
-    def imported_name(self, base: str, package: SourceModule | None, name: str, state: State) -> Value:
-        """What ``from base import name`` binds: a name of a project module, a submodule of the
-        project, or (a library's name) the qualified name, as without the project."""
-        qualified = f"{base}.{name}" if base else name
-        if package is not None and package.name == base:
-            return self.module_attribute(base, name, state)
-        self.import_module(qualified, state)  # a submodule: Python imports it (its body runs)
-        return QualName(qualified)
+    def star_name(self, name: str, state: State) -> Value | None:
+        """A name the running module's code uses that nothing bound but maybe one of its star
+        imports (``None``: a builtin, or bound by none of them; builtins are not looked for in
+        the imported modules, which would read them all for every ``len``)."""
+        if self.module.name not in self.star_sources or torch_api.is_builtin(name):
+            return None
+        value = self.star_lookup(self.module.name, name)
+        return None if value is None else self.resolve_imported(value, state)
+
+    def star_lookup(self, module_name: str, name: str) -> Value | None:
+        """``name`` as a ``from X import *`` of the module gives it (the last such import that
+        binds it wins, as in Python), or ``None``. Read from the imported modules' code when a
+        name is looked up, not at the import: a package's ``__init__`` star-imports many modules."""
+        for source in reversed(self.star_sources.get(module_name, ())):
+            found = self.project_module(source)
+            if found is not None and name in self.star_names(found):
+                return ImportedName(source, name)
+        return None
 
     def bind_definition(self, stmt: ast.stmt, name: str, value: Value, state: State) -> None:
         """Top-level imports, functions and classes live in one shared table, not in every state:
@@ -105,24 +118,37 @@ class Imports(EngineCore):
     def absolute_module(self, module: str, level: int) -> str | None:
         """The absolute dotted name ``from <level dots><module> import ...`` names in the
         running module; ``None`` above the top package."""
-        if level == 0:
-            return module
-        base = relative_base(self.module, level)
-        if base is None:
-            return None
-        return f"{base}.{module}" if base and module else (base or module)
+        return _absolute_in(self.module, module, level)
 
     def project_module(self, name: str) -> SourceModule | None:
-        """The project's module of that dotted name (found once; ``None``: not the project's)."""
+        """The project's module of that dotted name (found once; ``None``: not the project's).
+        A dotted name is the project's only when its top package is (``torch.nn`` asks nothing)."""
         if self.modules is None or not name:
             return None
         if name in self.imported:
             return self.imported[name]
-        found = self.modules.find(self.module, name, 0)
-        if found is not None and (found is self.entry or found.path == self.entry.path):
-            found = None  # the file being checked, imported by a module it imports: a cycle back
+        top, dot, _ = name.partition(".")
+        found = None
+        if not dot or self.project_module(top) is not None:
+            found = self.modules.find(self.module, name, 0)
+            if found is not None and (found is self.entry or found.path == self.entry.path):
+                found = None  # the file being checked, imported by a module it imports: a cycle back
         self.imported[name] = found
         return found
+
+    def is_project_module(self, name: str) -> bool:
+        """Does ``name`` name a module of the user's project? (Without reading it.)"""
+        if self.modules is None or not name:
+            return False
+        known = self._exists.get(name)
+        if known is None:
+            if name in self.imported:
+                known = self.imported[name] is not None
+            else:
+                top, dot, _ = name.partition(".")
+                known = (not dot or self.is_project_module(top)) and self.modules.exists(name)
+            self._exists[name] = known
+        return known
 
     def import_module(self, name: str, state: State) -> SourceModule | None:
         """Import ``name`` as Python does: each package on the way first, then the module; each
@@ -139,6 +165,26 @@ class Imports(EngineCore):
             self.run_module_body(module, state)
             found = module
         return found
+
+    def resolve_imported(self, value: Value, state: State) -> Value:
+        """What an imported name is, at its first use on this path: its module's body runs
+        (:meth:`import_module`), and the name is what the body bound; a re-export
+        (``from .nets import MLP`` in a package's ``__init__``) is followed to its module.
+        A name whose resolution needs itself (a cycle of re-exports) is unknown."""
+        resolving = self.run_state.resolving
+        seen: list[tuple[str, str]] = []
+        try:
+            while isinstance(value, ImportedName):
+                key = (value.module, value.name)
+                if key in resolving:
+                    return UNKNOWN
+                resolving.add(key)
+                seen.append(key)
+                value = self.module_attribute(value.module, value.name, state)
+        finally:
+            for key in seen:
+                resolving.discard(key)
+        return value
 
     # -- running a module's body ---------------------------------------------------------------------------
     def run_module_body(self, module: SourceModule, state: State) -> None:
@@ -158,10 +204,12 @@ class Imports(EngineCore):
         body_state = state.copy()
         body_state.env = {name: value for name, value in caller_env.items() if is_namespace_key(name)}
         run.import_stack.append(module.name)
+        run.caller_envs.append(caller_env)
         try:
             with self.in_module(module):
                 flow = self.exec_block(module.tree.body, body_state)
         finally:
+            run.caller_envs.pop()
             run.import_stack.pop()
         if not flow.normal.reachable:  # the module raises at import: so does the import; names unknown
             return
@@ -186,33 +234,62 @@ class Imports(EngineCore):
         return {}
 
     def module_attribute(self, module_name: str, attr: str, state: State) -> Value:
-        """``module.attr`` for a module of the project: a name its body bound, else a submodule
-        (``from pkg import losses``), else unknown (never a library name: it is the project's)."""
-        table = self.module_tables.get(module_name, {})
-        value = table.get(attr)
+        """``module.attr`` for a module of the project (its body runs first, unless it ran on this
+        path): a name its body bound (maybe an :class:`ImportedName` it re-exports), else a
+        submodule (``from pkg import losses``), else unknown (never a library name)."""
+        self.import_module(module_name, state)
+        value = self.module_tables.get(module_name, {}).get(attr)
         if value is not None:
             return value
         value = self.namespace_names(module_name, state).get(attr)
         if value is not None:
             return value
-        submodule = self.import_module(f"{module_name}.{attr}", state)
-        if submodule is not None and submodule.name == f"{module_name}.{attr}":
-            return QualName(submodule.name)
+        value = self.star_lookup(module_name, attr)
+        if value is not None:
+            return value
+        submodule = f"{module_name}.{attr}"
+        if self.is_project_module(submodule):
+            self.import_module(submodule, state)
+            return QualName(submodule)
         return UNKNOWN
 
-    def public_names(self, module: SourceModule, state: State) -> dict[str, Value]:
-        """What ``from module import *`` binds: its ``__all__`` when it lists names, else every
-        name not starting with an underscore."""
-        names = dict(self.module_tables.get(module.name, {}))
-        names.update(self.namespace_names(module.name, state))
+    def star_names(self, module: SourceModule) -> list[str]:
+        """The names ``from module import *`` binds, read from its code without running it: its
+        ``__all__`` when it lists names, else every public name its top level binds (through its
+        own star imports of the project too)."""
+        cached = self._star_names.get(module.name)
+        if cached is not None:
+            return cached
+        self._star_names[module.name] = []  # a cycle of star imports adds nothing more
         listed = _dunder_all(module.tree)
-        if listed is not None:
-            return {name: names.get(name, UNKNOWN) for name in listed}
-        return {name: value for name, value in names.items() if not name.startswith("_")}
+        if listed is None:
+            names: dict[str, None] = {}
+            for stmt in _top_level(module.tree.body):
+                for name in self._bound_at_top(stmt, module):
+                    if not name.startswith("_"):
+                        names[name] = None
+            listed = list(names)
+        self._star_names[module.name] = listed
+        return listed
 
-    def is_project_module(self, name: str) -> bool:
-        """Does ``name`` name a module of the project that the run imported?"""
-        return self.imported.get(name) is not None
+    def _bound_at_top(self, stmt: ast.stmt, module: SourceModule) -> list[str]:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return [stmt.name]
+        if isinstance(stmt, ast.Assign):
+            return [target.id for target in stmt.targets if isinstance(target, ast.Name)]
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            return [stmt.target.id]
+        if isinstance(stmt, ast.Import):
+            return [alias.asname or alias.name.split(".")[0] for alias in stmt.names]
+        if isinstance(stmt, ast.ImportFrom):
+            names = [alias.asname or alias.name for alias in stmt.names if alias.name != "*"]
+            if any(alias.name == "*" for alias in stmt.names):
+                base = _absolute_in(module, stmt.module or "", stmt.level)
+                source = self.project_module(base) if base else None
+                if source is not None:
+                    names.extend(self.star_names(source))
+            return names
+        return []
 
     def foreign_globals(self, module: SourceModule, state: State) -> dict[str, Value]:
         """The names a function of ``module`` sees when called from another module: the modules
@@ -221,6 +298,29 @@ class Imports(EngineCore):
         env = {name: value for name, value in state.env.items() if is_namespace_key(name)}
         env.update(self.namespace_names(module.name, state))
         return env
+
+
+def _absolute_in(importer: SourceModule, module: str, level: int) -> str | None:
+    """The absolute name ``from <level dots><module> import`` names in ``importer``."""
+    if level == 0:
+        return module
+    base = relative_base(importer, level)
+    if base is None:
+        return None
+    return f"{base}.{module}" if base and module else (base or module)
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A module's top-level statements, with those of its top-level ``if`` and ``try`` blocks
+    (``try: from .fast import *`` binds names at the top level too)."""
+    found: list[ast.stmt] = []
+    for stmt in body:
+        found.append(stmt)
+        if isinstance(stmt, ast.If):
+            found.extend(_top_level(stmt.body + stmt.orelse))
+        elif isinstance(stmt, ast.Try):
+            found.extend(_top_level(stmt.body + stmt.orelse + stmt.finalbody))
+    return found
 
 
 def _dunder_all(tree: ast.Module) -> list[str] | None:
