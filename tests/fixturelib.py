@@ -13,8 +13,10 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 TESTS_DIR = Path(__file__).resolve().parent
 FIXTURES_DIR = TESTS_DIR / "fixtures"
@@ -175,3 +177,145 @@ KNOWN_MISSES: dict[str, str] = {
     "GL304/bad_multitask_sum_unscaled.py":
         "the step guard's optimizer and the backward's parameters are not matched through the dict-returning model",
 }
+
+
+# --------------------------------------------------------------------------- multi-file projects
+
+PROJECTS_DIR = FIXTURES_DIR / "projects"
+
+#: The verdicts a bad project's ``fixture.toml`` can name (see tests/fixtures/projects/README.md).
+PROJECT_ORACLES = ("raises", "leaks", "wrong_grad")
+_PROJECT_KEYS = {"description", "run", "module", "pythonpath", "oracle", "error", "exception", "raises_on_marker"}
+
+
+@dataclass(frozen=True)
+class ProjectSettings:
+    """What a project's ``fixture.toml`` says: how a user runs it and, for a bad one, what torch shows."""
+
+    description: str
+    run: tuple[str, ...] = ()  # scripts, relative to the project dir: ``python train.py`` with cwd = project dir
+    module: str | None = None  # ``python -m pkg.train`` with cwd = project dir
+    pythonpath: tuple[str, ...] = ()  # folders (relative) on PYTHONPATH, e.g. ("src",)
+    oracle: str | None = None  # bad projects: one of PROJECT_ORACLES
+    error: str | None = None  # ``raises``: a substring of torch's message
+    exception: str = "RuntimeError"  # ``raises``: the exception's class name
+    raises_on_marker: bool = True  # ``raises``: the innermost project frame of the traceback is a marked line
+
+
+class Project(NamedTuple):
+    """One fixture project: unpacks as ``name, dir, settings, markers``.
+
+    ``markers`` maps each ``.py`` file's path relative to ``dir`` (POSIX form,
+    e.g. ``"src/tinyvae/model.py"``) to its ``{line: codes}``; files without
+    markers are left out.
+    """
+
+    name: str
+    dir: Path
+    settings: ProjectSettings
+    markers: dict[str, dict[int, tuple[str, ...]]]
+
+    @property
+    def is_bad(self) -> bool:
+        return self.name.startswith("bad_")
+
+    @property
+    def twin(self) -> str:
+        """The other project of the pair: ``bad_x`` <-> ``good_x``."""
+        kind, rest = self.name.split("_", 1)
+        return f"{'good' if kind == 'bad' else 'bad'}_{rest}"
+
+    def expected(self) -> set[tuple[str, int, str]]:
+        """``(relative path, line, code)`` of every marker across the project's files."""
+        return {(rel, line, code) for rel, lines in self.markers.items() for line, codes in lines.items()
+                for code in codes}
+
+    def python_roots(self) -> list[Path]:
+        """Where Python looks for the project's own modules, first match wins (``sys.path`` order)."""
+        first = [self.dir / Path(self.settings.run[0]).parent] if self.settings.run else [self.dir]
+        return first + [self.dir / extra for extra in self.settings.pythonpath]
+
+    def entry_files(self) -> list[Path]:
+        """The files a user runs: the scripts, or the module's file found as ``python -m`` would find it."""
+        if self.settings.run:
+            return [self.dir / script for script in self.settings.run]
+        assert self.settings.module is not None
+        parts = self.settings.module.split(".")
+        for root in self.python_roots():
+            for candidate in (root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__main__.py")):
+                if candidate.is_file():
+                    return [candidate]
+        raise ValueError(f"{self.name}: module {self.settings.module!r} is not under {self.python_roots()}")
+
+    def commands(self) -> list[list[str]]:
+        """The argument lists after ``python``: ``["train.py"]`` or ``["-m", "pkg.train"]``."""
+        if self.settings.module is not None:
+            return [["-m", self.settings.module]]
+        return [[script] for script in self.settings.run]
+
+
+def _project_settings(path: Path) -> ProjectSettings:
+    import tomllib
+
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    unknown = set(data) - _PROJECT_KEYS
+    if unknown:
+        raise MarkerError(f"{path}: unknown keys {sorted(unknown)} (known: {sorted(_PROJECT_KEYS)})")
+    if not isinstance(data.get("description"), str) or not data["description"].strip():
+        raise MarkerError(f"{path}: `description` says in a sentence what the project does (and its bug)")
+    run, module = data.get("run", []), data.get("module")
+    if bool(run) == (module is not None):
+        raise MarkerError(f"{path}: give exactly one of `run = [\"train.py\"]` and `module = \"pkg.train\"`")
+    if not isinstance(run, list) or not all(isinstance(item, str) for item in run):
+        raise MarkerError(f"{path}: `run` is a list of script paths")
+    return ProjectSettings(
+        description=data["description"],
+        run=tuple(run),
+        module=module,
+        pythonpath=tuple(data.get("pythonpath", [])),
+        oracle=data.get("oracle"),
+        error=data.get("error"),
+        exception=data.get("exception", "RuntimeError"),
+        raises_on_marker=bool(data.get("raises_on_marker", True)),
+    )
+
+
+def _project_markers(directory: Path) -> dict[str, dict[int, tuple[str, ...]]]:
+    markers: dict[str, dict[int, tuple[str, ...]]] = {}
+    for path in sorted(directory.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        found = parse_expect_markers(path.read_text(encoding="utf-8"))
+        if found:
+            markers[path.relative_to(directory).as_posix()] = found
+    return markers
+
+
+def load_project(directory: Path) -> Project:
+    """One project, checked for consistency: a bad one names its oracle and marks a line, a good one marks none."""
+    directory = Path(directory)
+    settings = _project_settings(directory / "fixture.toml")
+    project = Project(directory.name, directory, settings, _project_markers(directory))
+    where = directory / "fixture.toml"
+    if project.is_bad:
+        if settings.oracle not in PROJECT_ORACLES:
+            raise MarkerError(f"{where}: a bad project says `oracle = ` one of {PROJECT_ORACLES}")
+        if settings.oracle == "raises" and not settings.error:
+            raise MarkerError(f"{where}: `oracle = \"raises\"` needs `error = \"<part of torch's message>\"`")
+        if not project.markers:
+            raise MarkerError(f"{directory}: a bad project marks the wrong statements with `# expect: GLnnn`")
+    else:
+        if settings.oracle is not None or settings.error is not None:
+            raise MarkerError(f"{where}: a good project has no `oracle` or `error` (it must run clean)")
+        if project.markers:
+            raise MarkerError(f"{directory}: a good project carries markers: {sorted(project.markers)}")
+    return project
+
+
+def iter_projects(root: Path = PROJECTS_DIR) -> Iterator[Project]:
+    """Every ``bad_*``/``good_*`` folder with a ``fixture.toml`` under ``root``, sorted by name."""
+    if not root.is_dir():
+        return
+    for directory in sorted(root.iterdir()):
+        if directory.is_dir() and directory.name.startswith(("bad_", "good_")):
+            yield load_project(directory)

@@ -60,7 +60,7 @@ import time
 import traceback
 import warnings
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -463,6 +463,7 @@ def run_measured(
     nodes: bool = True,
     optim: bool = False,
     keep: Iterable[str] = (),
+    execute: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Measurement:
     """Run one fixture in process under a :class:`Meter`.
 
@@ -472,6 +473,11 @@ def run_measured(
     The fixture's namespace is then dropped and ``gc.collect()`` runs before the
     "alive after the run" counts: what survives is unreachable garbage torch
     cannot free (reference cycles through C++), not what the fixture kept.
+
+    ``execute(globals_in) -> namespace`` runs the code when it is not simply the
+    script at ``path`` (default: ``runpy.run_path(path)`` as ``__main__``), e.g.
+    ``runpy.run_module`` for a project a user runs as ``python -m pkg.train``;
+    ``path`` then names the entry file (its frames are the outcome's frames).
     """
     path = os.fspath(Path(path).resolve())
     globals_in = dict(globals_in or {})
@@ -488,7 +494,10 @@ def run_measured(
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
                     with meter:
-                        namespace = runpy.run_path(path, init_globals=globals_in, run_name="__main__")
+                        if execute is None:
+                            namespace = runpy.run_path(path, init_globals=globals_in, run_name="__main__")
+                        else:
+                            namespace = execute(globals_in)
                     values = {name: namespace.get(name) for name in keep}
                     del namespace
                 except BaseException as exc:  # recorded, like the plain runner does

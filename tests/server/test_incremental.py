@@ -24,7 +24,7 @@ from graphlife.analysis.blocks import BlockParser, block_starts, source_lines
 from graphlife.checker import check_source
 from graphlife.config import Config
 from graphlife.incremental import IncrementalChecker
-from tests.fixturelib import FIXTURES_DIR
+from tests.fixturelib import FIXTURES_DIR, fixture_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -104,7 +104,7 @@ def _edits(source: str, seed: int) -> list[str]:
 
 
 def _fixture_groups() -> list[str]:
-    return sorted(path.name for path in FIXTURES_DIR.iterdir() if path.is_dir())
+    return [path.name for path in fixture_dirs()]  # the GLnnn folders (not projects/)
 
 
 @pytest.mark.parametrize("group", _fixture_groups())

@@ -16,7 +16,7 @@ import pytest
 
 from graphlife.analysis import isolation
 from graphlife.checker import check_source
-from tests.fixturelib import FIXTURES_DIR
+from tests.fixturelib import FIXTURES_DIR, fixture_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENTS = (Path(__file__).parent / "data" / "experiments.py").read_text()
@@ -43,7 +43,7 @@ def _calls_run_apart(monkeypatch, source: str) -> list[str]:
     return kept
 
 
-@pytest.mark.parametrize("group", [*sorted(p.name for p in FIXTURES_DIR.iterdir() if p.is_dir()), "examples"])
+@pytest.mark.parametrize("group", [*(p.name for p in fixture_dirs()), "examples"])
 def test_findings_are_those_of_inlining_every_call(group: str, monkeypatch) -> None:
     folder = ROOT / "examples" if group == "examples" else FIXTURES_DIR / group
     paths = sorted(folder.glob("*.py"))

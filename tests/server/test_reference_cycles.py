@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from graphlife.checker import check_source
+from tests.fixturelib import fixture_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -47,7 +48,7 @@ def test_generated_training_file_leaves_no_cycles():
     assert collectable_after_check(source, "train_1000.py") <= ALLOWED
 
 
-@pytest.mark.parametrize("code", sorted(p.name for p in (ROOT / "tests" / "fixtures").iterdir() if p.is_dir()))
+@pytest.mark.parametrize("code", [p.name for p in fixture_dirs()])
 def test_fixture_with_findings_leaves_no_cycles(code):
     """Per rule, its first bad fixture that gets a finding: findings, their fixes and related
     places (which name nodes of the tree) are made and kept by the caller."""

@@ -26,13 +26,13 @@ from graphlife.analysis.values import NONE, Number
 from graphlife.checker import check_source
 from graphlife.incremental import IncrementalChecker
 from graphlife.rules import all_rules
-from tests.fixturelib import FIXTURES_DIR
+from tests.fixturelib import FIXTURES_DIR, fixture_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from generate import generate_fanout  # noqa: E402
 
-GROUPS = [*sorted(p.name for p in FIXTURES_DIR.iterdir() if p.is_dir()), "examples"]
+GROUPS = [*(p.name for p in fixture_dirs()), "examples"]
 
 
 def _paths(group: str) -> list[Path]:
