@@ -19,7 +19,24 @@ from fixturelib import Project, iter_projects
 from graphlife.cli import main
 
 PROJECTS = list(iter_projects())
-_PENDING = pytest.mark.xfail(strict=False, reason="project-wide analysis lands with issue 13")
+
+#: Projects whose findings differ from the markers for a reason that is not about following
+#: imports: the same code in one file gives the same difference (strict: when the engine
+#: learns it, the mark must go).
+KNOWN_GAPS = {
+    "bad_average_meter_fed_loss": "a meter's `self.sum += val * n` in a method is not seen to grow the graph "
+                                  "(only a plain `total += loss` is): recall from values, not spellings",
+    "bad_lstm_trainer_hidden_state": "GL201 also warns that `self.hidden` keeps a graph no backward frees, "
+                                     "where torch raises GL101's error at the next backward first",
+}
+
+
+def _params(projects: list[Project]) -> list:
+    return [
+        pytest.param(p, id=p.name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[p.name]))
+        if p.name in KNOWN_GAPS else pytest.param(p, id=p.name)
+        for p in projects
+    ]
 
 Finding = tuple[str, int, str]
 
@@ -28,7 +45,7 @@ def _check(project: Project, target: str, capsys, monkeypatch) -> tuple[int, dic
     """``graphlife check --format json TARGET`` run from the project folder: the status, and each finding by key."""
     monkeypatch.chdir(project.dir)
     capsys.readouterr()
-    status = main(["check", "--format", "json", target])
+    status = main(["check", "--no-cache", "--format", "json", target])
     payload = json.loads(capsys.readouterr().out)
     root = project.dir.resolve()
     return status, {
@@ -50,15 +67,13 @@ def _compare(project: Project, command: str, status: int, found: dict[Finding, d
     pytest.fail("\n".join(lines), pytrace=False)
 
 
-@_PENDING
-@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("project", _params(PROJECTS))
 def test_project_folder_findings_are_the_markers(project: Project, capsys, monkeypatch) -> None:
     status, found = _check(project, ".", capsys, monkeypatch)
     _compare(project, "graphlife check --format json .", status, found)
 
 
-@_PENDING
-@pytest.mark.parametrize("project", [p for p in PROJECTS if p.is_bad], ids=lambda p: p.name)
+@pytest.mark.parametrize("project", _params([p for p in PROJECTS if p.is_bad]))
 def test_entry_file_alone_reports_the_bugs_it_reaches(project: Project, capsys, monkeypatch) -> None:
     entry = project.entry_files()[0].relative_to(project.dir).as_posix()
     status, found = _check(project, entry, capsys, monkeypatch)

@@ -16,6 +16,7 @@ import ast
 
 from graphlife.analysis import isolation, torch_api
 from graphlife.analysis.engine.core import EngineCore, handles_expressions
+from graphlife.analysis.modules import is_namespace_key
 from graphlife.analysis.run_state import CallFrame
 from graphlife.analysis.state import State
 from graphlife.analysis.values import (
@@ -161,6 +162,9 @@ class Calls(EngineCore):
         caller_inference, caller_assumed = state.inference_mode, state.grad_assumed
         state.adopt(after)
         state.env, state.grad_enabled = caller_env, caller_grad
+        for name, value in after.env.items():
+            if is_namespace_key(name) and name not in caller_env:
+                state.env[name] = value  # a module the callee imported is imported for all (sys.modules)
         state.inference_mode, state.grad_assumed = caller_inference, caller_assumed
         self.last_call_roots = [result_value for _, result_value in flow.returns] + list(yielded or ())
         self.collect_after_call(state, self.last_call_roots)

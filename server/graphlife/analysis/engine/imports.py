@@ -47,6 +47,8 @@ class Imports(EngineCore):
 
     @handles_statements(ast.Import, ast.ImportFrom)
     def exec_import(self, stmt: ast.Import | ast.ImportFrom, state: State) -> Flow:
+        if any(self.missing_project_module(name) for name in _modules_named(stmt, self.module)):
+            return Flow(normal=_unreachable(state))  # ModuleNotFoundError: a `try` goes to its handler
         if isinstance(stmt, ast.Import):  # a module is a name: its body runs when one of its names is used
             for alias in stmt.names:
                 if alias.asname:
@@ -135,6 +137,14 @@ class Imports(EngineCore):
                 found = None  # the file being checked, imported by a module it imports: a cycle back
         self.imported[name] = found
         return found
+
+    def missing_project_module(self, name: str) -> bool:
+        """Does importing ``name`` raise for sure: its top package is the project's, and the
+        project has no such module (``from lib.fused import f`` with no ``lib/fused.py``)?
+        Then a ``try: ... except ImportError:`` runs its fallback, as it does under Python."""
+        top, dot, _ = name.partition(".")
+        return bool(dot) and self.modules is not None and self.is_project_module(top) \
+            and not self.is_project_module(name)
 
     def is_project_module(self, name: str) -> bool:
         """Does ``name`` name a module of the user's project? (Without reading it.)"""
@@ -298,6 +308,21 @@ class Imports(EngineCore):
         env = {name: value for name, value in state.env.items() if is_namespace_key(name)}
         env.update(self.namespace_names(module.name, state))
         return env
+
+
+def _modules_named(stmt: ast.Import | ast.ImportFrom, importer: SourceModule) -> list[str]:
+    """The modules an import statement imports (absolute names; the package of a ``from``)."""
+    if isinstance(stmt, ast.Import):
+        return [alias.name for alias in stmt.names]
+    base = _absolute_in(importer, stmt.module or "", stmt.level)
+    return [base] if base else []
+
+
+def _unreachable(state: State) -> State:
+    """A copy of ``state`` that no path reaches (the statement raised)."""
+    dead = state.copy()
+    dead.reachable = False
+    return dead
 
 
 def _absolute_in(importer: SourceModule, module: str, level: int) -> str | None:
