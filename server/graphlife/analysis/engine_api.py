@@ -108,6 +108,10 @@ class TorchEngine(Protocol):
         """A module is called: the running loops' ends will say so."""
         ...
 
+    def note_opaque_call(self, call: ast.Call, args: list[Value], state: State) -> None:
+        """A call the engine cannot follow is given these values (the rules hear of their graphs)."""
+        ...
+
     def find_method(self, ref: ClassRef, name: str, state: State,
                     depth: int = 0) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The method ``name`` of a class of the file (or of its bases in the file)."""

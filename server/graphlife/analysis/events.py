@@ -61,6 +61,16 @@ class BackwardEvent(Event):
 
 
 @dataclass
+class OpaqueCallEvent(Event):
+    """A call the engine cannot follow (an unknown callable: a model built by a library, a deep
+    copy) was given tensors with graphs: whatever it returns may carry those graphs, which the
+    engine then no longer sees (the nodes of a later value made from it are ``partial``)."""
+
+    call: ast.Call
+    nodes: frozenset[int]  # the graph nodes of the tensors it was given
+
+
+@dataclass
 class InplaceEvent(Event):
     site: ast.AST
     target: TensorVal

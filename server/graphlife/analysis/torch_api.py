@@ -903,7 +903,11 @@ def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Valu
             return UNKNOWN
         value = args[0] if args else UNKNOWN
         for child in children.items:
-            value = call_module_site(interp, state, child, [value], call) if isinstance(child, HeapRef) else UNKNOWN
+            if isinstance(child, HeapRef):
+                value = call_module_site(interp, state, child, [value], call)
+            else:  # a layer the engine does not know (`nn.Sequential(*backbone_layers)`)
+                interp.note_opaque_call(call, [value], state)
+                value = UNKNOWN
         return value
     info = optable.lookup(key)
     storages, _ = module_params(state, ref)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from graphlife.analysis.events import BackwardEvent, UnitEndEvent
+from graphlife.analysis.events import BackwardEvent, OpaqueCallEvent, UnitEndEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Severity
 
@@ -52,25 +52,46 @@ class GL202State:
     (where the argument to drop is); judged when the unit ends."""
 
     backwards: list[tuple[BackwardEvent, ast.stmt]] = field(default_factory=list)
+    backward_seqs: list[int] = field(default_factory=list)  # when each backward ran (event order)
+    #: Calls the engine cannot follow that were given graphs, with when they ran.
+    opaque: list[tuple[int, OpaqueCallEvent]] = field(default_factory=list)
+    seq: int = 0
 
 
 @RULE.on(BackwardEvent)
 def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
-    ctx.unit_state(GL202State).backwards.append((event, event.stmt))
+    data = ctx.unit_state(GL202State)
+    data.seq += 1
+    data.backwards.append((event, event.stmt))
+    data.backward_seqs.append(data.seq)
+
+
+@RULE.on(OpaqueCallEvent)
+def on_opaque_call(event: OpaqueCallEvent, ctx: RuleContext) -> None:
+    data = ctx.unit_state(GL202State)
+    data.seq += 1
+    data.opaque.append((data.seq, event))
 
 
 @RULE.on(UnitEndEvent)
 def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
     data = ctx.take_unit_state(GL202State)
-    backwards = data.backwards if data is not None else []
+    if data is None:
+        return
+    backwards = data.backwards
+    current_seq = data.backward_seqs
     needed: set[int] = set()
     for index, (current, stmt) in enumerate(backwards):
         if current.retain_graph is not True or not current.may:
             continue
+        handed_out = any(opaque.nodes & current.may for seq, opaque in data.opaque if seq > current_seq[index])
         later = any(
             (other.may & current.may)
-            # a later backward on a value we could not interpret may well reach it
+            # a later backward on a value we could not interpret may well reach it, and so may one
+            # whose graph lost its way through a call we cannot follow that was given this graph
+            # (a feature extractor built by a library: `extractor(fake)`)
             or not other.may
+            or (handed_out and any(ctx.graph.nodes[n].partial for n in other.may))
             for other, _ in backwards[index + 1:]
         )
         if later:

@@ -16,6 +16,7 @@ import ast
 
 from graphlife.analysis import isolation, torch_api
 from graphlife.analysis.engine.core import EngineCore, handles_expressions
+from graphlife.analysis.events import OpaqueCallEvent
 from graphlife.analysis.modules import is_namespace_key
 from graphlife.analysis.run_state import CallFrame
 from graphlife.analysis.state import State
@@ -80,7 +81,17 @@ class Calls(EngineCore):
         if isinstance(func, BoundMethod):
             result = torch_api.call_method(self, state, func.receiver, func.name, args, kwargs, call)
             return self.no_grad_opaque(result, state, call)
+        self.note_opaque_call(call, [*args, *kwargs.values()], state)
         return self.no_grad_opaque(UNKNOWN, state, call)
+
+    def note_opaque_call(self, call: ast.Call, args: list[Value], state: State) -> None:
+        """Tell the rules that a call the engine cannot follow was given these graphs."""
+        nodes = frozenset(
+            node for value in torch_api.flatten_tensor_args(args, state) if isinstance(value, TensorVal)
+            for node in value.grad_fn
+        )
+        if nodes:
+            self.emit(OpaqueCallEvent(stmt=self.current_stmt(), state=state, call=call, nodes=nodes))
 
     def no_grad_opaque(self, result: Value, state: State, call: ast.Call) -> Value:
         """Whatever an unknown call returns while gradients are off carries no graph."""
