@@ -151,6 +151,17 @@ def _cache_keys(path: str, source: str, config: Config) -> tuple[ResultCache, st
     return cache, text_hash(source), f"{settings_key(config)}:{os.getcwd()}:{path}"
 
 
+def _from_cache(path: str, base_config: Config) -> FileReport | None:
+    """The cached report of a Python file (not a notebook), or ``None`` to check it."""
+    if path.endswith(".ipynb"):
+        return None
+    try:
+        source = read_source(path)
+    except (OSError, ValueError):
+        return None  # the check reports why it cannot be read
+    return _cached_report(path, source, config_for_path(base_config, path))
+
+
 def _cached_report(path: str, source: str, config: Config) -> FileReport | None:
     """The report of an earlier run, when the file, every module it imported and the settings
     are unchanged."""
@@ -346,16 +357,24 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
         for problem in base.problems:
             print(f"graphlife: {problem}", file=sys.stderr)
         base = Config(select=base.select, ignore=base.ignore)
-    jobs = [(path, base, mode, not args.no_cache) for path in files]
+    use_cache = mode == "check" and not args.no_cache
+    # Files whose results are in the cache are answered here: a project checked again
+    # unchanged starts no worker process and analyzes nothing.
+    known = {path: report for path in files if (report := _from_cache(path, base)) is not None} if use_cache else {}
+    jobs = [(path, base, mode, use_cache) for path in files if path not in known]
+    if jobs:
+        load_engine()
     if len(jobs) > 3 and (os.cpu_count() or 1) > 1:
         # Imported only here: a process pool costs a check of one file more start-up
         # time than the check itself.
         from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
 
         with ProcessPoolExecutor() as pool:
-            reports = list(pool.map(_check_one, jobs, chunksize=4))
+            fresh = list(pool.map(_check_one, jobs, chunksize=4))
     else:
-        reports = [_check_one(job) for job in jobs]
+        fresh = [_check_one(job) for job in jobs]
+    by_path = {report.path: report for report in fresh} | known
+    reports = [by_path[path] for path in files]
     for report in reports:
         if report.read_error:
             print(f"graphlife: {report.path}: cannot read: {report.read_error}", file=sys.stderr)
@@ -527,8 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.command == "check":
         mode = "diff" if args.diff else "fix" if args.fix else "check"
-        load_engine()
-        return _run_check(args, mode)
+        return _run_check(args, mode)  # it loads the engine when a file is to be analyzed
     if args.command == "fix":
         load_engine()
         return _run_check(args, "diff" if args.diff else "fix")

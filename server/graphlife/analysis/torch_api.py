@@ -937,7 +937,10 @@ def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Valu
     else:
         use_info = info
     if len(inputs) != len(use_info.inputs):
-        inputs = (inputs + [UNKNOWN] * len(use_info.inputs))[: len(use_info.inputs)]
+        # A recurrent module called without its state starts from zeros (no graph, no grad);
+        # any other input the call did not give is unknown.
+        filler: Value = TensorVal(requires_grad=False, leaf=True, storage=None) if key in RNN_OUTPUTS else UNKNOWN
+        inputs = (inputs + [filler] * len(use_info.inputs))[: len(use_info.inputs)]
     if obj.inplace_site is not None and inputs and isinstance(inputs[0], TensorVal):
         return apply_inplace(interp, state, key, inputs[0], exprs[0] if exprs else None, inputs[1:], call,
                              construction=obj.inplace_site, info=use_info, inplace_cases=True,

@@ -84,12 +84,17 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
     for index, (current, stmt) in enumerate(backwards):
         if current.retain_graph is not True or not current.may:
             continue
-        handed_out = any(opaque.nodes & current.may for seq, opaque in data.opaque if seq > current_seq[index])
+        # Where the engine lost edges (a partial graph: an input it could not interpret), the
+        # retained graph may hold more than it sees, and a later graph may reach it unseen.
+        handed_out = any(ctx.graph.nodes[n].partial for n in current.may) or any(
+            opaque.nodes & current.may for seq, opaque in data.opaque if seq > current_seq[index]
+        )
         later = any(
             (other.may & current.may)
             # a later backward on a value we could not interpret may well reach it, and so may one
             # whose graph lost its way through a call we cannot follow that was given this graph
-            # (a feature extractor built by a library: `extractor(fake)`)
+            # (a feature extractor built by a library: `extractor(fake)`), or that reaches a part
+            # of the retained graph the engine could not see
             or not other.may
             or (handed_out and any(ctx.graph.nodes[n].partial for n in other.may))
             for other, _ in backwards[index + 1:]
