@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from graphlife.checker import CheckResult
 from graphlife.debug import traceback_explain
 from graphlife.findings import Finding, Severity, Span
 
@@ -48,12 +49,13 @@ def test_reads_stdin_and_shows_the_static_finding_next_to_it(gl102_traceback, mo
     line = _line_of(script, "# stop here")
     calls = []
 
-    def fake_check(source, path=None, config=None):
+    def fake_check(source, path=None, config=None, **options):
         calls.append(path)
-        return [Finding("GL102", "inplace-modifies-saved-tensor", Severity.ERROR, Span(line, 1, line, 16),
-                        "`gate` is changed in place after sigmoid saved it")]
+        finding = Finding("GL102", "inplace-modifies-saved-tensor", Severity.ERROR, Span(line, 1, line, 16),
+                          "`gate` is changed in place after sigmoid saved it")
+        return CheckResult(findings=[finding])
 
-    monkeypatch.setattr("graphlife.checker.check", fake_check)
+    monkeypatch.setattr("graphlife.checker.check_source", fake_check)
     monkeypatch.setattr(sys, "stdin", io.StringIO(gl102_traceback))
     assert traceback_explain.main([]) == 0
     out = capsys.readouterr().out
@@ -62,10 +64,10 @@ def test_reads_stdin_and_shows_the_static_finding_next_to_it(gl102_traceback, mo
 
 
 def test_a_checker_failure_does_not_hide_the_explanation(gl102_traceback, monkeypatch):
-    def broken(source, path=None, config=None):
+    def broken(source, path=None, config=None, **options):
         raise ValueError("engine bug")
 
-    monkeypatch.setattr("graphlife.checker.check", broken)
+    monkeypatch.setattr("graphlife.checker.check_source", broken)
     status, report = traceback_explain.explain_text(gl102_traceback)
     assert status == 0
     assert "GL102" in report and "the checker failed: ValueError: engine bug" in report
@@ -87,3 +89,20 @@ def test_other_errors_and_no_traceback():
     assert status == 1 and "not one of the autograd errors" in report
     assert traceback_explain.explain_text("just some text")[0] == 2
     assert traceback_explain.main(["/nonexistent/tb.txt"]) == 2
+
+
+def test_a_bug_in_an_imported_module_is_named_at_the_backward_it_breaks(tmp_path):
+    """The traceback ends at `loss.backward()` in train.py; the in-place op that broke it is in
+    layers.py, which train.py imports: the explanation names that file and line."""
+    (tmp_path / "layers.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Block(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n"
+        "    def forward(self, x):\n        h = torch.sigmoid(self.fc(x))\n        h.mul_(2)\n        return h.sum()\n"
+    )
+    train = tmp_path / "train.py"
+    train.write_text("import torch\nfrom layers import Block\n\nmodel = Block()\nloss = model(torch.randn(2, 4))\n"
+                     "loss.backward()\n")
+    status, report = traceback_explain.explain_text(traceback_of(train))
+    assert status == 0
+    expected = f"static finding GL102 inplace-modifies-saved-tensor (the same rule) in {tmp_path / 'layers.py'}:12"
+    assert expected in report

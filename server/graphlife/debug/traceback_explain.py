@@ -85,9 +85,13 @@ def _static_findings(path: str) -> tuple[list[Finding], str | None, list[str]]:
     except OSError as exc:
         return [], f"cannot read: {exc}", []
     try:
-        from graphlife.checker import check  # noqa: PLC0415
+        from graphlife.checker import check_source, project_modules  # noqa: PLC0415
+        from graphlife.config import Config  # noqa: PLC0415
 
-        return check(source, path), None, source.splitlines()
+        # Its imports of the user's other modules are followed: the in-place op that makes
+        # this backward raise may be in the model's file.
+        findings = check_source(source, path, modules=project_modules(path, Config())).findings
+        return findings, None, source.splitlines()
     except Exception as exc:  # noqa: BLE001 - a checker bug must not hide the explanation
         return [], f"the checker failed: {type(exc).__name__}: {exc}", source.splitlines()
 
@@ -131,15 +135,20 @@ def explain_text(text: str) -> tuple[int, str]:
             out.append(f"    {text_line}")
         if note:
             out.append(f"    ({note})")
-        here = [f for f in findings if f.span.line <= frame.line <= f.span.end_line]
+        here = [f for f in findings if f.span.path is None and f.span.line <= frame.line <= f.span.end_line]
+        # A bug in another file whose story passes through this line (the backward it makes raise).
+        here += [f for f in findings if f.span.path is not None
+                 and any(r.span.path is None and r.span.line == frame.line for r in f.related)]
         for finding in here:
             agrees = " (the same rule)" if item and finding.code == item["code"] else ""
-            out.append(f"    static finding {finding.code} {finding.name}{agrees}: {finding.message}")
+            elsewhere = f" in {finding.span.path}:{finding.span.line}" if finding.span.path is not None else ""
+            out.append(f"    static finding {finding.code} {finding.name}{agrees}{elsewhere}: {finding.message}")
         if not here and not note:
             out.append("    no static finding on this line")
             others = [f for f in findings if item and f.code == item["code"]]
             for finding in others[:3]:
-                out.append(f"    {finding.code} elsewhere in this file, line {finding.span.line}: {finding.message}")
+                place = f"in {finding.span.path}, line" if finding.span.path is not None else "in this file, line"
+                out.append(f"    {finding.code} elsewhere {place} {finding.span.line}: {finding.message}")
     return (0 if item else 1), "\n".join(out)
 
 
