@@ -72,6 +72,7 @@ class RunState:
     # -- what it made -------------------------------------------------------------------------------
     graph: GraphStore = field(default_factory=GraphStore)
     next_id: int = 1  # the last id handed out for a storage or a heap object
+    heap_live: int = 0  # heap objects alive after the last collection (the next waits for twice as many)
     zeroed_after: dict[int, ast.AST] = field(default_factory=dict)  # zero_grad statement -> the backward it cleared
 
     # -- what it noted ------------------------------------------------------------------------------

@@ -112,7 +112,9 @@ class Heap(EngineCore):
 
     def collect_after_call(self, state: State, returned: list[Value]) -> None:
         """Back from a call: drop what the callee made that nothing reaches, once the heap is large."""
-        if len(state.heap) > HEAP_GC_THRESHOLD:
+        # Amortized: a collection that found most of the heap alive (the modules a project
+        # imported, a big model) is not walked again until the heap has doubled since.
+        if len(state.heap) > max(HEAP_GC_THRESHOLD, 2 * self.run_state.heap_live):
             self.collect_garbage(state, returned)
 
     def collect_garbage(self, state: State, extra_roots: list[Value]) -> None:
@@ -146,5 +148,6 @@ class Heap(EngineCore):
                 stack.append(value.bound_self)
             elif isinstance(value, BoundMethod):
                 stack.append(value.receiver)
+        run.heap_live = len(live)
         if len(live) < len(state.heap):
             state.heap = {oid: obj for oid, obj in state.heap.items() if oid in live}
