@@ -156,6 +156,7 @@ class EngineParts(TorchEngine, Protocol):
     module: SourceModule  # the module whose code runs
     entry: SourceModule  # the file being checked
     star_sources: dict[str, list[str]]  # per module: the project's modules it star-imports
+    foreign_budget: int  # statements of other modules the running unit may run
     reporter: Reporter
     parents: dict[int, ast.AST]
     rebound: dict[str, bool]  # names bound more than once in the file
@@ -231,6 +232,10 @@ class EngineParts(TorchEngine, Protocol):
 
     def is_project_module(self, name: str) -> bool:
         """Does ``name`` name a module of the project that the run imported?"""
+        ...
+
+    def preload_imports(self, state: State) -> None:
+        """Run the bodies of the modules the file imports on ``state`` (once, for every unit)."""
         ...
 
     def star_name(self, name: str, state: State) -> Value | None:

@@ -73,6 +73,9 @@ class RunState:
     graph: GraphStore = field(default_factory=GraphStore)
     next_id: int = 1  # the last id handed out for a storage or a heap object
     heap_live: int = 0  # heap objects alive after the last collection (the next waits for twice as many)
+    #: Statements of the project's other modules run so far in the running unit (or ``self``
+    #: build): past :data:`~graphlife.analysis.engine.imports.FOREIGN_BUDGET`, their calls are unknown.
+    foreign_steps: int = 0
     zeroed_after: dict[int, ast.AST] = field(default_factory=dict)  # zero_grad statement -> the backward it cleared
 
     # -- what it noted ------------------------------------------------------------------------------

@@ -101,10 +101,11 @@ def build_instance(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: St
 def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State) -> BuiltSelf:
     run = interp.run_state
     outer_touched, outer_inlined, outer_ends = run.touched, run.unit_inlined, run.path_ends
+    outer_foreign = run.foreign_steps  # a `self` has a budget of its own: built once, whichever unit asks
     zeroed_before = dict(run.zeroed_after)
     touched: dict[int, ast.AST] = {}
     inlined: set[int] = set()
-    run.touched, run.unit_inlined, run.path_ends = touched, inlined, False
+    run.touched, run.unit_inlined, run.path_ends, run.foreign_steps = touched, inlined, False, 0
     try:
         value = build_instance(interp, ref, func, state)
         built = BuiltSelf(
@@ -115,6 +116,7 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State) -> 
     finally:
         ends = run.path_ends
         run.touched, run.unit_inlined, run.path_ends = outer_touched, outer_inlined, outer_ends or ends
+        run.foreign_steps = outer_foreign
     _merge_reads(interp, touched, inlined)
     return built
 

@@ -122,6 +122,8 @@ class Calls(EngineCore):
         if len(calls) >= MAX_INLINE_DEPTH or func.key in calls or isinstance(node, ast.AsyncFunctionDef):
             self.touch(node)
             return UNKNOWN
+        if self.run_state.foreign_steps > self.foreign_budget and self.module_of(node) is not self.entry:
+            return UNKNOWN  # the unit ran enough of the project's other modules: their calls are unknown
         if self.isolate_calls and isolation.may_isolate(self, func, args, kwargs, state, site):
             result = isolation.call_isolated(self, func, args, kwargs, state, site)
             if result is not None:

@@ -114,6 +114,11 @@ class EngineCore(EngineParts):
         #: Per module (dotted name): the project's modules it star-imports, in order.
         self.star_sources: dict[str, list[str]] = {}
         self._exists: dict[str, bool] = {}  # dotted name -> a module of the project? (not read)
+        #: Imported modules whose names are the same on every path (see ``_plain_namespace``).
+        self.plain_namespaces: dict[str, dict[str, Value]] = {}
+        #: Statements of other modules the running unit may run (:mod:`.imports` says why).
+        self.foreign_budget = 8_000
+        self._module_of: dict[int, SourceModule] = {}  # node id -> its module, once looked up
         self.deadline = deadline
         self.enter_module(self.entry)
         self._text_cache: dict[int, str] = {}
@@ -181,13 +186,19 @@ class EngineCore(EngineParts):
         """The module whose code ``node`` is (the running one first; the entry when unknown)."""
         if id(node) in self.parents or node is self.tree:
             return self.module
-        entry = self.entry
-        if id(node) in entry.index.parents or node is entry.tree:
-            return entry
-        for module in self.imported.values():
-            if module is not None and (id(node) in module.index.parents or node is module.tree):
-                return module
-        return entry
+        known = self._module_of.get(id(node))
+        if known is not None:
+            return known
+        found = self.entry
+        if not (id(node) in found.index.parents or node is found.tree):
+            for module in self.imported.values():
+                if module is not None and (id(node) in module.index.parents or node is module.tree):
+                    found = module
+                    break
+            else:
+                return found  # not (yet) known: a module imported later may hold it
+        self._module_of[id(node)] = found
+        return found
 
     def foreign_path(self, node: ast.AST) -> str | None:
         """The path of the other file ``node`` is in (``None``: the file being checked)."""

@@ -29,10 +29,42 @@ from graphlife.analysis.engine.core import EngineCore, handles_statements
 from graphlife.analysis.engine_api import Flow
 from graphlife.analysis.modules import SourceModule, is_namespace_key, namespace_key, relative_base
 from graphlife.analysis.state import State
-from graphlife.analysis.values import UNKNOWN, ClassRef, FunctionRef, HeapRef, ImportedName, Number, QualName, Value
+from graphlife.analysis.values import (
+    UNKNOWN,
+    ClassRef,
+    ContextVal,
+    FunctionRef,
+    HeapRef,
+    ImportedName,
+    NoneValue,
+    Number,
+    QualName,
+    TensorVal,
+    TupleVal,
+    Unknown,
+    Value,
+)
 
 #: Modules imported inside modules nest at most this deep; a deeper import stays unknown.
 MAX_IMPORT_DEPTH = 12
+
+#: Statements of the project's other modules the module body may run; past it, calls of their
+#: functions and the bodies of modules not yet imported are unknown (what is unknown never
+#: makes an error). Why: a test file of a large library imports half of it, and a model's
+#: ``__init__`` may run thousands of its statements; the file's own code must still be analyzed
+#: within the time box. Counted in statements, not seconds, so that the findings do not depend
+#: on the machine; a function analyzed alone (or the build of its ``self``) gets a share of
+#: :data:`FILE_FOREIGN_BUDGET` (a file of 140 test functions gets less each than a script of 5),
+#: fixed by the number of functions in the file, so a unit replayed by the language server's
+#: cache leaves the others' budgets as they were.
+FOREIGN_BUDGET = 8_000
+FILE_FOREIGN_BUDGET = 60_000
+MIN_FOREIGN_BUDGET = 300
+
+
+def function_foreign_budget(functions: int) -> int:
+    """Each function's budget of foreign statements in a file of ``functions`` functions."""
+    return max(MIN_FOREIGN_BUDGET, min(FOREIGN_BUDGET, FILE_FOREIGN_BUDGET // max(1, functions)))
 
 def _shared_by_every_state(value: Value) -> bool:
     """A value that means the same in every state (no heap object): it may live in a table of
@@ -196,6 +228,30 @@ class Imports(EngineCore):
                 resolving.discard(key)
         return value
 
+    def preload_imports(self, state: State) -> None:
+        """Run, on ``state``, the bodies of the project's modules the file's top level imports,
+        and of those their top levels import, breadth first, within one budget of statements.
+        Why: every function analyzed alone starts from a copy of ``state``; a module imported
+        there is imported in all of them, where each would otherwise run its body again (a
+        test file of 140 test functions over a library ran its modules 140 times)."""
+        run = self.run_state
+        saved_steps, run.foreign_steps = run.foreign_steps, 0
+        try:
+            names = [*run.globals.values(), *state.env.values()]
+            pending = [value for value in names if isinstance(value, ImportedName)]
+            seen: set[str] = set()
+            while pending and run.foreign_steps <= self.foreign_budget:
+                value = pending.pop(0)
+                if value.module in seen:
+                    continue
+                seen.add(value.module)
+                module = self.import_module(value.module, state)
+                if module is not None and module.name == value.module:
+                    table = self.module_tables.get(module.name, {})
+                    pending.extend(v for v in table.values() if isinstance(v, ImportedName) and v.module not in seen)
+        finally:
+            run.foreign_steps = saved_steps
+
     # -- running a module's body ---------------------------------------------------------------------------
     def run_module_body(self, module: SourceModule, state: State) -> None:
         """Run ``module``'s body on ``state`` (its effects on heap, graph and versions stay) in a
@@ -203,10 +259,10 @@ class Imports(EngineCore):
         import cycle, or a second import of the same module, finds the namespace already there
         (partly filled, for a cycle, as Python's half-initialized module is)."""
         key = namespace_key(module.name)
-        if key in state.env:
+        if key in state.env or module.name in self.plain_namespaces:
             return
         run = self.run_state
-        if len(run.import_stack) >= MAX_IMPORT_DEPTH:
+        if len(run.import_stack) >= MAX_IMPORT_DEPTH or run.foreign_steps > self.foreign_budget:
             return
         namespace = self.new_object(state, "object", module.tree, cls=f"module {module.name}")
         state.env[key] = namespace
@@ -232,12 +288,21 @@ class Imports(EngineCore):
         for name, value in module_env.items():
             if is_namespace_key(name):
                 state.env.setdefault(name, value)  # modules the body imported: imported for all
+        names = {name: value for name, value in module_env.items() if not is_namespace_key(name)}
+        plain = _plain_namespace(names, after)
+        if plain is not None:  # the same on every path: kept once, the body never runs again
+            self.plain_namespaces[module.name] = plain
+            state.env.pop(key, None)
+            return
         obj = state.heap_write(namespace.oid)
-        obj.attrs.update({name: value for name, value in module_env.items() if not is_namespace_key(name)})
+        obj.attrs.update(names)
 
     # -- a module's names ------------------------------------------------------------------------------------
     def namespace_names(self, module_name: str, state: State) -> Mapping[str, Value]:
         """What the module's body computed, on this path (empty when it did not run here)."""
+        plain = self.plain_namespaces.get(module_name)
+        if plain is not None:
+            return plain
         ref = state.env.get(namespace_key(module_name))
         if isinstance(ref, HeapRef) and ref.oid in state.heap:
             return state.heap[ref.oid].attrs
@@ -308,6 +373,56 @@ class Imports(EngineCore):
         env = {name: value for name, value in state.env.items() if is_namespace_key(name)}
         env.update(self.namespace_names(module.name, state))
         return env
+
+
+#: Values that mean the same in every state (no heap object, no tensor).
+_STATE_FREE = (Number, QualName, ClassRef, ImportedName, NoneValue, Unknown, ContextVal)
+#: Heap objects whose contents matter to graph bugs wherever they are (they hold parameters or tensors).
+_GRAPH_KINDS = frozenset({"module", "optimizer", "params", "scaler"})
+
+
+def _plain_namespace(names: Mapping[str, Value], state: State) -> dict[str, Value] | None:
+    """A module's names as the same values on every path, when its body made nothing a graph
+    bug depends on: definitions, constants, and objects without tensors, modules or
+    optimizers (a registry, a logger, a config), which become unknown (what is unknown never
+    makes an error). ``None`` when it made such a thing (a model, an optimizer, a tensor, a
+    list a training loop may fill): then its namespace lives on each path."""
+    plain: dict[str, Value] = {}
+    for name, value in names.items():
+        kept = _state_free(value, state, 0)
+        if kept is None:
+            return None
+        plain[name] = kept
+    return plain
+
+
+def _state_free(value: Value, state: State, depth: int) -> Value | None:
+    if isinstance(value, _STATE_FREE) or (isinstance(value, FunctionRef) and value.bound_self is None):
+        return value
+    if isinstance(value, TupleVal) and depth < 4:
+        items = [_state_free(item, state, depth + 1) for item in value.items]
+        return None if any(item is None for item in items) else TupleVal(tuple(i for i in items if i is not None))
+    if isinstance(value, HeapRef):
+        return UNKNOWN if not _holds_graph_things(value, state, 0) else None
+    return None
+
+
+def _holds_graph_things(ref: HeapRef, state: State, depth: int) -> bool:
+    """Does a heap object (or anything it holds) hold a tensor, a module or an optimizer, or a
+    list or dict that may come to (a container: a training loop may append losses to it)?"""
+    obj = state.heap.get(ref.oid)
+    if obj is None:
+        return False
+    if obj.kind in _GRAPH_KINDS or obj.kind in ("list", "dict") or depth > 3:
+        return True
+    for held in obj.referents():
+        if isinstance(held, TensorVal):
+            return True
+        if isinstance(held, HeapRef) and _holds_graph_things(held, state, depth + 1):
+            return True
+        if isinstance(held, TupleVal) and any(isinstance(item, (TensorVal, HeapRef)) for item in held.items):
+            return True
+    return False
 
 
 def _modules_named(stmt: ast.Import | ast.ImportFrom, importer: SourceModule) -> list[str]:

@@ -56,10 +56,13 @@ class Statements(EngineCore):
     def exec_block(self, body: list[ast.stmt], state: State) -> Flow:
         flow = Flow(normal=state)
         stack = self.run_state.stmt_stack  # a run state swapped inside a statement is back after it
+        foreign = self.module is not self.entry
         for stmt in body:
             if not flow.normal.reachable:
                 break
             self.check_time()
+            if foreign:
+                self.run_state.foreign_steps += 1
             stack.append(stmt)
             self.reporter.raised = False
             try:

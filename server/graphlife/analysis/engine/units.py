@@ -16,6 +16,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from graphlife.analysis.engine.core import EngineCore
+from graphlife.analysis.engine.imports import function_foreign_budget
 from graphlife.analysis.engine_api import Timeout
 from graphlife.analysis.events import UnitEndEvent
 from graphlife.analysis.run_state import RunState
@@ -66,11 +67,14 @@ class Units(EngineCore):
             notes.append("module body too deeply nested; parts were not analyzed")
         if self.unit_cache is not None:
             self.unit_cache.read_definitions(self)
-        for func, owner in self.iter_functions():
+        functions = list(self.iter_functions())
+        share = function_foreign_budget(len(functions))
+        for func, owner in functions:
             if id(func) in self.inlined:
                 continue  # already analyzed with the caller's values, which know more
             try:
                 self.run_state.emitting = True
+                self.foreign_budget = share
                 self.run_cached(func, self._function_unit(func, owner))
             except Timeout:
                 notes.append("analysis stopped at the time box; later functions were not analyzed")
@@ -93,7 +97,7 @@ class Units(EngineCore):
 
     def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None) -> None:
         run = self.run_state
-        run.current_unit, run.no_grad_writes = unit, {}
+        run.current_unit, run.no_grad_writes, run.foreign_steps = unit, {}, 0
         flow = self.exec_block(body, state)
         final = State.join_all([flow.normal, *(s for s, _ in flow.returns)])
         if body:
@@ -133,6 +137,7 @@ class Units(EngineCore):
             self._module_names = State()
             with self.quiet(), self.in_module(self.entry):
                 self.bind_module_definitions(self._module_names)
+                self.preload_imports(self._module_names)
         return self._module_names
 
     def definitions_table(self) -> dict[str, Value]:
