@@ -192,11 +192,13 @@ class Linter:
         wait = self.settings.debounce if delay is None else delay
         self.debouncer.schedule(key, wait, lambda: self._lint(key, generation))
 
-    def request_dependents(self, paths: Sequence[str], but: str | None = None) -> None:
+    def request_dependents(self, paths: Sequence[str], but: str | None = None, typed: bool = False) -> None:
         """Analyze again (after the debounce) every open document whose last analysis read one
-        of ``paths``: an edit of ``layers.py`` changes what ``train.py``'s check finds."""
+        of ``paths``: an edit of ``layers.py`` changes what ``train.py``'s check finds.
+        ``typed``: the change is unsaved typing, which a dependent set not to lint on change
+        ignores (it hears of the save)."""
         for key in self.dependents.of(paths, but=but):
-            if self.settings.config_for(fs_path(key)).lint_on_change:
+            if not typed or self.settings.config_for(fs_path(key)).lint_on_change:
                 self.request(key)
 
     def files_appeared(self) -> None:

@@ -121,12 +121,12 @@ def create_server() -> GraphlifeServer:
         for key in open_keys(server.workspace):
             linter.request(key, delay=0)
 
-    def edited_module(uri: str, key: str) -> None:
-        """The document ``uri`` (analysis ``key``) changed, was saved, opened or closed: the
-        other open documents whose last analysis read its file are analyzed again."""
+    def edited_module(uri: str, key: str, typed: bool = False) -> None:
+        """The document ``uri`` (analysis ``key``) changed (``typed``), was saved, opened or
+        closed: the other open documents whose last analysis read its file are analyzed again."""
         path = fs_path(uri) if uri.endswith((".py", ".pyi")) else None
         if path is not None:
-            linter.request_dependents([path], but=key)
+            linter.request_dependents([path], but=key, typed=typed)
 
     async def pull_configuration() -> None:
         if not _supports(server, "workspace", "configuration"):
@@ -212,7 +212,7 @@ def create_server() -> GraphlifeServer:
         snapshot_path = _path_of(server, key)
         if settings.config_for(snapshot_path).lint_on_change:
             linter.request(key)
-        edited_module(params.text_document.uri, key)
+        edited_module(params.text_document.uri, key, typed=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     @_guarded(server, "didSave")
