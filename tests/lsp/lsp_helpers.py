@@ -206,3 +206,24 @@ def edits_for_uri(edit: types.WorkspaceEdit | None, uri: str) -> list[types.Text
     if edit.changes:
         out.extend(edit.changes.get(uri, []))
     return out
+
+
+async def wait_for_diagnostics(
+    client: LanguageClient,
+    uri: str,
+    wanted,
+    *,
+    after: int = 0,
+    timeout: float = 20.0,
+) -> types.PublishDiagnosticsParams:
+    """The first diagnostics notification for ``uri`` among ``client.published[after:]`` whose
+    diagnostics satisfy ``wanted`` (a predicate on the list)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for _, params in client.published[after:]:
+            if params.uri == uri and wanted(params.diagnostics):
+                return params
+        await asyncio.sleep(0.01)
+    seen = [(round(t - deadline + timeout, 2), p.uri.rsplit("/", 1)[-1], p.version, [d.code for d in p.diagnostics])
+            for t, p in client.published[after:]]
+    raise AssertionError(f"no diagnostics for {uri} as wanted; published since (seconds after the wait began): {seen}")

@@ -109,3 +109,31 @@ async def test_a_checker_that_raises_is_reported_and_the_process_keeps_serving()
         assert len(started.pids) == 1
     finally:
         await process.close()
+
+
+async def test_the_process_follows_imports_with_the_open_buffers_winning(tmp_path: Path):
+    """A big document's check reads the project too: the disk, and the open buffers the server
+    sends; it answers with the files it read and the lines of the other files its findings name."""
+    (tmp_path / "layers.py").write_text(
+        "import torch\n\n\ndef act(h):\n    y = torch.sigmoid(h)\n    y = y * 2\n    return y\n"
+    )
+    train = tmp_path / "train.py"
+    source = (
+        "import torch\n\nfrom layers import act\n\n"
+        "w = torch.randn(3, requires_grad=True)\nloss = act(w).sum()\nloss.backward()\n"
+    )
+    train.write_text(source)
+    buggy = (tmp_path / "layers.py").read_text().replace("    y = y * 2\n", "    y.mul_(2)\n")
+    process = CheckerProcess()
+    try:
+        on_disk = await process.check(source, Config(), 10.0, path=str(train))
+        assert on_disk.result.findings == []
+        assert set(on_disk.dependencies) == {str(tmp_path / "layers.py")}
+        edited = await process.check(source, Config(), 10.0, path=str(train),
+                                     buffers={str(tmp_path / "layers.py"): buggy})
+        assert [(f.code, f.span.path, f.span.line) for f in edited.result.findings] == [
+            ("GL102", str(tmp_path / "layers.py"), 6)
+        ]
+        assert edited.other_lines[str(tmp_path / "layers.py")][5] == "    y.mul_(2)"
+    finally:
+        await process.close()

@@ -500,13 +500,15 @@ class _LineMover:
         raise Unmappable(line)
 
     def span(self, span: Span) -> Span:
+        if span.path is not None:
+            return span  # in another file of the project, which this edit did not move
         return Span(self.line(span.line), span.column, self.line(span.end_line), span.end_column)
 
     def value(self, value: Any) -> Any:
         if isinstance(value, Span):
             return self.span(value)
         if isinstance(value, Line):
-            return Line(self.line(value.number))
+            return value if value.path is not None else Line(self.line(value.number))
         if isinstance(value, dict):
             return {key: self.value(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):

@@ -14,7 +14,9 @@ Modules, one job each:
 - :mod:`.isolated` — a big document's checker process: keeps its incremental checker between edits.
 - :mod:`.checker_process` — the server's handle on that process: send a version, await findings, kill.
 - :mod:`.memory` — gives the heap of a big analysis back to the OS.
-- :mod:`.diagnostics` — ``Finding`` -> ``Diagnostic``.
+- :mod:`.diagnostics` — ``Finding`` -> ``Diagnostic``, on the analyzed document or another file of the project.
+- :mod:`.project` — what the analyses say about each other's files: merged diagnostics per URI,
+  and which open documents read which files (re-analyzed when one changes).
 - :mod:`.code_actions` — quick fixes (resolved lazily), fix-all, "ignore on this line".
 - :mod:`.hover` — the rule's explanation and the graph-lifetime story.
 - :mod:`.settings` — editor settings (initializationOptions, workspace/configuration)

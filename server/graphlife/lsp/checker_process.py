@@ -55,6 +55,8 @@ class Reply:
 
     result: CheckResult
     units: dict[str, int]  # the incremental checker's statistics for this version
+    dependencies: dict[str, str]  # the project's files the check read: absolute path -> content hash
+    other_lines: dict[str, list[str]]  # the lines of the other files its findings name
 
 
 class CheckerProcess:
@@ -70,8 +72,13 @@ class CheckerProcess:
         self._kill_requested = False  # set by kill() while a check is under way, even mid-start
         self._killed = False  # whether the current process was killed by us (its end is no news)
 
-    async def check(self, source: str, config: Config, time_budget: float) -> Reply:
+    async def check(self, source: str, config: Config, time_budget: float, *, path: str | None = None,
+                    buffers: dict[str, str] | None = None, files_appeared: int = 0) -> Reply:
         """The findings for ``source``; raises :class:`CheckerProcessDied` if the process ends first.
+
+        ``path`` is the document's file, ``buffers`` the open documents' texts (they win over
+        the disk when the check follows imports), ``files_appeared`` the server's count of
+        "new files on disk" events (a change tells the process's checker to start over).
 
         A task cancelled while it waits kills the process: the answer still on its way
         would otherwise be read as the answer to the next request.
@@ -92,7 +99,9 @@ class CheckerProcess:
             if self._kill_requested:  # killed while it was starting
                 process.kill()
             try:
-                process.stdin.write(encode({"source": source, "config": config, "time_budget": time_budget}))
+                process.stdin.write(encode({"source": source, "config": config, "time_budget": time_budget,
+                                            "path": path, "buffers": buffers or {},
+                                            "files_appeared": files_appeared}))
                 await process.stdin.drain()
                 if started_now:
                     self._on_start(process.pid)
@@ -106,7 +115,7 @@ class CheckerProcess:
         reply = pickle.loads(body)  # noqa: S301 - our own child process, fed by us
         if "error" in reply:
             raise RuntimeError(f"the checker raised in its process:\n{reply['error']}")
-        return Reply(reply["result"], reply["units"])
+        return Reply(reply["result"], reply["units"], reply["dependencies"], reply["other_lines"])
 
     def kill(self) -> None:
         """Stop the process now (a waiting :meth:`check` raises :class:`CheckerProcessDied`)."""

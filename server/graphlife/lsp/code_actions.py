@@ -65,8 +65,11 @@ def _span_data(span: Span) -> list[int]:
 
 
 def findings_in(analysis: Analysis, start: tuple[int, int], end: tuple[int, int]) -> list[Finding]:
-    """The findings whose span overlaps a range (1-based positions of the analyzed source)."""
-    return [finding for finding in analysis.findings if overlaps(finding.span, start, end)]
+    """The findings whose span overlaps a range (1-based positions of the analyzed source).
+    Not those the analysis made in another file of the project (they are that file's, and
+    carry no fix: the checker offers a fix only in the file it checks)."""
+    return [finding for finding in analysis.findings
+            if finding.span.path is None and overlaps(finding.span, start, end)]
 
 
 def fixes_for(analysis: Analysis, finding: Finding) -> list:
@@ -160,7 +163,7 @@ def find_finding(analysis: Analysis, data: dict) -> Finding | None:
     """The finding an action was made for, in a (possibly newer) analysis."""
     span = tuple(data.get("span") or ())
     for finding in analysis.findings:
-        if finding.code == data.get("code") and tuple(_span_data(finding.span)) == span:
+        if finding.span.path is None and finding.code == data.get("code") and tuple(_span_data(finding.span)) == span:
             return finding
     return None
 

@@ -9,7 +9,11 @@ that change how the editor draws the range.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
 from lsprotocol import types
+from pygls.uris import from_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
 from graphlife.findings import Finding, Severity, Span
@@ -44,8 +48,15 @@ def _docs_url(code: str) -> str | None:
     return rule.docs_url if rule is not None else None
 
 
-def locate(snapshot: Snapshot, span: Span, codec: PositionCodec) -> tuple[str, types.Range] | None:
-    """The document URI and LSP range of a span of the analyzed source."""
+def locate(snapshot: Snapshot, span: Span, codec: PositionCodec,
+           other_lines: Mapping[str, Sequence[str]] | None = None) -> tuple[str, types.Range] | None:
+    """The document URI and LSP range of a span: of the analyzed source, or (``span.path``) of
+    another file of the project, whose positions convert with that file's own lines."""
+    if span.path is not None:
+        lines = (other_lines or {}).get(span.path)
+        if lines is None:
+            return None
+        return file_uri(span.path), span_to_range(span, lines, codec)
     segment = snapshot.segment_for_line(span.line)
     if segment is None:
         return None
@@ -55,25 +66,36 @@ def locate(snapshot: Snapshot, span: Span, codec: PositionCodec) -> tuple[str, t
     return segment.uri, span_to_range(span, segment.lines, codec, segment.line_offset)
 
 
-def to_diagnostic(finding: Finding, snapshot: Snapshot, codec: PositionCodec) -> tuple[str, types.Diagnostic] | None:
-    """The diagnostic of one finding and the URI to publish it on."""
-    where = locate(snapshot, finding.span, codec)
+def file_uri(path: str) -> str:
+    """The ``file:`` URI of a path of the project (how VS Code spells it)."""
+    return from_fs_path(path) or Path(path).as_uri()
+
+
+def to_diagnostic(
+    finding: Finding, snapshot: Snapshot, codec: PositionCodec, other_lines: Mapping[str, Sequence[str]] | None = None
+) -> tuple[str, types.Diagnostic] | None:
+    """The diagnostic of one finding and the URI to publish it on (another file's, for a finding
+    the analysis found there; its related information may point into any file)."""
+    where = locate(snapshot, finding.span, codec, other_lines)
     if where is None:
         return None
     uri, rng = where
+    # Line numbers of the analyzed source become cell lines in a notebook; a message about
+    # another file names that file's lines, which are its own.
+    user_text = snapshot.user_text if finding.span.path is None else str
     related = []
     for item in finding.related:
-        other = locate(snapshot, item.span, codec)
+        other = locate(snapshot, item.span, codec, other_lines)
         if other is not None:
             related.append(
                 types.DiagnosticRelatedInformation(
-                    location=types.Location(uri=other[0], range=other[1]), message=snapshot.user_text(item.message)
+                    location=types.Location(uri=other[0], range=other[1]), message=user_text(item.message)
                 )
             )
     url = _docs_url(finding.code)
     diagnostic = types.Diagnostic(
         range=rng,
-        message=snapshot.user_text(finding.message),
+        message=user_text(finding.message),
         severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
         code=finding.code,
         code_description=types.CodeDescription(href=url) if url else None,
@@ -86,12 +108,34 @@ def to_diagnostic(finding: Finding, snapshot: Snapshot, codec: PositionCodec) ->
 
 
 def diagnostics_by_uri(
-    findings: list[Finding], snapshot: Snapshot, codec: PositionCodec
+    findings: list[Finding], snapshot: Snapshot, codec: PositionCodec,
+    other_lines: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, list[types.Diagnostic]]:
-    """Diagnostics grouped by document; every document of the snapshot gets a (maybe empty) list."""
+    """Diagnostics grouped by document; every document of the snapshot gets a (maybe empty)
+    list, another file of the project one when a finding is there."""
     out: dict[str, list[types.Diagnostic]] = {segment.uri: [] for segment in snapshot.segments}
     for finding in findings:
-        converted = to_diagnostic(finding, snapshot, codec)
+        converted = to_diagnostic(finding, snapshot, codec, other_lines)
         if converted is not None:
             out.setdefault(converted[0], []).append(converted[1])
     return out
+
+
+def merge_diagnostics(lists: Iterable[Sequence[types.Diagnostic]]) -> list[types.Diagnostic]:
+    """The diagnostics of one document from several analyses (its own, and those of the open
+    documents that import it): one per range and rule, the strongest severity deciding, as
+    ``graphlife check`` reports a statement once however many entry files reach it."""
+    kept: dict[tuple, types.Diagnostic] = {}
+    for diagnostics in lists:
+        for diagnostic in diagnostics:
+            start, end = diagnostic.range.start, diagnostic.range.end
+            key = (start.line, start.character, end.line, end.character, diagnostic.code)
+            present = kept.get(key)
+            if present is None or _rank(diagnostic) < _rank(present):
+                kept[key] = diagnostic
+    return sorted(kept.values(), key=lambda d: (d.range.start.line, d.range.start.character, str(d.code)))
+
+
+def _rank(diagnostic: types.Diagnostic) -> int:
+    """Error 1 ... Hint 4 (a missing severity reads as a warning, as clients show it)."""
+    return int(diagnostic.severity or types.DiagnosticSeverity.Warning)

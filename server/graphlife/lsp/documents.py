@@ -118,3 +118,15 @@ def open_keys(workspace: Workspace) -> list[str]:
         if uri not in cell_uris and (doc.language_id in (None, "python") or uri.endswith((".py", ".pyi")))
     ]
     return keys
+
+
+def open_buffers(workspace: Workspace) -> dict[str, str]:
+    """The text of every open Python file, by its path: what an analysis reads for a module
+    the user has open (an unsaved edit wins over the disk, as the user sees it)."""
+    buffers = {}
+    for uri, doc in workspace.text_documents.items():
+        path = fs_path(uri) if uri.endswith((".py", ".pyi")) else None
+        if path is not None:
+            buffers[path] = doc.source
+    return buffers
+

@@ -10,12 +10,12 @@ its graph was built, which backward consumes it, what keeps it alive.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from lsprotocol import types
 
 from graphlife.analysis.stories import story_at
-from graphlife.findings import Finding
+from graphlife.findings import Finding, Line
 from graphlife.lsp.linting import ISOLATE_CHARS, Analysis
 
 SEPARATOR = "\n\n---\n\n"
@@ -29,11 +29,18 @@ def contains(finding: Finding, line: int, column: int) -> bool:
     return (line, column) <= (span.end_line, span.end_column)
 
 
-def finding_markdown(finding: Finding, user_text: Callable[[str], str] = lambda text: text) -> str:
-    """The finding's message, then its rule's explanation (``user_text`` fixes notebook line numbers)."""
+def finding_markdown(finding: Finding, user_text: Callable[[str], str] = lambda text: text,
+                     checked: str | None = None) -> str:
+    """The finding's message, then its rule's explanation (``user_text`` fixes notebook line
+    numbers). ``checked`` is the file whose analysis made the finding: a related place in
+    another file than the finding's names that file (``line 11 of train.py``)."""
     parts = [f"**graphlife {finding.code}** ({finding.name}): {user_text(finding.message)}"]
     if finding.related:
-        parts.append("\n".join(user_text(f"- line {r.span.line}: {r.message}") for r in finding.related))
+        here = finding.span.path
+        parts.append("\n".join(
+            user_text(f"- line {Line(r.span.line, r.span.path).seen_from(here, checked)}: {r.message}")
+            for r in finding.related
+        ))
     try:
         from graphlife.rules import rule_by_code  # noqa: PLC0415
 
@@ -48,15 +55,31 @@ def finding_markdown(finding: Finding, user_text: Callable[[str], str] = lambda 
     return "\n\n".join(parts)
 
 
+def findings_under(analysis: Analysis, line: int, column: int,
+                   contributed: Sequence[tuple[Finding, Analysis]] = ()) -> list[tuple[Finding, Analysis]]:
+    """The findings at a 1-based position of the document, each with the analysis that made
+    it: the document's own analysis (its findings in this file, not those it made in the
+    modules it imports), then those of other documents that import this one."""
+    own = [(finding, analysis) for finding in analysis.findings
+           if finding.span.path is None and contains(finding, line, column)]
+    return own + [(finding, by) for finding, by in contributed if contains(finding, line, column)]
+
+
 def story(source: str, line: int, column: int) -> str | None:
     """The engine's graph-lifetime story at a position, or ``None``."""
     return story_at(source, line, column)
 
 
-def hover_markdown(analysis: Analysis, line: int, column: int) -> str | None:
-    """Everything to show at a 1-based position of the analyzed source, or ``None``."""
+def hover_markdown(analysis: Analysis, line: int, column: int,
+                   contributed: Sequence[tuple[Finding, Analysis]] = ()) -> str | None:
+    """Everything to show at a 1-based position of the analyzed source, or ``None``.
+    ``contributed``: what other documents' analyses found in this file (:func:`findings_under`)."""
     user_text = analysis.snapshot.user_text
-    parts = [finding_markdown(f, user_text) for f in analysis.findings if contains(f, line, column)]
+    parts = [
+        finding_markdown(f, user_text, analysis.snapshot.path) if by is analysis
+        else finding_markdown(f, checked=by.snapshot.path)
+        for f, by in findings_under(analysis, line, column, contributed)
+    ]
     # The story re-interprets the file on a server thread; on a file big enough to be
     # checked in a child process, its parse alone would freeze the server.
     big = len(analysis.snapshot.source) > ISOLATE_CHARS

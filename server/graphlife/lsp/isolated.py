@@ -22,9 +22,17 @@ costs seconds). Each request carries the whole new text (half a megabyte is a
 millisecond on a pipe); the checker's block parser finds what changed, so
 nothing depends on the editor's edits arriving in order.
 
+The check follows the document's imports into the user's other modules, as the
+server's own checks do: each request carries the document's path and the open
+documents' texts (they win over the disk); the process reads the rest of the
+project from disk through a parse cache of its own, and answers with the files it
+read and the lines of those its findings name (the server converts positions
+there and re-analyzes the document when one of them changes).
+
 The protocol, one request at a time: the server writes a frame (8-byte length,
-then a pickle of ``{"source", "config", "time_budget"}``) to stdin and reads one
-frame back from stdout: ``{"result": CheckResult, "units": statistics}``, or
+then a pickle of ``{"source", "config", "time_budget", "path", "buffers",
+"files_appeared"}``) to stdin and reads one frame back from stdout:
+``{"result": CheckResult, "units": statistics, "dependencies", "other_lines"}``, or
 ``{"error": traceback}`` when the checker raised (the process keeps serving; the
 checker starts over on the next version). End of stdin means the server is done
 with the document. Only the server writes to this process's stdin, so
@@ -48,6 +56,9 @@ from typing import Any, BinaryIO
 from graphlife.checker import check_source
 from graphlife.incremental import IncrementalChecker
 from graphlife.lsp.memory import mostly_new, release_memory
+from graphlife.lsp.project import other_lines, unreadable_notes
+from graphlife.project.provider import ProjectModules
+from graphlife.project.sources import SourceCache
 
 #: Frames on the pipes: an 8-byte big-endian length, then a pickle of that length.
 HEADER = struct.Struct(">Q")
@@ -100,21 +111,30 @@ def _quiet_for(stream: BinaryIO, seconds: float) -> bool:
         return True
 
 
-def answer(checker: IncrementalChecker, request: dict[str, Any]) -> dict[str, Any]:
+def answer(checker: IncrementalChecker, request: dict[str, Any], sources: SourceCache | None = None) -> dict[str, Any]:
     """Check one version of the document with the checker that saw the previous ones."""
     delay = float(os.environ.get(TEST_DELAY_VARIABLE, "0") or 0) / 1000.0
     if delay:
         time.sleep(delay)
+    config = request["config"]
+    path = request.get("path")
     try:
-        result = checker.check(request["source"], request["config"], time_budget=request["time_budget"])
+        modules = ProjectModules(path, config.src if config is not None else (),
+                                 buffers=request.get("buffers") or {}, sources=sources)
+        result = checker.check(request["source"], config, time_budget=request["time_budget"], modules=modules,
+                               path=path)
     except Exception:  # noqa: BLE001 - reported to the server, which logs it; the process keeps serving
         return {"error": traceback.format_exc(limit=12)}
-    return {"result": result, "units": checker.statistics}
+    result.notes.extend(unreadable_notes(modules))
+    return {"result": result, "units": checker.statistics, "dependencies": modules.dependencies(),
+            "other_lines": other_lines(result, modules)}
 
 
 def serve(requests: BinaryIO, replies: BinaryIO) -> None:
     """Answer requests (``requests`` unbuffered, so that it can be polled) until the server closes the pipe."""
     checker = IncrementalChecker()
+    sources = SourceCache()  # the project's modules, parsed once while unchanged
+    files_appeared = 0
     trim = False  # a cold analysis left garbage worth giving back
     while True:
         if trim and _quiet_for(requests, IDLE_TRIM_SECONDS):
@@ -123,7 +143,10 @@ def serve(requests: BinaryIO, replies: BinaryIO) -> None:
         request = read_message(requests)
         if request is None:
             return
-        reply = answer(checker, request)
+        if request.get("files_appeared", 0) != files_appeared:
+            files_appeared = request.get("files_appeared", 0)
+            checker.invalidate_project()
+        reply = answer(checker, request, sources)
         replies.write(encode(reply))
         replies.flush()
         trim = trim or ("units" in reply and mostly_new(reply["units"]))

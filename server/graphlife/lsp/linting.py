@@ -28,6 +28,14 @@ Why it is shaped this way:
   would throw away its caches, and the next version would pay for a whole file
   again; it finishes (its result is dropped) and the next version is cheap.
   ``benchmarks/lsp_latency.py`` measures change -> diagnostics.
+- Each check follows the document's imports into the user's other modules
+  (:class:`graphlife.project.provider.ProjectModules`: the disk, the open
+  buffers winning, one parse cache for the whole server). A finding in another
+  file is published on that file's URI, merged with what the other analyses say
+  there (:mod:`.project`); the files an analysis read name the documents to
+  analyze again when one of them changes (:meth:`Linter.request_dependents`).
+  ``benchmarks/lsp_latency.py --project`` measures an edit in an imported module
+  -> the dependent's diagnostics.
 """
 
 from __future__ import annotations
@@ -52,11 +60,14 @@ from graphlife.lsp.cancel import Cancelled, Runner
 from graphlife.lsp.checker_process import CheckerProcess, CheckerProcessDied
 from graphlife.lsp.debounce import Debouncer
 from graphlife.lsp.diagnostics import diagnostics_by_uri
-from graphlife.lsp.documents import Snapshot, current_stamp, take_snapshot
+from graphlife.lsp.documents import Snapshot, current_stamp, fs_path, open_buffers, take_snapshot
 from graphlife.lsp.isolated import TEST_DELAY_VARIABLE
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import mostly_new, release_memory
+from graphlife.lsp.project import Dependents, DiagnosticBoard, other_lines, path_key, unreadable_notes
 from graphlife.lsp.settings import Settings
+from graphlife.project.provider import ProjectModules
+from graphlife.project.sources import SourceCache
 
 _T = TypeVar("_T")
 
@@ -104,6 +115,28 @@ class Analysis:
     in_process: bool = True  # False: analyzed in the document's checker process
     #: (code, span) -> the fixes compute_fixes made for that finding on this text (filled on demand).
     fix_cache: dict = field(default_factory=dict)
+    #: The lines (as LSP counts them) of the other files of the project its findings name.
+    other_lines: dict[str, list[str]] = field(default_factory=dict)
+    #: Every file of the project it read (absolute path) and the hash of the content read.
+    dependencies: dict[str, str] = field(default_factory=dict)
+
+    def findings_in_file(self, path: str) -> list[Finding]:
+        """Its findings in another file of the project (``path`` as the document's path)."""
+        wanted = path_key(path)
+        return [finding for finding in self.findings
+                if finding.span.path is not None and path_key(finding.span.path) == wanted]
+
+
+@dataclass
+class _Kept:
+    """The last result of a key, reused while the text, the settings and every file it read
+    are the same."""
+
+    source: str
+    config_key: str
+    result: CheckResult
+    dependencies: dict[str, str]
+    other_lines: dict[str, list[str]]
 
 
 class Linter:
@@ -123,8 +156,17 @@ class Linter:
         self._gave_up: dict[str, tuple] = {}  # key -> stamp whose analysis ran over the hard limit
         self._generation: dict[str, int] = {}
         self._results: dict[str, Analysis] = {}
-        self._published: dict[str, set[str]] = {}  # key -> URIs that got diagnostics
-        self._last_cache: dict[str, tuple[str, str, CheckResult]] = {}  # key -> (source, config repr, CheckResult)
+        #: What each key's analysis found, per URI (its own documents, and other files of the project).
+        self._board = DiagnosticBoard()
+        #: key -> the own documents (URI -> version) of its published analysis.
+        self._own: dict[str, dict[str, int | None]] = {}
+        #: Which keys read which files of the project (to re-analyze them when one changes).
+        self.dependents = Dependents()
+        #: The parsed modules of the project, shared by every analysis in this process.
+        self.sources = SourceCache()
+        #: Bumped when files appear on disk (a checker process hears of it with its next request).
+        self._files_appeared = 0
+        self._last_cache: dict[str, _Kept] = {}
         self._last_report: dict[str, tuple] = {}  # key -> (syntax errors, notes) already logged
         #: key -> the document's incremental checker (keeps parsed blocks and unit results between edits)
         self._checkers: dict[str, IncrementalChecker] = {}
@@ -150,6 +192,23 @@ class Linter:
         wait = self.settings.debounce if delay is None else delay
         self.debouncer.schedule(key, wait, lambda: self._lint(key, generation))
 
+    def request_dependents(self, paths: Sequence[str], but: str | None = None, typed: bool = False) -> None:
+        """Analyze again (after the debounce) every open document whose last analysis read one
+        of ``paths``: an edit of ``layers.py`` changes what ``train.py``'s check finds.
+        ``typed``: the change is unsaved typing, which a dependent set not to lint on change
+        ignores (it hears of the save)."""
+        for key in self.dependents.of(paths, but=but):
+            if not typed or self.settings.config_for(fs_path(key)).lint_on_change:
+                self.request(key)
+
+    def files_appeared(self) -> None:
+        """New files on disk: an import that named nothing (or a file in a later root) may
+        name one of them now; no analysis may reuse what it read before."""
+        self._files_appeared += 1
+        self._last_cache.clear()
+        for checker in self._checkers.values():
+            checker.invalidate_project()
+
     def forget(self, key: str, uris: Sequence[str] = ()) -> None:
         """The document or notebook closed: drop pending work and clear its diagnostics."""
         self._generation[key] = self._generation.get(key, 0) + 1
@@ -165,8 +224,10 @@ class Linter:
         self._checkers.pop(key, None)
         self._locks.pop(key, None)
         self._gave_up.pop(key, None)
-        for uri in set(uris) | self._published.pop(key, set()):
-            self._send(uri, None, [])
+        self.dependents.forget(key)
+        own = self._own.pop(key, {})
+        for uri in set(uris) | set(own) | self._board.withdraw(key):
+            self._publish_uri(uri, always=uri in own or uri in uris)
 
     def _cancel_running(self, key: str, reason: str, hard: bool = False) -> None:
         cancel = self._running.get(key)
@@ -205,6 +266,7 @@ class Linter:
                 log(self.server, f"dropped a stale analysis of {key} (the document changed)", types.MessageType.Log)
                 return
             self._results[key] = analysis
+            self.dependents.record(key, analysis.dependencies)
             self._publish(analysis)
             self._report(analysis)
             if not analysis.reused and analysis.in_process and len(analysis.snapshot.source) > 100_000:
@@ -231,6 +293,7 @@ class Linter:
         if snapshot is None:
             return None
         config = self.settings.config_for(snapshot.path)
+        buffers = open_buffers(self.server.workspace)  # on the event loop: the documents as they are now
         limit = self.settings.time_budget + HARD_LIMIT_GRACE
         stop_reason: list[str] = []
         work: Awaitable[Analysis]
@@ -248,9 +311,9 @@ class Linter:
                     stop_reason.append(reason)
                     process.kill()
 
-            work = self._check_isolated(snapshot, config, process, stop_reason)
+            work = self._check_isolated(snapshot, config, buffers, process, stop_reason)
         else:
-            job, future = self.runner.submit(key, self._check, snapshot, config)
+            job, future = self.runner.submit(key, self._check, snapshot, config, buffers)
 
             def cancel(reason: str, hard: bool = True) -> None:
                 if not stop_reason:
@@ -299,31 +362,49 @@ class Linter:
         self.request(key, delay=0)
 
     async def _check_isolated(
-        self, snapshot: Snapshot, config: Config, process: CheckerProcess, stop_reason: list[str]
+        self, snapshot: Snapshot, config: Config, buffers: dict[str, str], process: CheckerProcess,
+        stop_reason: list[str],
     ) -> Analysis:
-        """:meth:`_check` in the document's checker process, which a hard stop kills."""
+        """:meth:`_check` in the document's checker process, which a hard stop kills. The
+        process follows the imports too: it gets the open buffers with each version, reads
+        the disk itself, and answers with the files it read and the lines of those its
+        findings name."""
         started = time.perf_counter()
         config_key = repr(config)
-        cached = self._last_cache.get(snapshot.key)
-        if cached is not None and cached[0] == snapshot.source and cached[1] == config_key:
-            return self._analysis(snapshot, config, cached[2], started, reused=True)
+        modules = ProjectModules(snapshot.path, config.src, buffers=buffers, sources=self.sources)
+        # Off the event loop: a changed module is read (and parsed) to compare.
+        cached = await asyncio.get_running_loop().run_in_executor(
+            self.executor, self._reusable, snapshot, config_key, modules)
+        if cached is not None:
+            return self._analysis(snapshot, config, cached, started, reused=True)
         source, notes = _prepare(snapshot.source)
         try:
-            reply = await process.check(source, config, self.settings.time_budget)
+            reply = await process.check(source, config, self.settings.time_budget, path=snapshot.path,
+                                        buffers=buffers, files_appeared=self._files_appeared)
         except CheckerProcessDied:
             if stop_reason:
                 raise Cancelled(stop_reason[0]) from None
             raise
         result = reply.result
         result.notes[:0] = notes
-        self._last_cache[snapshot.key] = (snapshot.source, config_key, result)
-        analysis = self._analysis(snapshot, config, result, started, reused=False)
+        kept = self._last_cache[snapshot.key] = _Kept(snapshot.source, config_key, result, reply.dependencies,
+                                                      reply.other_lines)
+        analysis = self._analysis(snapshot, config, kept, started, reused=False)
         analysis.units = reply.units
         analysis.in_process = False
         return analysis
 
+    def _reusable(self, snapshot: Snapshot, config_key: str, modules: ProjectModules) -> _Kept | None:
+        """The key's last result, when its text, its settings and every file it read are the
+        same now (a save after the edits were analyzed; a dependency's edit that was undone)."""
+        kept = self._last_cache.get(snapshot.key)
+        if kept is None or kept.source != snapshot.source or kept.config_key != config_key:
+            return None
+        return None if modules.changed_since(kept.dependencies) else kept
+
     @staticmethod
-    def _analysis(snapshot: Snapshot, config: Config, result: CheckResult, started: float, reused: bool) -> Analysis:
+    def _analysis(snapshot: Snapshot, config: Config, kept: _Kept, started: float, reused: bool) -> Analysis:
+        result = kept.result
         return Analysis(
             snapshot=snapshot,
             config=config,
@@ -332,6 +413,8 @@ class Linter:
             notes=list(result.notes),
             seconds=time.perf_counter() - started,
             reused=reused,
+            other_lines=kept.other_lines,
+            dependencies=kept.dependencies,
         )
 
     async def fresh(self, key: str, wait: float = 3.0) -> Analysis | None:
@@ -383,37 +466,59 @@ class Linter:
         except Cancelled:
             return None
 
-    def _check(self, snapshot: Snapshot, config: Config) -> Analysis:
+    def _check(self, snapshot: Snapshot, config: Config, buffers: dict[str, str]) -> Analysis:
         started = time.perf_counter()
         if _TEST_DELAY:
             end = time.monotonic() + _TEST_DELAY
             while time.monotonic() < end:  # short sleeps: a cancellation lands between them
                 time.sleep(0.01)
         config_key = repr(config)
-        cached = self._last_cache.get(snapshot.key)
-        if cached is not None and cached[0] == snapshot.source and cached[1] == config_key:
-            return self._analysis(snapshot, config, cached[2], started, reused=True)
+        modules = ProjectModules(snapshot.path, config.src, buffers=buffers, sources=self.sources)
+        cached = self._reusable(snapshot, config_key, modules)
+        if cached is not None:
+            return self._analysis(snapshot, config, cached, started, reused=True)
         source, notes = _prepare(snapshot.source)
         checker = self._checkers.setdefault(snapshot.key, IncrementalChecker())
-        result = checker.check(source, config, time_budget=self.settings.time_budget)
+        result = checker.check(source, config, time_budget=self.settings.time_budget, modules=modules,
+                               path=snapshot.path)
         result.notes[:0] = notes
-        self._last_cache[snapshot.key] = (snapshot.source, config_key, result)
-        analysis = self._analysis(snapshot, config, result, started, reused=False)
+        result.notes.extend(unreadable_notes(modules))
+        kept = self._last_cache[snapshot.key] = _Kept(snapshot.source, config_key, result, modules.dependencies(),
+                                                      other_lines(result, modules))
+        analysis = self._analysis(snapshot, config, kept, started, reused=False)
         analysis.units = checker.statistics
         return analysis
 
     # -- publishing ---------------------------------------------------------------------------
 
     def _publish(self, analysis: Analysis) -> None:
+        """Publish the analysis's own documents (always: the client waits for each version)
+        and every other URI whose merged diagnostics it changed (a file it found a bug in,
+        or one it no longer does)."""
         codec = self.server.workspace.position_codec
-        by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec)
-        versions = {segment.uri: segment.version for segment in analysis.snapshot.segments}
-        previously = self._published.get(analysis.snapshot.key, set())
-        for uri in previously - set(by_uri):  # a notebook cell that went away
-            self._send(uri, None, [])
-        for uri, diagnostics in by_uri.items():
-            self._send(uri, versions.get(uri), diagnostics)
-        self._published[analysis.snapshot.key] = set(by_uri)
+        key = analysis.snapshot.key
+        by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
+        own = {segment.uri: segment.version for segment in analysis.snapshot.segments}
+        gone = set(self._own.get(key, {})) - set(own)  # a notebook cell that went away
+        self._own[key] = own
+        for uri in self._board.post(key, by_uri) | gone:
+            self._publish_uri(uri, always=uri in own or uri in gone)
+
+    def _publish_uri(self, uri: str, always: bool) -> None:
+        """Send ``uri`` what every analysis says about it now (``always``, or when it changed)."""
+        diagnostics = self._board.merged(uri)
+        changed = self._board.differs_from_sent(uri, diagnostics)
+        if always or changed:
+            version = next((own[uri] for own in self._own.values() if uri in own), None)
+            self._send(uri, version, diagnostics)
+
+    def contributed(self, uri: str, path: str | None) -> list[tuple[Finding, Analysis]]:
+        """The findings other documents' analyses made in the file at ``path`` (the document
+        ``uri``), each with its analysis: hover explains them as it does the document's own."""
+        if path is None:
+            return []
+        return [(finding, analysis) for key, analysis in self._results.items()
+                if key != uri for finding in analysis.findings_in_file(path)]
 
     def _send(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
         self.server.text_document_publish_diagnostics(
@@ -450,3 +555,4 @@ class Linter:
             f"checked {name}: {len(analysis.findings)} finding(s) in {analysis.seconds * 1000:.0f} ms{reuse}",
             types.MessageType.Log,
         )
+

@@ -17,6 +17,7 @@ import inspect
 import logging
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -30,7 +31,7 @@ from graphlife.lsp.documents import CELL_LANGUAGE, NOTEBOOK_TYPE, current_stamp,
 from graphlife.lsp.linting import Linter
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import release_memory
-from graphlife.lsp.positions import client_to_char
+from graphlife.lsp.positions import client_to_char, span_to_range
 from graphlife.lsp.settings import Settings, configuration_params, from_initialization_options
 
 if TYPE_CHECKING:
@@ -120,6 +121,13 @@ def create_server() -> GraphlifeServer:
         for key in open_keys(server.workspace):
             linter.request(key, delay=0)
 
+    def edited_module(uri: str, key: str, typed: bool = False) -> None:
+        """The document ``uri`` (analysis ``key``) changed (``typed``), was saved, opened or
+        closed: the other open documents whose last analysis read its file are analyzed again."""
+        path = fs_path(uri) if uri.endswith((".py", ".pyi")) else None
+        if path is not None:
+            linter.request_dependents([path], but=key, typed=typed)
+
     async def pull_configuration() -> None:
         if not _supports(server, "workspace", "configuration"):
             return
@@ -162,14 +170,17 @@ def create_server() -> GraphlifeServer:
                                 id="graphlife-pyproject",
                                 method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                 register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                                    watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                                    # pyproject.toml: the settings; *.py: the modules a check reads
+                                    # (a branch switch, a formatter, another editor change them on disk).
+                                    watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                                              types.FileSystemWatcher(glob_pattern="**/*.py")]
                                 ),
                             )
                         ]
                     )
                 )
             except Exception as exc:  # noqa: BLE001
-                log(server, f"could not watch pyproject.toml files ({exc!r})", types.MessageType.Log)
+                log(server, f"could not watch pyproject.toml and .py files ({exc!r})", types.MessageType.Log)
         try:
             await warm
         except Exception as exc:  # noqa: BLE001 - a broken engine must not stop settings and documents
@@ -190,7 +201,9 @@ def create_server() -> GraphlifeServer:
         document = params.text_document
         if document.language_id not in ("python", "") and not document.uri.endswith((".py", ".pyi")):
             return  # e.g. a markdown file: not Python, nothing to check
-        linter.request(key_for(server.workspace, document.uri), delay=0)
+        key = key_for(server.workspace, document.uri)
+        linter.request(key, delay=0)
+        edited_module(document.uri, key)  # its buffer (restored unsaved edits) now wins over the disk
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @_guarded(server, "didChange")
@@ -199,11 +212,14 @@ def create_server() -> GraphlifeServer:
         snapshot_path = _path_of(server, key)
         if settings.config_for(snapshot_path).lint_on_change:
             linter.request(key)
+        edited_module(params.text_document.uri, key, typed=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     @_guarded(server, "didSave")
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
-        linter.request(key_for(server.workspace, params.text_document.uri), delay=0, same_text_may_finish=True)
+        key = key_for(server.workspace, params.text_document.uri)
+        linter.request(key, delay=0, same_text_may_finish=True)
+        edited_module(params.text_document.uri, key)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     @_guarded(server, "didClose")
@@ -211,6 +227,7 @@ def create_server() -> GraphlifeServer:
         uri = params.text_document.uri
         if key_for(server.workspace, uri) == uri:
             linter.forget(uri, [uri])
+            edited_module(uri, uri)  # its importers read the file on disk now, not the buffer
 
     # -- notebooks -------------------------------------------------------------------------------------
 
@@ -257,8 +274,18 @@ def create_server() -> GraphlifeServer:
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     @_guarded(server, "didChangeWatchedFiles")
     def watched_files(params: types.DidChangeWatchedFilesParams) -> None:
-        if any(change.uri.endswith("pyproject.toml") for change in params.changes):
+        modules = [change for change in params.changes if change.uri.endswith(".py")]
+        created = any(change.type == types.FileChangeType.Created for change in modules)
+        if created:
+            # A new file may be what an import names now (it resolved to nothing, or to a file
+            # in a later root): every open document is analyzed again, from scratch.
+            linter.files_appeared()
+        if created or any(change.uri.endswith("pyproject.toml") for change in params.changes):
             relint_all()
+            return
+        paths = [path for path in (fs_path(change.uri) for change in modules) if path is not None]
+        if paths:
+            linter.request_dependents(paths)
 
     # -- hover --------------------------------------------------------------------------------------------
 
@@ -269,17 +296,22 @@ def create_server() -> GraphlifeServer:
         if located is None:
             return None
         analysis, segment, line, column = located
-        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column)
+        # Bugs other open documents' analyses found in this file (it is a module they import).
+        contributed = [] if analysis.snapshot.is_notebook else linter.contributed(segment.uri, analysis.snapshot.path)
+        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed)
         if not markdown:
             return None
         rng = None
         codec = server.workspace.position_codec
-        for finding in analysis.findings:
-            if hover_mod.contains(finding, line, column):
+        under = hover_mod.findings_under(analysis, line, column, contributed)
+        if under:
+            finding, by = under[0]
+            if by is analysis:
                 where = locate(analysis.snapshot, finding.span, codec)
                 if where is not None and where[0] == segment.uri:
                     rng = where[1]
-                break
+            else:
+                rng = span_to_range(replace(finding.span, path=None), segment.lines, codec)
         return hover_mod.as_hover(markdown, rng)
 
     # -- code actions ---------------------------------------------------------------------------------------

@@ -99,6 +99,19 @@ class ProjectModules:
         it found)."""
         return {folder: listing_digest(entries) for folder, entries in self._listing.listed().items()}
 
+    def changed_since(self, previous: Mapping[str, str]) -> bool:
+        """Whether a file an earlier analysis read (``previous``: its :meth:`dependencies`)
+        holds other content now, as this provider would read it (an open buffer winning).
+
+        Why: a result kept for the entry file (the language server's unit cache, its last
+        result) is stale once a module it imported changed. Each file costs a ``stat`` (its
+        parse is cached by modification time and size) or a hash of the buffer; nothing is
+        recorded as read."""
+        for path, digest in previous.items():
+            if self._sources.load(path, self._buffers.get(path)).digest != digest:
+                return True
+        return False
+
     def _load(self, location: Location) -> SourceModule | None:
         if location.kind is Kind.NOT_SOURCE:
             return None
