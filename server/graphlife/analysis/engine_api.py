@@ -261,8 +261,12 @@ class EngineParts(TorchEngine, Protocol):
         """A new instance of a class of the file, its ``__init__`` run."""
         ...
 
-    def collect_after_call(self, state: State, returned: list[Value]) -> None:
-        """Back from a call: drop what nothing reaches, once the heap is large."""
+    def collect_after_call(self, state: State, returned: list[Value], made_since: int | None = None) -> None:
+        """Back from a call: drop what the callee made that nothing reaches, once the heap is large."""
+        ...
+
+    def collect_between_statements(self, state: State) -> None:
+        """Between statements of the unit's own code: drop what nothing reaches, once the heap is large."""
         ...
 
     # -- loops ------------------------------------------------------------------------------------

@@ -157,6 +157,7 @@ class Calls(EngineCore):
         run.frames.append(CallFrame(call=site if isinstance(site, ast.Call) else None, stmt=self.current_stmt(),
                                     params=[p.arg for p in params], bound=bound))
         run.caller_envs.append(state.env)
+        made_since = run.next_id  # what the callee makes is numbered after this
         try:
             with self.in_module(self.module_of(node)):
                 flow = self.exec_block(node.body, callee_state)
@@ -180,7 +181,7 @@ class Calls(EngineCore):
                 state.env[name] = value  # a module the callee imported is imported for all (sys.modules)
         state.inference_mode, state.grad_assumed = caller_inference, caller_assumed
         self.last_call_roots = [result_value for _, result_value in flow.returns] + list(yielded or ())
-        self.collect_after_call(state, self.last_call_roots)
+        self.collect_after_call(state, self.last_call_roots, made_since)
         if yielded is not None:
             # A generator: what the caller iterates over is the join of what it yields.
             ref = self.new_list(state, (), site, literal=False)

@@ -110,20 +110,38 @@ class Heap(EngineCore):
             return obj.elem if obj.elem is not None else UNKNOWN
         return UNKNOWN
 
-    def collect_after_call(self, state: State, returned: list[Value]) -> None:
-        """Back from a call: drop what the callee made that nothing reaches, once the heap is large."""
+    def collect_after_call(self, state: State, returned: list[Value], made_since: int | None = None) -> None:
+        """Back from a call: drop what the callee made (objects numbered after ``made_since``)
+        that nothing reaches, once the heap is large. What was made before the call is kept:
+        the caller may hold it where no name does (an argument still being evaluated, the
+        object whose ``__init__`` just returned)."""
+        if self._heap_is_large(state):
+            self.collect_garbage(state, returned, made_since if made_since is not None else self.run_state.next_id)
+
+    def collect_between_statements(self, state: State) -> None:
+        """Between two statements of the unit's own code (no call running, no module's body, no
+        loop: a loop holds what it iterates over where no name does): nothing is held but by
+        names, so whatever nothing reaches goes, once the heap is large."""
+        run = self.run_state
+        if (not run.frames and not run.import_stack and not run.caller_envs and not run.in_loop()
+                and self._heap_is_large(state)):
+            self.collect_garbage(state, [], None)
+
+    def _heap_is_large(self, state: State) -> bool:
         # Amortized: a collection that found most of the heap alive (the modules a project
         # imported, a big model) is not walked again until the heap has doubled since.
-        if len(state.heap) > max(HEAP_GC_THRESHOLD, 2 * self.run_state.heap_live):
-            self.collect_garbage(state, returned)
+        return len(state.heap) > max(HEAP_GC_THRESHOLD, 2 * self.run_state.heap_live)
 
-    def collect_garbage(self, state: State, extra_roots: list[Value]) -> None:
-        """Drop heap objects nothing can reach any more (a returned helper's locals).
+    def collect_garbage(self, state: State, extra_roots: list[Value], made_since: int | None) -> None:
+        """Drop heap objects nothing can reach any more (a returned helper's locals); with
+        ``made_since``, only those numbered after it (the others are roots).
 
         Without this, every inlined call leaves its objects in the heap and each
         state copy or join pays for them: quadratic on large files.
         """
         roots: list[Value] = list(state.env.values()) + extra_roots
+        if made_since is not None:
+            roots.extend(HeapRef(oid) for oid in state.heap if oid <= made_since)
         run = self.run_state
         for _, entry in run.loop_entry_envs:
             roots.extend(entry.env.values())

@@ -80,6 +80,7 @@ class Statements(EngineCore):
                 inner.returns, inner.breaks, inner.continues = [], [], []
                 self.reporter.raised = False
             flow.normal = inner.normal
+            self.collect_between_statements(flow.normal)
             flow.breaks.extend(inner.breaks)
             flow.continues.extend(inner.continues)
             flow.returns.extend(inner.returns)
