@@ -207,3 +207,19 @@ async def test_a_file_created_on_disk_resolves_an_import_that_named_nothing(clie
         )
     )
     await wait_for_diagnostics(client, layers.as_uri(), _has_inplace, after=mark)
+
+
+async def test_the_hover_story_names_lines_in_the_imported_module(client: LanguageClient, workdir):
+    """Hovering `loss` in train.py tells where its graph was built and saved: in layers.py."""
+    paths = _project(workdir)
+    await initialize(client, root=workdir)
+    train_uri = open_document(client, paths["train"])
+    await wait_for_publish(client, train_uri, version=1)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=train_uri),
+            position=types.Position(line=BACKWARD_LINE - 2, character=5),  # `loss = model(x).sum()`
+        )
+    )
+    assert hover is not None, "no hover on `loss`"
+    assert "of layers.py" in hover.contents.value, hover.contents.value

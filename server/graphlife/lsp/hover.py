@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from lsprotocol import types
 
+from graphlife.analysis.modules import ModuleProvider
 from graphlife.analysis.stories import story_at
 from graphlife.findings import Finding, Line
 from graphlife.lsp.linting import ISOLATE_CHARS, Analysis
@@ -65,15 +66,19 @@ def findings_under(analysis: Analysis, line: int, column: int,
     return own + [(finding, by) for finding, by in contributed if contains(finding, line, column)]
 
 
-def story(source: str, line: int, column: int) -> str | None:
-    """The engine's graph-lifetime story at a position, or ``None``."""
-    return story_at(source, line, column)
+def story(source: str, line: int, column: int, modules: ModuleProvider | None = None,
+          path: str | None = None) -> str | None:
+    """The engine's graph-lifetime story at a position, or ``None``; with ``modules``, it
+    follows the file's imports and names the file of a line in another module."""
+    return story_at(source, line, column, modules=modules, path=path)
 
 
 def hover_markdown(analysis: Analysis, line: int, column: int,
-                   contributed: Sequence[tuple[Finding, Analysis]] = ()) -> str | None:
+                   contributed: Sequence[tuple[Finding, Analysis]] = (),
+                   modules: ModuleProvider | None = None) -> str | None:
     """Everything to show at a 1-based position of the analyzed source, or ``None``.
-    ``contributed``: what other documents' analyses found in this file (:func:`findings_under`)."""
+    ``contributed``: what other documents' analyses found in this file (:func:`findings_under`);
+    ``modules``: the project's modules, for the story."""
     user_text = analysis.snapshot.user_text
     parts = [
         finding_markdown(f, user_text, analysis.snapshot.path) if by is analysis
@@ -83,7 +88,7 @@ def hover_markdown(analysis: Analysis, line: int, column: int,
     # The story re-interprets the file on a server thread; on a file big enough to be
     # checked in a child process, its parse alone would freeze the server.
     big = len(analysis.snapshot.source) > ISOLATE_CHARS
-    told = None if big else story(analysis.snapshot.source, line, column)
+    told = None if big else story(analysis.snapshot.source, line, column, modules, analysis.snapshot.path)
     if told:
         parts.append(user_text(told))
     return SEPARATOR.join(parts) if parts else None

@@ -489,6 +489,12 @@ class Linter:
         analysis.units = checker.statistics
         return analysis
 
+    def project_modules(self, analysis: Analysis) -> ProjectModules:
+        """The project's modules as the analysis's document sees them now (open buffers winning),
+        read through the server's parse cache: for the hover's story."""
+        buffers = open_buffers(self.server.workspace)
+        return ProjectModules(analysis.snapshot.path, analysis.config.src, buffers=buffers, sources=self.sources)
+
     # -- publishing ---------------------------------------------------------------------------
 
     def _publish(self, analysis: Analysis) -> None:

@@ -298,7 +298,8 @@ def create_server() -> GraphlifeServer:
         analysis, segment, line, column = located
         # Bugs other open documents' analyses found in this file (it is a module they import).
         contributed = [] if analysis.snapshot.is_notebook else linter.contributed(segment.uri, analysis.snapshot.path)
-        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed)
+        modules = None if analysis.snapshot.is_notebook else linter.project_modules(analysis)
+        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed, modules)
         if not markdown:
             return None
         rng = None
