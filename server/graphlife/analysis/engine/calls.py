@@ -36,7 +36,19 @@ from graphlife.analysis.values import (
 #: Inlined calls nest at most this deep; a deeper call's result is unknown.
 MAX_INLINE_DEPTH = 6
 
-_NO_GRAD_DECORATORS = ("torch.no_grad()", "torch.no_grad", "torch.inference_mode()")
+#: Grad-mode decorators by their text: the (grad enabled, inference mode) they set while the
+#: function runs (``None``: left as the caller's).
+_MODE_DECORATORS: dict[str, tuple[bool | None, bool | None]] = {
+    "torch.no_grad()": (False, None),
+    "torch.no_grad": (False, None),
+    "torch.inference_mode()": (False, True),
+    "torch.inference_mode": (False, True),
+    "torch.inference_mode(True)": (False, True),
+    "torch.inference_mode(mode=True)": (False, True),
+    "torch.inference_mode(False)": (None, False),
+    "torch.inference_mode(mode=False)": (None, False),
+    "torch.enable_grad()": (True, None),
+}
 
 
 class Calls(EngineCore):
@@ -141,10 +153,14 @@ class Calls(EngineCore):
         bound = func.bound_self is not None and "staticmethod" not in decorators
         callee_state = state.copy()
         callee_state.env = self._callee_names(func, bound, args, kwargs, state)
-        if any(decorator in _NO_GRAD_DECORATORS for decorator in decorators):
-            callee_state.grad_enabled, callee_state.grad_assumed = False, False
-            if "inference_mode" in " ".join(decorators):
-                callee_state.inference_mode = True
+        # Decorators run outermost first: the innermost one's mode is the function's.
+        # `@torch.inference_mode(False)` turns inference mode off (Megatron's quantization helpers).
+        for decorator in decorators:
+            grad, inference = _MODE_DECORATORS.get(decorator, (None, None))
+            if grad is not None:
+                callee_state.grad_enabled, callee_state.grad_assumed = grad, False
+            if inference is not None:
+                callee_state.inference_mode = inference
         run = self.run_state
         if is_generator:
             run.yielded.append([])
