@@ -72,6 +72,8 @@ def on_loop_end(event: LoopEndEvent, ctx: RuleContext) -> None:
     in_eval = any(event.state.heap.get(ref.oid) is not None and event.state.heap[ref.oid].extra.get("training") is False
                   for ref, _ in event.module_calls)
     function = ctx.enclosing_function(event.loop)
+    if function is not None and function.name == "forward":
+        return  # a model's own loop over its layers or time steps: one forward, run by whoever calls it
     named = function is not None and EVAL_NAME.search(function.name) is not None
     if not (in_eval or named):
         return
