@@ -53,6 +53,7 @@ class FileReport:
     checked: bool = True
     #: The lines of the project's other files that findings point into (for the source excerpt).
     other_lines: dict[str, list[str]] = field(default_factory=dict)
+    encoding: str = "utf-8"  # as the file was read (a fix is written back the same way)
 
 
 def iter_python_files(paths: list[str]) -> tuple[list[str], list[str]]:
@@ -61,7 +62,7 @@ def iter_python_files(paths: list[str]) -> tuple[list[str], list[str]]:
     missing: list[str] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_file():
+        if path.is_file() or (path.exists() and not path.is_dir()):  # a pipe or device: its read says why not
             files.append(str(path))
         elif path.is_dir():
             for root, dirs, names in os.walk(path):
@@ -75,18 +76,11 @@ def iter_python_files(paths: list[str]) -> tuple[list[str], list[str]]:
 
 
 def read_source(path: str) -> str:
-    """Decode a file as Python does (PEP 263 cookie, else UTF-8); raise ValueError with a reason."""
-    import tokenize  # noqa: PLC0415
+    """Decode a regular file as Python does (PEP 263 cookie, else UTF-8); raise ValueError with a
+    reason (:func:`graphlife.source_files.read_source_file`)."""
+    from graphlife.source_files import read_source_file  # noqa: PLC0415
 
-    with open(path, "rb") as handle:
-        data = handle.read()
-    if b"\x00" in data[:8192]:
-        raise ValueError("binary file (NUL bytes)")
-    try:
-        encoding, _ = tokenize.detect_encoding(iter(data.splitlines(keepends=True)).__next__)
-        return data.decode(encoding)
-    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        raise ValueError(f"not valid text in its declared encoding: {exc}") from exc
+    return read_source_file(path).text
 
 
 def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool]) -> FileReport:
@@ -97,11 +91,14 @@ def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool]) ->
     report = FileReport(path=path)
     if path.endswith(".ipynb"):
         return _check_notebook(path, base_config, report)
+    from graphlife.source_files import read_source_file  # noqa: PLC0415
+
     try:
-        source = read_source(path)
+        read = read_source_file(path)
     except (OSError, ValueError) as exc:
         report.read_error = str(exc)
         return report
+    source, report.encoding = read.text, read.encoding
     config = config_for_path(base_config, path)
     cached = _cached_report(path, source, config) if use_cache and mode == "check" else None
     if cached is not None:
@@ -230,14 +227,28 @@ def merge_project_findings(reports: list[FileReport]) -> list[FileReport]:
     return result
 
 
+def _check_readable(path: str) -> None:
+    """Raise ValueError unless ``path`` is a regular file small enough to read."""
+    import stat  # noqa: PLC0415
+
+    from graphlife.project.limits import MAX_SOURCE_BYTES  # noqa: PLC0415
+
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError("not a regular file (a pipe, a device or a socket); not read")
+    if info.st_size > MAX_SOURCE_BYTES:
+        raise ValueError(f"file is larger than {MAX_SOURCE_BYTES // 1_000_000} MB; not analyzed")
+
+
 def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileReport:
     """A notebook's code cells, analyzed together in cell order; findings point into their cell."""
     from graphlife.checker import check_source  # noqa: PLC0415
     from graphlife.lsp.notebooks import CellText, cell_relative_lines, join_cells  # noqa: PLC0415
 
     try:
+        _check_readable(path)
         with open(path, encoding="utf-8") as handle:
-            notebook = json.load(handle)
+            notebook = json.load(handle)  # a notebook nested too deeply raises RecursionError: caught
         # Cells are numbered by their place in the notebook, markdown cells included, as the
         # editor shows them (and as the language server names them).
         code = [
@@ -248,7 +259,7 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
                      text="".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", "")))
             for number, c in code
         ]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         report.read_error = f"not a readable notebook: {exc}"
         return report
     source, placed = join_cells(cells)
@@ -382,8 +393,8 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
         for note in report.notes:
             print(f"graphlife: {report.path}: {note}", file=sys.stderr)
     readable = merge_project_findings([r for r in reports if not r.read_error])
-    if mode in ("fix", "diff"):
-        _apply_fixes(readable, mode)
+    if mode in ("fix", "diff") and not _apply_fixes(readable, mode):
+        status = 2
     if args.format == "json":
         payload = {
             "version": __version__,
@@ -409,9 +420,13 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
     return status
 
 
-def _apply_fixes(reports: list[FileReport], mode: str) -> None:
+def _apply_fixes(reports: list[FileReport], mode: str) -> bool:
+    """Print or write the fixes; ``False`` when a fix could not be written (said on stderr)."""
     import difflib  # noqa: PLC0415
 
+    from graphlife.source_files import write_fixed_source  # noqa: PLC0415
+
+    failed = False
     for report in reports:
         if report.fixed_source is None or report.original_source is None:
             continue  # nothing was fixed (or the file could not be read)
@@ -427,14 +442,20 @@ def _apply_fixes(reports: list[FileReport], mode: str) -> None:
                 )
             )
         else:
-            with open(report.path, "w", encoding="utf-8") as handle:
-                handle.write(report.fixed_source)
+            try:
+                write_fixed_source(report.path, report.fixed_source, report.encoding)
+            except (OSError, ValueError) as exc:  # the file is as it was; the others go on
+                print(f"graphlife: {report.path}: cannot write the fix: {exc}", file=sys.stderr)
+                report.fixed_source = None
+                failed = True
+                continue
             print(f"graphlife: fixed {report.path}", file=sys.stderr)
     # Re-check after writing so the printed findings are what remains.
     if mode == "fix":
         for index, report in enumerate(reports):
             if report.fixed_source is not None:
                 reports[index] = _check_one((report.path, Config(), "check"))
+    return not failed
 
 
 def _run_rules(args: argparse.Namespace) -> int:
