@@ -15,7 +15,10 @@ import asyncio
 import functools
 import inspect
 import logging
+import os
 import sys
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -68,6 +71,18 @@ class GraphlifeServer(LanguageServer):
         """pygls' own errors (bad JSON, unknown documents) go to the log, not to a pop-up."""
         log(self, f"protocol error ({source.__name__ if hasattr(source, '__name__') else source}): {error!r}",
             types.MessageType.Error)
+
+
+#: Seconds after `shutdown` after which the process ends whatever still runs.
+EXIT_GRACE_SECONDS = 10.0
+
+
+def _exit_after(seconds: float) -> None:
+    """End the process ``seconds`` from now, unless it has ended by then (a daemon thread):
+    the client asked it to stop, and an editor must never be left with a server that hangs."""
+    time.sleep(seconds)
+    logging.shutdown()
+    os._exit(0)
 
 
 def _guarded(server: GraphlifeServer, what: str, default: Any = None) -> Callable[[Handler], Handler]:
@@ -191,6 +206,9 @@ def create_server() -> GraphlifeServer:
     @server.feature(types.SHUTDOWN)
     @_guarded(server, "shutdown")
     async def shutdown(params: None) -> None:
+        # After `shutdown` only `exit` may come: whatever still runs then must not keep the
+        # process alive (a task that outlives its cancellation would, for ever).
+        threading.Thread(target=_exit_after, args=(EXIT_GRACE_SECONDS,), name="graphlife-exit", daemon=True).start()
         await linter.close()  # big documents' checker processes end now, not after their analysis
 
     # -- text documents ----------------------------------------------------------------------------
