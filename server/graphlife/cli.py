@@ -227,26 +227,14 @@ def merge_project_findings(reports: list[FileReport]) -> list[FileReport]:
     return result
 
 
-def _check_readable(path: str) -> None:
-    """Raise ValueError unless ``path`` is a regular file small enough to read."""
-    import stat  # noqa: PLC0415
-
-    from graphlife.project.limits import MAX_SOURCE_BYTES  # noqa: PLC0415
-
-    info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError("not a regular file (a pipe, a device or a socket); not read")
-    if info.st_size > MAX_SOURCE_BYTES:
-        raise ValueError(f"file is larger than {MAX_SOURCE_BYTES // 1_000_000} MB; not analyzed")
-
-
 def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileReport:
     """A notebook's code cells, analyzed together in cell order; findings point into their cell."""
     from graphlife.checker import check_source  # noqa: PLC0415
     from graphlife.lsp.notebooks import CellText, cell_relative_lines, join_cells  # noqa: PLC0415
+    from graphlife.source_files import check_readable  # noqa: PLC0415
 
     try:
-        _check_readable(path)
+        check_readable(path)
         with open(path, encoding="utf-8") as handle:
             notebook = json.load(handle)  # a notebook nested too deeply raises RecursionError: caught
         # Cells are numbered by their place in the notebook, markdown cells included, as the

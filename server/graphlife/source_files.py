@@ -40,14 +40,20 @@ class SourceText:
     encoding: str
 
 
-def read_source_file(path: str) -> SourceText:
-    """The text of a regular Python file of at most :data:`MAX_SOURCE_BYTES`, decoded as Python
-    decodes it; :class:`SourceError` says why not (``OSError`` for the file system's reasons)."""
+def check_readable(path: str) -> None:
+    """Raise :class:`SourceError` unless ``path`` is a regular file of at most
+    :data:`MAX_SOURCE_BYTES` (asked of the file system before a byte is read)."""
     info = os.stat(path)
     if not stat.S_ISREG(info.st_mode):
         raise SourceError("not a regular file (a pipe, a device or a socket); not read")
     if info.st_size > MAX_SOURCE_BYTES:
         raise SourceError(f"file is larger than {MAX_SOURCE_BYTES // 1_000_000} MB; not analyzed")
+
+
+def read_source_file(path: str) -> SourceText:
+    """The text of a regular Python file of at most :data:`MAX_SOURCE_BYTES`, decoded as Python
+    decodes it; :class:`SourceError` says why not (``OSError`` for the file system's reasons)."""
+    check_readable(path)
     with open(path, "rb") as handle:
         data = handle.read(MAX_SOURCE_BYTES + 1)
     if len(data) > MAX_SOURCE_BYTES:

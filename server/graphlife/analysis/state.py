@@ -151,6 +151,12 @@ class State:
             self.shared.discard(name)
         return current
 
+    def dead_copy(self) -> State:
+        """A copy that no path reaches (after a return, a raise, a break, an import that fails)."""
+        dead = self.copy()
+        dead.reachable = False
+        return dead
+
     def adopt(self, other: State) -> None:
         """Take over everything ``other`` knows (its maps become shared by both)."""
         self.__dict__.update(other.__dict__)

@@ -80,7 +80,7 @@ class Imports(EngineCore):
     @handles_statements(ast.Import, ast.ImportFrom)
     def exec_import(self, stmt: ast.Import | ast.ImportFrom, state: State) -> Flow:
         if any(self.missing_project_module(name) for name in _modules_named(stmt, self.module)):
-            return Flow(normal=_unreachable(state))  # ModuleNotFoundError: a `try` goes to its handler
+            return Flow(normal=state.dead_copy())  # ModuleNotFoundError: a `try` goes to its handler
         if isinstance(stmt, ast.Import):  # a module is a name: its body runs when one of its names is used
             for alias in stmt.names:
                 if alias.asname:
@@ -431,13 +431,6 @@ def _modules_named(stmt: ast.Import | ast.ImportFrom, importer: SourceModule) ->
         return [alias.name for alias in stmt.names]
     base = _absolute_in(importer, stmt.module or "", stmt.level)
     return [base] if base else []
-
-
-def _unreachable(state: State) -> State:
-    """A copy of ``state`` that no path reaches (the statement raised)."""
-    dead = state.copy()
-    dead.reachable = False
-    return dead
 
 
 def _absolute_in(importer: SourceModule, module: str, level: int) -> str | None:

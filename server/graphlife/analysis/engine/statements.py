@@ -43,13 +43,6 @@ def _no_effect(engine: object, stmt: ast.stmt, state: State) -> Flow:
     return Flow(normal=state)
 
 
-def _dead(state: State) -> State:
-    """A copy of ``state`` that no path reaches (after a return, a raise, a break)."""
-    dead = state.copy()
-    dead.reachable = False
-    return dead
-
-
 class Statements(EngineCore):
     """Blocks, and every kind of statement except loops."""
 
@@ -76,7 +69,7 @@ class Statements(EngineCore):
             if self.reporter.raised or run.path_ends:
                 run.path_ends = False
                 # torch raises at this statement on every path: nothing after it runs.
-                inner.normal = _dead(inner.normal)
+                inner.normal = inner.normal.dead_copy()
                 inner.returns, inner.breaks, inner.continues = [], [], []
                 self.reporter.raised = False
             flow.normal = inner.normal
@@ -197,21 +190,21 @@ class Statements(EngineCore):
     @handles_statements(ast.Return)
     def exec_return(self, stmt: ast.Return, state: State) -> Flow:
         value = self.eval(stmt.value, state) if stmt.value is not None else NONE
-        return Flow(normal=_dead(state), returns=[(state, value)])
+        return Flow(normal=state.dead_copy(), returns=[(state, value)])
 
     @handles_statements(ast.Raise)
     def exec_raise(self, stmt: ast.Raise, state: State) -> Flow:
         if stmt.exc is not None:
             self.eval(stmt.exc, state)
-        return Flow(normal=_dead(state))
+        return Flow(normal=state.dead_copy())
 
     @handles_statements(ast.Break)
     def exec_break(self, stmt: ast.Break, state: State) -> Flow:
-        return Flow(normal=_dead(state), breaks=[state])
+        return Flow(normal=state.dead_copy(), breaks=[state])
 
     @handles_statements(ast.Continue)
     def exec_continue(self, stmt: ast.Continue, state: State) -> Flow:
-        return Flow(normal=_dead(state), continues=[state])
+        return Flow(normal=state.dead_copy(), continues=[state])
 
     # -- branches ------------------------------------------------------------------------------------
     @handles_statements(ast.If)
