@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from graphlife.analysis.blocks import parse_tolerant
 from graphlife.analysis.tree_index import TreeIndex
 from graphlife.project.limits import MAX_SOURCE_BYTES
+from graphlife.text_lines import source_lines
 
 
 @dataclass(frozen=True, eq=False)
@@ -175,4 +176,4 @@ def parse_source(path: str, text: str, digest: str | None = None) -> ParsedSourc
     if tree is None:
         reason = errors[0][2] if errors else "nothing parses"
         return Unreadable(path, reason, digest)
-    return ParsedSource(path, text, tree, text.splitlines(), TreeIndex.of_module(tree), digest, tuple(errors))
+    return ParsedSource(path, text, tree, source_lines(text), TreeIndex.of_module(tree), digest, tuple(errors))

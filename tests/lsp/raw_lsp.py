@@ -1,0 +1,124 @@
+"""The real ``python -m graphlife lsp`` over pipes, driven byte by byte.
+
+pytest-lsp's client only sends well-formed messages; the protocol tests need to
+send broken frames, so this helper writes raw bytes to the server's stdin and
+parses its stdout into messages in a thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+from typing import Any
+
+from lsp_helpers import SERVER_COMMAND, server_env_with
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class RawServer:
+    """A server process, its messages (``messages``, in order) and helpers to send and wait."""
+
+    def __init__(self, **env: str) -> None:
+        self.process = subprocess.Popen(
+            SERVER_COMMAND,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=server_env_with(**env),
+        )
+        self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.responses: dict[Any, dict[str, Any]] = {}
+        self._ids = itertools.count(1)
+        self.stderr = bytearray()
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        while True:
+            length = None
+            while True:
+                line = stream.readline()
+                if not line:
+                    return
+                if line.startswith(b"Content-Length:"):
+                    length = int(line.split(b":")[1])
+                if line == b"\r\n" and length is not None:
+                    break
+            self.messages.put(json.loads(stream.read(length)))
+
+    def _read_stderr(self) -> None:
+        stream = self.process.stderr
+        assert stream is not None
+        while chunk := stream.read1(4096):
+            self.stderr += chunk
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_raw(frame(message))
+
+    def request_message(self, method: str, params: Any = None) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
+        if params is not None:
+            message["params"] = params
+        return message
+
+    def request(self, method: str, params: Any = None, timeout: float = 30.0) -> dict[str, Any]:
+        """Send a request and wait for its response (the whole message, ``result`` or ``error``)."""
+        message = self.request_message(method, params)
+        self.send(message)
+        return self.response(message["id"], timeout)
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def response(self, msg_id: Any, timeout: float = 30.0) -> dict[str, Any]:
+        """The response to ``msg_id``, answering the server's own requests meanwhile."""
+        deadline = time.monotonic() + timeout
+        while msg_id not in self.responses:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"no response to {msg_id!r}; server stderr:\n{self.stderr.decode(errors='replace')}")
+            try:
+                message = self.messages.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if "method" in message and "id" in message:  # the server asks (configuration, registration)
+                result: Any = [{}] if message["method"] == "workspace/configuration" else None
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            elif "method" not in message:
+                self.responses[message.get("id")] = message
+        return self.responses.pop(msg_id)
+
+    def initialize(self, root: str | None = None) -> dict[str, Any]:
+        response = self.request(
+            "initialize",
+            {"processId": os.getpid(), "rootUri": root, "capabilities": {"general": {"positionEncodings": ["utf-16"]}}},
+        )
+        self.notify("initialized", {})
+        return response
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """``shutdown`` then ``exit``; the process's exit code."""
+        self.request("shutdown")
+        self.notify("exit", None)
+        return self.process.wait(timeout)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
