@@ -12,6 +12,7 @@ split of a source into lines goes through here.
 from __future__ import annotations
 
 import re
+import tokenize
 
 #: The line breaks of Python and LSP, longest first so that CR LF is one break.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -87,3 +88,17 @@ class LineOffsets:
             return self._end
         index = max(line - 1, 0)
         return self._starts[index] + min(max(column - 1, 0), self._lengths[index])
+
+
+def detect_encoding(data: bytes) -> str:
+    """The encoding Python reads ``data`` in (a UTF-8 BOM, a PEP 263 cookie on one of the first
+    two lines, else UTF-8), with lines ended by CR alone counted as lines, as Python counts them
+    (``io.BytesIO(data).readline`` would see a CR-only file as one line and miss its cookie).
+    Raises ``SyntaxError`` for a cookie naming an unknown encoding, as ``tokenize`` does."""
+    lines = (match.group(0) for match in _BYTE_LINES.finditer(data))  # lazy: two lines are read
+    encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
+    return encoding
+
+
+#: A line of bytes with its break, as Python splits them.
+_BYTE_LINES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")

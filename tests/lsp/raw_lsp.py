@@ -86,13 +86,25 @@ class RawServer:
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
+    def open(self, uri: str, text: str) -> None:
+        document = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+        self.notify("textDocument/didOpen", {"textDocument": document})
+
+    def change(self, uri: str, version: int, rng: dict[str, Any], text: str) -> None:
+        """One incremental ``didChange``: ``rng`` (an LSP range) replaced by ``text``."""
+        self.notify(
+            "textDocument/didChange",
+            {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"range": rng, "text": text}]},
+        )
+
     def response(self, msg_id: Any, timeout: float = 30.0) -> dict[str, Any]:
         """The response to ``msg_id``, answering the server's own requests meanwhile."""
         deadline = time.monotonic() + timeout
         while msg_id not in self.responses:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise AssertionError(f"no response to {msg_id!r}; server stderr:\n{self.stderr.decode(errors='replace')}")
+                stderr = self.stderr.decode(errors="replace")
+                raise AssertionError(f"no response to {msg_id!r}; server stderr:\n{stderr}")
             try:
                 message = self.messages.get(timeout=remaining)
             except queue.Empty:

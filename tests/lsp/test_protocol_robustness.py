@@ -87,7 +87,7 @@ def test_incremental_edits_follow_lsp_line_breaks(server: RawServer) -> None:
     past a CRLF line's end means the line's end, before CR LF."""
     uri = "file:///tmp/graphlife-odd-breaks.py"
     text = "a = 1\x0c\n# \u2028 \x85 \x0b\r\nb = 2\r\nc = 3\n"
-    server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
+    server.open(uri, text)
     edits = [
         ({"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 1}}, "B"),
         ({"start": {"line": 1, "character": 99}, "end": {"line": 1, "character": 99}}, "  # end"),
@@ -95,10 +95,7 @@ def test_incremental_edits_follow_lsp_line_breaks(server: RawServer) -> None:
         ({"start": {"line": 9, "character": 0}, "end": {"line": 9, "character": 0}}, "d = 4\n"),
     ]
     for version, (rng, new_text) in enumerate(edits, start=2):
-        server.notify(
-            "textDocument/didChange",
-            {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"range": rng, "text": new_text}]},
-        )
+        server.change(uri, version, rng, new_text)
     held = server.request("$/graphlife/testState", {"uri": uri})["result"]["text"]
     assert held == "a = 1\x0c\n# \u2028 \x85 \x0b  # end\r\nB = 2\r\nc = 3!\nd = 4\n"
     assert server.stop() == 0
@@ -106,10 +103,9 @@ def test_incremental_edits_follow_lsp_line_breaks(server: RawServer) -> None:
 
 def test_finished_futures_are_not_kept(server: RawServer) -> None:
     uri = "file:///tmp/graphlife-burst.py"
-    server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": SOURCE}})
+    server.open(uri, SOURCE)
     for version in range(2, 302):
-        change = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "text": "#\n"}
-        server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]})
+        server.change(uri, version, {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}, "#\n")
         server.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
     state = server.request("$/graphlife/testState", {"uri": uri})["result"]
     assert state["text"] == "#\n" * 300 + SOURCE

@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import io
 import os
 import threading
-import tokenize
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from graphlife.analysis.blocks import parse_tolerant
 from graphlife.analysis.tree_index import TreeIndex
 from graphlife.project.limits import MAX_SOURCE_BYTES
-from graphlife.text_lines import source_lines
+from graphlife.text_lines import detect_encoding, source_lines
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,7 +59,7 @@ def decode_source(data: bytes) -> str:
     if b"\x00" in data:
         raise UndecodableSource("binary file (NUL bytes)")
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        encoding = detect_encoding(data)
         return data.decode(encoding)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         raise UndecodableSource(f"not valid text in its declared encoding: {exc}") from exc
