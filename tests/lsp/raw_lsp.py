@@ -14,6 +14,7 @@ import queue
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from lsp_helpers import SERVER_COMMAND, server_env_with
@@ -37,6 +38,7 @@ class RawServer:
         )
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.responses: dict[Any, dict[str, Any]] = {}
+        self.notifications: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self.stderr = bytearray()
         threading.Thread(target=self._read_stdout, daemon=True).start()
@@ -98,29 +100,39 @@ class RawServer:
         )
 
     def response(self, msg_id: Any, timeout: float = 30.0) -> dict[str, Any]:
-        """The response to ``msg_id``, answering the server's own requests meanwhile."""
+        """The response to ``msg_id`` (the whole message, ``result`` or ``error``)."""
+        self.wait(lambda: msg_id in self.responses, timeout, f"a response to {msg_id!r}")
+        return self.responses.pop(msg_id)
+
+    def wait(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        """Handle the server's messages until ``condition()`` holds: responses go to ``responses``,
+        notifications to ``notifications``, and the server's own requests are answered."""
         deadline = time.monotonic() + timeout
-        while msg_id not in self.responses:
+        while not condition():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 stderr = self.stderr.decode(errors="replace")
-                raise AssertionError(f"no response to {msg_id!r}; server stderr:\n{stderr}")
+                raise AssertionError(f"waited {timeout} s for {what}; server stderr:\n{stderr}")
             try:
-                message = self.messages.get(timeout=remaining)
+                message = self.messages.get(timeout=min(remaining, 1.0))
             except queue.Empty:
                 continue
             if "method" in message and "id" in message:  # the server asks (configuration, registration)
-                result: Any = [{}] if message["method"] == "workspace/configuration" else None
+                items = (message.get("params") or {}).get("items", [])
+                result: Any = [{} for _ in items] if message["method"] == "workspace/configuration" else None
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
-            elif "method" not in message:
+            elif "method" in message:
+                self.notifications.append(message)
+            else:
                 self.responses[message.get("id")] = message
-        return self.responses.pop(msg_id)
 
     def initialize(self, root: str | None = None) -> dict[str, Any]:
-        response = self.request(
-            "initialize",
-            {"processId": os.getpid(), "rootUri": root, "capabilities": {"general": {"positionEncodings": ["utf-16"]}}},
-        )
+        """``initialize`` (UTF-16 positions, lazily resolved code actions) and ``initialized``."""
+        capabilities = {
+            "general": {"positionEncodings": ["utf-16"]},
+            "textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit"]}}},
+        }
+        response = self.request("initialize", {"processId": os.getpid(), "rootUri": root, "capabilities": capabilities})
         self.notify("initialized", {})
         return response
 
