@@ -39,6 +39,8 @@ class RawServer:
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.responses: dict[Any, dict[str, Any]] = {}
         self.notifications: list[dict[str, Any]] = []
+        #: The whole response to the server's ``workspace/configuration`` requests, when set.
+        self.configuration_reply: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self._ids = itertools.count(1)
         self.stderr = bytearray()
         threading.Thread(target=self._read_stdout, daemon=True).start()
@@ -118,6 +120,9 @@ class RawServer:
             except queue.Empty:
                 continue
             if "method" in message and "id" in message:  # the server asks (configuration, registration)
+                if message["method"] == "workspace/configuration" and self.configuration_reply is not None:
+                    self.send(self.configuration_reply(message))
+                    continue
                 items = (message.get("params") or {}).get("items", [])
                 result: Any = [{} for _ in items] if message["method"] == "workspace/configuration" else None
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
@@ -126,12 +131,15 @@ class RawServer:
             else:
                 self.responses[message.get("id")] = message
 
-    def initialize(self, root: str | None = None) -> dict[str, Any]:
-        """``initialize`` (UTF-16 positions, lazily resolved code actions) and ``initialized``."""
-        capabilities = {
+    def initialize(self, root: str | None = None, configuration: bool = False) -> dict[str, Any]:
+        """``initialize`` (UTF-16 positions, lazily resolved code actions, ``workspace/configuration``
+        when asked) and ``initialized``."""
+        capabilities: dict[str, Any] = {
             "general": {"positionEncodings": ["utf-16"]},
             "textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit"]}}},
         }
+        if configuration:
+            capabilities["workspace"] = {"configuration": True}
         response = self.request("initialize", {"processId": os.getpid(), "rootUri": root, "capabilities": capabilities})
         self.notify("initialized", {})
         return response

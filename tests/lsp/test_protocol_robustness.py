@@ -111,3 +111,23 @@ def test_finished_futures_are_not_kept(server: RawServer) -> None:
     assert state["text"] == "#\n" * 300 + SOURCE
     assert state["futures"] <= 2, f"{state['futures']} futures kept after 600 messages"
     assert server.stop() == 0
+
+
+def test_a_client_response_that_does_not_deserialize_fails_the_wait_at_once() -> None:
+    """The server asks for the settings; a client answers with an error that is not an error
+    object. The server's wait ends with that error (not after its time-out) and it goes on."""
+    server = RawServer(GRAPHLIFE_LSP_TEST_STATE="1")
+    server.configuration_reply = lambda request: {"jsonrpc": "2.0", "id": request["id"], "error": "not an object"}
+    try:
+        server.initialize(configuration=True)
+
+        def logged(text: str) -> bool:
+            logs = [n["params"]["message"] for n in server.notifications if n["method"] == "window/logMessage"]
+            return any(text in message for message in logs)
+
+        server.wait(lambda: logged("language server ready"), 30, "the server to be ready")
+        assert logged("the client's response could not be read")
+        assert answers(server)
+        assert server.stop() == 0
+    finally:
+        server.kill()

@@ -27,6 +27,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lsprotocol import types
+from lsprotocol.types import ResponseError
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.io_ import StdoutWriter
 from pygls.protocol import LanguageServerProtocol, lsp_method
@@ -91,10 +92,18 @@ class GraphlifeProtocol(LanguageServerProtocol):
         try:
             message = self.structure_message(data)
         except JsonRpcException as exc:
-            logger.error("could not read the params of %r", data.get("method"))
+            why = str(exc.__cause__)[:300]
             if is_request:
-                why = str(exc.__cause__)[:300]
+                logger.error("could not read the params of %r", data.get("method"))
                 self.refuse(data["id"], JsonRpcInvalidParams(f"invalid params for {data.get('method')!r}: {why}"))
+            elif "id" in data and "method" not in data:
+                # A response the client sent to one of the server's requests: whoever waits
+                # for it gets an error now, instead of waiting for an answer that will not come.
+                logger.error("could not read the client's response to request %r", data["id"])
+                message = f"the client's response could not be read: {why}"
+                self._handle_response(data["id"], None, ResponseError(code=JsonRpcInvalidParams.CODE, message=message))
+            else:
+                logger.error("could not read the params of %r", data.get("method"))
             return
         if isinstance(message, dict):  # no "jsonrpc" member: not JSON-RPC 2.0
             if is_request:
