@@ -130,7 +130,7 @@ class Document:
         class Visitor(cst.CSTVisitor):
             def visit_SimpleString(self, n: cst.SimpleString) -> None:
                 nonlocal found
-                if "\n" in n.value:
+                if "\n" in n.value or "\r" in n.value:  # a CR alone ends a line too
                     found = True
 
             def visit_FormattedString(self, n: cst.FormattedString) -> None:
