@@ -16,6 +16,7 @@ import runpy
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 PROBE = runpy.run_path(str(Path(__file__).resolve().parents[2] / "server" / "graphlife" / "debug" / "probe.py"))
@@ -192,3 +193,27 @@ def test_a_class_level_dict_property_above_a_real_dict_is_skipped() -> None:
     snap = json.loads(PROBE["snapshot_json"]({"holder": holder}), parse_constant=reject_constant)
     assert CALLS == []
     assert [t["name"] for t in snap["tensors"]] == ["holder.loss"]
+
+
+def test_a_torch_function_mode_of_the_program_does_not_see_the_probe() -> None:
+    """A program stopped inside a ``TorchFunctionMode`` (a profiler, a tracer): the probe's reads
+    and its gradient norm are not the program's torch calls and must not reach the mode."""
+
+    class Spy(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            user_code(f"mode saw {getattr(func, '__name__', func)}")
+            return func(*args, **(kwargs or {}))
+
+    w = torch.randn(3, requires_grad=True)
+    w.grad = torch.ones(3)
+    loss = torch.sigmoid(w).sum()
+    namespace = {"w": w, "loss": loss}
+    before = observable(namespace)
+    CALLS.clear()
+    with Spy():
+        text = PROBE["snapshot_json"](namespace)
+    calls = list(CALLS)
+    assert calls == []
+    assert observable(namespace) == before
+    grads = {t["name"]: t["grad"] for t in json.loads(text, parse_constant=reject_constant)["tensors"] if t["grad"]}
+    assert grads["w"]["norm"] == pytest.approx(3 ** 0.5)
