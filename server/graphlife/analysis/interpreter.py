@@ -34,6 +34,7 @@ from graphlife.analysis.modules import ModuleProvider
 from graphlife.analysis.rule_api import ModuleContext, Reporter, Rule
 from graphlife.analysis.tree_index import TreeIndex
 from graphlife.findings import Finding
+from graphlife.text_lines import source_lines
 
 __all__ = ["Interpreter", "Timeout", "analyze_module", "release_tree"]
 
@@ -55,7 +56,7 @@ def analyze_module(
     (:mod:`graphlife.analysis.modules`; without it they are unknown values); findings in
     their code name their file (``Span.path``). ``path`` is the file's own."""
     reporter = Reporter(checked_path=path)
-    lines = lines if lines is not None else source.splitlines()
+    lines = lines if lines is not None else source_lines(source)
     notes: list[str] = []
     whole_file = index is None
     if whole_file:  # a full check: one walk of the file, shared with the rules that need one
