@@ -112,6 +112,36 @@ class TorchEngine(Protocol):
         """A call the engine cannot follow is given these values (the rules hear of their graphs)."""
         ...
 
+    def escape(self, values: list[Value], state: State, *, later: bool = True) -> None:
+        """The functions among ``values`` are handed to code the engine does not follow."""
+        ...
+
+    def run_escaped(self, state: State) -> None:
+        """Code the engine does not see runs here: escaped functions may run (their writes are weakened)."""
+        ...
+
+    def unseen_call(self, values: list[Value], state: State, receiver: Value | None = None) -> None:
+        """A call the engine cannot follow is given ``values`` (and called on ``receiver``)."""
+        ...
+
+    def register_module_hook(self, module: HeapRef, method: str, args: list[Value], state: State,
+                             site: ast.AST) -> Value:
+        """``module.register_forward_hook(fn)`` and the like: the handle."""
+        ...
+
+    def remove_hook(self, handle: HeapRef, state: State) -> Value:
+        """``handle.remove()`` of a hook handle."""
+        ...
+
+    def run_pre_hooks(self, module: HeapRef, args: list[Value], state: State, site: ast.AST) -> list[Value]:
+        """The module's forward pre-hooks: the arguments its forward gets."""
+        ...
+
+    def run_forward_hooks(self, module: HeapRef, args: list[Value], output: Value, state: State,
+                          site: ast.AST) -> Value:
+        """The module's forward hooks: the output its caller gets."""
+        ...
+
     def find_method(self, ref: ClassRef, name: str, state: State,
                     depth: int = 0) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The method ``name`` of a class of the file (or of its bases in the file)."""
@@ -207,6 +237,10 @@ class EngineParts(TorchEngine, Protocol):
 
     def assign(self, target: ast.expr, value: Value, state: State, value_expr: ast.expr | None) -> None:
         """Bind ``value`` to an assignment target (name, unpacking, attribute, item)."""
+        ...
+
+    def lambda_function(self, expr: ast.Lambda) -> FunctionRef:
+        """A lambda as a function (made once per lambda)."""
         ...
 
     def class_ref(self, node: ast.ClassDef, state: State) -> ClassRef:

@@ -27,6 +27,7 @@ from graphlife.analysis.events import (
     ZeroGradEvent,
 )
 from graphlife.analysis.state import SavedRef, State
+from graphlife.analysis.unseen_writes import MUTATING_METHODS, weaken_object
 from graphlife.analysis.values import (
     NONE,
     UNKNOWN,
@@ -883,11 +884,27 @@ def call_object(interp: TorchEngine, state: State, ref: HeapRef, args: list[Valu
         return UNKNOWN
     if obj.kind == "module":
         return call_module(interp, state, ref, args, kwargs, call)
+    if obj.class_ref is not None:
+        method = interp.find_method(obj.class_ref, "__call__", state)
+        if method is not None:  # an instance of a class of the project with `__call__`
+            return interp.call_function(FunctionRef(node=method, key=id(method), bound_self=ref), args, kwargs,
+                                        state, call)
+    interp.unseen_call([*args, *kwargs.values()], state, receiver=ref)
     return UNKNOWN
 
 
 def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value], kwargs: dict[str, Value],
                 call: ast.Call, *, via_container: bool = False) -> Value:
+    """Call a module as torch does: its forward pre-hooks, its forward, its forward hooks (and any
+    function that escaped the engine may run meanwhile: it may be one of this module's hooks)."""
+    interp.run_escaped(state)
+    args = interp.run_pre_hooks(ref, args, state, call)
+    output = _call_module_forward(interp, state, ref, args, kwargs, call, via_container=via_container)
+    return interp.run_forward_hooks(ref, args, output, state, call)
+
+
+def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value],
+                         kwargs: dict[str, Value], call: ast.Call, *, via_container: bool = False) -> Value:
     obj = state.heap[ref.oid]
     if obj.class_ref is not None:
         interp.note_module_call(ref, call)
@@ -1005,10 +1022,25 @@ def shape_module_output(key: str, result: Value) -> Value:
 def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, args: list[Value],
                 kwargs: dict[str, Value], call: ast.Call) -> Value:
     receiver_expr = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if name.startswith("register_") and name.endswith("hook") and not (
+        isinstance(receiver, HeapRef) and receiver.oid in state.heap and state.heap[receiver.oid].kind == "module"
+    ):
+        # `t.register_hook(fn)`, an optimizer's step hooks: torch runs them where the engine does not follow.
+        interp.escape([*args, *kwargs.values()], state)
+        return UNKNOWN
     if isinstance(receiver, TensorVal):
         return call_tensor_method(interp, state, receiver, receiver_expr, name, args, kwargs, call)
     if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
         obj = state.heap[receiver.oid]
+        if obj.kind == "hook_handle" and name == "remove":
+            return interp.remove_hook(receiver, state)
+        if obj.kind == "object":
+            # A method the engine could not find (inherited from a library class, made at run time):
+            # it may write the object and what it is given.
+            interp.unseen_call([*args, *kwargs.values()], state, receiver=receiver)
+            return UNKNOWN
+        if obj.kind in ("list", "dict"):
+            interp.escape([*args, *kwargs.values()], state, later=False)  # `sort(key=fn)` runs it now
         if obj.kind == "module":
             return call_module_method(interp, state, receiver, name, args, kwargs, call)
         if obj.kind == "optimizer":
@@ -1065,6 +1097,8 @@ def call_container_method(interp: TorchEngine, state: State, ref: HeapRef, obj: 
         return NONE
     if name in ("clear",):
         return NONE
+    if name in MUTATING_METHODS:
+        weaken_object(state, ref.oid)  # a change the engine does not model: what it holds is not known
     return UNKNOWN
 
 
@@ -1095,6 +1129,8 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         if name in ("train", "eval"):
             mode = name == "train" and (const_bool(args[0]) if args else True)
             set_training(state, ref, mode)
+        if name == "apply":
+            interp.escape(args, state, later=False)  # runs now, on every submodule
         return ref
     if name == "forward":
         return call_module(interp, state, ref, args, kwargs, call)
@@ -1108,8 +1144,13 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
                 value = replace(value, is_param=True)
             state.heap_write(ref.oid).attrs[args[0].const] = value
         return NONE
-    if name in ("state_dict", "load_state_dict", "register_forward_hook"):
+    if name in ("register_forward_hook", "register_forward_pre_hook"):
+        return interp.register_module_hook(ref, name, args, state, call)
+    if name in ("state_dict", "load_state_dict"):
         return UNKNOWN
+    # Any other method (a backward hook's registration, `apply(fn)`, a method torch added): a
+    # function it is given may run whenever torch likes.
+    interp.escape([*args, *kwargs.values()], state)
     return UNKNOWN
 
 

@@ -244,6 +244,19 @@ class BoundMethod(Value):
     name: str
 
 
+@dataclass(frozen=True)
+class Callbacks(Value):
+    """Functions registered on a module to run when torch calls it (forward hooks, forward
+    pre-hooks). A join keeps every path's: a hook registered on some path may run."""
+
+    items: frozenset[Value] = frozenset()
+
+    def join(self, other: Value) -> Value:
+        if isinstance(other, Callbacks):
+            return self if self.items >= other.items else Callbacks(self.items | other.items)
+        return Value.join(self, other)
+
+
 def join_values(a: Value | None, b: Value | None) -> Value:
     """Join two possibly-missing values (a name bound on one path only)."""
     if a is None:

@@ -20,6 +20,7 @@ from graphlife.analysis.events import OpaqueCallEvent
 from graphlife.analysis.modules import is_namespace_key
 from graphlife.analysis.run_state import CallFrame
 from graphlife.analysis.state import State
+from graphlife.analysis.unseen_writes import function_effects
 from graphlife.analysis.values import (
     NONE,
     UNKNOWN,
@@ -84,17 +85,38 @@ class Calls(EngineCore):
             return self.call_function(func, args, kwargs, state, call)
         if isinstance(func, ClassRef):
             if func.is_autograd_function:
+                self.unseen_call([*args, *kwargs.values()], state)
                 return UNKNOWN
             return self.instantiate(func, args, kwargs, state, call)
         if isinstance(func, HeapRef):
             return torch_api.call_object(self, state, func, args, kwargs, call)
         if isinstance(func, QualName):
+            self._before_library_call(func.name, [*args, *kwargs.values()], state)
             return torch_api.call_qualname(self, state, func.name, args, kwargs, call)
         if isinstance(func, BoundMethod):
             result = torch_api.call_method(self, state, func.receiver, func.name, args, kwargs, call)
             return self.no_grad_opaque(result, state, call)
         self.note_opaque_call(call, [*args, *kwargs.values()], state)
+        self.unseen_call([*args, *kwargs.values()], state)
         return self.no_grad_opaque(UNKNOWN, state, call)
+
+    def _before_library_call(self, name: str, values: list[Value], state: State) -> None:
+        """A call of a name imported from a library: torch's own functions write no object of the
+        user's and run what they are given only where the engine models it (``checkpoint``); a
+        builtin runs a function it is given now (``sorted(key=...)``, ``map``); anything else is
+        code the engine does not see."""
+        canonical = torch_api.canonical(name)
+        if canonical.startswith("builtins."):
+            if canonical in ("builtins.setattr", "builtins.delattr", "builtins.vars"):
+                self.unseen_call(values, state)
+            else:
+                self.escape(values, state, later=False)
+        elif canonical.startswith("torch.utils.checkpoint"):
+            return
+        elif canonical.startswith(("torch.", "F.")):
+            self.escape(values, state)
+        else:
+            self.unseen_call(values, state)
 
     def note_opaque_call(self, call: ast.Call, args: list[Value], state: State) -> None:
         """Tell the rules that a call the engine cannot follow was given these graphs."""
@@ -133,9 +155,12 @@ class Calls(EngineCore):
         calls = self.run_state.call_stack
         if len(calls) >= MAX_INLINE_DEPTH or func.key in calls or isinstance(node, ast.AsyncFunctionDef):
             self.touch(node)
+            self.unseen_call([func, *args, *kwargs.values()], state)
             return UNKNOWN
         if self.run_state.foreign_steps > self.foreign_budget and self.module_of(node) is not self.entry:
-            return UNKNOWN  # the unit ran enough of the project's other modules: their calls are unknown
+            # the unit ran enough of the project's other modules: their calls are unknown
+            self.unseen_call([func, *args, *kwargs.values()], state)
+            return UNKNOWN
         if self.isolate_calls and isolation.may_isolate(self, func, args, kwargs, state, site):
             result = isolation.call_isolated(self, func, args, kwargs, state, site)
             if result is not None:
@@ -195,6 +220,10 @@ class Calls(EngineCore):
         for name, value in after.env.items():
             if is_namespace_key(name) and name not in caller_env:
                 state.env[name] = value  # a module the callee imported is imported for all (sys.modules)
+        if self.module_of(node) is self.module:
+            for name in function_effects(node).globals:
+                if name in after.env:  # `global name` then an assignment: the module's name changed
+                    state.env[name] = after.env[name]
         state.inference_mode, state.grad_assumed = caller_inference, caller_assumed
         self.last_call_roots = [result_value for _, result_value in flow.returns] + list(yielded or ())
         self.collect_after_call(state, self.last_call_roots, made_since)

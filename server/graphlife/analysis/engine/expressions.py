@@ -280,7 +280,7 @@ class Expressions(EngineCore):
     # -- the rest ---------------------------------------------------------------------------------------
     @handles_expressions(ast.Lambda)
     def eval_lambda(self, expr: ast.Lambda, state: State) -> Value:
-        return UNKNOWN
+        return self.lambda_function(expr)
 
     @handles_expressions(ast.JoinedStr, ast.FormattedValue)
     def eval_formatted(self, expr: ast.JoinedStr | ast.FormattedValue, state: State) -> Value:
