@@ -100,7 +100,8 @@ class TorchEngine(Protocol):
         """``ref.extend(values)`` on the heap."""
         ...
 
-    def maybe_store(self, state: State, ref: HeapRef, value: Value, target: str, kind: str) -> None:
+    def maybe_store(self, state: State, ref: HeapRef, value: Value, target: str, kind: str, *,
+                    same_slot: bool = False) -> None:
         """A store event when a tensor with a graph goes into an object that outlives the iteration."""
         ...
 
@@ -239,8 +240,13 @@ class EngineParts(TorchEngine, Protocol):
         """Bind ``value`` to an assignment target (name, unpacking, attribute, item)."""
         ...
 
-    def lambda_function(self, expr: ast.Lambda) -> FunctionRef:
-        """A lambda as a function (made once per lambda)."""
+    def lambda_function(self, expr: ast.Lambda, state: State) -> FunctionRef:
+        """A lambda as a function (made once per lambda), with its closure."""
+        ...
+
+    def closure_of(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+                   state: State) -> tuple[tuple[str, Value], ...]:
+        """The values of the enclosing function's names that a nested function reads."""
         ...
 
     def class_ref(self, node: ast.ClassDef, state: State) -> ClassRef:

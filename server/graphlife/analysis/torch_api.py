@@ -1096,10 +1096,21 @@ def call_container_method(interp: TorchEngine, state: State, ref: HeapRef, obj: 
         interp.list_extend(state, ref, args[0])
         return NONE
     if name in ("clear",):
+        clear_container(state, ref)
         return NONE
     if name in MUTATING_METHODS:
         weaken_object(state, ref.oid)  # a change the engine does not model: what it holds is not known
     return UNKNOWN
+
+
+def clear_container(state: State, ref: HeapRef) -> None:
+    """``items.clear()`` / ``del items[:]``: nothing is held any more (what it held may be freed)."""
+    obj = state.heap_write(ref.oid)
+    obj.elem = None
+    for key in [key for key in obj.attrs if key == "__items__" or key.startswith("[")]:
+        del obj.attrs[key]
+    if obj.kind == "list":
+        obj.attrs["__items__"] = TupleVal(())
 
 
 #: Methods of a module that return the module (or nothing) and change its mode, device, gradients.

@@ -157,15 +157,17 @@ def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, 
     """Weaken what object ``oid`` holds, and what the objects it holds hold (bounded): every
     attribute (or only those ``names`` says are written, and the contents of those it says
     change), its element summary and known items. Modules keep their children and parameters
-    (their identity); what else they hold is weakened."""
+    (their identity); what else they hold is weakened. An object whose content is already as
+    weak is left as it is (the same object: a call that changed nothing stays pure for the memo)."""
     seen = set() if seen is None else seen
     if depth > MAX_DEPTH or oid in seen or oid not in state.heap:
         return
     seen.add(oid)
-    obj = state.heap_write(oid)
+    obj = state.heap[oid]
     structural = obj.kind in STRUCTURAL_KINDS
-    for name, value in list(obj.attrs.items()):
-        if name in ("__children__",) and structural:
+    changed: dict[str, Value | None] = {}
+    for name, value in obj.attrs.items():
+        if name == "__children__" and structural:
             continue
         if names is not None and not names.touches(name):
             if name in names.contents and isinstance(value, HeapRef):
@@ -177,17 +179,30 @@ def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, 
         if structural and isinstance(value, TensorVal) and value.is_param:
             continue  # a module's parameters are its own (replacing one is a model surgery we do not see)
         if name == "__items__":
-            del obj.attrs[name]
+            changed[name] = None
             continue
         if isinstance(value, HeapRef) and names is None:
             weaken_object(state, value.oid, None, depth + 1, seen)
-        obj.attrs[name] = weakened(value) if names is not None or not isinstance(value, HeapRef) else value
-    if names is None and obj.elem is not None:
-        element = obj.elem
-        if isinstance(element, HeapRef):
-            weaken_object(state, element.oid, None, depth + 1, seen)
+            continue  # the object stays (its identity); what it holds is weakened
+        new = weakened(value)
+        if new != value or type(new) is not type(value):
+            changed[name] = new
+    element = obj.elem if names is None else None
+    new_element: Value | None = element
+    if isinstance(element, HeapRef):
+        weaken_object(state, element.oid, None, depth + 1, seen)
+    elif element is not None:
+        new_element = weakened(element)
+    if not changed and (new_element == element and type(new_element) is type(element)):
+        return
+    writable = state.heap_write(oid)
+    for name, new_value in changed.items():
+        if new_value is None:
+            del writable.attrs[name]
         else:
-            obj.elem = weakened(element)
+            writable.attrs[name] = new_value
+    if names is None:
+        writable.elem = new_element
 
 
 # -- what a function may write when it runs where the engine cannot follow it ---------------------------

@@ -213,6 +213,9 @@ class FunctionRef(Value):
     node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False, hash=False)
     key: int = 0  # id(node), for equality
     bound_self: Value | None = None
+    #: A function defined in a function: the values of the enclosing function's names it reads,
+    #: where it was defined (a hook made by ``get_activation(name)`` keeps its ``name``).
+    closure: tuple[tuple[str, Value], ...] = ()
 
 
 @dataclass(frozen=True)

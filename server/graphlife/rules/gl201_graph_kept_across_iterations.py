@@ -618,6 +618,8 @@ def _stored_expr(stmt: ast.stmt) -> ast.expr | None:
 
 def _overwrites(event: StoreEvent) -> bool:
     """`self.last = h` / `history["loss"] = out`: the same slot each time (a constant key or an attribute)."""
+    if event.same_slot:
+        return True
     stmt = event.stmt
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
     for target in targets:

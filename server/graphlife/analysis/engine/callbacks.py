@@ -59,22 +59,35 @@ class CallbackParts(EngineCore):
     """Lambdas as functions, module hooks run where torch runs them, and escaped callables."""
 
     # -- lambdas ------------------------------------------------------------------------------------------
-    def lambda_function(self, expr: ast.Lambda) -> FunctionRef:
+    def lambda_function(self, expr: ast.Lambda, state: State) -> FunctionRef:
         """A lambda as a function whose body returns its expression (made once per lambda, so its
         identity is stable: inlining, the memo and the unit cache key on it)."""
         node: ast.FunctionDef | None = getattr(expr, "_graphlife_function", None)
         if node is None:
-            body = ast.copy_location(ast.Return(value=expr.body), expr.body)
-            node = ast.FunctionDef(name="<lambda>", args=expr.args, body=[body], decorator_list=[], returns=None,
-                                   type_comment=None)
+            node = ast.FunctionDef(name="<lambda>", args=expr.args, body=[ast.Return(value=expr.body)],
+                                   decorator_list=[], returns=None, type_comment=None)
             setattr(node, "type_params", [])  # noqa: B010 - a field of Python 3.12's FunctionDef only
-            ast.copy_location(node, expr)
-            node.end_lineno, node.end_col_offset = expr.end_lineno, expr.end_col_offset
             setattr(expr, "_graphlife_function", node)  # noqa: B010 - a cache hung on the node
             setattr(node, "_graphlife_effects", function_effects(expr))  # noqa: B010
+        # Where the lambda is now (the language server moves the statements it keeps after an edit).
+        ast.copy_location(node, expr)
+        ast.copy_location(node.body[0], expr.body)
         module = self.module_of(expr)
         self.adopt_synthetic(node, expr, module)
-        return FunctionRef(node=node, key=id(node))
+        return FunctionRef(node=node, key=id(node), closure=self.closure_of(expr, state))
+
+    def closure_of(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+                   state: State) -> tuple[tuple[str, Value], ...]:
+        """What a function defined in a function reads of the enclosing function's names, as they
+        are where it is defined. Python reads them when the function runs; the engine uses these
+        values only for names its caller does not have (a hook called from the training loop,
+        long after ``get_activation(name)`` returned), and the caller's otherwise, as before."""
+        enclosing = self.enclosing_function(node)
+        if not isinstance(enclosing, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return ()
+        outer = self.local_names(enclosing) | {a.arg for a in _all_params(enclosing.args)}
+        free = free_names(node) & outer
+        return tuple((name, state.env[name]) for name in sorted(free) if name in state.env)
 
     def adopt_synthetic(self, node: ast.FunctionDef, expr: ast.Lambda, module: object) -> None:
         """Place a lambda's function in its module's tree index (under the lambda), so that the
@@ -196,6 +209,27 @@ class CallbackParts(EngineCore):
                 continue
             output = output.join(UNKNOWN) if out is UNKNOWN and isinstance(output, (TensorVal, TupleVal)) else out
         return output
+
+
+def _all_params(args: ast.arguments) -> list[ast.arg]:
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    return [*params, *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]
+
+
+def free_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> frozenset[str]:
+    """Names a function (and what it defines) loads but does not bind itself: those it may read
+    from an enclosing scope. Cached on the node."""
+    cached: frozenset[str] | None = getattr(node, "_graphlife_free", None)
+    if cached is not None:
+        return cached
+    loaded: set[str] = set()
+    bound: set[str] = {a.arg for a in _all_params(node.args)}
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            (loaded if isinstance(child.ctx, ast.Load) else bound).add(child.id)
+    found = frozenset(loaded - bound)
+    setattr(node, "_graphlife_free", found)  # noqa: B010 - a cache hung on the node
+    return found
 
 
 def _callables(values: list[Value], depth: int = 0) -> list[FunctionRef]:

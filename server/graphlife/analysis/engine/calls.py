@@ -155,12 +155,9 @@ class Calls(EngineCore):
         calls = self.run_state.call_stack
         if len(calls) >= MAX_INLINE_DEPTH or func.key in calls or isinstance(node, ast.AsyncFunctionDef):
             self.touch(node)
-            self.unseen_call([func, *args, *kwargs.values()], state)
             return UNKNOWN
         if self.run_state.foreign_steps > self.foreign_budget and self.module_of(node) is not self.entry:
-            # the unit ran enough of the project's other modules: their calls are unknown
-            self.unseen_call([func, *args, *kwargs.values()], state)
-            return UNKNOWN
+            return UNKNOWN  # the unit ran enough of the project's other modules: their calls are unknown
         if self.isolate_calls and isolation.may_isolate(self, func, args, kwargs, state, site):
             result = isolation.call_isolated(self, func, args, kwargs, state, site)
             if result is not None:
@@ -254,6 +251,9 @@ class Calls(EngineCore):
         module = self.module_of(node)
         if module is self.module:
             env = {name: value for name, value in state.env.items() if name not in local}
+            for name, value in func.closure:
+                if name not in env and name not in local:
+                    env[name] = value  # the enclosing function's name, as the function was made
         else:  # a function of another module sees that module's names, not the caller's
             env = {name: value for name, value in self.foreign_globals(module, state).items() if name not in local}
         if module is not self.module:

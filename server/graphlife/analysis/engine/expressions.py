@@ -246,7 +246,7 @@ class Expressions(EngineCore):
     @handles_expressions(ast.Subscript)
     def eval_subscript(self, expr: ast.Subscript, state: State) -> Value:
         container = self.eval(expr.value, state)
-        self.eval(expr.slice, state)
+        key = self.eval(expr.slice, state)
         if isinstance(container, TensorVal):
             return torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
         if isinstance(container, TupleVal):
@@ -262,8 +262,8 @@ class Expressions(EngineCore):
             obj = state.heap.get(container.oid)
             if obj is None:
                 return UNKNOWN
-            if isinstance(expr.slice, ast.Constant) and f"[{expr.slice.value!r}]" in obj.attrs:
-                return obj.attrs[f"[{expr.slice.value!r}]"]
+            if isinstance(key, Number) and isinstance(key.const, (str, int)) and f"[{key.const!r}]" in obj.attrs:
+                return obj.attrs[f"[{key.const!r}]"]  # a key with one known value: that slot
             if obj.kind == "module":
                 children = obj.attrs.get("__children__")
                 if (isinstance(children, TupleVal) and isinstance(expr.slice, ast.Constant)
@@ -280,7 +280,7 @@ class Expressions(EngineCore):
     # -- the rest ---------------------------------------------------------------------------------------
     @handles_expressions(ast.Lambda)
     def eval_lambda(self, expr: ast.Lambda, state: State) -> Value:
-        return self.lambda_function(expr)
+        return self.lambda_function(expr, state)
 
     @handles_expressions(ast.JoinedStr, ast.FormattedValue)
     def eval_formatted(self, expr: ast.JoinedStr | ast.FormattedValue, state: State) -> Value:

@@ -163,8 +163,10 @@ class Heap(EngineCore):
                 stack.extend(value.items)
             elif isinstance(value, TensorVal) and value.owner is not None:
                 stack.append(HeapRef(value.owner))
-            elif isinstance(value, FunctionRef) and value.bound_self is not None:
-                stack.append(value.bound_self)
+            elif isinstance(value, FunctionRef):
+                if value.bound_self is not None:
+                    stack.append(value.bound_self)
+                stack.extend(held for _, held in value.closure)
             elif isinstance(value, BoundMethod):
                 stack.append(value.receiver)
             elif isinstance(value, Callbacks):
