@@ -130,6 +130,10 @@ class TorchEngine(Protocol):
         """``module.register_forward_hook(fn)`` and the like: the handle."""
         ...
 
+    def ctx_method(self, ctx: HeapRef, name: str, args: list[Value], call: ast.Call, state: State) -> Value:
+        """A method of an autograd Function's ``ctx`` (``save_for_backward``)."""
+        ...
+
     def remove_hook(self, handle: HeapRef, state: State) -> Value:
         """``handle.remove()`` of a hook handle."""
         ...
@@ -238,6 +242,11 @@ class EngineParts(TorchEngine, Protocol):
 
     def assign(self, target: ast.expr, value: Value, state: State, value_expr: ast.expr | None) -> None:
         """Bind ``value`` to an assignment target (name, unpacking, attribute, item)."""
+        ...
+
+    def apply_autograd_function(self, ref: ClassRef, args: list[Value], kwargs: dict[str, Value], state: State,
+                                call: ast.Call) -> Value:
+        """``Fn.apply(*args)`` of an autograd Function of the project."""
         ...
 
     def lambda_function(self, expr: ast.Lambda, state: State) -> FunctionRef:

@@ -1034,6 +1034,8 @@ def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, a
         obj = state.heap[receiver.oid]
         if obj.kind == "hook_handle" and name == "remove":
             return interp.remove_hook(receiver, state)
+        if obj.kind == "autograd_ctx":
+            return interp.ctx_method(receiver, name, args, call, state)
         if obj.kind == "object":
             # A method the engine could not find (inherited from a library class, made at run time):
             # it may write the object and what it is given.

@@ -93,6 +93,11 @@ class Calls(EngineCore):
         if isinstance(func, QualName):
             self._before_library_call(func.name, [*args, *kwargs.values()], state)
             return torch_api.call_qualname(self, state, func.name, args, kwargs, call)
+        if isinstance(func, BoundMethod) and isinstance(func.receiver, ClassRef):
+            if func.receiver.is_autograd_function and func.name == "apply":
+                return self.apply_autograd_function(func.receiver, args, kwargs, state, call)
+            self.unseen_call([*args, *kwargs.values()], state)  # a class method from a base the engine cannot see
+            return self.no_grad_opaque(UNKNOWN, state, call)
         if isinstance(func, BoundMethod):
             result = torch_api.call_method(self, state, func.receiver, func.name, args, kwargs, call)
             return self.no_grad_opaque(result, state, call)
