@@ -14,7 +14,7 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import optable
+from graphlife.analysis import distributions, optable
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
@@ -558,6 +558,10 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         if isinstance(fn, HeapRef):
             return call_object(interp, state, fn, args[1:], {}, call)
         return UNKNOWN
+    if distributions.is_distribution_class(name):
+        return distributions.make_distribution(interp, state, name, args, kwargs, call)
+    if distributions.is_kl_divergence(name):
+        return kl_divergence(interp, state, args, call)
     if name.startswith("torch.nn.") and short[:1].isupper() and not name.startswith("torch.nn.functional"):
         return make_module(interp, state, f"nn.{short}", args, kwargs, call)
     if name.startswith("torch.") and short in FACTORIES:
@@ -1036,6 +1040,8 @@ def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, a
             return interp.remove_hook(receiver, state)
         if obj.kind == "autograd_ctx":
             return interp.ctx_method(receiver, name, args, call, state)
+        if obj.kind == "distribution":
+            return call_distribution_method(interp, state, receiver, name, args, call)
         if obj.kind == "object":
             # A method the engine could not find (inherited from a library class, made at run time):
             # it may write the object and what it is given.
@@ -1103,6 +1109,35 @@ def call_container_method(interp: TorchEngine, state: State, ref: HeapRef, obj: 
     if name in MUTATING_METHODS:
         weaken_object(state, ref.oid)  # a change the engine does not model: what it holds is not known
     return UNKNOWN
+
+
+def call_distribution_method(interp: TorchEngine, state: State, ref: HeapRef, name: str, args: list[Value],
+                             call: ast.Call) -> Value:
+    """A method of a ``torch.distributions`` object: a sample without a graph, or an op on its
+    parameters (:mod:`graphlife.analysis.distributions`)."""
+    if name in distributions.SAMPLE_METHODS:
+        return distributions.no_graph_sample(interp, call, name)
+    if name in distributions.DIFFERENTIABLE_METHODS:
+        inputs = [*distributions.parameters_of(state, ref), *args]
+        return apply_op(interp, state, f"Distribution.{name}", inputs, [None] * len(inputs), call)
+    return UNKNOWN
+
+
+def distribution_property(interp: TorchEngine, state: State, ref: HeapRef, name: str, site: ast.AST) -> Value:
+    """``dist.mean``, ``dist.probs``, ...: an op on the distribution's parameters."""
+    inputs = distributions.parameters_of(state, ref)
+    return apply_op(interp, state, f"Distribution.{name}", inputs, [None] * len(inputs), site)
+
+
+def kl_divergence(interp: TorchEngine, state: State, args: list[Value], call: ast.Call) -> Value:
+    """``kl_divergence(p, q)``: an op on both distributions' parameters."""
+    inputs: list[Value] = []
+    for value in args:
+        if isinstance(value, HeapRef) and distributions.is_distribution(state, value):
+            inputs.extend(distributions.parameters_of(state, value))
+        else:
+            inputs.append(value)
+    return apply_op(interp, state, "Distribution.kl_divergence", inputs, [None] * len(inputs), call)
 
 
 def clear_container(state: State, ref: HeapRef) -> None:

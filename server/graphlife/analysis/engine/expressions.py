@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import torch_api
+from graphlife.analysis import distributions, torch_api
 from graphlife.analysis.engine.core import EngineCore, handler_for, handles_expressions
 from graphlife.analysis.engine.heap import MAX_EXACT_UNROLL
 from graphlife.analysis.state import State
@@ -119,6 +119,8 @@ class Expressions(EngineCore):
         obj = state.heap.get(receiver.oid)
         if obj is not None and expr.attr in obj.attrs:
             return obj.attrs[expr.attr]
+        if obj is not None and obj.kind == "distribution" and expr.attr in distributions.DIFFERENTIABLE_PROPERTIES:
+            return torch_api.distribution_property(self, state, receiver, expr.attr, expr)
         if obj is not None and obj.kind == "module" and obj.class_ref is None and obj.param_storages and (
             expr.attr in _PARAMETER_ATTRIBUTES or expr.attr.startswith(("weight_", "bias_"))
         ):
