@@ -21,6 +21,8 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis.engine.assignment import Assignment
+from graphlife.analysis.engine.autograd_functions import AutogradFunctionParts
+from graphlife.analysis.engine.callbacks import CallbackParts
 from graphlife.analysis.engine.calls import Calls
 from graphlife.analysis.engine.expressions import Expressions
 from graphlife.analysis.engine.heap import Heap
@@ -39,7 +41,8 @@ from graphlife.text_lines import source_lines
 __all__ = ["Interpreter", "Timeout", "analyze_module", "release_tree"]
 
 
-class Interpreter(Units, Statements, Imports, Assignment, Loops, Iterations, Expressions, Calls, Heap):
+class Interpreter(Units, Statements, Imports, Assignment, Loops, Iterations, Expressions, Calls, CallbackParts,
+                  AutogradFunctionParts, Heap):
     """Interprets one file's units and dispatches events to rule hooks (see the parts' modules)."""
 
 
