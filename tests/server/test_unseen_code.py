@@ -228,3 +228,53 @@ for step in range(STEPS):
 def test_a_lambda_hook_that_keeps_live_activations_is_a_leak() -> None:
     assert ("GL201", 8) in _codes(HOOK_APPENDS.replace("OUT", "output"))
     assert [c for c in _codes(HOOK_APPENDS.replace("OUT", "output.detach()")) if c[0] == "GL201"] == []
+
+
+PARTIAL = """
+import functools
+import torch
+import torch.nn as nn
+
+
+def step(model, opt, x, y, loss_fn):
+    loss = loss_fn(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    loss.backward()
+    opt.step()
+
+
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+train_step = functools.partial(step, model, opt, loss_fn=nn.functional.mse_loss)
+train_step(torch.randn(4, 3), torch.randn(4, 1))
+"""
+
+
+def test_a_partial_call_runs_its_function_with_its_arguments() -> None:
+    assert ("GL101", 11) in _errors(PARTIAL)
+
+
+GETATTR = """
+import torch
+import torch.nn as nn
+
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+
+net = Net()
+name = "fc"
+out = getattr(net, NAME)(torch.randn(2, 3)).sum()
+out.backward()
+out.backward()
+"""
+
+
+def test_getattr_with_a_known_name_reads_that_attribute() -> None:
+    assert _errors(GETATTR.replace("NAME", "name")) == [("GL101", 17)]
+    assert _errors(GETATTR.replace("NAME", "input()")) == []  # a name known only at run time
