@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from graphlife.lsp.positions import split_lines
+from graphlife.lsp.lines import split_lines
 
 
 @dataclass(frozen=True)

@@ -14,23 +14,13 @@ line after one of those.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from graphlife.findings import Span
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def split_lines(source: str) -> list[str]:
-    """Lines without their terminators, split only at ``\\n``, ``\\r\\n`` and ``\\r``.
-
-    A source that ends with a line break has an empty last line, as LSP sees it.
-    """
-    return _LINE_BREAK.split(source)
+from graphlife.lsp.lines import split_lines as split_lines  # re-exported: its home has no LSP libraries
 
 
 def _units(codec: PositionCodec, text: str) -> int:
