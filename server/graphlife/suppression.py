@@ -98,7 +98,7 @@ def _line_directive(text: str) -> Codes:
         rest = text[4:].strip()
         if rest.startswith(":"):
             return _codes(rest[1:]) or None
-        if rest and rest[0].isalnum():
+        if rest and (rest[0].isalnum() or rest[0] == "_"):
             return _NOT_A_DIRECTIVE  # `noqa_something`: another word
         return None  # bare, or followed by codes without a colon (which flake8 also reads as bare)
     name, rest = _after_graphlife(text)

@@ -51,7 +51,9 @@ def write_junit(result: RunResult, out: TextIO) -> None:
         suite.set("errors", "0")
         total += cases
         failures += failed
-    run_notes = notes_by_path.get(None)
+    reported = {report.path for report in result.reports}
+    run_notes = [f"{path}: {message}" if path is not None else message
+                 for path, messages in notes_by_path.items() if path not in reported for message in messages]
     if run_notes:
         ElementTree.SubElement(root, "system-err").text = "\n".join(run_notes)
     root.set("tests", str(total))

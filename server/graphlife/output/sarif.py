@@ -63,7 +63,8 @@ def _rules(result: RunResult) -> tuple[list[dict[str, Any]], dict[str, int]]:
             "id": rule.code,
             "name": rule.name,
             "shortDescription": {"text": rule.doc.summary},
-            "help": {"text": rule.markdown(), "markdown": rule.markdown()},
+            "help": {"text": f"{rule.doc.summary} (`graphlife rules {rule.code}` explains it)",
+                     "markdown": rule.markdown()},
             "defaultConfiguration": {"level": LEVELS[rule.severity.value]},
             "properties": {"tags": ["pytorch", "autograd"]},
         })

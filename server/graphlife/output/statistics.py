@@ -18,7 +18,7 @@ def write_statistics_table(result: RunResult, out: TextIO) -> None:
         return
     width = max(len(str(count)) for _, _, count in rows)
     for code, name, count in rows:
-        out.write(f"{count:>{width}}\t{code:<6}\t{name}\n")
+        out.write(f"{count:>{width}}  {code:<12} {name}\n")
 
 
 def statistics_json(result: RunResult) -> list[dict[str, object]]:
