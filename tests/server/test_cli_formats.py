@@ -19,7 +19,7 @@ import pytest
 from cli_helpers import CLEAN, DOUBLE_BACKWARD, EVAL_WITHOUT_NO_GRAD, run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from generate import generate  # noqa: E402
+from generate import generate
 
 SARIF_SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 
