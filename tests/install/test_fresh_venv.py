@@ -53,8 +53,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env_dir = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True, timeout=300)
     site = Path(setuptools.__file__).resolve().parents[1]
-    build_deps = lend([site / name for name in ("setuptools", "pkg_resources", "_distutils_hack") if (site / name).exists()],
-                      root / "build-deps")
+    names = ("setuptools", "pkg_resources", "_distutils_hack")
+    build_deps = lend([site / name for name in names if (site / name).exists()], root / "build-deps")
     install = subprocess.run(
         [str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index", "--no-deps",
          "--no-build-isolation", f"git+file://{source}"],
