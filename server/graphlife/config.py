@@ -239,12 +239,15 @@ def _parse_settings(raw: object, source: str, earlier: Iterable[str],
             out["severity"] = levels
         elif normalized == "src":
             out["src"] = _as_folders(value, key, source, base_folder, problems)
-        elif normalized in ("interpreter", "trace", "path", "show_notifications", "log_level"):
+        elif normalized in ("interpreter", "trace", "path", "show_notifications", "log_level", "diagnosticMode"):
             continue  # client-side settings; the server has nothing to do with them
         else:
             problems.append(f"{source}: unknown setting `{key}`; ignored")
     if layer:
-        out["rule_layer"] = RuleLayer(layer.get("select"), layer.get("extend_select", ()), layer.get("ignore", ()))
+        # An empty `select` (the editor's default, or a broken value) selects every rule, as it always has
+        # in graphlife: it does not start over with nothing.
+        out["rule_layer"] = RuleLayer(layer.get("select") or None, layer.get("extend_select", ()),
+                                      layer.get("ignore", ()))
     out["problems"] = tuple(problems)
     return out
 
