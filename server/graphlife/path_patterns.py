@@ -10,6 +10,7 @@ matches folders only, ``**`` spans folders, ``!`` re-includes.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 from typing import TYPE_CHECKING
@@ -39,6 +40,10 @@ def decide(lines: tuple[str, ...], path: str, base: str, is_dir: bool) -> bool |
     when it re-includes it (``!``), ``None`` when none matches. ``base`` is the folder the
     patterns are relative to; an empty ``base`` matches the name alone (patterns that hold
     for a name at any depth)."""
+    if not base and len(lines) == 1 and _plain_name(lines[0]):
+        # The built-in exclusions (`.venv`, `*.egg-info`): a name, matched without loading pathspec,
+        # so that a folder walk with no patterns of the user's and no .gitignore stays cheap.
+        return True if fnmatch.fnmatchcase(os.path.basename(os.path.normpath(path)), lines[0]) else None
     rel = relative_to(path, base) if base else os.path.basename(os.path.normpath(path))
     if rel is None:
         if any("/" in line.rstrip("/") for line in lines):
@@ -46,6 +51,11 @@ def decide(lines: tuple[str, ...], path: str, base: str, is_dir: bool) -> bool |
         rel = os.path.basename(os.path.normpath(path))
     result = compiled(lines).check_file(rel + "/" if is_dir else rel)
     return result.include
+
+
+def _plain_name(pattern: str) -> bool:
+    """A pattern that is a file or folder name with at most ``*`` wildcards: git and fnmatch agree."""
+    return bool(pattern) and not any(char in pattern for char in "/\\![]?#") and "**" not in pattern
 
 
 def matches(pattern: str, path: str, base: str, is_dir: bool = False) -> bool:

@@ -1,5 +1,5 @@
 """Pull diagnostics (`textDocument/diagnostic`) for the clients that ask for them, and push
-for the others (a client given both would show every finding twice)."""
+for the others (a client given both would show every finding twice); `graphlife lsp --stdio`."""
 
 from __future__ import annotations
 
@@ -7,9 +7,20 @@ import asyncio
 import time
 
 import pytest
-from lsp_helpers import initialize, open_document, replace_all, vscode_capabilities, wait_for_publish
+import pytest_lsp
+from lsp_helpers import (
+    SERVER_COMMAND,
+    initialize,
+    make_client,
+    open_document,
+    replace_all,
+    server_env_with,
+    stop,
+    vscode_capabilities,
+    wait_for_publish,
+)
 from lsprotocol import types
-from pytest_lsp import LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient
 from sources import CLEAN, DOUBLE_BACKWARD
 
 pytestmark = pytest.mark.asyncio
@@ -69,3 +80,18 @@ async def test_a_client_without_push_gets_pull(client: LanguageClient, workdir):
     assert result.capabilities.diagnostic_provider is not None
     uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
     assert [d.code for d in await _pull(client, uri)] == ["GL101"]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[*SERVER_COMMAND, "--stdio"], client_factory=make_client,
+                                              server_env=server_env_with()))
+async def stdio_client(lsp_client: LanguageClient):
+    """The server started as vscode-languageclient and other clients start it: with `--stdio`."""
+    yield
+    await stop(lsp_client)
+
+
+async def test_the_server_accepts_the_stdio_flag(stdio_client: LanguageClient, workdir):
+    await initialize(stdio_client)
+    uri = open_document(stdio_client, workdir / "train.py", DOUBLE_BACKWARD)
+    published = await wait_for_publish(stdio_client, uri, version=1)
+    assert [d.code for d in published.diagnostics] == ["GL101"]
