@@ -4,7 +4,7 @@ a file-level `# graphlife: noqa`): both go through the checker's one pipeline.""
 from __future__ import annotations
 
 import pytest
-from lsp_helpers import initialize, open_document, wait_for_publish
+from lsp_helpers import open_document, wait_for_publish
 from pytest_lsp import LanguageClient
 from sources import DOUBLE_BACKWARD, DOUBLE_BACKWARD_LINE
 
