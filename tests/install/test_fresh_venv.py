@@ -2,7 +2,7 @@
 
 Offline and fast: the package is built without build isolation (setuptools is lent to the
 build from this interpreter's environment) and installed without its dependencies; of
-those, only pathspec is lent to the new environment (Python 3.11+ needs no tomli). The
+those, only pathspec (and tomli on Python 3.10) is lent to the new environment. The
 editor-only libraries (pygls, lsprotocol, libcst) are not there: `pip install graphlife`
 must check files and explain tracebacks without them, and say what to install for the rest.
 """
@@ -62,7 +62,12 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         env={**_clean_env(), "PYTHONPATH": str(build_deps)},
     )
     assert install.returncode == 0, install.stdout + install.stderr
-    runtime = lend([Path(pathspec.__file__).parent], root / "runtime-deps")
+    runtime_packages = [Path(pathspec.__file__).parent]
+    if sys.version_info < (3, 11):  # the TOML parser of Python 3.10 (tomllib is 3.11+)
+        import tomli  # noqa: PLC0415
+
+        runtime_packages.append(Path(tomli.__file__).parent)
+    runtime = lend(runtime_packages, root / "runtime-deps")
     [site_packages] = (env_dir / "lib").glob("python3*/site-packages")
     (site_packages / "lent-runtime-deps.pth").write_text(f"{runtime}\n")
     return env_dir
