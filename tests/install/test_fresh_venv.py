@@ -64,7 +64,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert install.returncode == 0, install.stdout + install.stderr
     runtime_packages = [Path(pathspec.__file__).parent]
     if sys.version_info < (3, 11):  # the TOML parser of Python 3.10 (tomllib is 3.11+)
-        import tomli  # noqa: PLC0415
+        import tomli
 
         runtime_packages.append(Path(tomli.__file__).parent)
     runtime = lend(runtime_packages, root / "runtime-deps")
