@@ -281,6 +281,8 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
             print(f"graphlife: error: {message}", file=sys.stderr)
         return 2
     notes = [Note(raw, "no such file or directory", "error") for raw in missing]
+    if not files and not missing:  # an all-clear that checked nothing would mislead a CI log
+        notes.append(Note(None, "no Python files or notebooks found under the given paths (after exclusions)"))
     use_cache = mode == "check" and not args.no_cache
     # Files whose results are in the cache are answered here: a project checked again
     # unchanged starts no worker process and analyzes nothing.

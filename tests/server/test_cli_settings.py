@@ -114,3 +114,11 @@ def test_an_unknown_setting_is_reported_once_per_run(project: Path) -> None:
     payload = json.loads(run("check", "--no-cache", "--output-format", "json", ".", cwd=project).stdout)
     assert [note["message"] for note in payload["notes"] if "selct" in note["message"]] == [
         f"{project / 'pyproject.toml'}: unknown setting `selct`; ignored"]
+
+
+def test_a_run_that_finds_no_file_says_so(project: Path) -> None:
+    (project / "outputs").mkdir()
+    proc = run("check", "--no-cache", "--extend-exclude", "outputs", "outputs", cwd=project)
+    assert proc.returncode == 0
+    assert "All checks passed (0 files)." in proc.stdout
+    assert "no Python files or notebooks found" in proc.stderr
