@@ -116,6 +116,8 @@ def test_the_checker_and_explain_work_without_the_editor_libraries(venv: Path, t
     checked = in_venv(venv, "graphlife", "check", "--output-format", "concise", ".", cwd=tmp_path)
     assert checked.returncode == 1, checked.stderr
     assert "train.py:6:1: GL101" in checked.stdout and "train.ipynb:cell 1:6:1: GL101" in checked.stdout
+    probe = in_venv(venv, "python", "-c", "from graphlife.debug import explain; print(callable(explain))")
+    assert probe.stdout.strip() == "True", probe.stderr  # the debug probe's entry, for the user's own program
     explained = in_venv(venv, "graphlife", "explain", stdin=TRACEBACK, cwd=tmp_path)
     assert explained.returncode in (0, 1) and "Traceback" not in explained.stderr
     assert "backward" in explained.stdout.lower()
