@@ -5,10 +5,10 @@ STAMP   := $(VENV)/.graphlife-installed
 
 .PHONY: run test lint venv test-python test-node test-e2e vsix node clean bench bench-public
 
-$(STAMP): server/pyproject.toml
+$(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e 'server[test]'
+	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
 venv: $(STAMP)
