@@ -189,25 +189,6 @@ def replace_text(doc: Document, params: dict) -> Edits:
     return [TextEdit(span, text)]
 
 
-def ignore_comment(doc: Document, params: dict) -> Edits:
-    """Append ``  # graphlife: ignore[CODE]`` to the line (not inside a multi-line string)."""
-    line, code = params.get("line"), params.get("code")
-    if not isinstance(line, int) or not isinstance(code, str) or not doc.line_text(line):
-        return None
-    text = doc.line_text(line)
-    if f"ignore[{code}]" in text or _inside_string(doc, line):
-        return None
-    end = doc.line_end(line)
-    return [TextEdit(Span(line, end, line, end), f"  # graphlife: ignore[{code}]")]
-
-
-def _inside_string(doc: Document, line: int) -> bool:
-    for node, rng in doc.positions.items():
-        if isinstance(node, (cst.SimpleString, cst.FormattedString)) and rng.start.line <= line < rng.end.line:
-            return True
-    return False
-
-
 # --------------------------------------------------------------------------- leaf_after_conversion
 
 

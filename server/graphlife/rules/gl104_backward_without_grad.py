@@ -51,6 +51,7 @@ from graphlife.analysis.events import BackwardEvent, InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal, TupleVal
 from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.recipes import ReplaceText
 from graphlife.rules.no_grad_fix import no_grad_fixes, note_inplace
 
 RULE = Rule(
@@ -94,16 +95,16 @@ def _keep_the_graph(ctx: RuleContext, site: ast.AST | None) -> list[FixRecipe]:
         return []
     func = site.func
     if isinstance(func, ast.Attribute) and func.attr == "detach" and not site.args and not site.keywords:
-        return [FixRecipe("replace_text", f"Keep the graph: use `{ctx.text(func.value)}`",
-                          {"span": ctx.span(site), "text": ctx.text(func.value)})]
+        return [ReplaceText(title=f"Keep the graph: use `{ctx.text(func.value)}`",
+                            span=ctx.span(site), text=ctx.text(func.value))]
     if isinstance(func, ast.Attribute) and func.attr in ("tensor", "as_tensor") and len(site.args) == 1:
         inner = site.args[0]
         if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
                 and inner.func.attr in ("item", "tolist") and not inner.args):
-            return [FixRecipe("replace_text", f"Keep the graph: use `{ctx.text(inner.func.value)}` itself",
-                              {"span": ctx.span(site), "text": ctx.text(inner.func.value)})]
+            return [ReplaceText(title=f"Keep the graph: use `{ctx.text(inner.func.value)}` itself",
+                                span=ctx.span(site), text=ctx.text(inner.func.value))]
     for keyword in site.keywords:
         if keyword.arg == "use_reentrant" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True:
-            return [FixRecipe("replace_text", "Use `use_reentrant=False` (gradients flow to the parameters)",
-                              {"span": ctx.span(keyword.value), "text": "False"})]
+            return [ReplaceText(title="Use `use_reentrant=False` (gradients flow to the parameters)",
+                                span=ctx.span(keyword.value), text="False")]
     return []

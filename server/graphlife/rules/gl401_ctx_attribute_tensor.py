@@ -60,6 +60,7 @@ from graphlife.analysis.semantics.functions import (
     walk_body,
 )
 from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.recipes import ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import merge_edits, segment, starts_its_line, unpacking_text
 
@@ -310,7 +311,7 @@ def _fix(
     if merged is None:
         return None
     span, text = merged
-    return FixRecipe("replace_text", f"Save `{value.id}` with `save_for_backward`", {"span": span, "text": text})
+    return ReplaceText(title=f"Save `{value.id}` with `save_for_backward`", span=span, text=text)
 
 
 def _indent(ctx: ModuleContext, stmt: ast.stmt) -> str:

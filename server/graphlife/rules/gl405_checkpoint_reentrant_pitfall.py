@@ -49,6 +49,7 @@ from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import CHECKPOINT_FUNCTIONS, CHECKPOINT_SEQUENTIAL, Names, Semantics
 from graphlife.analysis.semantics.names import scope_nodes
 from graphlife.findings import FixRecipe, Severity, Span
+from graphlife.recipes import AddKeyword, ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import report_span, segment
 
@@ -160,7 +161,7 @@ def _insert_keyword(ctx: ModuleContext, call: ast.Call) -> FixRecipe | None:
         return None
     last = max((ctx.span(a) for a in arguments), key=lambda s: (s.end_line, s.end_column))
     at = Span(last.end_line, last.end_column, last.end_line, last.end_column)
-    return FixRecipe("replace_text", "Pass `use_reentrant=False`", {"span": at, "text": ", use_reentrant=False"})
+    return ReplaceText(title="Pass `use_reentrant=False`", span=at, text=", use_reentrant=False")
 
 
 #: Where a ``checkpoint`` call is: a function's body or the module's.
@@ -280,13 +281,12 @@ def check_module(ctx: ModuleContext) -> None:
             severity = Severity.INFORMATION
         if explicit_true and keyword is not None:
             fixes.append(
-                FixRecipe("replace_text", "Use `use_reentrant=False`",
-                          {"span": ctx.span(keyword.value), "text": "False"})
+                ReplaceText(title="Use `use_reentrant=False`", span=ctx.span(keyword.value), text="False")
             )
         else:
             fixes.append(
-                FixRecipe("add_keyword", "Pass `use_reentrant=False`",
-                          {"call": ctx.span(node), "keyword": "use_reentrant", "value": "False"})
+                AddKeyword(title="Pass `use_reentrant=False`", call=ctx.span(node), keyword="use_reentrant",
+                           value="False")
             )
             insert = _insert_keyword(ctx, node)
             if insert:

@@ -48,6 +48,7 @@ from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import RuleContext
 from graphlife.analysis.semantics import GradSetting, GradSwitch
 from graphlife.findings import FixRecipe, Related
+from graphlife.recipes import DropDecorator, UnwrapWith
 from graphlife.rules.base import callee_name
 
 OFF, ON, UNKNOWN_MODE = GradSetting.OFF, GradSetting.ON, GradSetting.UNKNOWN
@@ -340,8 +341,8 @@ def _unwrap(ctx: RuleContext, found: Break, with_stmt: ast.With, backward_stmt: 
                 return []
         elif not (_straight_line_to(ctx, with_stmt, backward_stmt) and file.runs_with_grad(with_stmt)):
             return []
-    params = {"with": ctx.span(with_stmt), "unused_as": with_stmt.items[0].optional_vars is not None}
-    return [FixRecipe("unwrap_with", f"Keep the graph: run the block without `{ctx.text(found.context)}`", params)]
+    return [UnwrapWith(title=f"Keep the graph: run the block without `{ctx.text(found.context)}`",
+                       block=ctx.span(with_stmt), unused_as=with_stmt.items[0].optional_vars is not None)]
 
 
 def _drop(ctx: RuleContext, found: Break, func: Function) -> list[FixRecipe]:
@@ -351,5 +352,5 @@ def _drop(ctx: RuleContext, found: Break, func: Function) -> list[FixRecipe]:
     call = file.called_once(func)
     if call is None or not file.runs_with_grad(call) or file.numpy_outside_no_grad(func):
         return []
-    return [FixRecipe("drop_decorator", f"Keep the graph: remove `@{ctx.text(found.context)}` from `{func.name}`",
-                      {"decorator": ctx.span(found.context)})]
+    return [DropDecorator(title=f"Keep the graph: remove `@{ctx.text(found.context)}` from `{func.name}`",
+                          decorator=ctx.span(found.context))]
