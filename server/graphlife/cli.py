@@ -83,14 +83,15 @@ def read_source(path: str) -> str:
     return read_source_file(path).text
 
 
-def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool]) -> FileReport:
+def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool] | tuple[str, Config, str, bool, bool]) -> FileReport:
     path, base_config, mode = args[:3]
     use_cache = len(args) > 3 and bool(args[3])
+    unsafe = len(args) > 4 and bool(args[4])  # --unsafe-fixes
     from graphlife.checker import check_source, project_modules  # noqa: PLC0415
 
     report = FileReport(path=path)
     if path.endswith(".ipynb"):
-        return _check_notebook(path, base_config, report)
+        return _check_notebook(path, base_config, report, mode, unsafe)
     from graphlife.source_files import read_source_file  # noqa: PLC0415
 
     try:
@@ -117,7 +118,7 @@ def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool]) ->
         from graphlife.fixes import fix_source  # noqa: PLC0415
 
         report.original_source = source
-        report.fixed_source = fix_source(source, path, config)
+        report.fixed_source = fix_source(source, path, config, unsafe=unsafe)
     elif mode in ("fix", "diff") and result.syntax_errors:
         report.notes.append("not fixed: the file has a syntax error")
     if use_cache and mode == "check" and not any("time box" in note for note in result.notes):
@@ -227,7 +228,8 @@ def merge_project_findings(reports: list[FileReport]) -> list[FileReport]:
     return result
 
 
-def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileReport:
+def _check_notebook(path: str, base_config: Config, report: FileReport, mode: str = "check",
+                    unsafe: bool = False) -> FileReport:
     """A notebook's code cells, analyzed together in cell order; findings point into their cell."""
     from graphlife.checker import check_source  # noqa: PLC0415
     from graphlife.lsp.notebooks import CellText, cell_relative_lines, join_cells  # noqa: PLC0415
@@ -236,7 +238,8 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
     try:
         check_readable(path)
         with open(path, encoding="utf-8") as handle:
-            notebook = json.load(handle)  # a notebook nested too deeply raises RecursionError: caught
+            text = handle.read()
+        notebook = json.loads(text)  # a notebook nested too deeply raises RecursionError: caught
         # Cells are numbered by their place in the notebook, markdown cells included, as the
         # editor shows them (and as the language server names them).
         code = [
@@ -277,6 +280,16 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
         report.findings.append(data)
     report.syntax_errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
     report.syntax_error_cells = [locate(e.line) for e in result.syntax_errors]
+    if mode in ("fix", "diff") and result.findings and not result.syntax_errors:
+        from graphlife.fixes.notebooks import fix_notebook  # noqa: PLC0415
+
+        def join(texts: list[str]) -> tuple[str, list[int]]:
+            joined, cells = join_cells([CellText(uri=str(n), version=None, number=n, text=t)
+                                        for n, t in enumerate(texts, start=1)])
+            return joined, [cell.line_offset for cell in cells]
+
+        report.original_source = text
+        report.fixed_source = fix_notebook(text, join, path, config, unsafe=unsafe)
     return report
 
 
@@ -360,7 +373,7 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
     # Files whose results are in the cache are answered here: a project checked again
     # unchanged starts no worker process and analyzes nothing.
     known = {path: report for path in files if (report := _from_cache(path, base)) is not None} if use_cache else {}
-    jobs = [(path, base, mode, use_cache) for path in files if path not in known]
+    jobs = [(path, base, mode, use_cache, getattr(args, "unsafe_fixes", False)) for path in files if path not in known]
     if jobs:
         load_engine()
     if len(jobs) > 3 and (os.cpu_count() or 1) > 1:
@@ -510,9 +523,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_options(check_p)
     check_p.add_argument("--fix", action="store_true", help="apply the preferred fix of each finding in place")
     check_p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead")
+    check_p.add_argument("--unsafe-fixes", action="store_true",
+                         help="with --fix or --diff, also apply fixes that change memory or what trains")
     fix_p = add_parser("fix", help="same as `check --fix`")
     add_check_options(fix_p)
     fix_p.add_argument("--diff", action="store_true", help="print a unified diff instead of writing")
+    fix_p.add_argument("--unsafe-fixes", action="store_true",
+                       help="also apply fixes that change memory or what trains (retain_graph=True, ...)")
     lsp_p = add_parser("lsp", help="start the language server (stdio)")
     lsp_p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (for debugging)")
     explain_p = add_parser("explain", help="explain an autograd error traceback (stdin or a file)")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from collections.abc import Callable, Sequence
+
 import libcst as cst
 
 from graphlife.config import Config
@@ -138,20 +140,8 @@ def fix_source(source: str, path: str | None = None, config: Config | None = Non
             doc = Document(source)
         except cst.ParserSyntaxError:
             return source
-        verifier = FixVerifier(source, analyze, findings)
-        starts = _offsets(source)
-        taken: list[tuple[int, int]] = []
-        chosen: list[TextEdit] = []
-        for finding in findings:
-            fixes = compute_fixes(finding, source, doc, verifier=verifier)
-            fix = next((f for f in fixes if unsafe or f.applicability is Applicability.SAFE), None)
-            if fix is None:
-                continue
-            ranges = [_range(starts, e.span) for e in fix.edits]
-            if any(_conflicts(r, t) for r in ranges for t in taken):
-                continue
-            taken.extend(ranges)
-            chosen.extend(fix.edits)
+        chosen = [edit for fix in choose_fixes(source, findings, FixVerifier(source, analyze, findings), unsafe, doc)
+                  for edit in fix]
         if not chosen:
             break
         fixed = apply_edits(source, chosen)
@@ -163,3 +153,24 @@ def fix_source(source: str, path: str | None = None, config: Config | None = Non
         seen.add(fixed)
         source = fixed
     return source
+
+
+def choose_fixes(source: str, findings: Sequence[Finding], verifier: FixVerifier, unsafe: bool,
+                 doc: Document | None = None,
+                 allowed: Callable[[tuple[TextEdit, ...]], bool] | None = None) -> list[tuple[TextEdit, ...]]:
+    """One round of ``graphlife fix``: the edits of the best accepted fix of each finding (safe
+    only, unless ``unsafe``) that ``allowed`` lets through and that overlaps no fix chosen before."""
+    starts = _offsets(source)
+    taken: list[tuple[int, int]] = []
+    chosen: list[tuple[TextEdit, ...]] = []
+    for finding in findings:
+        fixes = compute_fixes(finding, source, doc, verifier=verifier)
+        fix = next((f for f in fixes if (unsafe or f.safe) and (allowed is None or allowed(f.edits))), None)
+        if fix is None:
+            continue
+        ranges = [_range(starts, e.span) for e in fix.edits]
+        if any(_conflicts(r, t) for r in ranges for t in taken):
+            continue
+        taken.extend(ranges)
+        chosen.append(fix.edits)
+    return chosen

@@ -51,7 +51,7 @@ from graphlife.analysis.events import BackwardEvent, InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal, TupleVal
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.recipes import ReplaceText
+from graphlife.recipes import ReplaceText, StackInsteadOfItems
 from graphlife.rules.no_grad_fix import no_grad_fixes, note_inplace
 
 RULE = Rule(
@@ -87,9 +87,18 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     ctx.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)
 
 
+def _items_of_a_list(values: ast.expr) -> bool:
+    """``[f(s).item() for s in xs]`` or ``[a.item(), b.item()]``: numbers taken out of their graphs."""
+    elements = [values.elt] if isinstance(values, ast.ListComp) else values.elts if isinstance(values, ast.List) else []
+    return bool(elements) and all(
+        isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "item"
+        and not e.args and not e.keywords for e in elements)
+
+
 def _keep_the_graph(ctx: RuleContext, site: ast.AST | None) -> list[FixRecipe]:
     """Undo the break where it is one expression: `x.detach()` -> `x`, `torch.tensor(x.item())` -> `x`,
-    `checkpoint(..., use_reentrant=True)` -> `use_reentrant=False`. A `no_grad` block or decorator is
+    `checkpoint(..., use_reentrant=True)` -> `use_reentrant=False`, `torch.tensor([v.item() for ...])` ->
+    `torch.stack([v.reshape(()) for ...])`. A `no_grad` block or decorator is
     :mod:`graphlife.rules.no_grad_fix`'s: it is removed only where nothing else needs it."""
     if not isinstance(site, ast.Call):
         return []
@@ -103,6 +112,9 @@ def _keep_the_graph(ctx: RuleContext, site: ast.AST | None) -> list[FixRecipe]:
                 and inner.func.attr in ("item", "tolist") and not inner.args):
             return [ReplaceText(title=f"Keep the graph: use `{ctx.text(inner.func.value)}` itself",
                                 span=ctx.span(site), text=ctx.text(inner.func.value))]
+        if _items_of_a_list(inner) and not site.keywords and ctx.qualified_name(func) == "torch.tensor":
+            return [StackInsteadOfItems(title="Keep the graph: `torch.stack` the values instead of their `.item()`",
+                                        call=ctx.span(site))]
     for keyword in site.keywords:
         if keyword.arg == "use_reentrant" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True:
             return [ReplaceText(title="Use `use_reentrant=False` (gradients flow to the parameters)",

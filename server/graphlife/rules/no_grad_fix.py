@@ -48,7 +48,7 @@ from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import RuleContext
 from graphlife.analysis.semantics import GradSetting, GradSwitch
 from graphlife.findings import FixRecipe, Related
-from graphlife.recipes import DropDecorator, UnwrapWith
+from graphlife.recipes import DropDecorator, MoveNoGradToCallers, UnwrapWith
 from graphlife.rules.base import callee_name
 
 OFF, ON, UNKNOWN_MODE = GradSetting.OFF, GradSetting.ON, GradSetting.UNKNOWN
@@ -320,7 +320,7 @@ def no_grad_fixes(
     if found.function is None:
         return [], []  # a decorator always has its function
     related = [Related(ctx.span(found.context), f"gradients are turned off for all of `{found.function.name}` here")]
-    return related, _drop(ctx, found, found.function)
+    return related, _drop(ctx, found, found.function) or _move_to_callers(ctx, found, found.function, backward_stmt)
 
 
 def _unwrap(ctx: RuleContext, found: Break, with_stmt: ast.With, backward_stmt: ast.stmt) -> list[FixRecipe]:
@@ -354,3 +354,47 @@ def _drop(ctx: RuleContext, found: Break, func: Function) -> list[FixRecipe]:
         return []
     return [DropDecorator(title=f"Keep the graph: remove `@{ctx.text(found.context)}` from `{func.name}`",
                           decorator=ctx.span(found.context))]
+
+
+def _move_to_callers(ctx: RuleContext, found: Break, func: Function, backward_stmt: ast.stmt) -> list[FixRecipe]:
+    """A ``@torch.no_grad()`` helper called for training and for evaluation: the decorator goes,
+    and every call but those on the way to the backward runs in ``with torch.no_grad():``
+    instead, so each of those computes exactly what it computed before.
+
+    The calls kept without ``no_grad`` are those in the backward's own function (or module
+    level) and loop, before it; every reference to the helper must be a plain call that is
+    the whole value of a simple statement starting its line, where gradients are on."""
+    if grad_sensitive(func.body) is not None or ctx.written_without_grad(func.body):
+        return []
+    file = _File(ctx)
+    if file.numpy_outside_no_grad(func):
+        return []
+    home = _home(ctx, backward_stmt)
+    training: list[ast.stmt] = []
+    evaluation: list[ast.stmt] = []
+    for ref in file.references(func.name):
+        call = ctx.parent(ref)
+        if not (isinstance(ref, ast.Name) and isinstance(ref.ctx, ast.Load) and isinstance(call, ast.Call)
+                and call.func is ref):
+            return []
+        stmt = ctx.parent(call)
+        if not (isinstance(stmt, (ast.Assign, ast.Expr)) and stmt.value is call) or not file.runs_with_grad(call):
+            return []
+        if _home(ctx, stmt) == home and stmt.lineno < backward_stmt.lineno:
+            training.append(stmt)
+        else:
+            evaluation.append(stmt)
+    if not training or not evaluation:
+        return []
+    return [MoveNoGradToCallers(
+        title=f"Keep the graph: move `@{ctx.text(found.context)}` from `{func.name}` to its evaluation calls",
+        decorator=ctx.span(found.context), callers=tuple(ctx.span(stmt) for stmt in evaluation),
+    )]
+
+
+def _home(ctx: RuleContext, stmt: ast.stmt) -> ast.AST | None:
+    """The innermost loop or function around ``stmt`` (``None``: module level, outside loops)."""
+    for ancestor in ctx.ancestors(stmt):
+        if isinstance(ancestor, (ast.For, ast.AsyncFor, ast.While, *_FUNCTIONS)):
+            return ancestor
+    return None
