@@ -42,6 +42,17 @@ In the GAN step, give the discriminator `fake.detach()`; when two losses share
 a graph, add them and call one backward. `retain_graph=True` on the earlier
 backward also works, but keeps every saved tensor alive until the last one.
 
+## Fix safety
+Safe: detaching every carried name at the top of the loop (each step then trains on
+its own batch, as the code meant once the second batch stopped raising); in the GAN shape,
+`D(fake.detach())` for the discriminator and a fresh `D(fake)` for the generator (each
+network trains on its own loss, with the weights its optimizer just updated); one backward
+on the sum of two losses that share a graph (the same gradients, summed once).
+Unsafe: `retain_graph=True` on the earlier backward -- it keeps every tensor that graph
+saved alive until the last backward, and after an optimizer step in between the second
+backward fails anyway. It is offered only where the engine shows it works, never preferred,
+and never applied by `graphlife fix` or fix-all without `--unsafe-fixes`.
+
 ## Fixture line
 The backward call that raises (the second backward).
 """  # noqa: E501 - what torch says is quoted verbatim

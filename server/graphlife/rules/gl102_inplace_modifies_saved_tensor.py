@@ -36,6 +36,10 @@ Not every in-place op is a bug: `y = x * 2; y += 1` runs (multiplying by a
 Python number saves nothing), and so does `Linear` followed by
 `ReLU(inplace=True)` (`addmm` does not save its output).
 
+## Fix safety
+Safe: the out-of-place form (`x = x + y` for `x += y`, no `inplace=True`) computes the
+same values; it costs one more tensor while the graph needs the old one.
+
 ## Fixture line
 The statement that performs the in-place change (for an in-place module inside
 `nn.Sequential`, its construction; for `optimizer.step()`, the step).

@@ -31,6 +31,10 @@ with torch.no_grad():
         p -= lr * p.grad
 ```
 
+## Fix safety
+Safe: `with torch.no_grad():` around the update changes the same weights by the same
+amounts, without recording the update in a graph.
+
 ## Fixture line
 The in-place statement on the leaf.
 """

@@ -39,6 +39,14 @@ runs nowhere else (one caller, or straight-line code to the backward) and holds
 nothing whose result depends on gradients being off (in-place updates of
 weights, `.numpy()`, an optimizer step).
 
+## Fix safety
+Safe: every fix keeps the graph the backward needs and changes nothing else the program
+computes -- `x` instead of `x.detach()` or `torch.tensor(x.item())`, `torch.stack` of the
+values instead of a tensor of their `.item()`, `use_reentrant=False`, a `no_grad` block or
+decorator removed where nothing else needs it, or, for a helper shared with evaluation,
+`no_grad` moved to the evaluation calls (each of them computes what it computed before).
+The original raised at the backward, so nothing trained through that value before.
+
 ## Fixture line
 The backward call that raises.
 """

@@ -33,6 +33,10 @@ opt = torch.optim.SGD([w], lr=0.1)
 or create it with `device=`/`dtype=` and `requires_grad=True` in one call, or
 wrap it in `nn.Parameter`.
 
+## Fix safety
+Safe: `.requires_grad_()` after the conversion makes the tensor the optimizer is given
+the leaf the program computes with; the values are the same.
+
 ## Fixture line
 The optimizer construction.
 """

@@ -34,6 +34,12 @@ out = head(stats)
 ```
 or `head(stats.clone())` outside inference mode.
 
+## Fix safety
+Safe: `torch.no_grad()` instead of `torch.inference_mode()`, or a `.clone()` where the
+inference tensor meets autograd, gives a normal tensor with the same values. A clone can be
+a first step: the engine may then see the next use of the same inference tensor, which the
+next round of `graphlife fix` clones too.
+
 ## Fixture line
 The statement whose op saves the inference tensor, or the in-place update.
 """  # noqa: E501 - what torch says is quoted verbatim

@@ -31,6 +31,11 @@ x_adv = (x + delta).detach().requires_grad_()
 ```
 (`y = y.detach()` when the intent was to stop gradients.)
 
+## Fix safety
+Safe: `y = y.detach()` for `y.requires_grad = False` (what the code asked for).
+Unsafe: `y = y.detach().requires_grad_()` for `True` -- `y` becomes a leaf, so what computed
+it no longer trains through it. Applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The `.requires_grad = ...` assignment or `.requires_grad_(False)` call.
 """

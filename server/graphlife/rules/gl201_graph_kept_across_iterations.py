@@ -39,6 +39,11 @@ for x, y in loader:
     # or losses.append(loss.detach()) to keep a tensor
 ```
 
+## Fix safety
+Safe: storing `value.detach()` keeps the same numbers without the graph.
+Unsafe: storing `value.item()` -- the container then holds Python numbers, which code that
+stacks or moves the stored values does not expect.
+
 ## Fixture line
 The statement that stores the value.
 """

@@ -24,6 +24,10 @@ loss.backward()
 optimizer.step()
 ```
 
+## Fix safety
+Safe: dropping `retain_graph=True` frees the graph earlier; nothing backpropagates
+through it again, so every gradient is the same.
+
 ## Fixture line
 The backward call with the unneeded `retain_graph=True`.
 """

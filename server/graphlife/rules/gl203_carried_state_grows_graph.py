@@ -30,6 +30,12 @@ for x in stream:
     loss.backward()
 ```
 
+## Fix safety
+Unsafe: detaching the carried state at the top of the loop (and dropping
+`retain_graph=True`) bounds memory, but each step's gradients then stop at the current
+iteration instead of reaching back through all earlier ones -- what trains changes.
+Applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The backward call with `retain_graph=True`.
 """

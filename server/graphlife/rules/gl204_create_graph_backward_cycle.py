@@ -38,6 +38,11 @@ program computes the same values: the `.grad` reads right after the backward
 read gradients that were empty before it, and nothing else uses what the
 backward used to leave in `.grad` before it is reset (docs/FIX_RECIPES.md).
 
+## Fix safety
+Safe: `torch.autograd.grad(..., create_graph=True)` is offered only where the engine
+shows the program computes the same values (docs/FIX_RECIPES.md says how): the gradients are
+returned instead of left in `.grad`, and every read of them is rewritten.
+
 ## Fixture line
 The `.backward(create_graph=True)` call.
 """  # noqa: E501 - what torch says is quoted verbatim

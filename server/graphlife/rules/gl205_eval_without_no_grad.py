@@ -29,6 +29,10 @@ with torch.inference_mode():
 ```
 (`torch.no_grad()` when the results feed a later graph.)
 
+## Fix safety
+Safe: `with torch.no_grad():` around a loop that never calls backward computes the same
+outputs without keeping their graphs.
+
 ## Fixture line
 The `for`/`while` line of the loop.
 """

@@ -27,6 +27,10 @@ loss.backward()
 optimizer.step()
 ```
 
+## Fix safety
+Unsafe: moving `zero_grad()` before the backward makes the step apply the gradients --
+that is the fix, but it changes what trains, so it is applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The `zero_grad()` call between backward and step.
 """

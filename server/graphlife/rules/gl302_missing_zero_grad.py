@@ -31,6 +31,10 @@ for x, y in loader:
     optimizer.step()
 ```
 
+## Fix safety
+Unsafe: `zero_grad()` at the top of the loop changes every step's update (the gradients
+no longer accumulate); applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The `optimizer.step()` call.
 """

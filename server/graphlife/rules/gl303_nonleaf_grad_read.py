@@ -30,6 +30,10 @@ loss.backward()
 ```
 or `torch.autograd.grad(loss, h)`.
 
+## Fix safety
+Safe: `retain_grad()` right after the tensor is computed makes `.grad` hold the
+gradient the code reads; nothing else changes.
+
 ## Fixture line
 The statement reading `.grad`.
 """  # noqa: E501 - what torch says is quoted verbatim

@@ -28,6 +28,10 @@ loss = criterion(model(x), y) / accum_steps
 loss.backward()
 ```
 
+## Fix safety
+Unsafe: dividing the loss by the number of accumulated steps changes the size of every
+update (a tuned learning rate may already compensate); applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The `.backward()` call of the unscaled loss.
 """

@@ -28,6 +28,10 @@ with torch.no_grad():
     model.fc.weight.clamp_(-0.01, 0.01)    # after the backward, version-checked
 ```
 
+## Fix safety
+Unsafe: moving the `.data` change after the backward changes the gradients (to the
+right ones); applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The statement changing `.data` in place.
 """

@@ -41,6 +41,10 @@ def forward(ctx, x, weight):
 ```
 and `x, weight = ctx.saved_tensors` in backward.
 
+## Fix safety
+Safe: `ctx.save_for_backward` keeps the same tensor for backward and lets torch check
+it was not changed in place.
+
 ## Fixture line
 The `ctx.x = x` assignment carries `# expect: GL401`.
 """

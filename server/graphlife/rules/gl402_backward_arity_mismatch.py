@@ -39,6 +39,10 @@ class Scale(torch.autograd.Function):
         return grad_output * ctx.factor, None
 ```
 
+## Fix safety
+Safe: returning `None` for the inputs without a gradient, or a tuple instead of a list,
+is what torch expects; the gradients returned are the same.
+
 ## Fixture line
 The `return` statement of backward (each wrong one) carries `# expect: GL402`.
 It is an error when every `return` of backward is wrong, a warning when only

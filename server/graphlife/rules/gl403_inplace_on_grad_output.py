@@ -41,6 +41,10 @@ def backward(ctx, grad_output):
     return grad_input
 ```
 
+## Fix safety
+Safe: changing a copy of `grad_output` (or computing out of place) returns the same
+gradient without corrupting the tensor torch passed in.
+
 ## Fixture line
 The in-place statement on the gradient carries `# expect: GL403`.
 """

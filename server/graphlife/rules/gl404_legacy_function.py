@@ -42,6 +42,10 @@ class Clip(torch.autograd.Function):
 y = Clip.apply(x)
 ```
 
+## Fix safety
+Safe: `Function.apply` and static methods taking `ctx` first are the same computation
+in the form torch supports.
+
 ## Fixture line
 The instantiation `Fn()` / `Fn()(x)` statement, and the `def forward` / `def
 backward` line lacking `@staticmethod`, carry `# expect: GL404`.

@@ -36,6 +36,10 @@ def forward(self, x):
     return self.head(h)
 ```
 
+## Fix safety
+Safe: `use_reentrant=False` recomputes the same forward and gives the gradients to the
+parameters as well.
+
 ## Fixture line
 The statement with the `checkpoint(...)` call carries `# expect: GL405`.
 """

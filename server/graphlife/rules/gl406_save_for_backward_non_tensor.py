@@ -35,6 +35,10 @@ def forward(ctx, x, alpha):
     return x * alpha
 ```
 
+## Fix safety
+Safe: passing the tensors one by one, and keeping non-tensor values as ctx attributes,
+saves the same values.
+
 ## Fixture line
 The `ctx.save_for_backward(...)` statement carries `# expect: GL406`.
 """

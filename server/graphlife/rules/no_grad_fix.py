@@ -33,6 +33,13 @@ and changes nothing else the program computes:
    or in a function referenced exactly once (by a call), or straight-line code leads from the
    block to the backward in the same body (every run of the block meets the backward).
 
+A decorated helper that is also called elsewhere (training and evaluation share it) gets
+the other fix instead, ``move_no_grad_to_callers``: the decorator goes and every call but
+those in the backward's own function and loop, before it, is wrapped in
+``with torch.no_grad():`` -- each of those calls then computes exactly what it computed
+before. Conditions 1 and 3 hold as above; every reference to the helper must be a plain
+call that is the whole value of a simple statement, run with gradients on.
+
 Reading the whole file (references, callers) goes through ``RuleContext.read_whole_file``,
 which notes every definition and top-level statement as read, so the language server's unit
 cache runs the unit again after any edit, as a full analysis would.
