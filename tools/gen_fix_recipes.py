@@ -28,7 +28,8 @@ PROOFS = (
     ("graphlife.rules.carried", "`detach_carried_state`: every carried name"),
     ("graphlife.rules.shared_graph", "`rebuild_shared_graph` / `detach_expression`: the GAN shape"),
     ("graphlife.rules.create_graph_fix", "`autograd_grad`: when GL204 offers it"),
-    ("graphlife.rules.no_grad_fix", "`unwrap_with` / `drop_decorator` / `move_no_grad_to_callers`: when GL104 offers them"),
+    ("graphlife.rules.no_grad_fix",
+     "`unwrap_with` / `drop_decorator` / `move_no_grad_to_callers`: when GL104 offers them"),
     ("graphlife.fixes.notebooks", "Notebooks"),
 )
 

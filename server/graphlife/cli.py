@@ -83,7 +83,8 @@ def read_source(path: str) -> str:
     return read_source_file(path).text
 
 
-def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool] | tuple[str, Config, str, bool, bool]) -> FileReport:
+def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool] | tuple[str, Config, str, bool, bool],
+               ) -> FileReport:
     path, base_config, mode = args[:3]
     use_cache = len(args) > 3 and bool(args[3])
     unsafe = len(args) > 4 and bool(args[4])  # --unsafe-fixes

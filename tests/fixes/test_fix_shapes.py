@@ -151,7 +151,8 @@ def test_three_carried_names_a_gru_state_and_its_running_averages(tmp_path):
             opt.step()
         ''')
     fixed = _fixed(source, "GL101", tmp_path)
-    top = "    avg = avg.detach()\n    h = h.detach()\n    total = total.detach()\n    x = torch.randn(2, 4)  # the batch\n"
+    top = ("    avg = avg.detach()\n    h = h.detach()\n    total = total.detach()\n"
+           "    x = torch.randn(2, 4)  # the batch\n")
     assert top in fixed
     assert fixed.count(".detach()") == 3
 

@@ -93,7 +93,8 @@ def test_detach_carried_state_tuple_and_maybe_none_forms():
             out, state = lstm(x, state)
         ''')
     loop = Span(2, 1, 3, 32)
-    tuple_fix = DetachCarriedState(title="t", loop=loop, targets=(CarriedName("state", is_tuple=True, maybe_none=True),))
+    tuple_fix = DetachCarriedState(title="t", loop=loop,
+                                   targets=(CarriedName("state", is_tuple=True, maybe_none=True),))
     assert _apply_first(source, tuple_fix) == _src('''
         state = None
         for x in xs:
@@ -105,7 +106,7 @@ def test_detach_carried_state_tuple_and_maybe_none_forms():
 
 def test_detach_carried_state_refuses_a_name_unbound_before_the_loop():
     source = "for x in xs:\n    logits, state = model(x, state)\n    logits.sum().backward()\n"
-    recipe = DetachCarriedState(title="t", loop=Span(1, 1, 3, 28), targets=(CarriedName("logits", is_tuple=False, maybe_none=False),))
+    recipe = DetachCarriedState(title="t", loop=Span(1, 1, 3, 28), targets=(CarriedName("logits"),))
     assert _offered(_finding(recipe), source) == []
 
 
@@ -189,10 +190,12 @@ def test_detach_expression_and_retain_graph():
 
 def test_merge_backwards_only_for_adjacent_siblings():
     source = "for b in bs:\n    loss_a.backward()\n    loss_b.backward()  # second\n    opt.step()\n"
-    recipe = MergeBackwards(title="t", first=Span(2, 5, 2, 22), second=Span(3, 5, 3, 22), first_root="loss_a", second_root="loss_b")
+    recipe = MergeBackwards(title="t", first=Span(2, 5, 2, 22), second=Span(3, 5, 3, 22), first_root="loss_a",
+                            second_root="loss_b")
     assert _apply_first(source, recipe) == "for b in bs:\n    (loss_a + loss_b).backward()  # second\n    opt.step()\n"
     apart = "loss_a.backward()\nx = 1\nloss_b.backward()\n"
-    recipe = MergeBackwards(title="t", first=Span(1, 1, 1, 18), second=Span(3, 1, 3, 18), first_root="loss_a", second_root="loss_b")
+    recipe = MergeBackwards(title="t", first=Span(1, 1, 1, 18), second=Span(3, 1, 3, 18), first_root="loss_a",
+                            second_root="loss_b")
     assert _offered(_finding(recipe), apart) == []
 
 
@@ -228,7 +231,8 @@ def test_generic_recipes():
     insert = InsertBefore(title="t", anchor=Span(2, 1, 2, 15), code="y.retain_grad()")
     assert _apply_first(source, insert) == "y = model(x)\ny.retain_grad()\nloss = y.sum()\n"
     source = "out = checkpoint(f, x)\n"
-    assert _apply_first(source, AddKeyword(title="t", call=Span(1, 7, 1, 23), keyword="use_reentrant", value="False")) == \
+    keyword = AddKeyword(title="t", call=Span(1, 7, 1, 23), keyword="use_reentrant", value="False")
+    assert _apply_first(source, keyword) == \
         "out = checkpoint(f, x, use_reentrant=False)\n"
     source = "loss.backward(retain_graph=True)\n"
     drop = DropKeyword(title="t", call=Span(1, 1, 1, 33), keyword="retain_graph")
@@ -254,7 +258,8 @@ def test_shared_part_prefers_merged_backward_over_detach():
     source = "shared = enc(x)\nla = ha(shared).sum()\nlb = hb(shared).sum()\nla.backward()\nlb.backward()\n"
     fixes = _offered(_finding(
         DetachExpression(title="detach", expr=Span(2, 9, 2, 15)),
-        MergeBackwards(title="merge", first=Span(4, 1, 4, 14), second=Span(5, 1, 5, 14), first_root="la", second_root="lb"),
+        MergeBackwards(title="merge", first=Span(4, 1, 4, 14), second=Span(5, 1, 5, 14), first_root="la",
+                       second_root="lb"),
     ), source)
     assert [f.title for f in fixes] == ["merge"]
     assert apply_edits(source, fixes[0].edits).endswith("lb = hb(shared).sum()\n(la + lb).backward()\n")

@@ -8,9 +8,8 @@ leave parseable source before it is offered.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import libcst as cst
 

@@ -37,17 +37,16 @@ def fix_cells(cells: Sequence[str], join: Join, path: str | None = None, config:
         if findings is None:
             break
         placer = _Placer(source, texts, offsets)
-        chosen = choose_fixes(source, findings, FixVerifier(source, analyze, findings), unsafe,
-                              allowed=lambda edits: placer.place(edits) is not None)
+        chosen = choose_fixes(source, findings, FixVerifier(source, analyze, findings), unsafe, allowed=placer.fits)
         if not chosen:
             break
         fixed = list(texts)
         per_cell: dict[int, list[TextEdit]] = {}
-        for edits in chosen:
-            for cell, edit in placer.place(edits) or ():
+        for fix in chosen:
+            for cell, edit in placer.place(fix) or ():
                 per_cell.setdefault(cell, []).append(edit)
-        for cell, edits in per_cell.items():
-            fixed[cell] = apply_edits(fixed[cell], edits)
+        for cell, cell_edits in per_cell.items():
+            fixed[cell] = apply_edits(fixed[cell], cell_edits)
         after = analyze(join(fixed)[0])
         if after is None or new_errors(findings, after) or fixed == texts:
             break
@@ -63,6 +62,10 @@ class _Placer:
         self.joined = source.splitlines()
         self.cells = [text.splitlines() for text in cells]
         self.offsets = offsets
+
+    def fits(self, edits: Sequence[TextEdit]) -> bool:
+        """Every edit falls inside one cell's own code."""
+        return self.place(edits) is not None
 
     def place(self, edits: Sequence[TextEdit]) -> list[tuple[int, TextEdit]] | None:
         placed = []

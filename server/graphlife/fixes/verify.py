@@ -48,7 +48,7 @@ class FixVerifier:
     source: str
     analyze: Analyze
     _before: Sequence[Finding] | None = None
-    _verdicts: dict[tuple[str, str], bool] = field(default_factory=dict)
+    _verdicts: dict[tuple[str, int, str], bool] = field(default_factory=dict)
 
     @property
     def before(self) -> Sequence[Finding]:

@@ -5,8 +5,8 @@ make on this code and that the engine accepts on the fixed text (a recipe that
 does not apply to the code at hand, or leaves the finding, or adds an error, is
 not offered: a light-bulb item that does nothing is worse than none), the best
 safe one marked preferred. A fix that changes memory or what trains is titled
-``... (unsafe)``, never preferred, and never part of fix-all. The light bulb asks on every cursor move, so the fixes of a
-finding are computed once per analyzed text (only for the findings under the
+``... (unsafe)``, never preferred, and never part of fix-all. The light bulb asks on
+every cursor move, so the fixes of a finding are computed once per analyzed text (only for the findings under the
 cursor) and cached; the edits travel only when the user picks one
 (``codeAction/resolve``). They are the edits ``graphlife fix`` applies. ``source.fixAll.graphlife`` is
 :func:`graphlife.fixes.fix_source` (safe fixes only) on the whole document (so

@@ -27,7 +27,8 @@ def detach_recipe(ctx: RuleContext, carried: list[tuple[str, ast.AST]], state: S
         before = state
     loop = carried[0][1]
     targets = tuple(
-        CarriedName(name, is_tuple=isinstance(lookup(name, state), TupleVal), maybe_none=may_be_none(lookup(name, before)))
+        CarriedName(name, is_tuple=isinstance(lookup(name, state), TupleVal),
+                    maybe_none=may_be_none(lookup(name, before)))
         for name, _ in carried
     )
     return DetachCarriedState(title=f"Detach {names_text(carried)} at the top of each iteration",
