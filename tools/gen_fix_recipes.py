@@ -25,10 +25,10 @@ TARGET = ROOT / "docs" / "FIX_RECIPES.md"
 #: The modules whose docstrings say when (and why) a fix is offered, with the heading each gets.
 PROOFS = (
     ("graphlife.fixes.verify", "Every fix is checked before it is offered"),
-    ("graphlife.rules.carried", "`detach_carried_state`: every carried name"),
-    ("graphlife.rules.shared_graph", "`rebuild_shared_graph` / `detach_expression`: the GAN shape"),
-    ("graphlife.rules.create_graph_fix", "`autograd_grad`: when GL204 offers it"),
-    ("graphlife.rules.no_grad_fix",
+    ("graphlife.rules.proofs.carried", "`detach_carried_state`: every carried name"),
+    ("graphlife.rules.proofs.shared_graph", "`rebuild_shared_graph` / `detach_expression`: the GAN shape"),
+    ("graphlife.rules.proofs.create_graph", "`autograd_grad`: when GL204 offers it"),
+    ("graphlife.rules.proofs.no_grad",
      "`unwrap_with` / `drop_decorator` / `move_no_grad_to_callers`: when GL104 offers them"),
     ("graphlife.fixes.notebooks", "Notebooks"),
 )

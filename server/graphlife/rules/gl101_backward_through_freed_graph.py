@@ -66,8 +66,8 @@ from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import Node, State
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import MergeBackwards, RetainGraph
-from graphlife.rules.carried import detach_recipe, names_text, still_carried
-from graphlife.rules.shared_graph import shared_graph_fix
+from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
+from graphlife.rules.proofs.shared_graph import shared_graph_fix
 
 RULE = Rule(
     code="GL101",
