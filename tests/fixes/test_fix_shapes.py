@@ -96,6 +96,17 @@ def test_gan_generator_reusing_the_discriminator_output(generator_step, expected
     assert not [f for f in check(fixed) if f.severity.value == "error"]
 
 
+def test_gan_discriminator_calling_d_inside_its_loss_statement(tmp_path):
+    """``D(fake)`` inside the discriminator's loss and a fresh ``D(fake)`` for the generator: only the
+    discriminator's input is detached."""
+    source = GAN_HEAD.replace("    d_fake = D(fake)\n", "").replace("criterion(d_fake,", "criterion(D(fake),")
+    source += "    g_loss = criterion(D(fake), torch.ones(8, 1))\n    g_opt.zero_grad()\n    g_loss.backward()\n"
+    source += "    g_opt.step()\n"
+    fixed = _fixed(source, "GL101", tmp_path)
+    assert "criterion(D(fake.detach()), torch.zeros(8, 1))" in fixed
+    assert "    g_loss = criterion(D(fake), torch.ones(8, 1))\n" in fixed
+
+
 LSTM = _src('''
     import torch
     import torch.nn as nn

@@ -103,7 +103,8 @@ def test_every_no_grad_break_is_proven_or_listed():
         key = f"GL104/{path.name}"
         shapes.append(key)
         kinds = {r.kind for f in findings for r in f.fixes}
-        assert key in NOT_OFFERED or kinds & {"unwrap_with", "drop_decorator"}, f"{key}: no fix and no reason"
+        assert key in NOT_OFFERED or kinds & {"unwrap_with", "drop_decorator", "move_no_grad_to_callers"}, \
+            f"{key}: no fix and no reason"
         assert path in CASES
     assert len(shapes) >= 3
 

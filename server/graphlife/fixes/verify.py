@@ -47,14 +47,15 @@ class FixVerifier:
 
     source: str
     analyze: Analyze
-    _before: Sequence[Finding] | None = None
+    #: The engine's findings on ``source`` when the caller has them already (else made once, on demand).
+    known: Sequence[Finding] | None = None
     _verdicts: dict[tuple[str, int, str], bool] = field(default_factory=dict)
 
     @property
     def before(self) -> Sequence[Finding]:
-        if self._before is None:
-            self._before = self.analyze(self.source) or []
-        return self._before
+        if self.known is None:
+            self.known = self.analyze(self.source) or []
+        return self.known
 
     def accepts(self, finding: Finding, fixed: str, edits: Sequence[TextEdit]) -> bool:
         """``fixed`` (``source`` with ``edits``) no longer reports ``finding`` and adds no error."""
