@@ -282,3 +282,19 @@ def test_notebook_diff_and_fix_write_into_the_cell(tmp_path):
     pytest.importorskip("torch")
     script = "\n".join(text.replace("%matplotlib inline\n", "") for text in code) + "\n"
     assert _runs(script, tmp_path) is None
+
+
+def test_the_command_line_applies_unsafe_fixes_only_when_asked(tmp_path):
+    path = tmp_path / "twice.py"
+    source = "import torch\n\nw = torch.randn(3, requires_grad=True)\nloss = (w * w).sum()\nloss.backward()\n" \
+             "print(w.grad)\nloss.backward()\n"
+    path.write_text(source, encoding="utf-8")
+    assert _graphlife("fix", "--diff", str(path)).stdout == ""
+    diff = _graphlife("fix", "--diff", "--unsafe-fixes", str(path)).stdout
+    assert "+loss.backward(retain_graph=True)\n" in diff
+    checked = _graphlife("check", "--format", "json", str(path)).stdout
+    (finding,) = json.loads(checked)["findings"]
+    assert finding["fixes"] == [{"kind": "retain_graph", "applicability": "unsafe",
+                                 "title": "Keep the graph with `retain_graph=True` (keeps its memory alive)"}]
+    _graphlife("check", "--fix", "--unsafe-fixes", str(path))
+    assert "loss.backward(retain_graph=True)\nprint(w.grad)" in path.read_text(encoding="utf-8")
