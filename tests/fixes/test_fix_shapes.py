@@ -298,3 +298,24 @@ def test_the_command_line_applies_unsafe_fixes_only_when_asked(tmp_path):
                                  "title": "Keep the graph with `retain_graph=True` (keeps its memory alive)"}]
     _graphlife("check", "--fix", "--unsafe-fixes", str(path))
     assert "loss.backward(retain_graph=True)\nprint(w.grad)" in path.read_text(encoding="utf-8")
+
+
+def _join(texts: list[str]) -> tuple[str, list[int]]:
+    """The editor's and the command line's join of a notebook's code cells."""
+    from graphlife.lsp.notebooks import CellText, join_cells
+
+    source, cells = join_cells([CellText(uri=str(n), version=None, number=n, text=t) for n, t in enumerate(texts, 1)])
+    return source, [cell.line_offset for cell in cells]
+
+
+def test_notebook_cells_keep_their_own_text_and_ending():
+    from graphlife.fixes.notebooks import fix_cells
+
+    cells = ["import torch\nw = torch.randn(3, requires_grad=True)\nh = w * 2",
+             "h.sum().backward()\nprint(h.grad.sum())"]
+    fixed = fix_cells(cells, _join)
+    assert fixed[0] == cells[0], "a cell without a final newline keeps it that way"
+    assert fixed[1] == "h.retain_grad()\n" + cells[1]
+    # a line the join blanks (an IPython magic) is not the cell's code: nothing is fixed there
+    magic = ["import torch\nw = torch.randn(3, requires_grad=True)\nh = w * 2", "%time h.sum().backward()\nh.grad"]
+    assert fix_cells(magic, _join) == magic
