@@ -20,7 +20,7 @@ from typing import cast
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import RuleContext
 from graphlife.analysis.state import Node, State
-from graphlife.analysis.values import TensorVal
+from graphlife.analysis.values import HeapRef, TensorVal
 from graphlife.findings import FixRecipe
 from graphlife.recipes import DetachExpression, RebuildSharedGraph
 
@@ -35,8 +35,8 @@ def shared_graph_fix(event: BackwardEvent, ctx: RuleContext, node: Node, freeing
     state = event.state
     freeing_line = ctx.line(freeing).number
     failing_line = ctx.line(event.stmt).number
-    reaching = [(name, value) for name, value in state.env.items()
-                if isinstance(value, TensorVal) and node.nid in _closure(ctx, value.grad_fn)
+    reaching = [(name, value) for name, value in _tensors(state)
+                if node.nid in _closure(ctx, value.grad_fn)
                 and (node.nid in value.grad_fn or any(n in state.freed for n in value.grad_fn))]
     if not reaching:
         return None
@@ -55,12 +55,38 @@ def shared_graph_fix(event: BackwardEvent, ctx: RuleContext, node: Node, freeing
         for call in calls:
             if not origin_line < call.lineno <= freeing_line:
                 continue
-            for arg in call.args:
-                if (isinstance(arg, ast.Name) and arg.id == name
+            for arg in (a for top in call.args for a in _joined(ctx, top)):
+                if (isinstance(arg, (ast.Name, ast.Attribute)) and ctx.text(arg) == name
                         and not _later_reads(ctx, scope, call, freeing_line, failing_line)):
                     return DetachExpression(title=f"Use `{ctx.text(arg)}.detach()` in the earlier step",
                                             expr=ctx.span(arg))
     return None
+
+
+def _tensors(state: State) -> list[tuple[str, TensorVal]]:
+    """The tensors a name holds (``fake``) or an object's attribute (``self.fake``: a trainer
+    keeps the generator's output between its two steps)."""
+    found: list[tuple[str, TensorVal]] = []
+    for name, value in state.env.items():
+        if isinstance(value, TensorVal):
+            found.append((name, value))
+        elif isinstance(value, HeapRef) and value.oid in state.heap:
+            found.extend((f"{name}.{attr}", item) for attr, item in sorted(state.heap[value.oid].attrs.items())
+                         if isinstance(item, TensorVal))
+    return found
+
+
+#: Torch functions that join tensors into one input: ``D(torch.cat([real, fake]))`` gives
+#: ``D`` the fake through them.
+_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
+
+
+def _joined(ctx: RuleContext, arg: ast.expr) -> list[ast.expr]:
+    """``arg``, and the tensors it joins when it is ``torch.cat([...])`` / ``torch.stack([...])``."""
+    if (isinstance(arg, ast.Call) and arg.args and isinstance(arg.args[0], (ast.List, ast.Tuple))
+            and ctx.qualified_name(arg.func) in _JOINS):
+        return [arg, *arg.args[0].elts]
+    return [arg]
 
 
 def _rebuild(ctx: RuleContext, scope: ast.AST, call: ast.Call, state: State, freeing_line: int,
