@@ -102,3 +102,13 @@ test("the parser refuses what is not a probe snapshot", () => {
   assert.throws(() => parseSnapshot(JSON.stringify({ schema: "other" })), /unexpected probe output/);
   assert.throws(() => parseSnapshot(JSON.stringify({ schema: "graphlife.probe/1", error: "KeyError: x" })), /the probe failed: KeyError/);
 });
+
+test("a gradient whose norm is infinite or NaN (sent as a string: strict JSON) shows it", () => {
+  const snap = parseSnapshot(snapshotText());
+  const [first, second] = snap.tensors;
+  first.grad = { shape: [2], norm: "inf" };
+  second.grad = { shape: [2], norm: "nan" };
+  const rows = buildRows(snap);
+  assert.equal(find(rows, `tensor/${first.name}/grad`)?.label, ".grad |inf|");
+  assert.equal(find(rows, `tensor/${second.name}/grad`)?.label, ".grad |nan|");
+});

@@ -23,6 +23,7 @@ from graphlife.analysis.positions import byte_to_char_column
 from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.values import TensorVal, TupleVal, Value
 from graphlife.findings import Line
+from graphlife.text_lines import source_lines
 
 if TYPE_CHECKING:
     from graphlife.analysis.modules import ModuleProvider
@@ -39,7 +40,7 @@ def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0, m
     tree, _ = parse_tolerant(source)
     if tree is None:
         return None
-    lines = source.splitlines()
+    lines = source_lines(source)
     target = _node_at(tree, lines, line, column)
     if target is None:
         return None

@@ -20,6 +20,7 @@ from graphlife.fixes.document import Document
 from graphlife.fixes.registry import make_edits
 from graphlife.fixes.verify import FixVerifier, engine_analyze, new_errors
 from graphlife.recipes import DetachExpression, MergeBackwards
+from graphlife.text_lines import LineOffsets
 
 #: ``fix_source`` re-checks after each round; a fix may reveal the next finding.
 MAX_ROUNDS = 4
@@ -89,28 +90,14 @@ def _parses(source: str) -> bool:
     return True
 
 
-def _offsets(source: str) -> list[int]:
-    starts, total = [0], 0
-    for line in source.splitlines(keepends=True):
-        total += len(line)
-        starts.append(total)
-    return starts
-
-
-def _offset(starts: list[int], line: int, column: int) -> int:
-    if line - 1 >= len(starts):
-        return starts[-1]
-    return starts[line - 1] + column - 1
-
-
-def _range(starts: list[int], span: Span) -> tuple[int, int]:
-    return _offset(starts, span.line, span.column), _offset(starts, span.end_line, span.end_column)
+def _range(offsets: LineOffsets, span: Span) -> tuple[int, int]:
+    return offsets.offset(span.line, span.column), offsets.offset(span.end_line, span.end_column)
 
 
 def apply_edits(source: str, edits: list[TextEdit] | tuple[TextEdit, ...]) -> str:
     """Apply non-overlapping edits (coordinates of ``source``), last first."""
-    starts = _offsets(source)
-    ranged = sorted(((*_range(starts, e.span), e.new_text) for e in edits), key=lambda r: (r[0], r[1]), reverse=True)
+    offsets = LineOffsets(source)
+    ranged = sorted(((*_range(offsets, e.span), e.new_text) for e in edits), key=lambda r: (r[0], r[1]), reverse=True)
     for start, end, text in ranged:
         source = source[:start] + text + source[end:]
     return source
@@ -159,7 +146,7 @@ def choose_fixes(source: str, findings: Sequence[Finding], verifier: FixVerifier
                  allowed: Callable[[tuple[TextEdit, ...]], bool] | None = None) -> list[tuple[TextEdit, ...]]:
     """One round of ``graphlife fix``: the edits of the best accepted fix of each finding (safe
     only, unless ``unsafe``) that ``allowed`` lets through and that overlaps no fix chosen before."""
-    starts = _offsets(source)
+    offsets = LineOffsets(source)
     taken: list[tuple[int, int]] = []
     chosen: list[tuple[TextEdit, ...]] = []
     for finding in findings:
@@ -167,7 +154,7 @@ def choose_fixes(source: str, findings: Sequence[Finding], verifier: FixVerifier
         fix = next((f for f in fixes if (unsafe or f.safe) and (allowed is None or allowed(f.edits))), None)
         if fix is None:
             continue
-        ranges = [_range(starts, e.span) for e in fix.edits]
+        ranges = [_range(offsets, e.span) for e in fix.edits]
         if any(_conflicts(r, t) for r in ranges for t in taken):
             continue
         taken.extend(ranges)

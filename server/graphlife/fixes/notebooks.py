@@ -18,6 +18,7 @@ from graphlife.findings import Span
 from graphlife.fixes import TextEdit
 from graphlife.fixes.apply import MAX_ROUNDS, apply_edits, choose_fixes
 from graphlife.fixes.verify import FixVerifier, engine_analyze, new_errors
+from graphlife.text_lines import source_lines, source_lines_keepends
 
 #: The cells' texts -> the joined source the engine reads, and each cell's first line in it
 #: minus one (the front end's own join, so a notebook is analyzed as it is everywhere else).
@@ -59,8 +60,8 @@ class _Placer:
     """Moves edits of the joined source into the cells they fall in."""
 
     def __init__(self, source: str, cells: list[str], offsets: list[int]) -> None:
-        self.joined = source.splitlines()
-        self.cells = [text.splitlines() for text in cells]
+        self.joined = source_lines(source)
+        self.cells = [source_lines(text) for text in cells]
         self.offsets = offsets
 
     def fits(self, edits: Sequence[TextEdit]) -> bool:
@@ -113,7 +114,7 @@ def fix_notebook(text: str, join: Join, path: str | None = None, config: Config 
         return text
     for cell, before, after in zip(code, sources, fixed, strict=True):
         if before != after:
-            cell["source"] = after.splitlines(keepends=True) if isinstance(cell.get("source"), list) else after
+            cell["source"] = source_lines_keepends(after) if isinstance(cell.get("source"), list) else after
     indent = _indent_of(text)
     return json.dumps(notebook, indent=indent, ensure_ascii=False) + ("\n" if text.endswith("\n") else "")
 
@@ -125,6 +126,6 @@ def _source_text(source: object) -> str:
 def _indent_of(text: str) -> int:
     """The indentation the notebook was written with (Jupyter writes 1), so that only the
     changed cells show up in a diff."""
-    for line in text.splitlines()[1:2]:
+    for line in source_lines(text)[1:2]:
         return max(len(line) - len(line.lstrip(" ")), 1)
     return 1
