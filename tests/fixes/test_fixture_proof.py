@@ -36,6 +36,9 @@ NOT_OFFERED = {
     "GL101/bad_total_loss_accumulated_backward_each_step.py":
         "detach_carried_state targets `loss`, unbound before the loop; retain_graph on a loop-carried graph",
     "GL101/bad_trainer_self_hidden_state.py": "retain_graph on a loop-carried graph fails after optimizer.step()",
+    "GL101/bad_reinforce_log_probs_never_cleared.py":
+        "retain_graph: the freeing backward is the failing one (a list never cleared carries the old episodes' "
+        "log-probs); clearing the list after the step is the fix, and no recipe makes it yet",
     "GL102/bad_attention_dict_masked_fill_inplace.py": "out_of_place: the receiver is a dict item, not rebindable",
     "GL102/bad_out_argument_resamples_saved_noise.py":
         "out_of_place: `torch.rand(..., out=buffer)` has no rebinding form",
