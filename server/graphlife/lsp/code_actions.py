@@ -137,6 +137,8 @@ def list_actions(
             diagnostic = converted[1]
             base = {"key": key, "uri": uri, "code": finding.code, "span": _span_data(finding.span)}
             for index, fix in enumerate(fixes.get((finding.code, finding.span), [])):
+                if analysis.snapshot.is_notebook and edits_for(analysis, fix.edits, codec) is None:
+                    continue  # its edits span cells: the editor edits one cell at a time
                 actions.append(
                     types.CodeAction(
                         title=fix.title if fix.safe else fix.title + UNSAFE_MARK,
