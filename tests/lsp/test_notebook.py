@@ -154,8 +154,8 @@ HELPER_CELLS = [
      "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\n\n@torch.no_grad()\ndef predict(net, x):\n"
      "    return net(x)\n"),
     (types.NotebookCellKind.Code,
-     "for step in range(2):\n    out = predict(model, torch.randn(4, 3))\n    loss = F.mse_loss(out, torch.randn(4, 1))\n"
-     "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"),
+     "for step in range(2):\n    out = predict(model, torch.randn(4, 3))\n"
+     "    loss = F.mse_loss(out, torch.randn(4, 1))\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"),
     (types.NotebookCellKind.Code, "val = predict(model, torch.randn(4, 3))\n"),
 ]
 
