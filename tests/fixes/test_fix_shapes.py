@@ -319,3 +319,25 @@ def test_notebook_cells_keep_their_own_text_and_ending():
     # a line the join blanks (an IPython magic) is not the cell's code: nothing is fixed there
     magic = ["import torch\nw = torch.randn(3, requires_grad=True)\nh = w * 2", "%time h.sum().backward()\nh.grad"]
     assert fix_cells(magic, _join) == magic
+
+
+def test_detaching_another_input_at_the_top_is_not_detaching_the_state(tmp_path):
+    """``h = cell(x.detach(), h)`` still carries ``h``'s graph: it is reported and detached."""
+    source = _src('''
+        import torch
+        import torch.nn as nn
+
+        torch.manual_seed(0)
+        cell = nn.GRUCell(4, 8)
+        opt = torch.optim.SGD(cell.parameters(), lr=0.1)
+        h = torch.zeros(2, 8)
+        x = torch.randn(2, 4)
+        for step in range(3):
+            h = cell(x.detach(), h)
+            loss = h.pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        ''')
+    fixed = _fixed(source, "GL101", tmp_path)
+    assert "for step in range(3):\n    h = h.detach()\n    h = cell(x.detach(), h)\n" in fixed

@@ -412,15 +412,34 @@ def _detached_by(doc: Document, stmt: cst.CSTNode) -> str | None:
     if not isinstance(small, cst.Assign) or len(small.targets) != 1:
         return None
     name = doc.code(small.targets[0].target).strip()
-    detaches = False
+    items: set[str] = set()  # the variables of `tuple(t.detach() for t in name)`
+    receivers: list[set[str]] = []  # what each `.detach()` in the value detaches
+
+    def references(node: cst.CSTNode) -> set[str]:
+        found: set[str] = set()
+
+        class Refs(cst.CSTVisitor):
+            def visit_Name(self, n: cst.Name) -> None:
+                found.add(n.value)
+
+            def visit_Attribute(self, n: cst.Attribute) -> None:
+                found.add(doc.code(n).strip())
+
+        node.visit(Refs())
+        return found
 
     class Finder(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            nonlocal detaches
-            detaches = detaches or node.attr.value in ("detach", "detach_")
+        def visit_CompFor(self, node: cst.CompFor) -> None:
+            if doc.code(node.iter).strip() == name:
+                items.update(references(node.target))
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("detach", "detach_"):
+                receivers.append(references(func.value))
 
     small.value.visit(Finder())
-    return name if detaches and name in doc.code(small.value) else None
+    return name if any(name in found or found & items for found in receivers) else None
 
 
 def _loop_at(doc: Document, span: Span) -> cst.For | cst.While | None:

@@ -63,7 +63,7 @@ def _rebinds(stmt: ast.stmt, name: str) -> bool | None:
         verdicts = [v for v in (_rebinds(s, name) for s in stmt.body) if v is not None]
         return verdicts[0] if verdicts else None
     if isinstance(stmt, ast.Assign) and any(_binds(t, name) for t in stmt.targets):
-        return len(stmt.targets) == 1 and ast.unparse(stmt.targets[0]) == name and _detaches(stmt.value)
+        return len(stmt.targets) == 1 and ast.unparse(stmt.targets[0]) == name and _detaches(stmt.value, name)
     if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and _binds(stmt.target, name):
         return False
     if any(isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and _stores(n, name) for n in ast.walk(stmt)):
@@ -71,9 +71,18 @@ def _rebinds(stmt: ast.stmt, name: str) -> bool | None:
     return None
 
 
-def _detaches(value: ast.expr) -> bool:
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("detach", "detach_")
-               for n in ast.walk(value))
+def _detaches(value: ast.expr, name: str) -> bool:
+    """``value`` detaches what ``name`` held: ``name.detach()``, ``cell(x, name.detach())``, or each
+    item of it (``tuple(t.detach() for t in name)``). ``cell(x.detach(), name)`` does not."""
+    items = {ast.unparse(g.target) for n in ast.walk(value) if isinstance(n, (ast.GeneratorExp, ast.ListComp))
+             for g in n.generators if ast.unparse(g.iter) == name}
+    for node in ast.walk(value):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("detach", "detach_")):
+            receiver = {ast.unparse(n) for n in ast.walk(node.func.value) if isinstance(n, (ast.Name, ast.Attribute))}
+            if name in receiver or receiver & items:
+                return True
+    return False
 
 
 def _binds(target: ast.expr, name: str) -> bool:
