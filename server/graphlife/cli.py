@@ -45,17 +45,18 @@ def read_source(path: str) -> str:
 
 
 #: One file to check: its path, its settings, the mode (check, fix, diff), whether the cache
-#: of results is used, and its text when it was not read from the path (standard input).
-Job = tuple[str, Config, str, bool, str | None]
+#: of results is used, its text when it was not read from the path (standard input), and
+#: whether the fixes that change behaviour are applied too (``--unsafe-fixes``).
+Job = tuple[str, Config, str, bool, str | None, bool]
 
 
 def _check_one(job: Job) -> FileReport:
-    path, config, mode, use_cache, text = job
+    path, config, mode, use_cache, text, unsafe = job
     from graphlife.checker import check_source, project_modules  # noqa: PLC0415
 
     report = FileReport(path=path, settings_problems=list(config.problems))
     if path.endswith(".ipynb"):
-        return _check_notebook(path, config, report, text)
+        return _check_notebook(path, config, report, text, mode, unsafe)
     from graphlife.source_files import read_source_file  # noqa: PLC0415
 
     if text is None:
@@ -83,7 +84,7 @@ def _check_one(job: Job) -> FileReport:
         from graphlife.fixes import fix_source  # noqa: PLC0415
 
         report.original_source = source
-        report.fixed_source = fix_source(source, path, config)
+        report.fixed_source = fix_source(source, path, config, unsafe=unsafe)
     elif mode in ("fix", "diff") and result.syntax_errors:
         report.notes.append("not fixed: the file has a syntax error")
     if use_cache and mode == "check" and not any("time box" in note for note in result.notes):
@@ -193,9 +194,11 @@ def merge_project_findings(reports: list[FileReport]) -> list[FileReport]:
     return result
 
 
-def _check_notebook(path: str, config: Config, report: FileReport, text: str | None = None) -> FileReport:
-    """A notebook's code cells, analyzed together in cell order; findings point into their cell.
-    Only nbformat 4 notebooks of a Python kernel are checked (a note says why another is not)."""
+def _check_notebook(path: str, config: Config, report: FileReport, text: str | None = None, mode: str = "check",
+                    unsafe: bool = False) -> FileReport:
+    """A notebook's code cells, analyzed together in cell order; findings point into their cell
+    (and fixed cell by cell). Only nbformat 4 notebooks of a Python kernel are checked (a note
+    says why another is not)."""
     from graphlife.checker import check_source  # noqa: PLC0415
     from graphlife.lsp.notebooks import CellText, cell_relative_lines, join_cells  # noqa: PLC0415
     from graphlife.notebook_format import why_not_checked  # noqa: PLC0415
@@ -205,9 +208,8 @@ def _check_notebook(path: str, config: Config, report: FileReport, text: str | N
         if text is None:
             check_readable(path)
             with open(path, encoding="utf-8") as handle:
-                notebook = json.load(handle)  # a notebook nested too deeply raises RecursionError: caught
-        else:
-            notebook = json.loads(text)
+                text = handle.read()
+        notebook = json.loads(text)  # a notebook nested too deeply raises RecursionError: caught
         refusal = why_not_checked(notebook)
         if refusal is not None:
             report.notes.append(refusal)
@@ -251,6 +253,16 @@ def _check_notebook(path: str, config: Config, report: FileReport, text: str | N
         report.findings.append(data)
     report.syntax_errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
     report.syntax_error_cells = [locate(e.line) for e in result.syntax_errors]
+    if mode in ("fix", "diff") and result.findings and not result.syntax_errors:
+        from graphlife.fixes.notebooks import fix_notebook  # noqa: PLC0415
+
+        def join(texts: list[str]) -> tuple[str, list[int]]:
+            joined, cells = join_cells([CellText(uri=str(n), version=None, number=n, text=t)
+                                        for n, t in enumerate(texts, start=1)])
+            return joined, [cell.line_offset for cell in cells]
+
+        report.original_source = text
+        report.fixed_source = fix_notebook(text, join, path, config, unsafe=unsafe)
     return report
 
 
@@ -288,7 +300,8 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
     # unchanged starts no worker process and analyzes nothing.
     known = {path: report for path in files if (report := _from_cache(path, configs[path])) is not None} \
         if use_cache else {}
-    jobs: list[Job] = [(path, configs[path], mode, use_cache, None) for path in files if path not in known]
+    unsafe = bool(getattr(args, "unsafe_fixes", False))
+    jobs: list[Job] = [(path, configs[path], mode, use_cache, None, unsafe) for path in files if path not in known]
     if jobs:
         load_engine()
     if len(jobs) > 3 and (os.cpu_count() or 1) > 1:
@@ -347,7 +360,8 @@ def _run_check_stdin(args: argparse.Namespace, mode: str, command_line: CommandL
         print(f"graphlife: {name}: cannot read: {exc}", file=sys.stderr)
         return 2
     load_engine()
-    report = _check_one((name, config, "diff" if mode == "fix" else mode, False, text))
+    unsafe = bool(getattr(args, "unsafe_fixes", False))
+    report = _check_one((name, config, "diff" if mode == "fix" else mode, False, text, unsafe))
     if mode != "fix":
         return _finish(args, mode, [report], [], {name: config})
     fixed = report.fixed_source if report.fixed_source is not None else text
@@ -356,7 +370,7 @@ def _run_check_stdin(args: argparse.Namespace, mode: str, command_line: CommandL
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_broken_pipe()
-    remaining = _check_one((name, config, "check", False, fixed))
+    remaining = _check_one((name, config, "check", False, fixed, False))
     result = _result(args, [remaining], [], colour=False)
     from graphlife.output import write  # noqa: PLC0415
 
@@ -461,7 +475,8 @@ def _apply_fixes(reports: list[FileReport], mode: str, configs: dict[str, Config
     if mode == "fix":
         for index, report in enumerate(reports):
             if report.fixed_source is not None:
-                reports[index] = _check_one((report.path, configs.get(report.path, Config()), "check", False, None))
+                reports[index] = _check_one((report.path, configs.get(report.path, Config()), "check", False, None,
+                                             False))
     return not failed
 
 
@@ -593,9 +608,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_options(check_p)
     check_p.add_argument("--fix", action="store_true", help="apply the preferred fix of each finding in place")
     check_p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead")
+    check_p.add_argument("--unsafe-fixes", action="store_true",
+                         help="with --fix or --diff, also apply fixes that change memory or what trains")
     fix_p = add_parser("fix", help="same as `check --fix`")
     add_check_options(fix_p)
     fix_p.add_argument("--diff", action="store_true", help="print a unified diff instead of writing")
+    fix_p.add_argument("--unsafe-fixes", action="store_true",
+                       help="also apply fixes that change memory or what trains (retain_graph=True, ...)")
     lsp_p = add_parser("lsp", help="start the language server (stdio)")
     lsp_p.add_argument("--stdio", action="store_true", help="talk over standard input and output (the default)")
     lsp_p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (for debugging)")

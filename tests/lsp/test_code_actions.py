@@ -117,3 +117,39 @@ async def test_no_source_actions_in_the_light_bulb_only_quick_fixes(client: Lang
     diagnostic = next(d for d in published.diagnostics if d.code == "GL101")
     actions = await _actions(client, uri, diagnostic, only=[types.CodeActionKind.Refactor])
     assert not actions
+
+
+# GL101 with the backwards apart: the only fix keeps the graph alive (`retain_graph=True`).
+RETAIN_ONLY = """\
+import torch
+
+w = torch.randn(3, requires_grad=True)
+loss = (w * w).sum()
+loss.backward()
+print(w.grad)
+loss.backward()
+"""
+
+
+async def test_an_unsafe_fix_is_marked_never_preferred_and_never_in_fix_all(client: LanguageClient, workdir):
+    await initialize(client)
+    uri = open_document(client, workdir / "twice.py", RETAIN_ONLY)
+    published = await wait_for_publish(client, uri, version=1)
+    diagnostic = next(d for d in published.diagnostics if d.code == "GL101")
+    actions = await _actions(client, uri, diagnostic)
+    fixes = [a for a in actions if not a.title.startswith("Ignore ")]
+    assert [a.title for a in fixes] == ["Keep the graph with `retain_graph=True` (keeps its memory alive) (unsafe)"]
+    assert not fixes[0].is_preferred
+    resolved = await client.code_action_resolve_async(fixes[0])
+    assert "retain_graph=True" in apply_text_edits(RETAIN_ONLY, edits_for_uri(resolved.edit, uri))
+
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+            context=types.CodeActionContext(diagnostics=[], only=[FIX_ALL]),
+        )
+    )
+    for fix_all in [a for a in actions if a.kind == FIX_ALL]:
+        resolved = await client.code_action_resolve_async(fix_all)
+        assert resolved.edit is None, "fix-all applied an unsafe fix"

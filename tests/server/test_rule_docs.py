@@ -28,3 +28,15 @@ def test_rule_documents_itself(rule):
     anchor = rule.docs_url.split("#", 1)[1]
     page = (ROOT / "docs" / "rules.md").read_text()
     assert f"## {rule.code} {rule.name}" in page and anchor == f"{rule.code.lower()}-{rule.name}"
+
+
+def test_fix_recipes_page_is_current():
+    """docs/FIX_RECIPES.md lists exactly the recipes the code has (tools/gen_fix_recipes.py)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_fix_recipes.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_rule_says_how_safe_its_fixes_are(rule):
+    assert rule.doc.section("Fix safety"), f"{rule.code} has no `## Fix safety` section"

@@ -43,6 +43,10 @@ def forward(self, x):
     return self.head(h)
 ```
 
+## Fix safety
+Safe: `use_reentrant=False` recomputes the same forward and gives the gradients to the
+parameters as well.
+
 ## Fixture line
 The statement with the `checkpoint(...)` call carries `# expect: GL405`.
 """
@@ -59,6 +63,7 @@ from graphlife.analysis.semantics.names import scope_nodes
 from graphlife.analysis.state import State
 from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity, Span
+from graphlife.recipes import AddKeyword, ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import report_span, segment
 
@@ -170,7 +175,7 @@ def _insert_keyword(ctx: ModuleContext, call: ast.Call) -> FixRecipe | None:
         return None
     last = max((ctx.span(a) for a in arguments), key=lambda s: (s.end_line, s.end_column))
     at = Span(last.end_line, last.end_column, last.end_line, last.end_column)
-    return FixRecipe("replace_text", "Pass `use_reentrant=False`", {"span": at, "text": ", use_reentrant=False"})
+    return ReplaceText(title="Pass `use_reentrant=False`", span=at, text=", use_reentrant=False")
 
 
 #: Where a ``checkpoint`` call is: a function's body or the module's.
@@ -290,13 +295,12 @@ def check_module(ctx: ModuleContext) -> None:
             severity = Severity.INFORMATION
         if explicit_true and keyword is not None:
             fixes.append(
-                FixRecipe("replace_text", "Use `use_reentrant=False`",
-                          {"span": ctx.span(keyword.value), "text": "False"})
+                ReplaceText(title="Use `use_reentrant=False`", span=ctx.span(keyword.value), text="False")
             )
         else:
             fixes.append(
-                FixRecipe("add_keyword", "Pass `use_reentrant=False`",
-                          {"call": ctx.span(node), "keyword": "use_reentrant", "value": "False"})
+                AddKeyword(title="Pass `use_reentrant=False`", call=ctx.span(node), keyword="use_reentrant",
+                           value="False")
             )
             insert = _insert_keyword(ctx, node)
             if insert:
@@ -351,12 +355,12 @@ def _non_reentrant_fix(ctx: RuleContext, site: ast.AST) -> list[FixRecipe]:
         return []
     for keyword in site.keywords:
         if keyword.arg == "use_reentrant":
-            return [FixRecipe("replace_text", "Use `use_reentrant=False` in the checkpoint",
-                              {"span": ctx.span(keyword.value), "text": "False"})]
+            return [ReplaceText(title="Use `use_reentrant=False` in the checkpoint", span=ctx.span(keyword.value),
+                                text="False")]
     if any(keyword.arg is None for keyword in site.keywords):
         return []  # `**options` may already name it
-    return [FixRecipe("add_keyword", "Pass `use_reentrant=False` to the checkpoint",
-                      {"call": ctx.span(site), "keyword": "use_reentrant", "value": "False"})]
+    return [AddKeyword(title="Pass `use_reentrant=False` to the checkpoint", call=ctx.span(site),
+                       keyword="use_reentrant", value="False")]
 
 
 def _asked_tensors(value: Value, state: State) -> list[TensorVal]:
