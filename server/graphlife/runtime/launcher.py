@@ -15,9 +15,12 @@ unless an option asks for it:
 
 from __future__ import annotations
 
+import builtins
+import io
 import os
 import runpy
 import sys
+import types
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -157,8 +160,19 @@ def _run_program(options: RunOptions) -> None:
     assert options.script is not None
     script = options.script
     sys.argv = [script, *options.args]
-    sys.path[0] = os.path.dirname(os.path.abspath(script))
-    runpy.run_path(script, run_name="__main__")
+    path = os.path.abspath(script)
+    sys.path[0] = os.path.dirname(path)
+    if not os.path.isfile(path):  # a folder or a zip file with a __main__.py
+        runpy.run_path(script, run_name="__main__")
+        return
+    # As python does: the file's absolute path in __file__ and tracebacks, argv[0] as typed, and
+    # a real __main__ module that stays (pickle and multiprocessing look classes up there).
+    with io.open_code(path) as handle:
+        code = compile(handle.read(), path, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __builtins__=builtins, __spec__=None, __loader__=None, __cached__=None)
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)  # noqa: S102 - running the user's program is the command's job
 
 
 def _report(exc: BaseException, tools: _Tools) -> None:

@@ -1,0 +1,56 @@
+"""Each GL1xx bad fixture through `graphlife run`: the right rule, the right line; good ones run clean."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from fixturelib import fixture_paths, load_fixture
+from oracle.expectations import statement_start
+
+_GL1 = {f"GL10{i}" for i in range(1, 8)}
+_BAD = [p for p in fixture_paths(codes=_GL1) if p.name.startswith("bad_")]
+_GOOD = [p for p in fixture_paths(codes=_GL1) if p.name.startswith("good_")]
+
+
+def _id(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+def _lines_named(text: str, label: str, path: Path) -> list[int]:
+    """The lines of ``path`` the explanation names after ``label`` ("backward was called at")."""
+    pattern = re.escape(label) + r".*? " + re.escape(str(path)) + r":(\d+) in "
+    return [int(m.group(1)) for m in re.finditer(pattern, text)]
+
+
+@pytest.mark.parametrize("path", _BAD, ids=_id)
+def test_bad_fixture_is_explained_at_its_line(path: Path, run_in_process) -> None:
+    fixture = load_fixture(path)
+    status, _, err = run_in_process("--sites", str(path))
+    assert status == 1
+    assert err.index("Traceback (most recent call last)") < err.index(f"graphlife: {fixture.code} "), err
+    assert "args[0]" not in err  # torch's own frame is never explained
+    marked = fixture.lines_marked(fixture.code)
+    if fixture.code == "GL102":
+        # The marker is the in-place change; torch raises later, at the backward.
+        changed = _lines_named(err, "the saved tensor was changed in place", path)
+        assert changed, err
+        if statement_start(fixture.source, changed[0]) in marked:
+            return
+        # A torch module changed it (nn.ReLU(inplace=True)) and the marker is where it was made.
+        module = re.search(r"changed in place by (\w+)\(", err)
+        assert module is not None, err
+        assert module.group(1) in "".join(fixture.line_text(line) for line in marked), err
+        return
+    named = _lines_named(err, "was called at", path) + _lines_named(err, "raised at", path)
+    named += _lines_named(err, "called from", path)
+    assert {statement_start(fixture.source, line) for line in named} & set(marked), err
+
+
+@pytest.mark.parametrize("path", _GOOD, ids=_id)
+def test_good_fixture_runs_clean_and_unexplained(path: Path, run_in_process) -> None:
+    status, _, err = run_in_process(str(path))
+    assert status == 0, err
+    assert "graphlife:" not in err
