@@ -43,7 +43,7 @@ def test_render_edge_cases():
     assert "not an autograd error graphlife knows" in text and "(stopped early: time limit)" in text
 
 
-def test_explain_in_torchs_frame_after_a_crash_explains_the_users_frame(capsys):
+def test_explain_in_torchs_frame_after_a_crash_explains_the_users_frame():
     """pdb after a crash in backward stops in torch's `_engine_run_backward`, whose locals are
     torch's (`args[0][0]` is a gradient of ones, not a tensor of the user's): explain() moves to
     the user's frame that called into torch and says so."""
@@ -61,11 +61,12 @@ def test_explain_in_torchs_frame_after_a_crash_explains_the_users_frame(capsys):
     except RuntimeError as exc:
         tb = exc.__traceback__
     commands = io.StringIO("from graphlife.debug import explain\nexplain()\nq\n")
-    debugger = pdb.Pdb(stdin=commands, stdout=io.StringIO())
+    shown = io.StringIO()  # pdb prints what the commands print to its own stdout
+    debugger = pdb.Pdb(stdin=commands, stdout=shown)
     debugger.use_rawinput = False
     debugger.reset()
     debugger.interaction(None, tb)
-    out = capsys.readouterr().out
+    out = shown.getvalue()
     last = tb
     while last.tb_next is not None:
         last = last.tb_next
