@@ -102,6 +102,9 @@ class SiteRecorder:
         self.inplace: dict[tuple[str, int], InplaceRecord] = {}
         self.floor = 0  # nodes numbered below were made before recording started
         self.stamped = 0
+        #: (first, end, site) of the sequence numbers each backward call gave the nodes it made
+        #: (``create_graph=True``): they are stamped with the backward's line when reached later.
+        self.backward_ranges: list[tuple[int, int, Site]] = []
         self._mode: Any = None
         self.on = False
 
@@ -159,6 +162,13 @@ class SiteRecorder:
             if fn is not None:
                 self._stamp(fn, site)
 
+    def backward_made(self, first: int, end: int) -> None:
+        """A backward call made the nodes numbered ``first`` to ``end`` (exclusive), if any."""
+        site = current_site()
+        if end > first and site is not None:
+            self.backward_ranges.append((first, end, site))
+            del self.backward_ranges[:-64]
+
     def _stamp(self, root: Any, site: Any) -> None:
         stack = [root]
         budget = MAX_STAMPS_PER_CALL
@@ -168,9 +178,10 @@ class SiteRecorder:
                 continue
             try:
                 meta = node.metadata
-                if SITE_KEY in meta or node._sequence_nr() < self.floor:
+                seq = node._sequence_nr()
+                if SITE_KEY in meta or seq < self.floor:
                     continue
-                where = site()
+                where = next((s for lo, hi, s in self.backward_ranges if lo <= seq < hi), None) or site()
                 if where is None:
                     return
                 meta[SITE_KEY] = where
@@ -224,6 +235,7 @@ def _recorder_mode(torch: Any) -> type:
         return known
     base = torch.overrides.TorchFunctionMode
     tensor_cls = torch.Tensor
+    backwards = (torch.Tensor.backward, torch.autograd.backward)  # autograd.grad returns its graphs: stamped
 
     class RecorderMode(base):  # type: ignore[misc, valid-type]
         def __init__(self, recorder: SiteRecorder) -> None:
@@ -232,6 +244,11 @@ def _recorder_mode(torch: Any) -> type:
 
         def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             kwargs = kwargs or {}
+            if func in backwards:
+                first = next_sequence_number(torch)
+                result = func(*args, **kwargs)
+                self.recorder.backward_made(first, next_sequence_number(torch))
+                return result
             before = _versions(args, kwargs, tensor_cls)
             result = func(*args, **kwargs)
             changed = []
