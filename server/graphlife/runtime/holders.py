@@ -39,9 +39,10 @@ class HolderPath:
 
     @property
     def container(self) -> str:
-        """The expression without its last index (``trainer.history[3]`` -> ``trainer.history``)."""
+        """The expression without its trailing positions (``trainer.history[3]`` -> ``trainer.history``)."""
         steps = _readable(self.steps)
-        steps = steps[:-1] if steps and steps[-1].startswith("[") else steps
+        while steps and steps[-1].startswith("[") and steps[-1][1:-1].isdigit():
+            steps = steps[:-1]  # records[0][1]: a tuple in a list is one entry of `records`
         return self.root + "".join(steps)
 
 
