@@ -19,6 +19,7 @@ the user's. It reports:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -34,8 +35,17 @@ MAX_CALLERS = 4
 _BACKWARD_FUNCTIONS = {"backward", "grad", "_engine_run_backward", "run_backward"}
 
 
-def explain_exception(exc: BaseException, recorder: SiteRecorder | None = None) -> str | None:
-    """The explanation of ``exc``, or None when it is not an autograd error graphlife knows."""
+#: The static checker's lines for (path, line) places and the rule explained.
+StaticLines = Callable[[list[tuple[str, int]], str], list[str]]
+
+
+def explain_exception(exc: BaseException, recorder: SiteRecorder | None = None, *,
+                      static: StaticLines | None = None, sites_hint: bool = True) -> str | None:
+    """The explanation of ``exc``, or None when it is not an autograd error graphlife knows.
+
+    ``static`` replaces the checker run on the files of the frames (a notebook checks its cells
+    together); ``sites_hint`` says how to learn the building line when no recorder ran.
+    """
     message = str(exc)
     item = classify(message)
     if item is None:
@@ -65,10 +75,11 @@ def explain_exception(exc: BaseException, recorder: SiteRecorder | None = None) 
         for label, site in places:
             lines.append(f"  {label} {site}")
             lines += _source(site.path, site.line)
-    elif recorder is None and item["code"] in ("GL101", "GL102"):
+    elif recorder is None and sites_hint and item["code"] in ("GL101", "GL102"):
         lines += ["", "  (run with `graphlife run --sites` to also name the line that built the graph"
                       + (" and the line that changed the saved tensor)" if item["code"] == "GL102" else ")")]
-    static = _static_lines([(frame.f_code.co_filename, line), *((s.path, s.line) for _, s in places)], item["code"])
+    static = (static or _static_lines)([(frame.f_code.co_filename, line), *((s.path, s.line) for _, s in places)],
+                                       item["code"])
     if static:
         lines += ["", *static]
     return "\n".join(lines)
@@ -209,6 +220,26 @@ def _nearest_site(graphs: Any, index: int, reach: list[int]) -> Site | None:
     return None
 
 
+def _findings_for(path: str, static_findings: Any) -> tuple[list, str | None]:
+    """The checker's findings for a file, or for code that is no file (a notebook cell, whose
+    text the interpreter keeps in ``linecache``)."""
+    import linecache  # noqa: PLC0415
+    import os  # noqa: PLC0415
+
+    if os.path.isfile(path):
+        findings, note, _ = static_findings(path)
+        return findings, note
+    text = "".join(linecache.getlines(path))
+    if not text:
+        return [], None
+    try:
+        from graphlife.checker import check_source  # noqa: PLC0415
+
+        return check_source(text, path).findings, None
+    except Exception as exc:  # noqa: BLE001 - a checker bug must not hide the explanation
+        return [], f"the checker failed: {type(exc).__name__}: {exc}"
+
+
 def _static_lines(places: list[tuple[str, int]], code: str) -> list[str]:
     """The checker's findings on the lines named (saying when the same rule found it); else its
     findings of the same rule in the file that called into torch."""
@@ -219,7 +250,7 @@ def _static_lines(places: list[tuple[str, int]], code: str) -> list[str]:
     checked: dict[str, list] = {}
     for path, line in dict.fromkeys(places):
         if path not in checked:
-            findings, note, _ = static_findings(path)
+            findings, note = _findings_for(path, static_findings)
             checked[path] = findings
             if note:
                 out.append(f"  static check of {path}: {note}")

@@ -18,23 +18,29 @@ _DEBUG_DIR = os.path.join(os.path.dirname(_RUNTIME_DIR), "debug")
 _LIBRARY_CACHE: dict[CodeType, bool] = {}
 
 
-def _torch_dir() -> str | None:
-    torch = sys.modules.get("torch")
-    path = getattr(torch, "__file__", None) if torch is not None else None
+def _package_dir(name: str) -> str | None:
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None) if module is not None else None
     return os.path.dirname(os.path.abspath(path)) + os.sep if isinstance(path, str) else None
 
 
+def _torch_dir() -> str | None:
+    return _package_dir("torch")
+
+
 def is_library_code(code: CodeType) -> bool:
-    """True for torch's code, graphlife's run-time and debug code, runpy and frozen modules."""
+    """True for torch's code, graphlife's run-time and debug code, IPython's, runpy and frozen modules."""
     known = _LIBRARY_CACHE.get(code)
     if known is not None:
         return known
     filename = code.co_filename
     torch_dir = _torch_dir()
     absolute = os.path.abspath(filename) if not filename.startswith("<") else filename
+    shell_dir = _package_dir("IPython")  # the shell that runs a notebook's cells is not the user's code
     library = (
         filename.startswith("<frozen")
         or (torch_dir is not None and absolute.startswith(torch_dir))
+        or (shell_dir is not None and absolute.startswith(shell_dir))
         or absolute.startswith((_RUNTIME_DIR + os.sep, _DEBUG_DIR + os.sep))
         or os.path.basename(filename) == "runpy.py"
     )
