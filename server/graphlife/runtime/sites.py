@@ -18,6 +18,7 @@ call keeps no false site.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +106,8 @@ class SiteRecorder:
         #: (first, end, site) of the sequence numbers each backward call gave the nodes it made
         #: (``create_graph=True``): they are stamped with the backward's line when reached later.
         self.backward_ranges: list[tuple[int, int, Site]] = []
+        #: Called after each backward call the recorder sees (the pytest plugin counts there).
+        self.on_backward: Callable[[], None] | None = None
         self._mode: Any = None
         self.on = False
 
@@ -248,6 +251,8 @@ def _recorder_mode(torch: Any) -> type:
                 first = next_sequence_number(torch)
                 result = func(*args, **kwargs)
                 self.recorder.backward_made(first, next_sequence_number(torch))
+                if self.recorder.on_backward is not None:
+                    self.recorder.on_backward()
                 return result
             before = _versions(args, kwargs, tensor_cls)
             result = func(*args, **kwargs)
