@@ -19,9 +19,8 @@ SERVER = Path(__file__).resolve().parents[2] / "server"
 def run_in_process() -> Callable[..., tuple[int, str, str]]:
     """``graphlife run ARGS`` in this process: (exit status, stdout, stderr); what the program
     changes in ``sys`` is put back, and torch's global state reset."""
-    from oracle.runner import reset_torch_state
-
     from graphlife.runtime import launcher
+    from oracle.runner import reset_torch_state
 
     def run(*argv: str) -> tuple[int, str, str]:
         saved_argv, saved_path0, hook, main = sys.argv[:], sys.path[0], sys.excepthook, sys.modules["__main__"]

@@ -54,8 +54,9 @@ def _stacks_being_debugged(frame: FrameType) -> list[list[FrameType]]:
     outer: FrameType | None = frame
     while outer is not None:
         owner = outer.f_locals.get("self")
-        if isinstance(owner, bdb.Bdb) and isinstance(getattr(owner, "stack", None), list):
-            chains.append([f for f, _ in owner.stack])
+        stack = getattr(owner, "stack", None) if isinstance(owner, bdb.Bdb) else None
+        if isinstance(stack, list):  # pdb.Pdb keeps the frames it shows in `stack`
+            chains.append([f for f, _ in stack])
             break
         outer = outer.f_back
     for tb in (sys.exc_info()[2], getattr(sys, "last_traceback", None)):

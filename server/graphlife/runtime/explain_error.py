@@ -78,10 +78,10 @@ def explain_exception(exc: BaseException, recorder: SiteRecorder | None = None, 
     elif recorder is None and sites_hint and item["code"] in ("GL101", "GL102"):
         lines += ["", "  (run with `graphlife run --sites` to also name the line that built the graph"
                       + (" and the line that changed the saved tensor)" if item["code"] == "GL102" else ")")]
-    static = (static or _static_lines)([(frame.f_code.co_filename, line), *((s.path, s.line) for _, s in places)],
-                                       item["code"])
-    if static:
-        lines += ["", *static]
+    findings = (static or _static_lines)([(frame.f_code.co_filename, line), *((s.path, s.line) for _, s in places)],
+                                         item["code"])
+    if findings:
+        lines += ["", *findings]
     return "\n".join(lines)
 
 

@@ -123,8 +123,10 @@ def find_holders(targets: list[Any], ignore: set[int], frames: list[FrameType]) 
             paths[id(holder)] = (entry[0], [step, *entry[1]])
             next_level.append(holder)
             if id(value) in target_ids:
-                items = holder.values() if isinstance(holder, dict) else holder if isinstance(holder, (list, tuple)) else (
-                    (_instance_dict(holder) or {}).values())
+                if isinstance(holder, (list, tuple)):
+                    items: Any = holder
+                else:
+                    items = (holder if isinstance(holder, dict) else _instance_dict(holder) or {}).values()
                 holds[entry[0]] = sum(1 for item in items if id(item) in target_ids)
 
     for _ in range(MAX_DEPTH):

@@ -135,7 +135,8 @@ def check_cells(cells: list[str]) -> str:
             out.append(f"    {lines[finding.line - 1].strip()}")
     for error in result.syntax_errors:
         cell = cell_of(error.line)
-        where = f"In [{cell.number}], line {error.line - cell.line_offset}" if cell is not None else f"line {error.line}"
+        where = f"In [{cell.number}], line {error.line - cell.line_offset}" if cell is not None else (
+            f"line {error.line}")
         out.append(f"{where}: syntax error: {error.message}")
     count = len(result.findings)
     summary = (f"graphlife: {count} finding{'s' if count != 1 else ''} in {len(texts)} cells."

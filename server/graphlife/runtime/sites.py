@@ -17,9 +17,11 @@ call keeps no false site.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 from graphlife.runtime.frames import is_library_code, user_frame
@@ -55,7 +57,7 @@ class InplaceRecord:
 def _torch_module_running(torch: Any) -> str | None:
     """The innermost torch ``nn.Module`` whose ``forward`` is running inside torch's code
     (an in-place change made by ``nn.ReLU(inplace=True)`` is the module's, not the user's line)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     module_cls = torch.nn.Module
     while frame is not None:
         if frame.f_code.co_name == "forward":
@@ -208,7 +210,7 @@ def storage_key(tensor: Any) -> tuple[str, int] | None:
     return _storage_key(tensor)
 
 
-def _tensors(value: Any, tensor_cls: type) -> list[Any]:
+def _tensors(value: Any, tensor_cls: Any) -> list[Any]:
     if isinstance(value, tensor_cls):
         return [value]
     if isinstance(value, (tuple, list)):
@@ -216,7 +218,7 @@ def _tensors(value: Any, tensor_cls: type) -> list[Any]:
     return []
 
 
-def _versions(args: tuple, kwargs: dict, tensor_cls: type) -> list[tuple[Any, int]]:
+def _versions(args: tuple, kwargs: dict, tensor_cls: Any) -> list[tuple[Any, int]]:
     """(tensor, version) of the tensors a call receives (top level, and ``out=``)."""
     found = []
     for value in (*args, *kwargs.values()):
@@ -258,15 +260,11 @@ def _recorder_mode(torch: Any) -> type:
             result = func(*args, **kwargs)
             changed = []
             for tensor, version in before:
-                try:
+                with contextlib.suppress(Exception):  # a tensor that stopped having a version
                     if tensor._version != version:
                         changed.append(tensor)
-                except Exception:  # noqa: BLE001, S110 - a tensor that stopped having a version
-                    pass
-            try:
+            with contextlib.suppress(Exception):  # the recorder must never break the program
                 self.recorder.after_call(result, changed, [])
-            except Exception:  # noqa: BLE001, S110 - the recorder must never break the program
-                pass
             return result
 
     _MODE_CLASS[id(torch)] = RecorderMode

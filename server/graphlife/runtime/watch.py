@@ -106,10 +106,11 @@ class GraphWatch:
         if hooks is not None:
             self._handles.append(hooks.register_optimizer_step_post_hook(self._after_step))
         self.recorder.start()  # the window that stamps the oldest nodes: until the first count
-        if self.every and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
-            if signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None):
-                self._old_timer = signal.signal(signal.SIGALRM, self._on_timer)
-                signal.setitimer(signal.ITIMER_REAL, self.every, self.every)
+        main_thread = threading.current_thread() is threading.main_thread()
+        if self.every and hasattr(signal, "setitimer") and main_thread and (
+                signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)):  # the program's own timer wins
+            self._old_timer = signal.signal(signal.SIGALRM, self._on_timer)
+            signal.setitimer(signal.ITIMER_REAL, self.every, self.every)
 
     def uninstall(self) -> None:
         for handle in self._handles:
@@ -186,7 +187,7 @@ class GraphWatch:
         for values in ([c.old_nodes for c in self.counts], [c.saved for c in self.counts]):
             changes = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
             tail = changes[-(GROWTH_COUNTS + 1):]
-            if len(tail) == GROWTH_COUNTS + 1 and all(a < b for a, b in zip(tail, tail[1:])):
+            if len(tail) == GROWTH_COUNTS + 1 and all(a < b for a, b in itertools.pairwise(tail)):
                 return self.counts[-1].old_nodes > 0
         return False
 
@@ -288,6 +289,7 @@ def _subclasses(root: type) -> set[type]:
     found = {root}
     stack = [root]
     while stack:
+        sub: type
         for sub in stack.pop().__subclasses__():
             if sub not in found:
                 found.add(sub)
@@ -315,19 +317,20 @@ def _saved_count(node: Any) -> int:
     for attr in attrs:
         try:
             raw = getattr(node, attr)
-        except Exception:  # noqa: BLE001, S112 - a Python Function's saved tensors, once freed
+        except Exception:  # noqa: BLE001 - a Python Function's saved tensors, once freed
             continue
         for saved in raw if isinstance(raw, (tuple, list)) else (raw,):
             try:
                 if saved.unpack_hook is not None or saved.data is not None:
                     held += 1
-            except Exception:  # noqa: BLE001, S112 - released
+            except Exception:  # noqa: BLE001 - released
                 continue
     return held
 
 
 def _reaches(root: Any, targets: set[int], limit: int = 20_000) -> bool:
-    stack, seen = [root], set()
+    stack: list[Any] = [root]
+    seen: set[int] = set()
     while stack and len(seen) < limit:
         node = stack.pop()
         if node is None or id(node) in seen:
