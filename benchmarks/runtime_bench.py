@@ -64,6 +64,10 @@ def plain() -> Iterator[None]:
     yield
 
 
+#: Counts the watch made per block (it counts at the first step, then as the budget allows).
+WATCH_COUNTS: list[int] = []
+
+
 @contextlib.contextmanager
 def watched() -> Iterator[None]:
     reports: list[str] = []
@@ -74,10 +78,7 @@ def watched() -> Iterator[None]:
     finally:
         watch.uninstall()
     assert not reports, reports  # the loop keeps nothing: a report would be a false alarm
-    watched.counts.append(len(watch.counts))  # type: ignore[attr-defined]
-
-
-watched.counts = []  # type: ignore[attr-defined]
+    WATCH_COUNTS.append(len(watch.counts))
 
 
 @contextlib.contextmanager
@@ -122,11 +123,11 @@ def count_cost() -> float:
 
 
 def render(results: dict[str, float], repeat: int, steps: int, count: float) -> str:
-    import gc  # noqa: PLC0415
+    import gc
 
     base = results[MODES[0][0]]
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
-    counts = statistics.median(watched.counts) if watched.counts else 0  # type: ignore[attr-defined]
+    counts = statistics.median(WATCH_COUNTS) if WATCH_COUNTS else 0
     lines = [
         SECTION,
         "",

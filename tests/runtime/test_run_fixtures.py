@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fixturelib import fixture_paths, load_fixture
+from fixturelib import FIXTURES_DIR, fixture_paths, load_fixture
 from oracle.expectations import statement_start
 
 _GL1 = {f"GL10{i}" for i in range(1, 8)}
@@ -54,3 +54,13 @@ def test_good_fixture_runs_clean_and_unexplained(path: Path, run_in_process) -> 
     status, _, err = run_in_process(str(path))
     assert status == 0, err
     assert "graphlife:" not in err
+
+
+@pytest.mark.parametrize(("name", "line"), [
+    ("GL101/bad_gru_hidden_carried_tensor.py", 18),  # the RNN of the earlier iteration, not this one's loss
+    ("GL101/bad_gan_discriminator_no_detach.py", 15),  # the generator, which the discriminator's backward freed
+])
+def test_the_freed_graph_named_is_the_one_an_earlier_backward_freed(name: str, line: int, run_in_process) -> None:
+    path = FIXTURES_DIR / name
+    _, _, err = run_in_process("--sites", str(path))
+    assert _lines_named(err, "the freed graph was built", path) == [line], err

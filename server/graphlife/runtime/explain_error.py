@@ -182,7 +182,12 @@ def _graph_places(roots: list[Any], code: str, torch: Any, recorder: SiteRecorde
         problems = [(i, rec) for i in reach for rec in graphs.nodes[i].saved if rec["state"] == wanted]
         if not problems:
             continue
-        first, record = max(problems, key=lambda p: graphs.nodes[p[0]].seq)  # the engine runs higher numbers first
+        # The engine runs nodes in decreasing sequence number and stops at the first whose saved
+        # tensors an earlier backward freed: the nodes this failing backward ran (and freed) are
+        # all newer than that one, so the oldest freed node was freed before, by the earlier backward.
+        # A changed tensor is told apart by its state: the newest is the one the engine met first.
+        pick = max if code == "GL102" else min
+        first, record = pick(problems, key=lambda p: graphs.nodes[p[0]].seq)
         built = _nearest_site(graphs, first, reach)
         if record["state"] == "modified":
             if built is not None:
