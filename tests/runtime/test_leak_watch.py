@@ -151,3 +151,23 @@ def test_a_clean_loop_is_not_reported(tmp_path: Path) -> None:
     ran = graphlife_command("run", "--watch-graph", "--watch-budget", "0", "train.py", cwd=tmp_path)
     assert ran.returncode == 0 and ran.stdout == "trained 12\n"
     assert "graphlife watch" not in ran.stderr
+
+
+def test_an_internal_error_of_the_watch_stops_the_watch_not_the_program() -> None:
+    reports: list[str] = []
+    watch = GraphWatch(torch, budget=0.0, report=reports.append)
+
+    def broken() -> None:
+        raise RuntimeError("scan failed")
+
+    watch._scan = broken  # type: ignore[method-assign]
+    watch.install()
+    try:
+        model = torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            model(torch.randn(4, 2)).sum().backward()
+            opt.step()  # the watch counts here: its error must not escape
+    finally:
+        watch.uninstall()
+    assert reports == ["graphlife watch: stopped after an internal error: RuntimeError: scan failed"]

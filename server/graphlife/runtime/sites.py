@@ -250,11 +250,15 @@ def _recorder_mode(torch: Any) -> type:
         def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             kwargs = kwargs or {}
             if func in backwards:
-                first = next_sequence_number(torch)
+                first = None
+                with contextlib.suppress(Exception):  # the recorder must never break the program
+                    first = next_sequence_number(torch)
                 result = func(*args, **kwargs)
-                self.recorder.backward_made(first, next_sequence_number(torch))
+                with contextlib.suppress(Exception):
+                    if first is not None:
+                        self.recorder.backward_made(first, next_sequence_number(torch))
                 if self.recorder.on_backward is not None:
-                    self.recorder.on_backward()
+                    self.recorder.on_backward()  # the watch guards its own counts
                 return result
             before = _versions(args, kwargs, tensor_cls)
             result = func(*args, **kwargs)

@@ -141,6 +141,9 @@ class GraphWatch:
         self._busy = True
         try:
             self.count(label)
+        except Exception as exc:  # noqa: BLE001 - a bug of the watch must not stop the program it watches
+            self.reported = f"graphlife watch: stopped after an internal error: {type(exc).__name__}: {exc}"
+            self.report_to(self.reported)
         finally:
             self._busy = False
 
