@@ -1,18 +1,13 @@
-"""Running `graphlife run` in this process (the fixtures) or as a command (what a user types)."""
+"""`graphlife run` in this process, as the fixture tests run it."""
 
 from __future__ import annotations
 
 import contextlib
 import io
-import os
-import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-
-SERVER = Path(__file__).resolve().parents[2] / "server"
 
 
 @pytest.fixture
@@ -38,11 +33,3 @@ def run_in_process() -> Callable[..., tuple[int, str, str]]:
         return status, out.getvalue(), err.getvalue()
 
     return run
-
-
-def graphlife_command(*argv: str, cwd: str | os.PathLike[str] | None = None,
-                      timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``python -m graphlife ARGS`` as a user runs it (this tree's graphlife first on the path)."""
-    env = dict(os.environ, PYTHONPATH=str(SERVER), NO_COLOR="1")
-    return subprocess.run([sys.executable, "-m", "graphlife", *argv], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout, check=False)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from run_helpers import graphlife_command
 
-from conftest import graphlife_command
 from fixturelib import FIXTURES_DIR, fixture_paths
 from graphlife.runtime.watch import GraphWatch
 from oracle.runner import reset_torch_state

@@ -7,7 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import graphlife_command
+from run_helpers import graphlife_command
 
 _SHOW = textwrap.dedent("""\
     import json, sys
