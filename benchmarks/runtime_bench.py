@@ -143,7 +143,12 @@ def render(results: dict[str, float], repeat: int, steps: int, count: float) -> 
     ]
     for label, _ in MODES:
         lines.append(f"| {label} | {results[label] * 1000:.0f} ms | {results[label] / base:.3f}x |")
+    watch_share = counts * count / base if base else 0.0
     lines += [
+        "",
+        f"The watch's share expected from its counts: {counts:g} counts x {count * 1000:.1f} ms / "
+        f"{base * 1000:.0f} ms = {watch_share:.1%} of the plain loop (the measured ratio also carries the noise "
+        "of a shared machine).",
         "",
         f"One count of the watch (a scan of the collector's {len(gc.get_objects()):,} objects in a process that "
         f"imported torch, and of the live graphs): {count * 1000:.1f} ms CPU. With the default budget the watch "
