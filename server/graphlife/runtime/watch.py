@@ -21,9 +21,10 @@ a list, or carries an undetached state, adds some every step. After
 - the growth (nodes and saved tensors per count);
 - where the oldest live nodes were built: the site recorder
   (:mod:`graphlife.runtime.sites`) stamps the nodes made from the start of the
-  program to the first count, so the oldest nodes of a leak that starts at once
-  carry their line; when they carry none (the leak started later), the recorder
-  is on again until the next count and the report waits two counts;
+  program to the second count, so the oldest nodes of a leak that starts with
+  the loop carry their line; when growth is suspected (two increases) and the old
+  nodes carry none, the recorder is on again until the next count, and when it is
+  confirmed without them the report waits two more counts;
 - what keeps them alive: the tensors holding the old nodes, named through their
   gc referrers (:mod:`graphlife.runtime.holders`).
 """
@@ -92,7 +93,10 @@ class GraphWatch:
         self.steps = 0
         self._handles: list[Any] = []
         self._next_allowed = 0.0
-        self._window_end = 0  # the count that ends the site recorder's window (the first count at start)
+        # The count that ends the site recorder's window. At the start: the second count, so that
+        # what the first step builds and what is kept after it (a log appended after `step()`)
+        # carry their lines.
+        self._window_end = 1
         self._report_by = -1  # growth seen, oldest nodes without sites: the count that reports anyway
         self._old_timer: Any = None
         self._busy = False
@@ -105,7 +109,7 @@ class GraphWatch:
         hooks = sys.modules.get("torch.optim.optimizer")  # torch imports it; its name is not an attribute
         if hooks is not None:
             self._handles.append(hooks.register_optimizer_step_post_hook(self._after_step))
-        self.recorder.start()  # the window that stamps the oldest nodes: until the first count
+        self.recorder.start()  # the window that stamps the oldest nodes: until the second count
         main_thread = threading.current_thread() is threading.main_thread()
         if self.every and hasattr(signal, "setitimer") and main_thread and (
                 signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)):  # the program's own timer wins
@@ -185,12 +189,12 @@ class GraphWatch:
         return _Scan(tensors, nodes)
 
     # -- judging ------------------------------------------------------------------------------
-    def growing(self) -> bool:
+    def growing(self, increases: int = GROWTH_COUNTS) -> bool:
         """The old live nodes, or the saved tensors, increased at each of the last counts that changed."""
         for values in ([c.old_nodes for c in self.counts], [c.saved for c in self.counts]):
             changes = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
-            tail = changes[-(GROWTH_COUNTS + 1):]
-            if len(tail) == GROWTH_COUNTS + 1 and all(a < b for a, b in itertools.pairwise(tail)):
+            tail = changes[-(increases + 1):]
+            if len(tail) == increases + 1 and all(a < b for a, b in itertools.pairwise(tail)):
                 return self.counts[-1].old_nodes > 0
         return False
 
@@ -198,13 +202,18 @@ class GraphWatch:
         if self.reported is not None:
             return
         waiting = self._report_by >= 0
+        index = len(self.counts) - 1
         if not waiting and not self.growing():
+            if self.growing(GROWTH_COUNTS - 1) and not self.recorder.on and not _oldest_sites(scan.old):
+                # Growth suspected and its nodes carry no line: stamp the next ones now, so that they
+                # are old, with their line, by the time the growth is confirmed.
+                self._window_end = index + 1
+                self.recorder.start()
             return
         sites = _oldest_sites(scan.old)
-        index = len(self.counts) - 1
         if not sites and not waiting:
-            # The oldest nodes were made after the recorder's first window: stamp the nodes made
-            # until the next count; they are "old" two counts after that.
+            # The oldest nodes were made after the recorder's windows: stamp the nodes made until
+            # the next count; they are "old" two counts after that.
             self._window_end, self._report_by = index + 1, index + 3
             self.recorder.start()
             return
