@@ -134,6 +134,8 @@ def test_run_watch_graph_reports_once_and_keeps_the_programs_output(tmp_path: Pa
     assert f"{tmp_path / 'train.py'}:7 in <module>" in ran.stderr
     assert "loss = model(torch.randn(8, 4)).pow(2).mean()" in ran.stderr
     assert "`history` (global of module __main__" in ran.stderr
+    # The checker's finding on the append that keeps the graphs, next to what the run saw.
+    assert f"static finding at {tmp_path / 'train.py'}:11: GL201 graph-kept-across-iterations" in ran.stderr
 
 
 def test_run_watch_every_counts_a_program_without_optimizer(tmp_path: Path) -> None:

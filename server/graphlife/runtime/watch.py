@@ -254,6 +254,7 @@ class GraphWatch:
                          "own tensor; the collector cannot free it), or a C extension's reference")
         lines.append("  Fix: keep numbers (`.item()`) or detached tensors (`.detach()`) in what outlives a step, and "
                      "detach state carried to the next step.")
+        lines += _static_leaks([site.path for site, _ in sites[:MAX_SITES]])
         return "\n".join(lines)
 
     def _holders(self, scan: _Scan) -> list[tuple[HolderPath, int]]:
@@ -367,6 +368,23 @@ def _oldest_sites(old_nodes: list[Any]) -> list[tuple[Site, int]]:
         if seq < oldest.get(site, 1 << 62):
             oldest[site] = seq
     return [(site, counts[site]) for site in sorted(counts, key=lambda s: oldest[s])]
+
+
+def _static_leaks(paths: list[str]) -> list[str]:
+    """The checker's graph-lifetime findings (GL2xx) in the files the growing graphs were built in."""
+    import os  # noqa: PLC0415 - only for a report
+
+    from graphlife.debug.traceback_explain import static_findings  # noqa: PLC0415 - the engine, once
+
+    out = []
+    for path in dict.fromkeys(p for p in paths if os.path.isfile(p)):
+        findings, note, _ = static_findings(path)
+        if note:
+            out.append(f"  static check of {path}: {note}")
+        for finding in [f for f in findings if f.code.startswith("GL2")][:MAX_SITES]:
+            where = f"{finding.span.path or path}:{finding.span.line}"
+            out.append(f"  static finding at {where}: {finding.code} {finding.name}: {finding.message}")
+    return out
 
 
 def _line_text(site: Site) -> str:
