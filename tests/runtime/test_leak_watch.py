@@ -173,3 +173,27 @@ def test_an_internal_error_of_the_watch_stops_the_watch_not_the_program() -> Non
     finally:
         watch.uninstall()
     assert reports == ["graphlife watch: stopped after an internal error: RuntimeError: scan failed"]
+
+
+def test_the_timer_is_left_to_a_program_that_uses_sigalrm_itself() -> None:
+    import signal
+
+    def programs_own(signum, frame) -> None:
+        return None
+
+    previous = signal.signal(signal.SIGALRM, programs_own)
+    try:
+        watch = GraphWatch(torch, every=0.01, budget=0.0, report=lambda text: None)
+        watch.install()
+        assert signal.getsignal(signal.SIGALRM) is programs_own
+        watch.uninstall()
+        assert signal.getsignal(signal.SIGALRM) is programs_own
+        free = GraphWatch(torch, every=30.0, budget=0.0, report=lambda text: None)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        free.install()
+        assert signal.getsignal(signal.SIGALRM) == free._on_timer
+        free.uninstall()
+        assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
