@@ -16,6 +16,7 @@ unless an option asks for it:
 from __future__ import annotations
 
 import builtins
+import contextlib
 import io
 import os
 import runpy
@@ -135,19 +136,26 @@ def main(argv: list[str]) -> int:
 
 def run(options: RunOptions) -> int:
     tools = _Tools(options)
+    interrupted = _InterruptedExit()
     try:
         _run_program(options)
     except SystemExit:
         tools.finish()
+        interrupted.cancel()
         raise
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         tools.finish()
-        raise
+        exc.__traceback__ = trimmed = _without_launcher(exc.__traceback__)
+        sys.excepthook(type(exc), exc, trimmed)
+        interrupted.arm()
+        return 130  # where the process cannot end by SIGINT
     except BaseException as exc:  # noqa: BLE001 - everything the program lets escape is reported
         tools.finish()
+        interrupted.cancel()
         _report(exc, tools)
         return 1
     tools.finish()
+    interrupted.cancel()
     return 0
 
 
@@ -173,6 +181,38 @@ def _run_program(options: RunOptions) -> None:
     main.__dict__.update(__file__=path, __builtins__=builtins, __spec__=None, __loader__=None, __cached__=None)
     sys.modules["__main__"] = main
     exec(code, main.__dict__)  # noqa: S102 - running the user's program is the command's job
+
+
+class _InterruptedExit:
+    """Ends the process by SIGINT after the program's own exit handlers, as python does after a
+    KeyboardInterrupt nobody caught (the shell then sees "interrupted", status 130). Registered
+    before the program runs, so that its handler runs after the program's (they run last in,
+    first out); it does nothing unless armed."""
+
+    def __init__(self) -> None:
+        import atexit  # noqa: PLC0415 - only `run` needs it
+
+        self.armed = False
+        atexit.register(self._at_exit)
+
+    def arm(self) -> None:
+        self.armed = True
+
+    def cancel(self) -> None:
+        import atexit  # noqa: PLC0415
+
+        atexit.unregister(self._at_exit)
+
+    def _at_exit(self) -> None:
+        import signal  # noqa: PLC0415
+
+        if not self.armed or not hasattr(signal, "SIGINT"):
+            return
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 def _report(exc: BaseException, tools: _Tools) -> None:
