@@ -66,7 +66,7 @@ bench-public: venv
 
 bench: venv $(TORCHFIX_VENV)/bin/torchfix
 	$(PY) benchmarks/bench_check.py --torchfix $(TORCHFIX_VENV)/bin/torchfix
-	@for b in benchmarks/lsp_latency.py benchmarks/probe_bench.py; do \
+	@for b in benchmarks/lsp_latency.py benchmarks/probe_bench.py benchmarks/runtime_bench.py; do \
 	  if [ -f $$b ]; then $(PY) $$b || exit 1; fi; done
 
 clean:

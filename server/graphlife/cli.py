@@ -1,4 +1,4 @@
-"""`graphlife check|fix|lsp|explain|rules`: thin shells over the shared engine.
+"""`graphlife check|fix|lsp|explain|run|rules`: thin shells over the shared engine.
 
 Exit status of ``check``: 0 when nothing at or above ``--fail-on`` (default: warning;
 information never fails by default) was found, 1 with such findings (or syntax errors),
@@ -620,6 +620,8 @@ def build_parser() -> argparse.ArgumentParser:
     lsp_p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (for debugging)")
     explain_p = add_parser("explain", help="explain an autograd error traceback (stdin or a file)")
     explain_p.add_argument("file", nargs="?", help="a file with the traceback; stdin when omitted")
+    # `run` is dispatched before parsing (the program's own options follow it); listed for --help.
+    add_parser("run", help="run a Python program, explaining autograd errors (graphlife run --help)", add_help=False)
     rules_p = add_parser("rules", help="list the rules, or explain one")
     rules_p.add_argument("code", nargs="?")
     return parser
@@ -661,8 +663,13 @@ def load_engine() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        from graphlife.runtime.launcher import main as run_main  # noqa: PLC0415 - start-up time of other commands
+
+        return run_main(argv[1:])
     try:
-        return _main(sys.argv[1:] if argv is None else argv)
+        return _main(argv)
     except BrokenPipeError:  # `graphlife rules | head`: the reader has what it wanted
         _quiet_broken_pipe()
         return 0
