@@ -29,6 +29,7 @@ from oracle.runner import reset_torch_state
 #: `backward(create_graph=True)` that built the gradient's graph.
 LEAKS: dict[str, tuple[int, str | None]] = {
     "GL201/bad_dict_history_lists.py": (27, "history['total']"),
+    "GL201/bad_forward_hook_collects_live_activations.py": (16, "monitor.history"),
     "GL201/bad_helper_returns_step_outputs.py": (12, "records"),
     "GL201/bad_layer_outputs_logged_to_module_list.py": (22, "LAYER_OUTPUTS"),
     "GL201/bad_losses_list_after_backward.py": (28, "losses"),

@@ -43,7 +43,7 @@ def test_unmarked_keeps_losses():
 
 def test_a_marked_test_whose_graphs_grow_fails_with_the_report(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_training=_TESTS)
-    result = pytester.runpytest_subprocess("-p", "graphlife.pytest_plugin", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "graphlife", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines([
         "*test_keeps_losses*",

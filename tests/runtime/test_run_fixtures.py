@@ -16,7 +16,17 @@ _GL1 = {f"GL10{i}" for i in range(1, 8)}
 # The custom-Function errors torch raises: the marker is often in the Function's body, which the
 # traceback does not show (torch raises after `backward` returned, or from `apply`).
 _GL4 = {"GL402", "GL404", "GL406"}
-_BAD = [p for p in fixture_paths(codes=_GL1) if p.name.startswith("bad_")]
+#: Bad GL1xx fixtures whose explanation cannot name the line yet, and why (strict: a fixed one fails).
+_KNOWN_GAPS = {
+    "GL102/bad_custom_function_saved_input_clamped_in_place.py":
+        "a tensor a custom Function saved with ctx.save_for_backward is not matched to the in-place change "
+        "the site recorder saw (the rule and the static finding are given)",
+}
+_BAD = [
+    pytest.param(p, marks=pytest.mark.xfail(reason=_KNOWN_GAPS[f"{p.parent.name}/{p.name}"], strict=True))
+    if f"{p.parent.name}/{p.name}" in _KNOWN_GAPS else p
+    for p in fixture_paths(codes=_GL1) if p.name.startswith("bad_")
+]
 _GOOD = [p for p in fixture_paths(codes=_GL1 | _GL4) if p.name.startswith("good_")]
 _BAD_GL4 = [p for p in fixture_paths(codes=_GL4) if p.name.startswith("bad_")]
 
