@@ -1408,9 +1408,12 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
                                           create_graph=create_flag, leaves=frozenset(leaves)))
     interp.backward_count += 1
     if kind == "backward" and (not may or any(interp.run_state.graph.nodes[n].partial for n in may)):
-        # Part of this graph is unknown, so are the gradients it fills: forget what we knew.
+        # Part of this graph is unknown, so are the gradients it fills: forget what we knew of the
+        # other leaves. The leaves the known part reaches still get this backward's gradient (an
+        # unknown input, such as a batch from a loader, adds edges; it never removes these).
         for storage in list(state.grads):
-            state.writable("grads")[storage] = ("unknown", None)
+            if storage not in leaves:
+                state.writable("grads")[storage] = ("unknown", None)
     for storage in leaves:
         previous = state.grads.get(storage)
         if previous is not None and previous[0] in ("acc_stepped", "acc_stale"):
