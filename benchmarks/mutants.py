@@ -33,11 +33,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SCRIPTS = HERE / "mutant_scripts.toml"
@@ -203,9 +204,10 @@ def simple_receiver(expr: ast.expr) -> bool:
 def remove_zero_grad(tree: Tree) -> Iterator[Mutant]:
     """Drop a ``zero_grad()`` that runs in a loop (or a function a loop calls): gradients add up."""
     for stmt in tree.statements():
-        if statement_call(stmt, "zero_grad") and single_line(stmt) and not tree.under_no_grad(stmt):
-            if tree.loop_of(stmt) is not None or tree.function_of(stmt) is not None:
-                yield Mutant("remove_zero_grad", stmt.lineno, (replace(stmt, "pass"),))
+        in_loop_or_function = tree.loop_of(stmt) is not None or tree.function_of(stmt) is not None
+        if (statement_call(stmt, "zero_grad") and single_line(stmt) and not tree.under_no_grad(stmt)
+                and in_loop_or_function):
+            yield Mutant("remove_zero_grad", stmt.lineno, (replace(stmt, "pass"),))
 
 
 def zero_grad_between(tree: Tree) -> Iterator[Mutant]:
@@ -220,7 +222,8 @@ def zero_grad_between(tree: Tree) -> Iterator[Mutant]:
                 continue
             owner = tree.text(zero.func.value)  # type: ignore[attr-defined]
             later = body[index + 1:]
-            backward_at = next((i for i, s in enumerate(later) if statement_call(s, "backward") and single_line(s)), None)
+            backward_at = next(
+                (i for i, s in enumerate(later) if statement_call(s, "backward") and single_line(s)), None)
             if backward_at is None:
                 continue
             steps = [s for s in later[backward_at + 1:] if (c := statement_call(s, "step")) is not None
@@ -316,12 +319,12 @@ def drop_detach(tree: Tree) -> Iterator[Mutant]:
 def drop_no_grad(tree: Tree) -> Iterator[Mutant]:
     """``with torch.no_grad():`` -> ``if True:`` (an evaluation or a target builds graphs)."""
     for node in ast.walk(tree.module):
-        if isinstance(node, ast.With) and len(node.items) == 1 and is_no_grad(node.items[0].context_expr):
-            if node.lineno != node.body[0].lineno:
-                header_end = node.items[0].context_expr
-                edit = Edit(node.lineno, node.col_offset, header_end.end_lineno, header_end.end_col_offset,  # type: ignore[arg-type]
-                            "if True")
-                yield Mutant("drop_no_grad", node.lineno, (edit,))
+        if (isinstance(node, ast.With) and len(node.items) == 1 and is_no_grad(node.items[0].context_expr)
+                and node.lineno != node.body[0].lineno):
+            header_end = node.items[0].context_expr
+            edit = Edit(node.lineno, node.col_offset, header_end.end_lineno, header_end.end_col_offset,  # type: ignore[arg-type]
+                        "if True")
+            yield Mutant("drop_no_grad", node.lineno, (edit,))
 
 
 def backward_twice(tree: Tree) -> Iterator[Mutant]:
@@ -466,7 +469,8 @@ def judge(script: str, mutant: Mutant, before: list[dict], after_: list[dict]) -
 
 
 def report(data: dict) -> str:
-    rows = ["| bug kind | injected | caught | recall | caught on the mutated line |", "| --- | ---: | ---: | ---: | ---: |"]
+    rows = ["| bug kind | injected | caught | recall | caught on the mutated line |",
+            "| --- | ---: | ---: | ---: | ---: |"]
     total = caught_total = 0
     for kind in KINDS:
         these = [r for r in data["results"] if r["kind"] == kind]

@@ -14,7 +14,7 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import optable
+from graphlife.analysis import growth, optable
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
@@ -24,6 +24,7 @@ from graphlife.analysis.events import (
     RequiresGradEvent,
     SavedEvent,
     StepEvent,
+    StoreEvent,
     ZeroGradEvent,
 )
 from graphlife.analysis.state import SavedRef, State
@@ -342,7 +343,46 @@ def apply_inplace(
                      certain=target.certain and needs is True)
     if result.requires_grad != target.requires_grad:
         spread_inplace(interp, state, target, target_expr, result)
+    note_growth(interp, state, target_expr, target, result, desc=interp.text(site))
     return result
+
+
+def note_growth(interp: TorchEngine, state: State, place: ast.expr | None, old: Value, new: Value, *,
+                desc: str = "") -> None:
+    """A write whose new value chains, by arithmetic, the graph the place held in an earlier
+    iteration (`total = total + loss`, `acc.add_(loss)`, `self.total = self.total + loss`) into a
+    place that outlives the iteration: the graph grows every iteration, a store the leak rules
+    read (:mod:`graphlife.analysis.growth`)."""
+    run = interp.run_state
+    if not run.loop_stack or place is None or not growth.grows(run.graph, old, new, interp.iteration()):
+        return
+    if not _outlives_iteration(interp, state, place):
+        return
+    assert isinstance(new, TensorVal)
+    value = replace(new, desc=desc) if desc else new
+    interp.emit(StoreEvent(stmt=interp.current_stmt(), state=state, value=value, target=interp.text(place),
+                           kind="accumulate", whole=value))
+
+
+def _outlives_iteration(interp: TorchEngine, state: State, place: ast.expr) -> bool:
+    """A name bound before the innermost running loop, in the function that runs it (not a
+    parameter of a function the loop calls: a residual `x = x + f(x)` in a layer called once per
+    layer is a new local each call), or an attribute of an object made before that loop."""
+    run = interp.run_state
+    if isinstance(place, ast.Name):
+        loop = run.loop_stack[-1][0]
+        at = next((i for i in range(len(run.stmt_stack) - 1, -1, -1) if run.stmt_stack[i] is loop), None)
+        if at is None or not run.loop_pre_states:
+            return False
+        callers = {id(frame.stmt) for frame in run.frames}
+        if any(id(stmt) in callers for stmt in run.stmt_stack[at + 1:]):
+            return False  # the loop is in a caller
+        return place.id in run.loop_pre_states[-1].env
+    if isinstance(place, ast.Attribute):
+        receiver = interp.eval_quiet(place.value, state)
+        if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
+            return len(state.heap[receiver.oid].extra.get("born", ())) < len(run.loop_stack)
+    return False
 
 
 def spread_inplace(interp: TorchEngine, state: State, target: TensorVal, target_expr: ast.expr | None,

@@ -28,6 +28,8 @@ class Assignment(EngineCore):
         if isinstance(target, ast.Name):
             if isinstance(value, TensorVal) and not value.desc:
                 value = replace(value, desc=target.id)
+            if value_expr is not None:  # `total = total + loss`: a running total, decided on the graph
+                torch_api.note_growth(self, state, target, state.env.get(target.id), value)
             state.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._assign_unpacked(target, value, state)
@@ -70,6 +72,7 @@ class Assignment(EngineCore):
             return
         if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
             self.maybe_store(state, receiver, value, self.text(target), "attribute")
+            torch_api.note_growth(self, state, target, state.heap[receiver.oid].attrs.get(target.attr), value)
             obj = state.heap_write(receiver.oid)
             obj.attrs[target.attr] = value
             if isinstance(value, TensorVal) and value.is_param:
