@@ -238,7 +238,10 @@ def apply_op(
         leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
         partial=any_unknown,
     )
-    return replace(result, grad_fn=frozenset({node.nid}), certain=parents_certain and needs_grad is True, leaf=False)
+    # The node itself certainly exists when the result certainly requires grad, whatever its inputs:
+    # `certain` says the value's graph starts at exactly this node; how sure its edges are is the
+    # node's `parents_certain` (an unknown batch from a loader makes the edges, not the node, unsure).
+    return replace(result, grad_fn=frozenset({node.nid}), certain=needs_grad is True, leaf=False)
 
 
 def _why_no_graph(interp: TorchEngine, state: State, key: str, info: optable.OpInfo | None, tensors: list[TensorVal],
@@ -597,6 +600,12 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         if isinstance(fn, HeapRef):
             return call_object(interp, state, fn, args[1:], {}, call)
         return UNKNOWN
+    if name in MODULE_WRAPPERS and args and _is_module(state, args[0]):
+        return args[0]  # `nn.DataParallel(model)`, `torch.compile(model)`: called, it runs the model
+    if name in DATA_PARALLEL_CALLS and args and _is_module(state, args[0]):
+        assert isinstance(args[0], HeapRef)
+        inputs = args[1] if len(args) > 1 else kwargs.get("inputs", UNKNOWN)
+        return call_object(interp, state, args[0], [inputs], {}, call)
     if name.startswith("torch.nn.") and short[:1].isupper() and not name.startswith("torch.nn.functional"):
         return make_module(interp, state, f"nn.{short}", args, kwargs, call)
     if name.startswith("torch.") and short in FACTORIES:
@@ -619,6 +628,20 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
             return result
         return UNKNOWN
     return UNKNOWN
+
+
+#: Wrappers whose result, called, runs the module they wrap on the same parameters.
+MODULE_WRAPPERS = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.compile",
+})
+#: ``data_parallel(module, inputs, ...)``: the module applied to the inputs (split over devices).
+DATA_PARALLEL_CALLS = frozenset({"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"})
+
+
+def _is_module(state: State, value: Value) -> bool:
+    return isinstance(value, HeapRef) and value.oid in state.heap and state.heap[value.oid].kind == "module"
 
 
 def flatten_tensor_args(args: list[Value], state: State, depth: int = 0) -> list[Value]:
