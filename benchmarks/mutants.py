@@ -18,7 +18,7 @@ unmutated script did not have (more findings of that code than before). Controls
 finding as it was (same code, severity and line).
 
 Each check is ``python -m graphlife check --format json --no-cache`` on a copy of the
-script's folder (its sibling modules come along, so following imports works), run with
+script's folder (its Python files and packages come along, so following imports works), run with
 the ``PYTHONPATH`` given by ``--server`` (a copy of an older ``server/`` measures a
 baseline).
 """
@@ -244,12 +244,14 @@ def _accumulate(kind: str, init: str, grow: Callable[[str], str]) -> Callable[[T
             name = "_mutant_acc"
             edits = [after(stmt, grow(tree.text(receiver)).format(acc=name))]
             preceding = _statement_before(tree, loop)
+            line = stmt.lineno
             if preceding is not None and single_line(preceding):
                 edits.append(after(preceding, f"{name} = {init}"))
             else:
                 indent = " " * loop.col_offset
                 edits.append(Edit(loop.lineno, 0, loop.lineno, 0, f"{indent}{name} = {init}\n"))
-            yield Mutant(kind, stmt.lineno, tuple(edits))
+                line += 1  # the line inserted above the loop moves the store down
+            yield Mutant(kind, line, tuple(edits))
     find.__doc__ = f"Keep every iteration's loss in a variable that outlives the loop ({kind})."
     return find
 
@@ -435,8 +437,7 @@ def run(scripts: list[Path], kinds: list[str], server: Path) -> dict:
         source = script.read_text(encoding="utf-8")
         with tempfile.TemporaryDirectory(prefix="mutants_") as tmp:
             folder = Path(tmp)
-            for sibling in script.parent.glob("*.py"):
-                shutil.copy(sibling, folder / sibling.name)
+            shutil.copytree(script.parent, folder, dirs_exist_ok=True, ignore=_not_python)
             target = folder / script.name
             before = check(folder, script.name, server)
             for mutant in mutants_of(source, kinds):
@@ -446,6 +447,12 @@ def run(scripts: list[Path], kinds: list[str], server: Path) -> dict:
                 results.append(judge(str(script), mutant, before, after_))
                 print(f"{results[-1]['verdict']:>8} {mutant.kind:22} {script}:{mutant.line}", file=sys.stderr)
     return {"server": str(server), "results": results}
+
+
+def _not_python(folder: str, names: list[str]) -> list[str]:
+    """What ``copytree`` leaves out: everything but Python files and folders (data, images, caches)."""
+    return [name for name in names if not name.endswith(".py") and not (Path(folder) / name).is_dir()
+            or name in (".git", "__pycache__", ".graphlife_cache")]
 
 
 def judge(script: str, mutant: Mutant, before: list[dict], after_: list[dict]) -> dict:

@@ -1471,11 +1471,13 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
                                           create_graph=create_flag, leaves=frozenset(leaves)))
     interp.backward_count += 1
     if kind == "backward" and (not may or any(interp.run_state.graph.nodes[n].partial for n in may)):
-        # Part of this graph is unknown, so are the gradients it fills: forget what we knew of the
-        # other leaves. The leaves the known part reaches still get this backward's gradient (an
-        # unknown input, such as a batch from a loader, adds edges; it never removes these).
-        for storage in list(state.grads):
-            if storage not in leaves:
+        # Part of this graph is unknown, so are the gradients it fills. The leaves the known part
+        # reaches still get this backward's gradient (an unknown input, such as a batch from a
+        # loader, adds edges; it never removes these). Another leaf may get one too: a gradient
+        # that was reset is now unknown, one that already held a step's worth of gradients still
+        # does (more on top changes nothing we say about it).
+        for storage, status in list(state.grads.items()):
+            if storage not in leaves and status[0] not in ("acc", "acc_stepped", "acc_stale"):
                 state.writable("grads")[storage] = ("unknown", None)
     for storage in leaves:
         previous = state.grads.get(storage)
