@@ -451,7 +451,7 @@ def run(scripts: list[Path], kinds: list[str], server: Path) -> dict:
 
 def _not_python(folder: str, names: list[str]) -> list[str]:
     """What ``copytree`` leaves out: everything but Python files and folders (data, images, caches)."""
-    return [name for name in names if not name.endswith(".py") and not (Path(folder) / name).is_dir()
+    return [name for name in names if (not name.endswith(".py") and not (Path(folder) / name).is_dir())
             or name in (".git", "__pycache__", ".graphlife_cache")]
 
 

@@ -43,7 +43,7 @@ def earlier_iteration(node_iteration: tuple[int, ...], current: tuple[int, ...])
     return False
 
 
-def grows(graph: GraphStore, old: Value, new: Value, current: tuple[int, ...]) -> bool:
+def grows(graph: GraphStore, old: Value | None, new: Value, current: tuple[int, ...]) -> bool:
     """Does ``new`` (the value written into a place) chain ``old`` (what the place held), a
     value with a graph from an earlier iteration, through arithmetic only?"""
     if not isinstance(old, TensorVal) or not isinstance(new, TensorVal) or not old.grad_fn or not new.grad_fn:

@@ -350,7 +350,7 @@ def apply_inplace(
     return result
 
 
-def note_growth(interp: TorchEngine, state: State, place: ast.expr | None, old: Value, new: Value, *,
+def note_growth(interp: TorchEngine, state: State, place: ast.expr | None, old: Value | None, new: Value, *,
                 desc: str = "") -> None:
     """A write whose new value chains, by arithmetic, the graph the place held in an earlier
     iteration (`total = total + loss`, `acc.add_(loss)`, `self.total = self.total + loss`) into a
