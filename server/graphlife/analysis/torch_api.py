@@ -458,6 +458,21 @@ def concatenate(interp: TorchEngine, state: State, left: Value, right: Value, si
     return ref
 
 
+def chained(interp: TorchEngine, state: State, parts: list[Value], site: ast.AST) -> HeapRef:
+    """``itertools.chain(a, b, ...)`` (and ``filter(f, a)``): a list holding what the parts hold,
+    each part keeping its own element (an optimizer given the chained parameters of two models
+    steps both)."""
+    ref = interp.new_list(state, (), site, literal=False)
+    element: Value | None = None
+    for part in parts:
+        value = interp.iter_element(part, state)
+        if value is not UNKNOWN or element is None:
+            element = value if element is None else element.join(value)
+    state.heap[ref.oid].elem = element
+    state.heap[ref.oid].attrs["__parts__"] = TupleVal(tuple(parts))
+    return ref
+
+
 # -- grad modes ----------------------------------------------------------------------------
 
 
@@ -600,6 +615,9 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         if isinstance(fn, HeapRef):
             return call_object(interp, state, fn, args[1:], {}, call)
         return UNKNOWN
+    if name in ("itertools.chain", "itertools.chain.from_iterable") and args:
+        parts = list(args) if name == "itertools.chain" else [interp.iter_element(args[0], state)]
+        return chained(interp, state, parts, call)
     if name in MODULE_WRAPPERS and args and _is_module(state, args[0]):
         return args[0]  # `nn.DataParallel(model)`, `torch.compile(model)`: called, it runs the model
     if name in DATA_PARALLEL_CALLS and args and _is_module(state, args[0]):
@@ -744,6 +762,8 @@ def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value]
         return ref
     if name in ("iter", "reversed", "sorted") and args:
         return args[0]
+    if name == "filter" and len(args) == 2:
+        return chained(interp, state, args[1:], call)  # some of the items: what each may be is what it was
     if name == "next" and args:
         return interp.iter_element(args[0], state)
     if name == "super":
@@ -867,6 +887,23 @@ def module_params(state: State, ref: HeapRef, depth: int = 0) -> tuple[frozenset
     return frozenset(storages), frozen
 
 
+def trainable_params(state: State, ref: HeapRef, depth: int = 0) -> frozenset[int]:
+    """Storages of the parameters of a module (recursively) that are not frozen: those a step can
+    change (torch's optimizers skip a parameter without a gradient)."""
+    obj = state.heap.get(ref.oid)
+    if obj is None or depth > 6 or obj.frozen is True:
+        return frozenset()
+    storages = set(obj.param_storages)
+    children: list[Value] = list(obj.attrs.values()) + ([obj.elem] if obj.elem is not None else [])
+    for child in children:
+        for item in child.items if isinstance(child, TupleVal) else (child,):
+            if isinstance(item, HeapRef) and item.oid in state.heap and state.heap[item.oid].kind == "module":
+                storages |= trainable_params(state, item, depth + 1)
+            elif isinstance(item, TensorVal) and item.is_param and item.storage is not None and item.requires_grad:
+                storages.add(item.storage)
+    return frozenset(storages)
+
+
 def make_optimizer(interp: TorchEngine, state: State, args: list[Value], kwargs: dict[str, Value],
                    call: ast.Call) -> Value:
     params_value = args[0] if args else kwargs.get("params", UNKNOWN)
@@ -877,7 +914,11 @@ def make_optimizer(interp: TorchEngine, state: State, args: list[Value], kwargs:
         entries.append((value, expr))
         if storages is None:
             continue
-        if isinstance(value, TensorVal) and value.storage is not None:
+        if isinstance(value, TensorVal) and value.storage is None and value.owner in state.heap:
+            # One tensor standing for the parameters of a module (`[p for p in m.parameters() if ...]`,
+            # `filter(...)`, `list(a.parameters()) + ...`): those that can get a gradient.
+            storages |= trainable_params(state, HeapRef(value.owner))
+        elif isinstance(value, TensorVal) and value.storage is not None:
             storages.add(value.storage)
         elif isinstance(value, HeapRef) and state.heap.get(value.oid) is not None:
             obj = state.heap[value.oid]
@@ -904,7 +945,8 @@ def iter_param_values(interp: TorchEngine, state: State, value: Value, expr: ast
             item_exprs = expr.elts if isinstance(expr, (ast.List, ast.Tuple)) else None
             parts = obj.attrs.get("__parts__")
             if isinstance(parts, TupleVal) and items is None:
-                part_exprs = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [None, None]
+                part_exprs: list[ast.expr | None] = (
+                    [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [None] * len(parts.items))
                 for part, part_expr in zip(parts.items, part_exprs):
                     yield from iter_param_values(interp, state, part, part_expr, depth + 1)
                 return
