@@ -914,10 +914,11 @@ def make_optimizer(interp: TorchEngine, state: State, args: list[Value], kwargs:
         entries.append((value, expr))
         if storages is None:
             continue
-        if isinstance(value, TensorVal) and value.storage is None and value.owner in state.heap:
+        owner = value.owner if isinstance(value, TensorVal) and value.storage is None else None
+        if owner is not None and owner in state.heap:
             # One tensor standing for the parameters of a module (`[p for p in m.parameters() if ...]`,
             # `filter(...)`, `list(a.parameters()) + ...`): those that can get a gradient.
-            storages |= trainable_params(state, HeapRef(value.owner))
+            storages |= trainable_params(state, HeapRef(owner))
         elif isinstance(value, TensorVal) and value.storage is not None:
             storages.add(value.storage)
         elif isinstance(value, HeapRef) and state.heap.get(value.oid) is not None:
