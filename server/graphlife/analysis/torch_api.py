@@ -14,7 +14,7 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import growth, optable
+from graphlife.analysis import growth, op_arguments, optable
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
@@ -688,18 +688,24 @@ def flatten_tensor_args(args: list[Value], state: State, depth: int = 0) -> list
 def call_table_function(interp: TorchEngine, state: State, key: str, info: optable.OpInfo, args: list[Value],
                         kwargs: dict[str, Value], call: ast.Call) -> Value:
     out_expr = kwarg_expr(call, "out")
-    inputs = list(args[: len(info.inputs)])
-    exprs: list[ast.expr | None] = list(call.args[: len(info.inputs)])
-    if inputs and len(info.inputs) > 1 and isinstance(inputs[0], (TupleVal, HeapRef)):
-        # torch.cat([a, b]), torch.stack(outs, 0): the tensors are the sequence's items; what
-        # follows it positionally is the dimension, not a tensor.
-        inputs = flatten_tensor_args(inputs[:1], state)
-        exprs = [None] * len(inputs)
-    for name in info.inputs[len(inputs):]:
-        if name in kwargs:
-            inputs.append(kwargs[name])
-            exprs.append(kwarg_expr(call, name))
-    if graph_left_out(args, kwargs, len(info.inputs), info, state):
+    bound = op_arguments.bind(info, None, None, args, kwargs, call)
+    if bound is not None:  # `torch.gather(x, 1, idx)`: a non-tensor before an input
+        inputs, exprs = bound.inputs, bound.exprs
+        left_out = any(tensor_may_need_grad(v) for v in flatten_tensor_args(bound.others, state))
+    else:
+        inputs = list(args[: len(info.inputs)])
+        exprs = list(call.args[: len(info.inputs)])
+        if inputs and len(info.inputs) > 1 and isinstance(inputs[0], (TupleVal, HeapRef)):
+            # torch.cat([a, b]), torch.stack(outs, 0): the tensors are the sequence's items; what
+            # follows it positionally is the dimension, not a tensor.
+            inputs = flatten_tensor_args(inputs[:1], state)
+            exprs = [None] * len(inputs)
+        for name in info.inputs[len(inputs):]:
+            if name in kwargs:
+                inputs.append(kwargs[name])
+                exprs.append(kwarg_expr(call, name))
+        left_out = graph_left_out(args, kwargs, len(info.inputs), info, state)
+    if left_out:
         everything = flatten_tensor_args(list(args) + [v for k, v in kwargs.items() if k != "out"], state)
         if info.inplace and args and isinstance(args[0], TensorVal):
             first = call.args[0] if call.args else None
@@ -1396,13 +1402,20 @@ def _call_tensor_method(interp: TorchEngine, state: State, tensor: TensorVal, re
             return apply_inplace(interp, state, key, tensor, receiver_expr, list(args), call, info=None)
         tensors: list[Value] = [tensor, *[a for a in args if isinstance(a, (TensorVal, Unknown))]]
         return apply_op(interp, state, key, tensors, [receiver_expr], call, info=None)
-    inputs = [tensor, *args[: len(info.inputs) - 1]]
-    exprs: list[ast.expr | None] = [receiver_expr, *call.args[: len(info.inputs) - 1]]
-    for param in info.inputs[len(inputs):]:
-        if param in kwargs:
-            inputs.append(kwargs[param])
-            exprs.append(kwarg_expr(call, param))
-    if graph_left_out(list(args), kwargs, len(info.inputs) - 1, info, state):
+    bound = op_arguments.bind(info, tensor, receiver_expr, args, kwargs, call)
+    exprs: list[ast.expr | None]
+    if bound is not None:  # `x.gather(1, idx)`: a non-tensor before an input
+        inputs, exprs = bound.inputs, bound.exprs
+        left_out = any(tensor_may_need_grad(v) for v in flatten_tensor_args(bound.others, state))
+    else:
+        inputs = [tensor, *args[: len(info.inputs) - 1]]
+        exprs = [receiver_expr, *call.args[: len(info.inputs) - 1]]
+        for param in info.inputs[len(inputs):]:
+            if param in kwargs:
+                inputs.append(kwargs[param])
+                exprs.append(kwarg_expr(call, param))
+        left_out = graph_left_out(list(args), kwargs, len(info.inputs) - 1, info, state)
+    if left_out:
         others = flatten_tensor_args(list(args) + [v for k, v in kwargs.items() if k != "out"], state)
         if info.inplace:
             return apply_inplace(interp, state, key, tensor, receiver_expr, others, call, info=None)
