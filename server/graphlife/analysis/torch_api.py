@@ -458,6 +458,35 @@ def concatenate(interp: TorchEngine, state: State, left: Value, right: Value, si
     return ref
 
 
+#: Methods of a ``torch.distributions`` object whose result is differentiable in its parameters.
+DISTRIBUTION_GRAPH_METHODS = frozenset({"log_prob", "rsample", "entropy", "cdf", "icdf", "perplexity"})
+#: Methods that draw or list values: never a graph (``sample`` runs under ``no_grad``).
+DISTRIBUTION_PLAIN_METHODS = frozenset({"sample", "sample_n", "enumerate_support"})
+
+
+def make_distribution(interp: TorchEngine, state: State, args: list[Value], kwargs: dict[str, Value],
+                      call: ast.Call) -> Value:
+    """``Categorical(probs)``, ``Normal(mu, std)``: an object keeping the tensors it was made of
+    (its ``log_prob`` and ``entropy`` carry their graphs, as a policy gradient needs)."""
+    ref = interp.new_object(state, "distribution", call)
+    tensors = flatten_tensor_args([*args, *kwargs.values()], state)
+    state.heap[ref.oid].attrs["__params__"] = TupleVal(tuple(tensors))
+    return ref
+
+
+def call_distribution_method(interp: TorchEngine, state: State, ref: HeapRef, name: str, args: list[Value],
+                             kwargs: dict[str, Value], call: ast.Call) -> Value:
+    if name in DISTRIBUTION_PLAIN_METHODS:
+        return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=call, desc=interp.text(call),
+                         why="drawn by `sample()`, which records no graph", why_site=call)
+    if name in DISTRIBUTION_GRAPH_METHODS:
+        params = state.heap[ref.oid].attrs.get("__params__")
+        inputs = [*(params.items if isinstance(params, TupleVal) else ()),
+                  *flatten_tensor_args([*args, *kwargs.values()], state)]
+        return apply_op(interp, state, f"distributions.{name}", inputs, [None] * len(inputs), call, info=None)
+    return UNKNOWN
+
+
 def chained(interp: TorchEngine, state: State, parts: list[Value], site: ast.AST) -> HeapRef:
     """``itertools.chain(a, b, ...)`` (and ``filter(f, a)``): a list holding what the parts hold,
     each part keeping its own element (an optimizer given the chained parameters of two models
@@ -615,6 +644,8 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         if isinstance(fn, HeapRef):
             return call_object(interp, state, fn, args[1:], {}, call)
         return UNKNOWN
+    if name.startswith("torch.distributions.") and short[:1].isupper():
+        return make_distribution(interp, state, args, kwargs, call)
     if name in ("itertools.chain", "itertools.chain.from_iterable") and args:
         parts = list(args) if name == "itertools.chain" else [interp.iter_element(args[0], state)]
         return chained(interp, state, parts, call)
@@ -1133,6 +1164,8 @@ def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, a
             return NONE
         if obj.kind in ("list", "dict"):
             return call_container_method(interp, state, receiver, obj, name, args, call)
+        if obj.kind == "distribution":
+            return call_distribution_method(interp, state, receiver, name, args, kwargs, call)
         if obj.kind == "params":
             return UNKNOWN
     if isinstance(receiver, TupleVal) and name in ("index", "count"):
