@@ -160,18 +160,20 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
                    related=[Related(ctx.span(backward), "this backward adds to the gradients")], fixes=fixes)
 
 
-#: What resets gradients, written anywhere: then the reset may run between two calls.
-_RESETS = ("zero_grad", "grad")
-
-
 def _resets_elsewhere(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Does other code of the function's class or module reset gradients (`zero_grad`, `.grad = ...`)?
-    The engine did not run it in this unit, but a caller may, between two calls of this one."""
-    for name in _RESETS:
-        for place in ctx.mentions(name):
-            resets = name == "zero_grad" or _assigns_grad(ctx, place)
-            if resets and ctx.enclosing_function(place) is not function:
-                return True
+    """Does other code of the function's class (for a method) or of its file reset gradients
+    (`zero_grad`, `.grad = ...`)? The engine did not run it in this unit, but a caller may run it
+    between two calls of this one. Reading a class notes only that class as read."""
+    owner = ctx.parent(function)
+    if isinstance(owner, ast.ClassDef):
+        ctx.touch(owner)
+        scope: ast.AST = owner
+    else:
+        scope = ctx.read_whole_file()
+    for node in ast.walk(scope):
+        resets = (isinstance(node, ast.Attribute) and node.attr == "zero_grad") or _assigns_grad(ctx, node)
+        if resets and ctx.enclosing_function(node) is not function:
+            return True
     return False
 
 
