@@ -458,6 +458,18 @@ def concatenate(interp: TorchEngine, state: State, left: Value, right: Value, si
     return ref
 
 
+def make_defaultdict(interp: TorchEngine, state: State, factory: Value | None, call: ast.Call) -> Value:
+    """``defaultdict(list)``: a dict whose every value is a list made with it (one abstract list
+    stands for them all, so what is appended to ``d[k]`` lives as long as the dict)."""
+    ref = interp.new_object(state, "dict", call)
+    if isinstance(factory, QualName) and factory.name in ("builtins.list", "builtins.dict"):
+        kind = "list" if factory.name == "builtins.list" else "dict"
+        state.heap[ref.oid].elem = interp.new_object(state, kind, call)
+    elif isinstance(factory, QualName) and factory.name in ("builtins.int", "builtins.float"):
+        state.heap[ref.oid].elem = Number(None)
+    return ref
+
+
 #: Methods of a ``torch.distributions`` object whose result is differentiable in its parameters.
 DISTRIBUTION_GRAPH_METHODS = frozenset({"log_prob", "rsample", "entropy", "cdf", "icdf", "perplexity"})
 #: Methods that draw or list values: never a graph (``sample`` runs under ``no_grad``).
@@ -644,6 +656,13 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         if isinstance(fn, HeapRef):
             return call_object(interp, state, fn, args[1:], {}, call)
         return UNKNOWN
+    if name == "collections.deque" and "maxlen" not in kwargs and len(args) < 2:
+        # Unbounded, a deque grows as a list does; with `maxlen` it keeps the last few (not modeled).
+        ref = interp.new_object(state, "list", call)
+        state.heap[ref.oid].elem = interp.iter_element(args[0], state) if args else None
+        return ref
+    if name == "collections.defaultdict":
+        return make_defaultdict(interp, state, args[0] if args else None, call)
     if name.startswith("torch.distributions.") and short[:1].isupper():
         return make_distribution(interp, state, args, kwargs, call)
     if name in ("itertools.chain", "itertools.chain.from_iterable") and args:
@@ -1193,6 +1212,13 @@ def call_container_method(interp: TorchEngine, state: State, ref: HeapRef, obj: 
     if name == "extend" and args:
         interp.list_extend(state, ref, args[0])
         return NONE
+    if name == "setdefault" and len(args) == 2 and obj.kind == "dict":
+        if obj.elem is None:  # `logs.setdefault("loss", [])`: the default is now the dict's value
+            state.heap_write(ref.oid).elem = args[1]
+            return args[1]
+        return obj.elem
+    if name == "get" and len(args) == 2 and obj.elem is None:
+        return args[1]
     if name in ("pop", "get", "setdefault"):
         return obj.elem if obj.elem is not None else UNKNOWN
     if name in ("values",):

@@ -97,9 +97,9 @@ class Assignment(EngineCore):
         loops = self.run_state.loop_stack
         if not loops or ref.oid not in state.heap:
             return
-        born = state.heap[ref.oid].extra.get("born", ())
-        if len(born) >= len(loops):
-            return  # made in this iteration: it dies with it
+        born = tuple(state.heap[ref.oid].extra.get("born", ()))
+        if len(born) >= len(loops) and born[: len(loops)] == self.iteration():
+            return  # made in this iteration: it dies with it (not one kept from an earlier one)
         for tensor in torch_api.tensors_in(value, state):
             if tensor.requires_grad is True and tensor.grad_fn:
                 self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target,
