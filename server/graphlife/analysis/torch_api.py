@@ -656,6 +656,17 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         if isinstance(fn, HeapRef):
             return call_object(interp, state, fn, args[1:], {}, call)
         return UNKNOWN
+    if name in ("torch.autograd.Variable", "torch.autograd.variable.Variable") and args:
+        # The removed wrapper: today a new leaf on the same storage (cut from any graph), that
+        # requires grad only when asked to; `volatile=` is ignored (no `no_grad` around what follows).
+        base = args[0]
+        flag = const_bool(kwargs["requires_grad"]) if "requires_grad" in kwargs else False
+        if not isinstance(base, TensorVal):
+            return UNKNOWN if flag is not False else TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(),
+                                                               origin=call, desc=interp.text(call), opaque=True)
+        return TensorVal(requires_grad=flag, leaf=True, storage=base.storage, origin=call, desc=interp.text(call),
+                         created_with_grad=call if flag else None, dtype=base.dtype, device=base.device,
+                         why="wrapped by `Variable(...)` without `requires_grad=True`", why_site=call)
     if name == "collections.deque" and "maxlen" not in kwargs and len(args) < 2:
         # Unbounded, a deque grows as a list does; with `maxlen` it keeps the last few (not modeled).
         ref = interp.new_object(state, "list", call)
