@@ -367,13 +367,21 @@ def note_growth(interp: TorchEngine, state: State, place: ast.expr | None, old: 
                            kind="accumulate", whole=value))
 
 
+#: A loop over this many known items (a list literal, a model's layers) is part of one computation.
+MAX_EXACT_ITEMS = 16
+
+
 def _outlives_iteration(interp: TorchEngine, state: State, place: ast.expr) -> bool:
     """A name bound before the innermost running loop, in the function that runs it (not a
     parameter of a function the loop calls: a residual `x = x + f(x)` in a layer called once per
     layer is a new local each call), or an attribute of an object made before that loop."""
     run = interp.run_state
+    loop = run.loop_stack[-1][0]
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        items = interp.known_items(interp.eval_quiet(loop.iter, state.copy()), state)
+        if items is not None and len(items) <= MAX_EXACT_ITEMS:
+            return False  # `for b in biases: a += b` over a known few: one computation, bounded
     if isinstance(place, ast.Name):
-        loop = run.loop_stack[-1][0]
         at = next((i for i in range(len(run.stmt_stack) - 1, -1, -1) if run.stmt_stack[i] is loop), None)
         if at is None or not run.loop_pre_states:
             return False
@@ -1246,8 +1254,20 @@ def call_container_method(interp: TorchEngine, state: State, ref: HeapRef, obj: 
         interp.list_extend(state, ref, args[0])
         return NONE
     if name in ("clear",):
+        clear_container(state, ref)
         return NONE
     return UNKNOWN
+
+
+def clear_container(state: State, ref: HeapRef) -> None:
+    """``lst.clear()``, ``del lst[:]``: empty again (what was appended before no longer lives
+    through it). Marked, so that the leak rules know the container does not pile up."""
+    obj = state.heap_write(ref.oid)
+    obj.elem = None
+    obj.attrs = {key: value for key, value in obj.attrs.items() if not key.startswith("[")}
+    if obj.kind == "list":
+        obj.attrs["__items__"] = TupleVal(())
+    obj.extra["cleared"] = True
 
 
 #: Methods of a module that return the module (or nothing) and change its mode, device, gradients.

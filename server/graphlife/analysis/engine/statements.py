@@ -149,6 +149,12 @@ class Statements(EngineCore):
         for target in stmt.targets:
             if isinstance(target, ast.Name):
                 state.env.pop(target.id, None)
+            elif isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Slice) and not any(
+                (target.slice.lower, target.slice.upper, target.slice.step)
+            ):
+                container = self.eval(target.value, state)  # `del lst[:]`: emptied in place
+                if isinstance(container, HeapRef) and container.oid in state.heap:
+                    torch_api.clear_container(state, container)
         return Flow(normal=state)
 
     @handles_statements(ast.Assert)
