@@ -8,12 +8,15 @@ multiplications and the like, from the value the same place held in an earlier i
 of a running loop, and that value had a graph. Each iteration then adds nodes on top of
 all the earlier ones, and none of them can be freed while the place lives.
 
-The walk follows only elementwise arithmetic from the new value down to the old one: a
-recurrent state (`h = cell(x, h)`) also reaches the previous iteration's graph, but through
-the model's ops - that is the carried-state shape GL101 and GL203 report, not a running total.
+The walk follows only elementwise arithmetic written in the writing statement itself, from the
+new value down to the old one: a recurrent state (`h = cell(x, h)`) also reaches the previous
+iteration's graph, but through the ops of a call - the carried-state shape GL101 and GL203
+report, not a running total.
 """
 
 from __future__ import annotations
+
+import ast
 
 from graphlife.analysis.state import GraphStore
 from graphlife.analysis.values import TensorVal, Value
@@ -43,9 +46,11 @@ def earlier_iteration(node_iteration: tuple[int, ...], current: tuple[int, ...])
     return False
 
 
-def grows(graph: GraphStore, old: Value | None, new: Value, current: tuple[int, ...]) -> bool:
+def grows(graph: GraphStore, old: Value | None, new: Value, current: tuple[int, ...], statement: ast.stmt) -> bool:
     """Does ``new`` (the value written into a place) chain ``old`` (what the place held), a
-    value with a graph from an earlier iteration, through arithmetic only?"""
+    value with a graph from an earlier iteration, through arithmetic written in ``statement``
+    itself? (`hidden = cell(x, hidden)` chains it too, through the ops of a call: a carried
+    state, not a running total.)"""
     if not isinstance(old, TensorVal) or not isinstance(new, TensorVal) or not old.grad_fn or not new.grad_fn:
         return False
     if new.requires_grad is not True:
@@ -54,6 +59,7 @@ def grows(graph: GraphStore, old: Value | None, new: Value, current: tuple[int, 
     if not targets:
         return False
     frontier = [nid for nid in new.grad_fn if nid not in old.grad_fn]
+    written_here = {id(node) for node in ast.walk(statement)}
     seen: set[int] = set()
     for _ in range(_MAX_DEPTH):
         following: list[int] = []
@@ -62,7 +68,7 @@ def grows(graph: GraphStore, old: Value | None, new: Value, current: tuple[int, 
                 continue
             seen.add(nid)
             node = graph.nodes[nid]
-            if not _arithmetic(node.op):
+            if not _arithmetic(node.op) or id(node.site) not in written_here:
                 continue
             if node.parents & targets:
                 return True

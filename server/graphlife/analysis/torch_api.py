@@ -357,7 +357,8 @@ def note_growth(interp: TorchEngine, state: State, place: ast.expr | None, old: 
     place that outlives the iteration: the graph grows every iteration, a store the leak rules
     read (:mod:`graphlife.analysis.growth`)."""
     run = interp.run_state
-    if not run.loop_stack or place is None or not growth.grows(run.graph, old, new, interp.iteration()):
+    if not run.loop_stack or place is None or not growth.grows(run.graph, old, new, interp.iteration(),
+                                                               interp.current_stmt()):
         return
     if not _outlives_iteration(interp, state, place):
         return
