@@ -204,6 +204,7 @@ _GL1XX = {
         True,
     ),
     "GL107": (RuntimeError, ("you can only change requires_grad flags of leaf variables",), True),
+    "GL108": (TypeError, ("got an unexpected keyword argument 'retain_variables'",), True),
 }
 
 for _code, (_exc, _fragments, _at_marker) in _GL1XX.items():

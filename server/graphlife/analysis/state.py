@@ -285,8 +285,21 @@ def _join_versions(a: frozenset[int] | None, b: frozenset[int] | None) -> frozen
     return (a or frozenset({0})) | (b or frozenset({0}))
 
 
+#: Gradient statuses that hold what an earlier step already applied: the next backward adds on top.
+_STEPPED = ("acc_stepped", "acc_stale")
+
+
 def _join_grads(a: tuple | None, b: tuple | None) -> tuple | None:
-    return a if a == b else ("unknown", None)
+    """Two paths' gradient statuses. A path that never touched a gradient (no entry: a branch with
+    no training step, like `if step > warmup:` in the first iteration) leaves it as it was, so
+    where the other path left a step's worth in it, that is what the next backward adds to; two
+    paths that both left a step's worth agree on that."""
+    if a == b:
+        return a
+    if (a is None or a[0] in _STEPPED) and (b is None or b[0] in _STEPPED):
+        site = (a or b or ("", None))[1]
+        return ("acc_stepped", site)
+    return ("unknown", None)
 
 
 def _join_objects(a: HeapObject | None, b: HeapObject | None) -> HeapObject | None:

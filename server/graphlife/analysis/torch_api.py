@@ -14,7 +14,7 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import distributions, optable
+from graphlife.analysis import distributions, growth, op_arguments, optable
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
@@ -24,6 +24,7 @@ from graphlife.analysis.events import (
     RequiresGradEvent,
     SavedEvent,
     StepEvent,
+    StoreEvent,
     ZeroGradEvent,
 )
 from graphlife.analysis.state import SavedRef, State
@@ -238,7 +239,10 @@ def apply_op(
         leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
         partial=any_unknown,
     )
-    return replace(result, grad_fn=frozenset({node.nid}), certain=parents_certain and needs_grad is True, leaf=False)
+    # The node itself certainly exists when the result certainly requires grad, whatever its inputs:
+    # `certain` says the value's graph starts at exactly this node; how sure its edges are is the
+    # node's `parents_certain` (an unknown batch from a loader makes the edges, not the node, unsure).
+    return replace(result, grad_fn=frozenset({node.nid}), certain=needs_grad is True, leaf=False)
 
 
 def _why_no_graph(interp: TorchEngine, state: State, key: str, info: optable.OpInfo | None, tensors: list[TensorVal],
@@ -343,7 +347,55 @@ def apply_inplace(
                      certain=target.certain and needs is True)
     if result.requires_grad != target.requires_grad:
         spread_inplace(interp, state, target, target_expr, result)
+    note_growth(interp, state, target_expr, target, result, desc=interp.text(site))
     return result
+
+
+def note_growth(interp: TorchEngine, state: State, place: ast.expr | None, old: Value | None, new: Value, *,
+                desc: str = "") -> None:
+    """A write whose new value chains, by arithmetic, the graph the place held in an earlier
+    iteration (`total = total + loss`, `acc.add_(loss)`, `self.total = self.total + loss`) into a
+    place that outlives the iteration: the graph grows every iteration, a store the leak rules
+    read (:mod:`graphlife.analysis.growth`)."""
+    run = interp.run_state
+    if not run.loop_stack or place is None or not growth.grows(run.graph, old, new, interp.iteration(),
+                                                               interp.current_stmt()):
+        return
+    if not _outlives_iteration(interp, state, place):
+        return
+    assert isinstance(new, TensorVal)
+    value = replace(new, desc=desc) if desc else new
+    interp.emit(StoreEvent(stmt=interp.current_stmt(), state=state, value=value, target=interp.text(place),
+                           kind="accumulate", whole=value))
+
+
+#: A loop over this many known items (a list literal, a model's layers) is part of one computation.
+MAX_EXACT_ITEMS = 16
+
+
+def _outlives_iteration(interp: TorchEngine, state: State, place: ast.expr) -> bool:
+    """A name bound before the innermost running loop, in the function that runs it (not a
+    parameter of a function the loop calls: a residual `x = x + f(x)` in a layer called once per
+    layer is a new local each call), or an attribute of an object made before that loop."""
+    run = interp.run_state
+    loop = run.loop_stack[-1][0]
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        items = interp.known_items(interp.eval_quiet(loop.iter, state.copy()), state)
+        if items is not None and len(items) <= MAX_EXACT_ITEMS:
+            return False  # `for b in biases: a += b` over a known few: one computation, bounded
+    if isinstance(place, ast.Name):
+        at = next((i for i in range(len(run.stmt_stack) - 1, -1, -1) if run.stmt_stack[i] is loop), None)
+        if at is None or not run.loop_pre_states:
+            return False
+        callers = {id(frame.stmt) for frame in run.frames}
+        if any(id(stmt) in callers for stmt in run.stmt_stack[at + 1:]):
+            return False  # the loop is in a caller
+        return place.id in run.loop_pre_states[-1].env
+    if isinstance(place, ast.Attribute):
+        receiver = interp.eval_quiet(place.value, state)
+        if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
+            return len(state.heap[receiver.oid].extra.get("born", ())) < len(run.loop_stack)
+    return False
 
 
 def spread_inplace(interp: TorchEngine, state: State, target: TensorVal, target_expr: ast.expr | None,
@@ -413,6 +465,33 @@ def concatenate(interp: TorchEngine, state: State, left: Value, right: Value, si
             element = value if element is None else element.join(value)
     state.heap[ref.oid].elem = element
     state.heap[ref.oid].attrs["__parts__"] = TupleVal((left, right))  # each part keeps its own element
+    return ref
+
+
+def make_defaultdict(interp: TorchEngine, state: State, factory: Value | None, call: ast.Call) -> Value:
+    """``defaultdict(list)``: a dict whose every value is a list made with it (one abstract list
+    stands for them all, so what is appended to ``d[k]`` lives as long as the dict)."""
+    ref = interp.new_object(state, "dict", call)
+    if isinstance(factory, QualName) and factory.name in ("builtins.list", "builtins.dict"):
+        kind = "list" if factory.name == "builtins.list" else "dict"
+        state.heap[ref.oid].elem = interp.new_object(state, kind, call)
+    elif isinstance(factory, QualName) and factory.name in ("builtins.int", "builtins.float"):
+        state.heap[ref.oid].elem = Number(None)
+    return ref
+
+
+def chained(interp: TorchEngine, state: State, parts: list[Value], site: ast.AST) -> HeapRef:
+    """``itertools.chain(a, b, ...)`` (and ``filter(f, a)``): a list holding what the parts hold,
+    each part keeping its own element (an optimizer given the chained parameters of two models
+    steps both)."""
+    ref = interp.new_list(state, (), site, literal=False)
+    element: Value | None = None
+    for part in parts:
+        value = interp.iter_element(part, state)
+        if value is not UNKNOWN or element is None:
+            element = value if element is None else element.join(value)
+    state.heap[ref.oid].elem = element
+    state.heap[ref.oid].attrs["__parts__"] = TupleVal(tuple(parts))
     return ref
 
 
@@ -569,6 +648,33 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         return distributions.make_distribution(interp, state, name, args, kwargs, call)
     if distributions.is_kl_divergence(name):
         return kl_divergence(interp, state, args, call)
+    if name in ("torch.autograd.Variable", "torch.autograd.variable.Variable") and args:
+        # The removed wrapper: today a new leaf on the same storage (cut from any graph), that
+        # requires grad only when asked to; `volatile=` is ignored (no `no_grad` around what follows).
+        base = args[0]
+        flag = const_bool(kwargs["requires_grad"]) if "requires_grad" in kwargs else False
+        if not isinstance(base, TensorVal):
+            return UNKNOWN if flag is not False else TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(),
+                                                               origin=call, desc=interp.text(call), opaque=True)
+        return TensorVal(requires_grad=flag, leaf=True, storage=base.storage, origin=call, desc=interp.text(call),
+                         created_with_grad=call if flag else None, dtype=base.dtype, device=base.device,
+                         why="wrapped by `Variable(...)` without `requires_grad=True`", why_site=call)
+    if name == "collections.deque" and "maxlen" not in kwargs and len(args) < 2:
+        # Unbounded, a deque grows as a list does; with `maxlen` it keeps the last few (not modeled).
+        ref = interp.new_object(state, "list", call)
+        state.heap[ref.oid].elem = interp.iter_element(args[0], state) if args else None
+        return ref
+    if name == "collections.defaultdict":
+        return make_defaultdict(interp, state, args[0] if args else None, call)
+    if name in ("itertools.chain", "itertools.chain.from_iterable") and args:
+        parts = list(args) if name == "itertools.chain" else [interp.iter_element(args[0], state)]
+        return chained(interp, state, parts, call)
+    if name in MODULE_WRAPPERS and args and _is_module(state, args[0]):
+        return args[0]  # `nn.DataParallel(model)`, `torch.compile(model)`: called, it runs the model
+    if name in DATA_PARALLEL_CALLS and args and _is_module(state, args[0]):
+        assert isinstance(args[0], HeapRef)
+        inputs = args[1] if len(args) > 1 else kwargs.get("inputs", UNKNOWN)
+        return call_object(interp, state, args[0], [inputs], {}, call)
     if name.startswith("torch.nn.") and short[:1].isupper() and not name.startswith("torch.nn.functional"):
         return make_module(interp, state, f"nn.{short}", args, kwargs, call)
     if name.startswith("torch.") and short in FACTORIES:
@@ -591,6 +697,20 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
             return result
         return UNKNOWN
     return UNKNOWN
+
+
+#: Wrappers whose result, called, runs the module they wrap on the same parameters.
+MODULE_WRAPPERS = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.compile",
+})
+#: ``data_parallel(module, inputs, ...)``: the module applied to the inputs (split over devices).
+DATA_PARALLEL_CALLS = frozenset({"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"})
+
+
+def _is_module(state: State, value: Value) -> bool:
+    return isinstance(value, HeapRef) and value.oid in state.heap and state.heap[value.oid].kind == "module"
 
 
 def flatten_tensor_args(args: list[Value], state: State, depth: int = 0) -> list[Value]:
@@ -619,18 +739,24 @@ def flatten_tensor_args(args: list[Value], state: State, depth: int = 0) -> list
 def call_table_function(interp: TorchEngine, state: State, key: str, info: optable.OpInfo, args: list[Value],
                         kwargs: dict[str, Value], call: ast.Call) -> Value:
     out_expr = kwarg_expr(call, "out")
-    inputs = list(args[: len(info.inputs)])
-    exprs: list[ast.expr | None] = list(call.args[: len(info.inputs)])
-    if inputs and len(info.inputs) > 1 and isinstance(inputs[0], (TupleVal, HeapRef)):
-        # torch.cat([a, b]), torch.stack(outs, 0): the tensors are the sequence's items; what
-        # follows it positionally is the dimension, not a tensor.
-        inputs = flatten_tensor_args(inputs[:1], state)
-        exprs = [None] * len(inputs)
-    for name in info.inputs[len(inputs):]:
-        if name in kwargs:
-            inputs.append(kwargs[name])
-            exprs.append(kwarg_expr(call, name))
-    if graph_left_out(args, kwargs, len(info.inputs), info, state):
+    bound = op_arguments.bind(info, None, None, args, kwargs, call)
+    if bound is not None:  # `torch.gather(x, 1, idx)`: a non-tensor before an input
+        inputs, exprs = bound.inputs, bound.exprs
+        left_out = any(tensor_may_need_grad(v) for v in flatten_tensor_args(bound.others, state))
+    else:
+        inputs = list(args[: len(info.inputs)])
+        exprs = list(call.args[: len(info.inputs)])
+        if inputs and len(info.inputs) > 1 and isinstance(inputs[0], (TupleVal, HeapRef)):
+            # torch.cat([a, b]), torch.stack(outs, 0): the tensors are the sequence's items; what
+            # follows it positionally is the dimension, not a tensor.
+            inputs = flatten_tensor_args(inputs[:1], state)
+            exprs = [None] * len(inputs)
+        for name in info.inputs[len(inputs):]:
+            if name in kwargs:
+                inputs.append(kwargs[name])
+                exprs.append(kwarg_expr(call, name))
+        left_out = graph_left_out(args, kwargs, len(info.inputs), info, state)
+    if left_out:
         everything = flatten_tensor_args(list(args) + [v for k, v in kwargs.items() if k != "out"], state)
         if info.inplace and args and isinstance(args[0], TensorVal):
             first = call.args[0] if call.args else None
@@ -693,6 +819,8 @@ def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value]
         return ref
     if name in ("iter", "reversed", "sorted") and args:
         return args[0]
+    if name == "filter" and len(args) == 2:
+        return chained(interp, state, args[1:], call)  # some of the items: what each may be is what it was
     if name == "next" and args:
         return interp.iter_element(args[0], state)
     if name == "super":
@@ -816,6 +944,23 @@ def module_params(state: State, ref: HeapRef, depth: int = 0) -> tuple[frozenset
     return frozenset(storages), frozen
 
 
+def trainable_params(state: State, ref: HeapRef, depth: int = 0) -> frozenset[int]:
+    """Storages of the parameters of a module (recursively) that are not frozen: those a step can
+    change (torch's optimizers skip a parameter without a gradient)."""
+    obj = state.heap.get(ref.oid)
+    if obj is None or depth > 6 or obj.frozen is True:
+        return frozenset()
+    storages = set(obj.param_storages)
+    children: list[Value] = list(obj.attrs.values()) + ([obj.elem] if obj.elem is not None else [])
+    for child in children:
+        for item in child.items if isinstance(child, TupleVal) else (child,):
+            if isinstance(item, HeapRef) and item.oid in state.heap and state.heap[item.oid].kind == "module":
+                storages |= trainable_params(state, item, depth + 1)
+            elif isinstance(item, TensorVal) and item.is_param and item.storage is not None and item.requires_grad:
+                storages.add(item.storage)
+    return frozenset(storages)
+
+
 def make_optimizer(interp: TorchEngine, state: State, args: list[Value], kwargs: dict[str, Value],
                    call: ast.Call) -> Value:
     params_value = args[0] if args else kwargs.get("params", UNKNOWN)
@@ -826,7 +971,12 @@ def make_optimizer(interp: TorchEngine, state: State, args: list[Value], kwargs:
         entries.append((value, expr))
         if storages is None:
             continue
-        if isinstance(value, TensorVal) and value.storage is not None:
+        owner = value.owner if isinstance(value, TensorVal) and value.storage is None else None
+        if owner is not None and owner in state.heap:
+            # One tensor standing for the parameters of a module (`[p for p in m.parameters() if ...]`,
+            # `filter(...)`, `list(a.parameters()) + ...`): those that can get a gradient.
+            storages |= trainable_params(state, HeapRef(owner))
+        elif isinstance(value, TensorVal) and value.storage is not None:
             storages.add(value.storage)
         elif isinstance(value, HeapRef) and state.heap.get(value.oid) is not None:
             obj = state.heap[value.oid]
@@ -853,7 +1003,8 @@ def iter_param_values(interp: TorchEngine, state: State, value: Value, expr: ast
             item_exprs = expr.elts if isinstance(expr, (ast.List, ast.Tuple)) else None
             parts = obj.attrs.get("__parts__")
             if isinstance(parts, TupleVal) and items is None:
-                part_exprs = [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [None, None]
+                part_exprs: list[ast.expr | None] = (
+                    [expr.left, expr.right] if isinstance(expr, ast.BinOp) else [None] * len(parts.items))
                 for part, part_expr in zip(parts.items, part_exprs):
                     yield from iter_param_values(interp, state, part, part_expr, depth + 1)
                 return
@@ -1095,6 +1246,13 @@ def call_container_method(interp: TorchEngine, state: State, ref: HeapRef, obj: 
     if name == "extend" and args:
         interp.list_extend(state, ref, args[0])
         return NONE
+    if name == "setdefault" and len(args) == 2 and obj.kind == "dict":
+        if obj.elem is None:  # `logs.setdefault("loss", [])`: the default is now the dict's value
+            state.heap_write(ref.oid).elem = args[1]
+            return args[1]
+        return obj.elem
+    if name == "get" and len(args) == 2 and obj.elem is None:
+        return args[1]
     if name in ("pop", "get", "setdefault"):
         return obj.elem if obj.elem is not None else UNKNOWN
     if name in ("values",):
@@ -1185,13 +1343,14 @@ def kl_divergence(interp: TorchEngine, state: State, args: list[Value], call: as
 
 
 def clear_container(state: State, ref: HeapRef) -> None:
-    """``items.clear()`` / ``del items[:]``: nothing is held any more (what it held may be freed)."""
+    """``lst.clear()``, ``del lst[:]``: empty again (what was appended before no longer lives
+    through it). Marked, so that the leak rules know the container does not pile up."""
     obj = state.heap_write(ref.oid)
     obj.elem = None
-    for key in [key for key in obj.attrs if key == "__items__" or key.startswith("[")]:
-        del obj.attrs[key]
+    obj.attrs = {key: value for key, value in obj.attrs.items() if not key.startswith("[")}
     if obj.kind == "list":
         obj.attrs["__items__"] = TupleVal(())
+    obj.extra["cleared"] = True
 
 
 #: Methods of a module that return the module (or nothing) and change its mode, device, gradients.
@@ -1423,13 +1582,20 @@ def _call_tensor_method(interp: TorchEngine, state: State, tensor: TensorVal, re
             return apply_inplace(interp, state, key, tensor, receiver_expr, list(args), call, info=None)
         tensors: list[Value] = [tensor, *[a for a in args if isinstance(a, (TensorVal, Unknown))]]
         return apply_op(interp, state, key, tensors, [receiver_expr], call, info=None)
-    inputs = [tensor, *args[: len(info.inputs) - 1]]
-    exprs: list[ast.expr | None] = [receiver_expr, *call.args[: len(info.inputs) - 1]]
-    for param in info.inputs[len(inputs):]:
-        if param in kwargs:
-            inputs.append(kwargs[param])
-            exprs.append(kwarg_expr(call, param))
-    if graph_left_out(list(args), kwargs, len(info.inputs) - 1, info, state):
+    bound = op_arguments.bind(info, tensor, receiver_expr, args, kwargs, call)
+    exprs: list[ast.expr | None]
+    if bound is not None:  # `x.gather(1, idx)`: a non-tensor before an input
+        inputs, exprs = bound.inputs, bound.exprs
+        left_out = any(tensor_may_need_grad(v) for v in flatten_tensor_args(bound.others, state))
+    else:
+        inputs = [tensor, *args[: len(info.inputs) - 1]]
+        exprs = [receiver_expr, *call.args[: len(info.inputs) - 1]]
+        for param in info.inputs[len(inputs):]:
+            if param in kwargs:
+                inputs.append(kwargs[param])
+                exprs.append(kwarg_expr(call, param))
+        left_out = graph_left_out(list(args), kwargs, len(info.inputs) - 1, info, state)
+    if left_out:
         others = flatten_tensor_args(list(args) + [v for k, v in kwargs.items() if k != "out"], state)
         if info.inplace:
             return apply_inplace(interp, state, key, tensor, receiver_expr, others, call, info=None)
@@ -1542,9 +1708,14 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
                               create_graph=create_flag, leaves=frozenset(leaves), inputs=inputs))
     interp.backward_count += 1
     if kind == "backward" and (not may or any(interp.run_state.graph.nodes[n].partial for n in may)):
-        # Part of this graph is unknown, so are the gradients it fills: forget what we knew.
-        for storage in list(state.grads):
-            state.writable("grads")[storage] = ("unknown", None)
+        # Part of this graph is unknown, so are the gradients it fills. The leaves the known part
+        # reaches still get this backward's gradient (an unknown input, such as a batch from a
+        # loader, adds edges; it never removes these). Another leaf may get one too: a gradient
+        # that was reset is now unknown, one that already held a step's worth of gradients still
+        # does (more on top changes nothing we say about it).
+        for storage, status in list(state.grads.items()):
+            if storage not in leaves and status[0] not in ("acc", "acc_stepped", "acc_stale"):
+                state.writable("grads")[storage] = ("unknown", None)
     for storage in leaves:
         previous = state.grads.get(storage)
         if previous is not None and previous[0] in ("acc_stepped", "acc_stale"):

@@ -5,7 +5,8 @@ Reports a graph-carrying tensor stored where it piles up across loop
 iterations: appended to a list made before the loop (`losses.append(loss)`,
 a module-level log), stored under a new key each time, or added into a running
 total (`total += loss`). Values made with `.item()`, `float()`, `.detach()`, or
-without a graph are fine. Overwriting one slot (`self.last = h`,
+without a graph are fine, and so is a container emptied again (`lst.clear()`,
+`del lst[:]`) after each step. Overwriting one slot (`self.last = h`,
 `history["loss"] = out`) keeps one iteration's graph, not one per iteration
 (torch measures it flat), so it is not reported. Nor is a store whose graph a
 backward later in the same step consumes (a time loop collecting states for a
@@ -231,6 +232,8 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
     escapes: dict[tuple[int, int], bool] = {}  # (container, scope) -> reachable from outside
     for store in data.pending:
         value = store.event.value
+        if store.oid is not None and store.oid in final.heap and final.heap[store.oid].extra.get("cleared"):
+            continue  # emptied again (`lst.clear()`, `del lst[:]`, an episode's log-probs): it does not pile up
         quiet = _outlived_loops_quiet(data, store)
         consumed_later = all(n in final.freed or n in final.may_freed for n in value.grad_fn)
         if quiet and consumed_later:

@@ -6,6 +6,11 @@ it, a `step()` uses it, and nothing (`zero_grad()`, `p.grad = None`) resets it
 before the next backward. Reports the `step()`. Gradient accumulation (zeroing
 every k steps) is fine.
 
+A training-step function that nothing in its file calls (`def train(self,
+batch)`, run by another module once per batch) is reported too when it runs a
+backward and a step and nothing in it, its class or its module ever resets
+those gradients: from its second call on, it has the same bug.
+
 ## Why is this bad?
 `backward()` adds to `.grad`. Without a reset, each step uses the sum of every
 earlier gradient: the effective learning rate grows and training diverges or
@@ -42,8 +47,9 @@ The `optimizer.step()` call.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
-from graphlife.analysis.events import StepEvent
+from graphlife.analysis.events import StepEvent, UnitEndEvent, ZeroGradEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import UNSAFE, InsertBefore
@@ -70,6 +76,32 @@ NEVER_RESET_NO_STEP = MessageTemplate(
 )
 
 
+CALLED_AGAIN = MessageTemplate(
+    "GL302.called-again",
+    "Gradients are never reset: `{step}` applies the gradients of `{backward}` (line {line}), and nothing in "
+    "`{function}` resets them, so from its second call on each step applies the sum of all earlier gradients. "
+    "Call `{optimizer}.zero_grad()` before the backward.",
+)
+
+
+@dataclass
+class GL302State:
+    """In a function analyzed alone: the steps that used gradients only its own backward filled,
+    and the gradients it resets (``None``: some it could not name; then nothing is reported)."""
+
+    fresh_steps: list[tuple[StepEvent, ast.AST]] = field(default_factory=list)
+    zeroed: set[int] | None = field(default_factory=set)
+
+
+@RULE.on(ZeroGradEvent)
+def on_zero_grad(event: ZeroGradEvent, ctx: RuleContext) -> None:
+    data = ctx.unit_state(GL302State)
+    if event.storages is None or data.zeroed is None:
+        data.zeroed = None
+    else:
+        data.zeroed |= event.storages
+
+
 @RULE.on(StepEvent)
 def on_step(event: StepEvent, ctx: RuleContext) -> None:
     """The step uses gradients a backward added on top of ones an earlier step already used."""
@@ -77,6 +109,11 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     if not storages:
         return
     statuses = [event.state.grads.get(s) for s in storages]
+    backward = statuses[0][1] if statuses[0] is not None else None
+    if not ctx.running_loops() and backward is not None and all(
+        st is not None and st[0] == "acc" and st[1] is backward for st in statuses
+    ):
+        ctx.unit_state(GL302State).fresh_steps.append((event, backward))
     if not all(st is not None and st[0] == "acc_stale" for st in statuses):
         return
     earlier_step = statuses[0][1] if statuses[0] is not None else None
@@ -102,3 +139,55 @@ def _optimizer_text(ctx: RuleContext, stmt: ast.stmt) -> str:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
             return ctx.text(node.func.value)
     return ""
+
+
+@RULE.on(UnitEndEvent)
+def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
+    """A function nothing in the file calls, which steps on gradients only its backward filled and
+    never resets any: every call after the first steps on the sum of all earlier gradients."""
+    data = ctx.take_unit_state(GL302State)
+    function = event.unit
+    if data is None or data.zeroed is None or not data.fresh_steps:
+        return
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.was_inlined(function):
+        return
+    if _resets_elsewhere(ctx, function):
+        return
+    for step, backward in data.fresh_steps:
+        if step.storages is None or step.storages & data.zeroed:
+            continue  # reset somewhere in the function (before the backward, or after the step)
+        optimizer = _optimizer_text(ctx, step.stmt) or "optimizer"
+        message = CALLED_AGAIN(step=ctx.text(step.call), backward=ctx.text(backward), line=ctx.line(backward),
+                               function=function.name, optimizer=optimizer)
+        fixes: list[FixRecipe] = [InsertBefore(title=f"Call `{optimizer}.zero_grad()` before the backward",
+                                               anchor=ctx.span(backward), code=f"{optimizer}.zero_grad()",
+                                               applicability=UNSAFE)]
+        ctx.report(RULE, ctx.span(step.stmt), message,
+                   related=[Related(ctx.span(backward), "this backward adds to the gradients")], fixes=fixes)
+
+
+def _resets_elsewhere(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Does other code of the function's class (for a method) or of its file reset gradients
+    (`zero_grad`, `.grad = ...`)? The engine did not run it in this unit, but a caller may run it
+    between two calls of this one. Reading a class notes only that class as read."""
+    owner = ctx.parent(function)
+    if isinstance(owner, ast.ClassDef):
+        ctx.touch(owner)
+        scope: ast.AST = owner
+    else:
+        scope = ctx.read_whole_file()
+    for node in ast.walk(scope):
+        resets = (isinstance(node, ast.Attribute) and node.attr == "zero_grad") or _assigns_grad(ctx, node)
+        if resets and ctx.enclosing_function(node) is not function:
+            return True
+    return False
+
+
+def _assigns_grad(ctx: RuleContext, node: ast.AST) -> bool:
+    """`p.grad = None` / `p.grad.zero_()`: a reset of a `.grad`, not a read."""
+    if isinstance(node, ast.Attribute) and node.attr == "grad":
+        if isinstance(node.ctx, ast.Store):
+            return True
+        parent = ctx.parent(node)
+        return isinstance(parent, ast.Attribute) and parent.attr in ("zero_", "fill_", "detach_", "requires_grad_")
+    return False

@@ -28,6 +28,8 @@ class Assignment(EngineCore):
         if isinstance(target, ast.Name):
             if isinstance(value, TensorVal) and not value.desc:
                 value = replace(value, desc=target.id)
+            if value_expr is not None:  # `total = total + loss`: a running total, decided on the graph
+                torch_api.note_growth(self, state, target, state.env.get(target.id), value)
             state.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._assign_unpacked(target, value, state)
@@ -70,6 +72,7 @@ class Assignment(EngineCore):
             return
         if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
             self.maybe_store(state, receiver, value, self.text(target), "attribute")
+            torch_api.note_growth(self, state, target, state.heap[receiver.oid].attrs.get(target.attr), value)
             obj = state.heap_write(receiver.oid)
             obj.attrs[target.attr] = value
             if isinstance(value, TensorVal) and value.is_param:
@@ -98,9 +101,9 @@ class Assignment(EngineCore):
         loops = self.run_state.loop_stack
         if not loops or ref.oid not in state.heap:
             return
-        born = state.heap[ref.oid].extra.get("born", ())
-        if len(born) >= len(loops):
-            return  # made in this iteration: it dies with it
+        born = tuple(state.heap[ref.oid].extra.get("born", ()))
+        if len(born) >= len(loops) and born[: len(loops)] == self.iteration():
+            return  # made in this iteration: it dies with it (not one kept from an earlier one)
         for tensor in torch_api.tensors_in(value, state):
             if tensor.requires_grad is True and tensor.grad_fn:
                 self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target,

@@ -1,0 +1,112 @@
+"""A backward is given `retain_variables=`, a keyword torch removed: the call raises.
+
+## What it does
+Reports `loss.backward(retain_variables=...)`, `torch.autograd.backward(...,
+retain_variables=...)` and `torch.autograd.grad(..., retain_variables=...)`, the
+spelling of old tutorials (PyTorch 0.3 and before) for what is now
+`retain_graph=`.
+
+## Why is this bad?
+The keyword was renamed to `retain_graph` and the old name then removed, so the
+call raises before any gradient is computed - after the whole forward pass of the
+first batch has run.
+
+## What torch says
+`TypeError: Tensor.backward() got an unexpected keyword argument 'retain_variables'`
+
+## Example
+```python
+loss.backward(retain_variables=True)
+```
+
+## Use instead
+```python
+loss.backward(retain_graph=True)   # or no keyword, if no later backward needs this graph
+```
+Other relics of the same era still run but do nothing: `Variable(t)` returns `t`
+itself, `Variable(t, requires_grad=True)` is a leaf that requires grad, and
+`volatile=True` is ignored (a graph is recorded; use `with torch.no_grad():`).
+
+## Fix safety
+Safe: `retain_graph=` is the name torch gave `retain_variables=`; the graph is kept exactly
+when the code asked for it, and the call runs instead of raising.
+
+## Fixture line
+The statement with the backward call.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
+from graphlife.findings import MessageTemplate, Severity
+from graphlife.recipes import ReplaceText
+
+RULE = Rule(
+    code="GL108",
+    name="removed-autograd-keyword",
+    severity=Severity.ERROR,
+    doc=RuleDoc(__doc__),
+    torch_message="got an unexpected keyword argument 'retain_variables'",
+)
+
+REMOVED = MessageTemplate(
+    "GL108.retain-variables",
+    "`{call}` raises `TypeError`: torch removed the keyword `retain_variables`. Write `retain_graph={value}` "
+    "(or drop it if no later backward goes through this graph).",
+)
+
+#: The autograd functions that took ``retain_variables`` (as ``Tensor.backward`` did).
+_FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
+
+
+def _is_backward_call(ctx: ModuleContext, call: ast.Call, own: set[str]) -> bool:
+    """``x.backward(...)`` on a value (not a module's own function, nor an object of a class
+    of this file, whose ``backward`` may take any keyword), or an autograd function."""
+    names = ctx.semantics.names
+    if names.qualified_name_in(call.func, _FUNCTIONS) is not None:
+        return True
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "backward" or names.qualified_name(func) is not None:
+        return False
+    root = func.value
+    while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    return not (isinstance(root, ast.Name) and root.id in own)
+
+
+def _own_objects(ctx: ModuleContext) -> set[str]:
+    """Names the file binds to an instance of a class it defines (``recorder = Recorder()``)."""
+    classes = {node.name for node in ctx.semantics.nodes(ast.ClassDef)}
+    return {
+        target.id
+        for assign in ctx.semantics.nodes(ast.Assign)
+        if isinstance(assign.value, ast.Call) and isinstance(assign.value.func, ast.Name)
+        and assign.value.func.id in classes
+        for target in assign.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def check_module(ctx: ModuleContext) -> None:
+    """Every backward call of the file given the removed keyword (in a file that uses torch)."""
+    if not any(name == "torch" or name.startswith("torch.") for name in ctx.semantics.names.imported()):
+        return  # `backward` means torch's only where torch is used
+    own: set[str] | None = None
+    for call in ctx.semantics.nodes(ast.Call):
+        keyword = next((k for k in call.keywords if k.arg == "retain_variables"), None)
+        if keyword is None:
+            continue
+        own = _own_objects(ctx) if own is None else own
+        if not _is_backward_call(ctx, call, own):
+            continue
+        value = ast.get_source_segment(ctx.source, keyword.value) or "True"
+        statement = ctx.semantics.statement_of(call)
+        fix = ReplaceText(title="Use `retain_graph=`", span=ctx.span(keyword), text=f"retain_graph={value}")
+        ctx.reporter.report(RULE, ctx.span(statement if statement is not None else call),
+                            REMOVED(call=ast.get_source_segment(ctx.source, call.func) or "backward", value=value),
+                            fixes=(fix,))
+
+
+RULE.check_module = check_module
