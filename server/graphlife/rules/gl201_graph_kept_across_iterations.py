@@ -41,9 +41,11 @@ for x, y in loader:
 ```
 
 ## Fix safety
-Safe: storing `value.detach()` keeps the same numbers without the graph.
-Unsafe: storing `value.item()` -- the container then holds Python numbers, which code that
-stacks or moves the stored values does not expect.
+Safe: storing `value.detach()` in a container keeps the same numbers without the graph.
+Unsafe: detaching a running value (`total = total + loss`, an average carried from step to
+step) -- a later loss may be computed from it and train through it; and storing
+`value.item()` -- the container then holds Python numbers, which code that stacks or moves
+the stored values does not expect.
 
 ## Fixture line
 The statement that stores the value.
@@ -65,7 +67,7 @@ from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
 from graphlife.findings import FixRecipe, Message, MessageTemplate, Related, Severity
-from graphlife.recipes import UseDetach, UseItem
+from graphlife.recipes import SAFE, UNSAFE, UseDetach, UseItem
 
 RULE = Rule(
     code="GL201",
@@ -667,7 +669,11 @@ def _report(ctx: RuleContext, store: _Store, final: State, graph: GraphStore) ->
     expr = _stored_expr(store.stmt)
     if expr is not None and isinstance(event.whole, TensorVal):
         # .detach() first: always a tensor of the same shape; .item() only suits scalars.
-        fixes.append(UseDetach(title=f"Store `{ctx.text(expr)}.detach()`", expr=ctx.span(expr)))
+        # A running value (`ema = 0.9 * ema + 0.1 * f(x)`) may feed a later loss: detaching it may
+        # change what trains.
+        applicability = UNSAFE if event.kind == "accumulate" else SAFE
+        fixes.append(UseDetach(title=f"Store `{ctx.text(expr)}.detach()`", expr=ctx.span(expr),
+                               applicability=applicability))
         if event.whole.scalar and not event.whole.nullable:
             # One element for certain (a loss, a mean): a Python number, as RULES.md asks for logging.
             fixes.append(UseItem(title=f"Store `{ctx.text(expr)}.item()` (a Python number)", expr=ctx.span(expr)))
