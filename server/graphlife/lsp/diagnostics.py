@@ -129,7 +129,9 @@ def merge_diagnostics(lists: Iterable[Sequence[types.Diagnostic]]) -> list[types
     for diagnostics in lists:
         for diagnostic in diagnostics:
             start, end = diagnostic.range.start, diagnostic.range.end
-            key = (start.line, start.character, end.line, end.character, diagnostic.code)
+            # Diagnostics without a code (a syntax error, skipped work) differ by their message.
+            key = (start.line, start.character, end.line, end.character, diagnostic.code,
+                   diagnostic.message if diagnostic.code is None else "")
             present = kept.get(key)
             if present is None or _rank(diagnostic) < _rank(present):
                 kept[key] = diagnostic

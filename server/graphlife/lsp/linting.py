@@ -66,6 +66,7 @@ from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import mostly_new, release_memory
 from graphlife.lsp.project import Dependents, DiagnosticBoard, other_lines, path_key, unreadable_notes
 from graphlife.lsp.settings import Settings
+from graphlife.lsp.unanalyzed import unanalyzed_diagnostics
 from graphlife.project.provider import ProjectModules
 from graphlife.project.sources import SourceCache
 
@@ -504,6 +505,10 @@ class Linter:
         codec = self.server.workspace.position_codec
         key = analysis.snapshot.key
         by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
+        show_syntax_errors = bool(self.settings.option(analysis.snapshot.path, "showSyntaxErrors"))
+        for uri, diagnostics in unanalyzed_diagnostics(analysis.snapshot, analysis.syntax_errors, analysis.notes,
+                                                       codec, show_syntax_errors).items():
+            by_uri.setdefault(uri, []).extend(diagnostics)
         own = {segment.uri: segment.version for segment in analysis.snapshot.segments}
         gone = set(self._own.get(key, {})) - set(own)  # a notebook cell that went away
         self._own[key] = own
