@@ -1,7 +1,8 @@
 """Write docs/rules.md from the rules' own docstrings (the text the hover shows).
 
-Every diagnostic links to its section here (`Rule.docs_url`), so the page is
-generated, never edited by hand; `--check` exits 1 when it is stale (a test runs it).
+The editor's rule pages and `graphlife rules` show the same text, so the page is
+generated, never edited by hand (sections for test authors are left out);
+`--check` exits 1 when it is stale (a test runs it).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def render() -> str:
         out.append(f"| [{rule.code}](#{anchor}) | {rule.name} | {rule.severity.value} | {rule.doc.summary} |")
     for rule in rules:
         out += ["", f"## {rule.code} {rule.name}", "", f"Default severity: **{rule.severity.value}**.", ""]
-        body = rule.doc.text.strip().splitlines()
+        body = rule.doc.user_text.splitlines()
         # Sections of the docstring become level-3 headings under the rule's own heading.
         out += [("#" + line) if line.startswith("## ") else line for line in body]
     return "\n".join(out) + "\n"

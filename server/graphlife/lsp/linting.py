@@ -47,7 +47,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -69,6 +69,9 @@ from graphlife.lsp.settings import Settings
 from graphlife.lsp.unanalyzed import unanalyzed_diagnostics
 from graphlife.project.provider import ProjectModules
 from graphlife.project.sources import SourceCache
+
+if TYPE_CHECKING:
+    from graphlife.analysis.stories import Stories
 
 _T = TypeVar("_T")
 
@@ -120,6 +123,8 @@ class Analysis:
     other_lines: dict[str, list[str]] = field(default_factory=dict)
     #: Every file of the project it read (absolute path) and the hash of the content read.
     dependencies: dict[str, str] = field(default_factory=dict)
+    #: The hover's graph-lifetime stories of this version (:func:`graphlife.lsp.hover.stories_of`).
+    stories: Stories | None = None
 
     def findings_in_file(self, path: str) -> list[Finding]:
         """Its findings in another file of the project (``path`` as the document's path)."""

@@ -35,6 +35,7 @@ from graphlife.lsp.linting import Linter
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import release_memory
 from graphlife.lsp.positions import client_to_char, span_to_range
+from graphlife.lsp.rule_links import COMMAND_OPTION, RULE_DOCUMENTATION_REQUEST, rule_page
 from graphlife.lsp.settings import Settings, configuration_params, from_initialization_options
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ class GraphlifeServer(LanguageServer):
         )
         self.settings = Settings(lambda message: log(self, message, types.MessageType.Warning))
         self.linter = Linter(self, self.settings)
+        #: The client's command that opens a rule's page (``initializationOptions``), for hover links.
+        self.rule_command: str | None = None
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
         """pygls' own errors (bad JSON, unknown documents) go to the log, not to a pop-up."""
@@ -170,6 +173,7 @@ def create_server() -> GraphlifeServer:
     @_guarded(server, "initialize")
     def initialize(params: types.InitializeParams) -> None:
         settings.update(from_initialization_options(params.initialization_options), "initializationOptions", "init")
+        server.rule_command = rule_command_of(params.initialization_options)
 
     @server.feature(types.INITIALIZED)
     @_guarded(server, "initialized")
@@ -314,10 +318,15 @@ def create_server() -> GraphlifeServer:
         if located is None:
             return None
         analysis, segment, line, column = located
+        if not analysis.config.enable:
+            return None  # graphlife.enable: false switches hover off too, not only the squiggles
         # Bugs other open documents' analyses found in this file (it is a module they import).
         contributed = [] if analysis.snapshot.is_notebook else linter.contributed(segment.uri, analysis.snapshot.path)
-        modules = None if analysis.snapshot.is_notebook else linter.project_modules(analysis)
-        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed, modules)
+        modules = None
+        if not analysis.snapshot.is_notebook and analysis.stories is None:
+            modules = linter.project_modules(analysis)  # the first hover of this version tells the stories
+        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed, modules,
+                                              server.rule_command)
         if not markdown:
             return None
         rng = None
@@ -348,6 +357,8 @@ def create_server() -> GraphlifeServer:
         if start is None:
             return []
         analysis, segment, line, column = start
+        if not analysis.config.enable:
+            return []
         end_line, end_column = client_to_char(segment.lines, params.range.end, server.workspace.position_codec)
         start_pos, end_pos = (line, column), (end_line + segment.line_offset, end_column)
         fixes = {}
@@ -411,7 +422,19 @@ def create_server() -> GraphlifeServer:
             action.edit = actions_mod.workspace_edit(analysis, per_uri, document_changes)
         return action
 
+    @server.feature(RULE_DOCUMENTATION_REQUEST)
+    @_guarded(server, RULE_DOCUMENTATION_REQUEST)
+    def rule_documentation(params: Any) -> dict[str, str] | None:
+        code = params.get("code") if isinstance(params, dict) else getattr(params, "code", None)
+        return rule_page(code) if isinstance(code, str) else None
+
     return server
+
+
+def rule_command_of(options: Any) -> str | None:
+    """The client's rule-page command named in ``initializationOptions`` (:mod:`.rule_links`)."""
+    command = options.get(COMMAND_OPTION) if isinstance(options, dict) else None
+    return command if isinstance(command, str) and command else None
 
 
 def _warm_up() -> None:

@@ -13,8 +13,8 @@ The editor's keys are graphlife's own (``enable``, ``select``, ``ignore``,
 ``severity``, ``lintOnChange``) plus the server's ``debounce`` (milliseconds),
 which is not a checker setting and is taken out before the rest goes to
 :meth:`Config.merged`, as are the :data:`EDITOR_OPTIONS` (``showSyntaxErrors``,
-``reportingScope``: what the server shows, per workspace folder). A broken setting is logged once and skipped; the others
-still apply.
+``reportingScope``: what the server shows, per workspace folder). A broken
+setting is logged once and skipped; the others still apply.
 """
 
 from __future__ import annotations
