@@ -3,7 +3,8 @@
 It parses once with the stdlib ``ast`` (libcst is for fixes only), survives
 syntax errors by leaving out the top-level blocks that do not parse (so the
 other blocks still get their findings), runs the engine under a
-time box, then applies ``# graphlife: ignore[...]`` comments, ``select`` /
+time box, then applies ``# graphlife: ignore[...]`` comments (and a file's
+``# graphlife: ignore-file[...]`` lines, :mod:`graphlife.file_ignores`), ``select`` /
 ``ignore`` and severity overrides.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from graphlife.config import Config
+from graphlife.file_ignores import FileIgnores, file_ignores
 from graphlife.findings import Finding
 from graphlife.project.limits import MAX_SOURCE_BYTES
 
@@ -132,14 +134,20 @@ def run_checks(
     result.notes.extend(engine_notes)
 
     kept: list[Finding] = []
+    # Per file: what its `# graphlife: ignore-file[...]` comments silence.
+    silenced: dict[str | None, FileIgnores] = {None: file_ignores(lines)}
     for finding in findings:
         where = finding.span.path
         if where is not None:
             other_lines = modules.lines_of(where) if modules is not None else None
             if other_lines is None or _ignored_by_comment(finding, other_lines):
                 continue
+            if where not in silenced:
+                silenced[where] = file_ignores(other_lines)
             finding = replace(finding, fixes=())
         elif _ignored_by_comment(finding, lines):
+            continue
+        if silenced[where].covers(finding.code):
             continue
         severity = config.severity_for(finding.code, finding.severity)
         if severity is None:

@@ -1,4 +1,4 @@
-"""Code actions: quick fixes, fix-all, and "ignore on this line".
+"""Code actions: quick fixes, fix-all, "ignore on this line" (and :mod:`.rule_actions`).
 
 One quick fix per fix that :func:`graphlife.fixes.compute_fixes` can really
 make on this code (a recipe that does not apply to the code at hand is not
@@ -32,6 +32,7 @@ from graphlife.lsp.cancel import Cancelled
 from graphlife.lsp.diagnostics import locate, to_diagnostic
 from graphlife.lsp.linting import Analysis
 from graphlife.lsp.positions import document_end, split_lines
+from graphlife.lsp.rule_actions import fix_title
 
 if TYPE_CHECKING:
     from graphlife.fixes import TextEdit
@@ -102,26 +103,30 @@ def list_actions(
     only: Sequence[str] | None,
     codec: PositionCodec,
     fixes: dict | None = None,
+    turn_off_command: str | None = None,
 ) -> list[types.CodeAction]:
     """The actions for a range (1-based positions of the analyzed source), edits left to resolve.
 
-    ``fixes`` maps ``(code, span)`` of each finding in the range to its computed fixes.
+    ``fixes`` maps ``(code, span)`` of each finding in the range to its computed fixes;
+    ``turn_off_command`` is the client's command that adds a code to ``graphlife.ignore``.
     """
     actions: list[types.CodeAction] = []
     key = analysis.snapshot.key
     fixes = fixes or {}
     _, fix_source = fixes_api()
     if kind_wanted(only, types.CodeActionKind.QuickFix):
+        by_code: dict[str, list[types.Diagnostic]] = {}
         for finding in findings_in(analysis, start, end):
             converted = to_diagnostic(finding, analysis.snapshot, codec)
             if converted is None or converted[0] != uri:
                 continue
             diagnostic = converted[1]
+            by_code.setdefault(finding.code, []).append(diagnostic)
             base = {"key": key, "uri": uri, "code": finding.code, "span": _span_data(finding.span)}
             for index, fix in enumerate(fixes.get((finding.code, finding.span), [])):
                 actions.append(
                     types.CodeAction(
-                        title=fix.title,
+                        title=fix_title(finding, fix.title),
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[diagnostic],
                         is_preferred=bool(fix.preferred),
@@ -137,6 +142,7 @@ def list_actions(
                         data={**base, "action": "ignore"},
                     )
                 )
+        actions.extend(_rule_actions(analysis, uri, by_code, turn_off_command, fix_source is not None))
     if (
         fix_source is not None
         and not analysis.snapshot.is_notebook
@@ -151,6 +157,39 @@ def list_actions(
                 data={"key": key, "uri": uri, "action": "fixAll"},
             )
         )
+    return actions
+
+
+def _rule_actions(analysis: Analysis, uri: str, by_code: dict[str, list[types.Diagnostic]],
+                  turn_off_command: str | None, can_fix_all: bool) -> list[types.CodeAction]:
+    """The menu's items about whole rules and the whole file (:mod:`.rule_actions`), for the
+    findings under the cursor: fix all, ignore in this file, turn off in settings."""
+    if not by_code:
+        return []
+    key = analysis.snapshot.key
+    actions = []
+    if can_fix_all and not analysis.snapshot.is_notebook and any(f.fixes for f in analysis.findings):
+        actions.append(types.CodeAction(
+            title="Fix all graphlife problems",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[d for diagnostics in by_code.values() for d in diagnostics],
+            data={"key": key, "uri": uri, "action": "fixAll"},
+        ))
+    for code, diagnostics in by_code.items():
+        actions.append(types.CodeAction(
+            title=f"Ignore {code} in this " + ("notebook" if analysis.snapshot.is_notebook else "file"),
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=diagnostics,
+            data={"key": key, "uri": uri, "code": code, "action": "ignoreFile"},
+        ))
+        if turn_off_command:
+            actions.append(types.CodeAction(
+                title=f"Turn off {code} in settings",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=diagnostics,
+                command=types.Command(title=f"Turn off {code} in settings", command=turn_off_command,
+                                      arguments=[code]),
+            ))
     return actions
 
 

@@ -35,6 +35,7 @@ from graphlife.lsp.linting import Linter
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import release_memory
 from graphlife.lsp.positions import client_to_char, span_to_range
+from graphlife.lsp.rule_actions import TURN_OFF_OPTION, file_ignore_edit
 from graphlife.lsp.rule_links import COMMAND_OPTION, RULE_DOCUMENTATION_REQUEST, rule_page
 from graphlife.lsp.settings import Settings, configuration_params, from_initialization_options
 
@@ -69,6 +70,8 @@ class GraphlifeServer(LanguageServer):
         self.linter = Linter(self, self.settings)
         #: The client's command that opens a rule's page (``initializationOptions``), for hover links.
         self.rule_command: str | None = None
+        #: The client's command that adds a code to ``graphlife.ignore``, for the light bulb.
+        self.turn_off_command: str | None = None
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
         """pygls' own errors (bad JSON, unknown documents) go to the log, not to a pop-up."""
@@ -173,7 +176,8 @@ def create_server() -> GraphlifeServer:
     @_guarded(server, "initialize")
     def initialize(params: types.InitializeParams) -> None:
         settings.update(from_initialization_options(params.initialization_options), "initializationOptions", "init")
-        server.rule_command = rule_command_of(params.initialization_options)
+        server.rule_command = client_command(params.initialization_options, COMMAND_OPTION)
+        server.turn_off_command = client_command(params.initialization_options, TURN_OFF_OPTION)
 
     @server.feature(types.INITIALIZED)
     @_guarded(server, "initialized")
@@ -371,7 +375,8 @@ def create_server() -> GraphlifeServer:
                 except Exception as exc:  # noqa: BLE001 - a broken fix must not hide the others
                     log_exception(server, f"computing the fixes of {finding.code}", exc)
         listed = actions_mod.list_actions(
-            analysis, segment.uri, start_pos, end_pos, params.context.only, server.workspace.position_codec, fixes
+            analysis, segment.uri, start_pos, end_pos, params.context.only, server.workspace.position_codec, fixes,
+            server.turn_off_command,
         )
         if _supports(server, "text_document", "code_action", "resolve_support"):
             return listed
@@ -402,6 +407,12 @@ def create_server() -> GraphlifeServer:
                 whole = actions_mod.whole_document_edit(analysis, fixed, codec)
                 action.edit = actions_mod.workspace_edit(analysis, whole, document_changes)
             return action
+        if kind == "ignoreFile":
+            edit = file_ignore_edit(analysis.snapshot, str(data.get("code")))
+            per_uri = actions_mod.edits_for(analysis, [edit], codec) if edit is not None else None
+            if per_uri:
+                action.edit = actions_mod.workspace_edit(analysis, per_uri, document_changes)
+            return action
         finding = actions_mod.find_finding(analysis, data)
         if finding is None:
             log(server, f"{data.get('uri')}: {data.get('code')} is no longer reported there; nothing to do",
@@ -431,9 +442,9 @@ def create_server() -> GraphlifeServer:
     return server
 
 
-def rule_command_of(options: Any) -> str | None:
-    """The client's rule-page command named in ``initializationOptions`` (:mod:`.rule_links`)."""
-    command = options.get(COMMAND_OPTION) if isinstance(options, dict) else None
+def client_command(options: Any, key: str) -> str | None:
+    """A command of the client named in ``initializationOptions`` (:mod:`.rule_links`, :mod:`.rule_actions`)."""
+    command = options.get(key) if isinstance(options, dict) else None
     return command if isinstance(command, str) and command else None
 
 
