@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from graphlife import __version__
 from graphlife.config import Config, config_for_path
+from graphlife.project.walk import walk_files
 
 if TYPE_CHECKING:
     from graphlife.lsp.notebooks import JoinedCell
@@ -26,12 +27,6 @@ if TYPE_CHECKING:
     from graphlife.project.result_cache import ResultCache
     from graphlife.project.sources import SourceCache
 
-#: Folders a folder walk never enters (virtualenvs, build output, caches, VCS).
-SKIPPED_DIRS = {
-    ".git", ".hg", ".svn", ".venv", "venv", "env", ".env", "__pycache__", "build", "dist",
-    "node_modules", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
-    ".eggs", ".ipynb_checkpoints", ".graphlife_cache",
-}
 
 
 @dataclass
@@ -65,11 +60,7 @@ def iter_python_files(paths: list[str]) -> tuple[list[str], list[str]]:
         if path.is_file() or (path.exists() and not path.is_dir()):  # a pipe or device: its read says why not
             files.append(str(path))
         elif path.is_dir():
-            for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info"))
-                # `./train.py` is `train.py`: one spelling per file, as findings in other files spell it.
-                files.extend(os.path.normpath(os.path.join(root, n)) for n in sorted(names)
-                             if n.endswith((".py", ".ipynb")))
+            files.extend(walk_files(str(path), (".py", ".ipynb")))
         else:
             missing.append(raw)
     return files, missing

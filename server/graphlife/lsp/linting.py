@@ -528,6 +528,12 @@ class Linter:
             version = next((own[uri] for own in self._own.values() if uri in own), None)
             self._send(uri, version, diagnostics)
 
+    def post(self, key: str, by_uri: dict[str, list[types.Diagnostic]]) -> None:
+        """Diagnostics of an analysis made outside the open documents (a closed file of the
+        workspace, :mod:`.workspace_scope`) under its own ``key``; ``{}`` withdraws them."""
+        for uri in self._board.post(key, by_uri) if by_uri else self._board.withdraw(key):
+            self._publish_uri(uri, always=False)
+
     def contributed(self, uri: str, path: str | None) -> list[tuple[Finding, Analysis]]:
         """The findings other documents' analyses made in the file at ``path`` (the document
         ``uri``), each with its analysis: hover explains them as it does the document's own."""

@@ -38,6 +38,7 @@ from graphlife.lsp.positions import client_to_char, span_to_range
 from graphlife.lsp.rule_actions import TURN_OFF_OPTION, file_ignore_edit
 from graphlife.lsp.rule_links import COMMAND_OPTION, RULE_DOCUMENTATION_REQUEST, rule_page
 from graphlife.lsp.settings import Settings, configuration_params, from_initialization_options
+from graphlife.lsp.workspace_scope import WorkspaceScope
 
 if TYPE_CHECKING:
     from pygls.server import ServerErrors
@@ -137,6 +138,13 @@ def create_server() -> GraphlifeServer:
     server = GraphlifeServer()
     linter = server.linter
     settings = server.settings
+    scope = WorkspaceScope(linter, lambda path: settings.option(path, "reportingScope") == "workspace")
+
+    def refresh_scope() -> None:
+        """reportingScope workspace: check the closed files of the workspace (:mod:`.workspace_scope`)."""
+        folders = [path for path in (fs_path(f.uri) for f in server.workspace.folders.values()) if path]
+        opened = [path for path in (fs_path(uri) for uri in server.workspace.text_documents) if path]
+        scope.refresh(folders, opened)
 
     def relint_all() -> None:
         for key in open_keys(server.workspace):
@@ -209,6 +217,7 @@ def create_server() -> GraphlifeServer:
         except Exception as exc:  # noqa: BLE001 - a broken engine must not stop settings and documents
             log_exception(server, "loading the checker", exc)
         relint_all()
+        refresh_scope()
         log(server, f"graphlife {__version__} language server ready", types.MessageType.Info)
 
     @server.feature(types.SHUTDOWN)
@@ -230,6 +239,9 @@ def create_server() -> GraphlifeServer:
         key = key_for(server.workspace, document.uri)
         linter.request(key, delay=0)
         edited_module(document.uri, key)  # its buffer (restored unsaved edits) now wins over the disk
+        path = fs_path(document.uri)
+        if path is not None:
+            scope.opened(path)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @_guarded(server, "didChange")
@@ -254,6 +266,9 @@ def create_server() -> GraphlifeServer:
         if key_for(server.workspace, uri) == uri:
             linter.forget(uri, [uri])
             edited_module(uri, uri)  # its importers read the file on disk now, not the buffer
+            path = fs_path(uri) if uri.endswith(".py") else None
+            if path is not None:
+                scope.closed_or_changed(path)
 
     # -- notebooks -------------------------------------------------------------------------------------
 
@@ -290,17 +305,23 @@ def create_server() -> GraphlifeServer:
         elif isinstance(params.settings, dict) and "graphlife" in params.settings:
             settings.update(params.settings["graphlife"], "didChangeConfiguration (graphlife.*)", "client")
         relint_all()
+        refresh_scope()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     @_guarded(server, "didChangeWorkspaceFolders")
     async def workspace_folders_changed(params: types.DidChangeWorkspaceFoldersParams) -> None:
         await pull_configuration()  # pygls already updated the folder list; settings are per folder
         relint_all()
+        refresh_scope()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     @_guarded(server, "didChangeWatchedFiles")
     def watched_files(params: types.DidChangeWatchedFilesParams) -> None:
         modules = [change for change in params.changes if change.uri.endswith(".py")]
+        for change in modules:
+            changed = fs_path(change.uri)
+            if changed is not None:
+                scope.closed_or_changed(changed)  # a closed file of the workspace: its own check
         created = any(change.type == types.FileChangeType.Created for change in modules)
         if created:
             # A new file may be what an import names now (it resolved to nothing, or to a file
