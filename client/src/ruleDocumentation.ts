@@ -33,7 +33,8 @@ export function registerRuleDocumentation(context: vscode.ExtensionContext, page
       wanted ??= await vscode.window.showInputBox({ title: "graphlife rule", prompt: "A rule code, e.g. GL101", validateInput: (v) => (ruleCodeOf(v) ? undefined : "A code such as GL101") });
       const normalized = wanted ? ruleCodeOf(wanted) : undefined;
       if (!normalized) return;
-      await vscode.commands.executeCommand("markdown.showPreview", vscode.Uri.parse(ruleUri(normalized)));
+      // Beside the code: the user reads the page next to the line it explains.
+      await vscode.commands.executeCommand("markdown.showPreviewToSide", vscode.Uri.parse(ruleUri(normalized)));
     }),
   );
 }

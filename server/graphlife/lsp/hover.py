@@ -1,24 +1,25 @@
 """Hover: why a finding is a bug, and the graph-lifetime story of a tensor.
 
-On a diagnostic's range the hover is short: the finding's own message once (it
-names the variables and lines), one line of what torch will do, and a link to
-the rule's whole documentation (:mod:`.rule_links`), which is a page of its own,
-not hover text. On a tensor name or a ``.backward(`` call it shows the engine's
-story at that point
+On a diagnostic's range the hover is short. The editor already shows the
+diagnostic's message (it names the variables and lines) and its related places in
+the same hover, so they are not repeated: the hover adds the rule and severity,
+one line of what torch will do, and a link to the rule's whole documentation
+(:mod:`.rule_links`), which is a page of its own, not hover text. On a tensor
+name or a ``.backward(`` call it shows the engine's story at that point
 (:func:`graphlife.analysis.stories.story_at`): whether it requires grad, where
 its graph was built, which backward consumes it, what keeps it alive.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from lsprotocol import types
 
 from graphlife.analysis.modules import ModuleProvider
 from graphlife.analysis.rule_api import Rule
 from graphlife.analysis.stories import Stories
-from graphlife.findings import Finding, Line
+from graphlife.findings import Finding
 from graphlife.lsp.linting import ISOLATE_CHARS, Analysis
 from graphlife.lsp.rule_links import documentation_link
 
@@ -33,20 +34,12 @@ def contains(finding: Finding, line: int, column: int) -> bool:
     return (line, column) <= (span.end_line, span.end_column)
 
 
-def finding_markdown(finding: Finding, user_text: Callable[[str], str] = lambda text: text,
-                     checked: str | None = None) -> str:
-    """The finding as the hover says it: code, name and severity (the severity of the squiggle,
-    after the user's overrides), the message once, its related places, and one line of what
-    torch will do. ``user_text`` fixes notebook line numbers; ``checked`` is the file whose
-    analysis made the finding: a related place in another file than the finding's names that
-    file (``line 11 of train.py``)."""
-    parts = [f"**{finding.code}** {finding.name} · {finding.severity.value}\n\n{user_text(finding.message)}"]
-    if finding.related:
-        here = finding.span.path
-        parts.append("\n".join(
-            user_text(f"- line {Line(r.span.line, r.span.path).seen_from(here, checked)}: {r.message}")
-            for r in finding.related
-        ))
+def finding_markdown(finding: Finding) -> str:
+    """The finding as the hover adds it to the diagnostic: code, name and severity (the
+    squiggle's, after the user's overrides) and one line of what torch will do. The message
+    and the related places are not repeated: the editor shows the diagnostic itself in the
+    same hover, right above this."""
+    parts = [f"**{finding.code}** {finding.name} · {finding.severity.value}"]
     rule = _rule(finding.code)
     if rule is not None and rule.doc.torch_says:
         parts.append(f"**torch:** {rule.doc.torch_says}")
@@ -82,11 +75,9 @@ def hover_markdown(analysis: Analysis, line: int, column: int,
     ``modules``: the project's modules, for the story."""
     user_text = analysis.snapshot.user_text
     under = findings_under(analysis, line, column, contributed)
-    parts = [
-        finding_markdown(f, user_text, analysis.snapshot.path) if by is analysis
-        else finding_markdown(f, checked=by.snapshot.path)
-        for f, by in under
-    ]
+    # One part per rule and place (a finding this document's analysis and an importer's both made).
+    distinct = {(f.code, f.span.line, f.span.column): f for f, _ in under}
+    parts = [finding_markdown(f) for f in distinct.values()]
     # The story re-interprets the file on a server thread; on a file big enough to be
     # checked in a child process, its parse alone would freeze the server.
     big = len(analysis.snapshot.source) > ISOLATE_CHARS
