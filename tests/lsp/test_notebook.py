@@ -154,3 +154,27 @@ async def test_ignore_action_edits_the_cell(client: LanguageClient, workdir):
     (edit,) = changes[0].edits
     assert edit.range.start == types.Position(line=2, character=len("loss.backward()"))
     assert edit.new_text == "  # graphlife: ignore[GL101]"
+
+
+async def test_ignore_in_this_notebook_writes_the_comment_in_the_first_code_cell(client: LanguageClient, workdir):
+    """The notebook's cells are one program: a file-level comment in any cell covers them all."""
+    await initialize(client)
+    _, cells = _open(client, workdir)
+    last = await wait_for_publish(client, cells[3], version=1)
+    diagnostic = next(d for d in last.diagnostics if d.code == "GL101")
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=cells[3]),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    titles = [a.title for a in actions]
+    assert "Fix all graphlife problems" not in titles  # fix-all rewrites a file, not cells
+    ignore = next(a for a in actions if a.title == "Ignore GL101 in this notebook")
+    resolved = await client.code_action_resolve_async(ignore)
+    changes = resolved.edit.document_changes
+    assert [c.text_document.uri for c in changes] == [cells[0]]
+    (edit,) = changes[0].edits
+    assert edit.range.start == types.Position(line=0, character=0)
+    assert edit.new_text == "# graphlife: ignore-file[GL101]\n"
