@@ -301,8 +301,15 @@ async function main() {
       { timeout: 20_000 },
     );
     await page.keyboard.press("Escape");
-    await runCommand("View: Close Editor");  // the page opened beside the code; train.py stays
+    await preview.first().click({ button: "middle" }); // closes that tab, whichever group has the focus
+    await preview.first().waitFor({ state: "detached", timeout: 10_000 });
+    if ((await page.locator(".tab", { hasText: "train.py" }).count()) === 0) {
+      // A preview-mode editor (opened with a single click) gives its place to the page: open it again.
+      await page.locator(".explorer-folders-view .monaco-list-row", { hasText: "train.py" }).dblclick();
+    }
     await page.locator(".tab", { hasText: "train.py" }).first().click();
+    // Its squiggles are back (the GL101 one is on screen; GL103's may be below the Problems panel).
+    await page.waitForFunction(() => document.querySelectorAll(".monaco-editor .squiggly-error").length >= 1, null, { timeout: 30_000 });
     await page.mouse.move(5, 790);
   });
 
@@ -409,6 +416,9 @@ async function main() {
       null,
       { timeout: 30_000 },
     );
+    // The next steps need a Python file open (a reload activates graphlife through it).
+    await page.locator(".explorer-folders-view .monaco-list-row", { hasText: "train.py" }).dblclick();
+    await page.locator(".tab", { hasText: "train.py" }).first().waitFor({ state: "visible", timeout: 20_000 });
   }, { fatal: false });
 
   await step("graphlife.ignore in the workspace settings takes GL101 away without a restart; trace.server traces", async () => {
