@@ -41,6 +41,7 @@ import {
   initializationOptions,
   launchKey,
   planConfigurationChange,
+  restrictedModeMessage,
   type ServerSettings,
   serverSettings,
   shouldNotify,
@@ -227,13 +228,9 @@ export class ServerManager implements vscode.Disposable {
    * (it names a program to run); say so once, or the user wonders why it has no effect.
    */
   private sayWhenRestricted(): void {
-    if (vscode.workspace.isTrusted) return;
-    const inspected = vscode.workspace.getConfiguration("graphlife").inspect("interpreter");
-    const ignored = [inspected?.workspaceValue, inspected?.workspaceFolderValue].some((v) => (Array.isArray(v) ? v.length > 0 : v !== undefined && v !== ""));
-    if (!ignored) return;
-    const message =
-      `Restricted Mode: graphlife ignored graphlife.interpreter from this workspace's settings (${JSON.stringify(inspected?.workspaceValue ?? inspected?.workspaceFolderValue)}) ` +
-      "and runs on another Python. Trust the workspace to use it, or set graphlife.interpreter in your user settings.";
+    const config = vscode.workspace.getConfiguration("graphlife");
+    const message = restrictedModeMessage(vscode.workspace.isTrusted, (key) => config.inspect(key));
+    if (!message) return;
     this.log.warn(message);
     if (this.reportedProblems.has(message)) return;
     this.reportedProblems.add(message);
@@ -274,6 +271,7 @@ export class ServerManager implements vscode.Disposable {
     const resource = this.defaultResource();
     const chosen = this.clientSettings(resource);
     this.startedWith = launchKey(chosen);
+    this.sayWhenRestricted();
     if (chosen.path.length > 0) {
       // graphlife.path: the user's own graphlife executable; no interpreter to resolve.
       const launch = pathLaunch(chosen.path, chosen.args, process.env);
@@ -281,7 +279,6 @@ export class ServerManager implements vscode.Disposable {
       await this.launch(launch, resource, undefined);
       return;
     }
-    this.sayWhenRestricted();
     const { choice, probe } = await this.resolveInterpreter(resource);
     if (!probe.found) {
       const source = choice.candidates[0]?.source ?? "path";

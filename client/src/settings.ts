@@ -254,3 +254,27 @@ export async function planConfigurationChange(
   const restart = change?.kind === "restart" || relaunch;
   return { restart, relaunch, push: kind.server && !restart, change };
 }
+
+/**
+ * What to say in Restricted Mode when the workspace's settings name a program to run
+ * (graphlife.interpreter, graphlife.path) that VS Code therefore ignores; undefined when
+ * the workspace is trusted or names none. `inspect` is `config.inspect(key)`.
+ */
+export function restrictedModeMessage(
+  trusted: boolean,
+  inspect: (key: string) => { workspaceValue?: unknown; workspaceFolderValue?: unknown } | undefined,
+): string | undefined {
+  if (trusted) return undefined;
+  const named = (value: unknown) => (Array.isArray(value) ? value.length > 0 : value !== undefined && value !== null && value !== "");
+  const ignored: string[] = [];
+  for (const key of ["interpreter", "path"]) {
+    const inspected = inspect(key);
+    const value = named(inspected?.workspaceValue) ? inspected?.workspaceValue : inspected?.workspaceFolderValue;
+    if (named(value)) ignored.push(`graphlife.${key} (${JSON.stringify(value)})`);
+  }
+  if (ignored.length === 0) return undefined;
+  return (
+    `Restricted Mode: graphlife ignored ${ignored.join(" and ")} from this workspace's settings and runs the server another way. ` +
+    "Trust the workspace to use them, or set them in your user settings."
+  );
+}

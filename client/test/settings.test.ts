@@ -8,6 +8,7 @@ import {
   DEFAULT_CLIENT_SETTINGS,
   DEFAULT_SETTINGS,
   initializationOptions,
+  restrictedModeMessage,
   serverSettings,
   shouldNotify,
 } from "../src/settings";
@@ -124,4 +125,14 @@ test("notifications: errors unless off, warnings from onWarning, everything with
   assert.equal(shouldNotify("onWarning", "info"), false);
   assert.equal(shouldNotify("always", "info"), true);
   assert.equal(shouldNotify("off", "error"), false);
+});
+
+test("Restricted Mode says which workspace settings were ignored, and only then", () => {
+  const inspect = (values: Record<string, unknown>) => (key: string) => ({ workspaceValue: values[key] });
+  assert.equal(restrictedModeMessage(true, inspect({ interpreter: ["/ws/.venv/bin/python"] })), undefined);
+  assert.equal(restrictedModeMessage(false, inspect({ interpreter: [] })), undefined);
+  const message = restrictedModeMessage(false, inspect({ interpreter: ["/ws/.venv/bin/python"], path: ["/ws/bin/graphlife"] })) ?? "";
+  assert.match(message, /^Restricted Mode: graphlife ignored graphlife\.interpreter \(\["\/ws\/\.venv\/bin\/python"\]\) and graphlife\.path/);
+  const folder = restrictedModeMessage(false, () => ({ workspaceFolderValue: ["/ws/py"] })) ?? "";
+  assert.match(folder, /graphlife\.interpreter/);
 });
