@@ -142,7 +142,10 @@ def list_actions(
                         data={**base, "action": "ignore"},
                     )
                 )
-        actions.extend(_rule_actions(analysis, uri, by_code, turn_off_command, fix_source is not None))
+        # "Fix all" where a fix exists for a finding under the cursor (a recipe that does not apply
+        # to this code makes no fix, and the whole-file fix would then change nothing there).
+        fixable_here = any(fixes.get((f.code, f.span)) for f in findings_in(analysis, start, end))
+        actions.extend(_rule_actions(analysis, uri, by_code, turn_off_command, fix_source is not None and fixable_here))
     if (
         fix_source is not None
         and not analysis.snapshot.is_notebook
@@ -168,7 +171,7 @@ def _rule_actions(analysis: Analysis, uri: str, by_code: dict[str, list[types.Di
         return []
     key = analysis.snapshot.key
     actions = []
-    if can_fix_all and not analysis.snapshot.is_notebook and any(f.fixes for f in analysis.findings):
+    if can_fix_all and not analysis.snapshot.is_notebook:
         actions.append(types.CodeAction(
             title="Fix all graphlife problems",
             kind=types.CodeActionKind.QuickFix,
