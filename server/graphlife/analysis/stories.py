@@ -54,18 +54,18 @@ class Stories:
         self.modules = modules
         self.path = path
         self.time_budget = time_budget
-        self._parsed: tuple[ast.Module | None, list[str]] | None = None
+        self._parsed: tuple[ast.Module | None, list[str], dict[int, list[ast.AST]]] | None = None
         self._told: dict[tuple[int, int, int, int], str | None] = {}
 
     def at(self, line: int, column: int) -> str | None:
         """The story at a 1-based position (see :func:`story_at`)."""
         if self._parsed is None:
             tree, _ = parse_tolerant(self.source)
-            self._parsed = (tree, self.source.splitlines())
-        tree, lines = self._parsed
+            self._parsed = (tree, self.source.splitlines(), _candidates_by_line(tree) if tree is not None else {})
+        tree, lines, by_line = self._parsed
         if tree is None:
             return None
-        target = _node_at(tree, lines, line, column)
+        target = _node_at(by_line.get(line, ()), lines, line, column)
         if target is None:
             return None
         key = (getattr(target, "lineno", 0), getattr(target, "col_offset", 0),
@@ -86,11 +86,26 @@ class Stories:
 # -- finding the expression under the cursor ----------------------------------------------------
 
 
-def _node_at(tree: ast.Module, lines: list[str], line: int, column: int) -> ast.AST | None:
-    """The innermost name / attribute chain, or a `.backward(...)` call whose name is under the cursor."""
+def _candidates_by_line(tree: ast.Module) -> dict[int, list[ast.AST]]:
+    """The nodes a cursor can select, by the line where the cursor must be: names and attribute
+    chains on one line, and `.backward(` calls by the line of the word `backward`."""
+    by_line: dict[int, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "backward" and func.end_lineno is not None:
+                by_line.setdefault(func.end_lineno, []).append(node)
+        elif isinstance(node, (ast.Name, ast.Attribute)) and node.lineno == node.end_lineno:
+            by_line.setdefault(node.lineno, []).append(node)
+    return by_line
+
+
+def _node_at(tree: ast.Module | Iterable[ast.AST], lines: list[str], line: int, column: int) -> ast.AST | None:
+    """The innermost name / attribute chain, or a `.backward(...)` call whose name is under the
+    cursor, among the nodes of ``tree`` (or the candidate nodes given)."""
     best: ast.AST | None = None
     best_size = 0
-    for node in ast.walk(tree):
+    for node in (ast.walk(tree) if isinstance(tree, ast.AST) else tree):
         if not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             continue
         if isinstance(node, ast.Call):
