@@ -171,9 +171,6 @@ KNOWN_MISSES: dict[str, str] = {
         "so the gradients may be untouched",
     "GL302/bad_gan_generator_never_zeroed.py":
         "the optimizers live in a dict comprehension keyed by name; which parameters each one steps is unknown",
-    "GL302/bad_policy_gradient_episodes.py":
-        "the episode's loss is built from a list of log-probs of a torch.distributions object, "
-        "which the engine does not model",
     "GL304/bad_multitask_sum_unscaled.py":
         "the step guard's optimizer and the backward's parameters are not matched through the dict-returning model",
 }

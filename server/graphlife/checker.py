@@ -20,6 +20,7 @@ from graphlife.config import Config
 from graphlife.file_ignores import FileIgnores, file_ignores
 from graphlife.findings import Finding
 from graphlife.project.limits import MAX_SOURCE_BYTES
+from graphlife.text_lines import source_lines
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -128,7 +129,7 @@ def run_checks(
     if unit_cache is not None:
         unit_cache.begin_rules(tuple(rule.code for rule in rules))
     deadline = time.monotonic() + time_budget
-    lines = source.splitlines()
+    lines = source_lines(source)
     findings, engine_notes = analyze_module(tree, source, rules, deadline=deadline, index=index, unit_cache=unit_cache,
                                             lines=lines, modules=modules, path=path)
     result.notes.extend(engine_notes)

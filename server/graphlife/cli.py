@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 from graphlife import __version__
 from graphlife.config import Config, config_for_path
 from graphlife.project.walk import walk_files
+from graphlife.text_lines import source_lines, source_lines_keepends
 
 if TYPE_CHECKING:
     from graphlife.lsp.notebooks import JoinedCell
@@ -97,7 +98,7 @@ def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool]) ->
     report.notes.extend(config.problems)
     modules = project_modules(path, config, _shared_sources())
     result = check_source(source, path, config, modules=modules)
-    report.lines = source.splitlines()
+    report.lines = source_lines(source)
     report.findings = [f.to_json(path) for f in result.findings]
     for other in {f.span.path for f in result.findings} - {None}:
         report.other_lines[str(other)] = modules.lines_of(str(other)) or []
@@ -159,7 +160,7 @@ def _cached_report(path: str, source: str, config: Config) -> FileReport | None:
         return None
     try:
         kept = {name: hit.payload[name] for name in _CACHED_FIELDS}
-        report = FileReport(path=path, lines=source.splitlines(), **kept)
+        report = FileReport(path=path, lines=source_lines(source), **kept)
         errors = kept["syntax_errors"]
         report.syntax_errors = [(int(line), int(column), str(message)) for line, column, message in errors]
     except (KeyError, TypeError, ValueError):
@@ -256,7 +257,7 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
         cell = segment_for_line(line)
         return (cell.number, line - cell.line_offset) if cell is not None else (1, line)
 
-    report.lines = source.splitlines()
+    report.lines = source_lines(source)
     for finding in result.findings:
         data = finding.to_json(path)
         data["message"] = cell_relative_lines(data["message"], segment_for_line)  # "line 48" -> "line 3 (cell 6)"
@@ -414,8 +415,8 @@ def _apply_fixes(reports: list[FileReport], mode: str) -> bool:
         if mode == "diff":
             sys.stdout.writelines(
                 difflib.unified_diff(
-                    report.original_source.splitlines(keepends=True),
-                    report.fixed_source.splitlines(keepends=True),
+                    source_lines_keepends(report.original_source),
+                    source_lines_keepends(report.fixed_source),
                     fromfile=report.path,
                     tofile=report.path,
                 )

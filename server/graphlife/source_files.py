@@ -18,14 +18,13 @@ thing the tool must never damage. So:
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import stat
 import tempfile
-import tokenize
 from dataclasses import dataclass
 
 from graphlife.project.limits import MAX_SOURCE_BYTES
+from graphlife.text_lines import detect_encoding
 
 
 class SourceError(ValueError):
@@ -61,7 +60,7 @@ def read_source_file(path: str) -> SourceText:
     if b"\x00" in data:
         raise SourceError("binary file (NUL bytes)")
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # reads two lines at most
+        encoding = detect_encoding(data)
         return SourceText(data.decode(encoding), encoding)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         raise SourceError(f"not valid text in its declared encoding: {exc}") from exc

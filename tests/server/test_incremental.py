@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from graphlife.analysis.blocks import BlockParser, block_starts, source_lines
+from graphlife.analysis.blocks import BlockParser, block_starts
 from graphlife.checker import check_source
 from graphlife.config import Config
 from graphlife.incremental import IncrementalChecker
+from graphlife.text_lines import source_lines_keepends
 from tests.fixturelib import FIXTURES_DIR, fixture_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +91,7 @@ def _edits(source: str, seed: int) -> list[str]:
                 lines[index] += " + 0" if not lines[index].rstrip().endswith(")") else ".detach()"
         elif kind == 6:  # the last top-level block moved to the top (after the imports)
             text = "\n".join(lines)
-            starts = block_starts(source_lines(text))
+            starts = block_starts(source_lines_keepends(text))
             if len(starts) > 3:
                 first_code = starts[1]
                 last = starts[-1]

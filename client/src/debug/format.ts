@@ -16,6 +16,13 @@ export function formatShape(shape: number[] | null | undefined): string {
   return shape ? `[${shape.join(", ")}]` : "?";
 }
 
+/** A gradient's norm for the tree: " |1.500|", " |inf|" or " |nan|" (the probe sends a
+ * non-finite norm as a string, strict JSON has no Infinity or NaN), "" when unknown. */
+export function formatNorm(norm: number | string | null | undefined): string {
+  if (norm === null || norm === undefined) return "";
+  return typeof norm === "number" ? ` |${norm.toPrecision(4)}|` : ` |${norm}|`;
+}
+
 /** The first sentence of a torch message (its hints are long). */
 export function firstSentence(message: string): string {
   return message.split(" Hint:")[0].split(". Saved intermediate")[0];

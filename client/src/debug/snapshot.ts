@@ -51,7 +51,8 @@ export interface TensorRecord {
   is_leaf: boolean;
   grad_fn: string | null;
   version: number | null;
-  grad: { shape: number[] | null; norm: number | null } | null;
+  /** The norm is "inf", "-inf" or "nan" when it is not finite (strict JSON has no such numbers). */
+  grad: { shape: number[] | null; norm: number | string | null } | null;
   retains_grad: boolean;
   is_inference: boolean;
   is_parameter: boolean;

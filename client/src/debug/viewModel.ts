@@ -2,7 +2,7 @@
 // No `vscode` import, so node's test runner checks it from a recorded snapshot;
 // treeProvider.ts only maps these rows to TreeItems.
 
-import { firstSentence, formatBytes, formatShape } from "./format";
+import { firstSentence, formatBytes, formatNorm, formatShape } from "./format";
 import type { ContainerRecord, SavedRecord, Snapshot, TensorRecord } from "./snapshot";
 
 export type RowIcon =
@@ -89,7 +89,7 @@ export function tensorRow(t: TensorRecord, onCurrentLine = false): Row {
     if (g.saved_count > SAVED_LISTED) children.push(detail(`${id}/more`, `… ${g.saved_count - SAVED_LISTED} more saved tensors`));
   }
   if (t.grad) {
-    const norm = t.grad.norm === null ? "" : ` |${t.grad.norm.toPrecision(4)}|`;
+    const norm = formatNorm(t.grad.norm);
     children.push(detail(`${id}/grad`, `.grad${norm}`, formatShape(t.grad.shape)));
   }
   if (t.aliases.length) children.push(detail(`${id}/aliases`, "also named", t.aliases.join(", ")));

@@ -139,3 +139,13 @@ test("the tensors the stopped line names come first after the failing ones, mark
   assert.ok(namedOnLine("x", "y = x + 1"));
   assert.equal(rootName("d['k'][0]"), "d");
 });
+
+test("a gradient whose norm is infinite or NaN (sent as a string: strict JSON) shows it", () => {
+  const snap = parseSnapshot(snapshotText());
+  const [first, second] = snap.tensors;
+  first.grad = { shape: [2], norm: "inf" };
+  second.grad = { shape: [2], norm: "nan" };
+  const rows = buildRows(snap);
+  assert.equal(find(rows, `tensor/${first.name}/grad`)?.label, ".grad |inf|");
+  assert.equal(find(rows, `tensor/${second.name}/grad`)?.label, ".grad |nan|");
+});

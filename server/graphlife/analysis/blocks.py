@@ -25,22 +25,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from graphlife.analysis.tree_index import TreeIndex
+from graphlife.text_lines import source_lines_keepends
 
 if TYPE_CHECKING:
     from graphlife.analysis.regions import Region
 
-_NEWLINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-#: Characters ``str.splitlines`` breaks at but Python's tokenizer does not.
-_EXTRA_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 _NOT_A_START = " \t\r\n\x0c#)]}"
-
-
-def source_lines(source: str) -> list[str]:
-    """The lines of ``source`` with their endings, split where the Python tokenizer splits."""
-    if not any(char in source for char in _EXTRA_BREAKS):
-        return source.splitlines(keepends=True)
-    return _NEWLINES.findall(source)
 
 
 def _triple_quote_state(line: str, open_quote: str | None) -> str | None:
@@ -100,7 +91,7 @@ class Block:
         self.statements = statements
         self.index = index
         self.error = error
-        self.line_count = len(source_lines(text))
+        self.line_count = len(source_lines_keepends(text))
         #: Its regions, kept by :class:`graphlife.analysis.regions.RegionMap` while the block lives.
         self.regions: list[Region] | None = None
 
@@ -151,7 +142,7 @@ class BlockParser:
         self._pool: dict[str, list[Block]] = {}
 
     def parse(self, source: str) -> ParsedFile:
-        lines = source_lines(source)
+        lines = source_lines_keepends(source)
         starts = block_starts(lines)
         bounds = list(zip(starts, [*starts[1:], len(lines)]))
         blocks = [self._block("".join(lines[first:end]), first + 1) for first, end in bounds if end > first]

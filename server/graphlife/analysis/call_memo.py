@@ -35,6 +35,7 @@ from graphlife.analysis.engine_api import EngineParts
 from graphlife.analysis.state import State
 from graphlife.analysis.values import (
     BoundMethod,
+    Callbacks,
     FunctionRef,
     HeapObject,
     HeapRef,
@@ -80,7 +81,8 @@ class CallMemo:
     def call(self, interp: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
              site: ast.AST) -> Value:
         """Inline ``func`` (``Interpreter.inline_call``), or replay an identical pure call."""
-        if not ENABLED or interp.watch is not None or interp.is_generator(func.node) or not _simple_defaults(func.node):
+        if (not ENABLED or interp.watch is not None or interp.is_generator(func.node) or func.closure
+                or not _simple_defaults(func.node)):
             return interp.inline_call(func, args, kwargs, state, site)
         key = _key(interp, func, state)
         local = interp.local_names(func.node)
@@ -141,7 +143,7 @@ def _key(interp: EngineParts, func: FunctionRef, state: State) -> tuple[object, 
     where it is an object of this analysis: the graph store, the definitions table)."""
     run = interp.run_state
     return (
-        func.key, tuple(run.call_stack), state.grad_enabled, state.inference_mode, state.grad_assumed,
+        func.key, tuple(run.call_stack), state.escaped, state.grad_enabled, state.inference_mode, state.grad_assumed,
         run.create_graph_seen, run.emitting, run.in_loop(), len(run.loop_stack),
         id(run.graph), id(run.globals), len(run.globals),
     )
@@ -168,7 +170,7 @@ def _same_heap(before: Mapping[int, HeapObject], after: Mapping[int, HeapObject]
 
 
 #: The state's facts about tensors (versions, gradients, freed graphs): a pure call leaves them.
-_FACT_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed")
+_FACT_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed", "escaped")
 
 
 def _maps(state: State) -> tuple[object, ...]:
@@ -222,7 +224,7 @@ def _replay(interp: EngineParts, entry: MemoEntry, state: State) -> Value:
 
 
 #: The values that may lead to heap objects (a tensor through the module that owns it).
-_LEADING = frozenset({HeapRef, TupleVal, ValuesIndices, FunctionRef, BoundMethod, TensorVal})
+_LEADING = frozenset({HeapRef, TupleVal, ValuesIndices, FunctionRef, BoundMethod, TensorVal, Callbacks})
 
 
 def _reachable(values: list[Value], heap: Mapping[int, HeapObject]) -> tuple[tuple[int, HeapObject], ...]:
@@ -248,6 +250,9 @@ def _reachable(values: list[Value], heap: Mapping[int, HeapObject]) -> tuple[tup
         elif isinstance(value, FunctionRef):
             if value.bound_self is not None and type(value.bound_self) in _LEADING:
                 stack.append(value.bound_self)
+            stack.extend(held for _, held in value.closure if type(held) in _LEADING)
+        elif isinstance(value, Callbacks):
+            stack.extend(value.items)
         elif isinstance(value, BoundMethod):
             if type(value.receiver) in _LEADING:
                 stack.append(value.receiver)

@@ -100,7 +100,8 @@ class TorchEngine(Protocol):
         """``ref.extend(values)`` on the heap."""
         ...
 
-    def maybe_store(self, state: State, ref: HeapRef, value: Value, target: str, kind: str) -> None:
+    def maybe_store(self, state: State, ref: HeapRef, value: Value, target: str, kind: str, *,
+                    same_slot: bool = False) -> None:
         """A store event when a tensor with a graph goes into an object that outlives the iteration."""
         ...
 
@@ -110,6 +111,40 @@ class TorchEngine(Protocol):
 
     def note_opaque_call(self, call: ast.Call, args: list[Value], state: State) -> None:
         """A call the engine cannot follow is given these values (the rules hear of their graphs)."""
+        ...
+
+    def escape(self, values: list[Value], state: State, *, later: bool = True) -> None:
+        """The functions among ``values`` are handed to code the engine does not follow."""
+        ...
+
+    def run_escaped(self, state: State) -> None:
+        """Code the engine does not see runs here: escaped functions may run (their writes are weakened)."""
+        ...
+
+    def unseen_call(self, values: list[Value], state: State, receiver: Value | None = None) -> None:
+        """A call the engine cannot follow is given ``values`` (and called on ``receiver``)."""
+        ...
+
+    def register_module_hook(self, module: HeapRef, method: str, args: list[Value], state: State,
+                             site: ast.AST) -> Value:
+        """``module.register_forward_hook(fn)`` and the like: the handle."""
+        ...
+
+    def ctx_method(self, ctx: HeapRef, name: str, args: list[Value], call: ast.Call, state: State) -> Value:
+        """A method of an autograd Function's ``ctx`` (``save_for_backward``)."""
+        ...
+
+    def remove_hook(self, handle: HeapRef, state: State) -> Value:
+        """``handle.remove()`` of a hook handle."""
+        ...
+
+    def run_pre_hooks(self, module: HeapRef, args: list[Value], state: State, site: ast.AST) -> list[Value]:
+        """The module's forward pre-hooks: the arguments its forward gets."""
+        ...
+
+    def run_forward_hooks(self, module: HeapRef, args: list[Value], output: Value, state: State,
+                          site: ast.AST) -> Value:
+        """The module's forward hooks: the output its caller gets."""
         ...
 
     def find_method(self, ref: ClassRef, name: str, state: State,
@@ -207,6 +242,20 @@ class EngineParts(TorchEngine, Protocol):
 
     def assign(self, target: ast.expr, value: Value, state: State, value_expr: ast.expr | None) -> None:
         """Bind ``value`` to an assignment target (name, unpacking, attribute, item)."""
+        ...
+
+    def apply_autograd_function(self, ref: ClassRef, args: list[Value], kwargs: dict[str, Value], state: State,
+                                call: ast.Call) -> Value:
+        """``Fn.apply(*args)`` of an autograd Function of the project."""
+        ...
+
+    def lambda_function(self, expr: ast.Lambda, state: State) -> FunctionRef:
+        """A lambda as a function (made once per lambda), with its closure."""
+        ...
+
+    def closure_of(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+                   state: State) -> tuple[tuple[str, Value], ...]:
+        """The values of the enclosing function's names that a nested function reads."""
         ...
 
     def class_ref(self, node: ast.ClassDef, state: State) -> ClassRef:

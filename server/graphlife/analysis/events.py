@@ -127,6 +127,9 @@ class StoreEvent(Event):
     target: str  # how the place is written: `losses`, `history["loss"]`, `self.last`, `total`
     kind: str  # "append" | "setitem" | "attribute" | "accumulate"
     whole: Value | None = None  # the stored value itself (a tensor, or a tuple holding one)
+    #: The store replaces what one slot held (an item whose key has one known value): one graph
+    #: is kept, not one per iteration.
+    same_slot: bool = False
 
 
 @dataclass

@@ -21,6 +21,8 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis.engine.assignment import Assignment
+from graphlife.analysis.engine.autograd_functions import AutogradFunctionParts
+from graphlife.analysis.engine.callbacks import CallbackParts
 from graphlife.analysis.engine.calls import Calls
 from graphlife.analysis.engine.expressions import Expressions
 from graphlife.analysis.engine.heap import Heap
@@ -34,11 +36,13 @@ from graphlife.analysis.modules import ModuleProvider
 from graphlife.analysis.rule_api import ModuleContext, Reporter, Rule
 from graphlife.analysis.tree_index import TreeIndex
 from graphlife.findings import Finding
+from graphlife.text_lines import source_lines
 
 __all__ = ["Interpreter", "Timeout", "analyze_module", "release_tree"]
 
 
-class Interpreter(Units, Statements, Imports, Assignment, Loops, Iterations, Expressions, Calls, Heap):
+class Interpreter(Units, Statements, Imports, Assignment, Loops, Iterations, Expressions, Calls, CallbackParts,
+                  AutogradFunctionParts, Heap):
     """Interprets one file's units and dispatches events to rule hooks (see the parts' modules)."""
 
 
@@ -55,7 +59,7 @@ def analyze_module(
     (:mod:`graphlife.analysis.modules`; without it they are unknown values); findings in
     their code name their file (``Span.path``). ``path`` is the file's own."""
     reporter = Reporter(checked_path=path)
-    lines = lines if lines is not None else source.splitlines()
+    lines = lines if lines is not None else source_lines(source)
     notes: list[str] = []
     whole_file = index is None
     if whole_file:  # a full check: one walk of the file, shared with the rules that need one

@@ -86,7 +86,7 @@ def holds_no_graph(value: Value) -> bool:
     if isinstance(value, TupleVal):
         return all(holds_no_graph(item) for item in value.items)
     if isinstance(value, FunctionRef):
-        return value.bound_self is None
+        return value.bound_self is None and all(holds_no_graph(held) for _, held in value.closure)
     return False
 
 

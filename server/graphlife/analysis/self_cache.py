@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from graphlife.analysis.engine_api import EngineParts, Timeout
 from graphlife.analysis.state import State
+from graphlife.analysis.unseen_writes import AttributeWrites, attribute_writes, weaken_object
 from graphlife.analysis.values import UNKNOWN, ClassRef, HeapRef, Value
 
 #: What one ``self`` is built for: the class (and what its bases make it), the name of the first
@@ -62,18 +63,30 @@ class SelfCache:
 
     def __init__(self) -> None:
         self.built: dict[SelfKey, BuiltSelf] = {}
+        self._writes: dict[int, AttributeWrites] = {}
+
+    def writes_in(self, tree: ast.Module) -> AttributeWrites:
+        """The attribute writes of a module outside the ``__init__`` that builds an object (once per tree)."""
+        found = self._writes.get(id(tree))
+        if found is None:
+            found = self._writes[id(tree)] = attribute_writes(tree)
+        return found
 
     def entry_state(self, interp: EngineParts, ref: ClassRef, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str,
                     state: State) -> tuple[State, Value]:
         """The state a method starts from once its first parameter ``param`` is bound to a new
         instance of ``ref`` (``state`` holds the module's names and ``param`` unknown), and
         that instance (unknown when ``__init__`` could not be interpreted)."""
+        writes = self.writes_in(interp.entry.tree)
         if not ENABLED or interp.watch is not None:
-            return state, build_instance(interp, ref, func, state)
+            value = build_instance(interp, ref, func, state)
+            if isinstance(value, HeapRef):
+                _weaken_written_elsewhere(interp, writes, value, state)
+            return state, value
         key: SelfKey = (ref.key, ref.is_module, ref.is_autograd_function, param, interp.run_state.create_graph_seen)
         built = self.built.get(key)
         if built is None:
-            built = self.built[key] = _build(interp, ref, func, state)
+            built = self.built[key] = _build(interp, ref, func, state, writes)
         else:
             _redo_effects(interp, built)
         out = built.state.copy()
@@ -98,7 +111,7 @@ def build_instance(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: St
         stack.pop()
 
 
-def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State) -> BuiltSelf:
+def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State, writes: AttributeWrites) -> BuiltSelf:
     run = interp.run_state
     outer_touched, outer_inlined, outer_ends = run.touched, run.unit_inlined, run.path_ends
     outer_foreign = run.foreign_steps  # a `self` has a budget of its own: built once, whichever unit asks
@@ -108,6 +121,8 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State) -> 
     run.touched, run.unit_inlined, run.path_ends, run.foreign_steps = touched, inlined, False, 0
     try:
         value = build_instance(interp, ref, func, state)
+        if isinstance(value, HeapRef):
+            _weaken_written_elsewhere(interp, writes, value, state)
         built = BuiltSelf(
             state=state.copy(), value=value, touched=touched, inlined=inlined,
             zeroed_added={key: stmt for key, stmt in run.zeroed_after.items() if zeroed_before.get(key) is not stmt},
@@ -119,6 +134,16 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State) -> 
         run.foreign_steps = outer_foreign
     _merge_reads(interp, touched, inlined)
     return built
+
+
+def _weaken_written_elsewhere(interp: EngineParts, writes: AttributeWrites, instance: HeapRef, state: State) -> None:
+    """A method analyzed alone may run after any other code of the file: each attribute that
+    code assigns outside ``__init__`` may hold something else than what ``__init__`` made (a
+    ``set()`` method, a forward hook writing ``self.features``). What they hold is weakened
+    (:mod:`graphlife.analysis.unseen_writes`), and the code that writes them is read."""
+    for site in writes.sites:
+        interp.touch(site)
+    weaken_object(state, instance.oid, writes)
 
 
 def _redo_effects(interp: EngineParts, built: BuiltSelf) -> None:

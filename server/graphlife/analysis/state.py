@@ -111,6 +111,11 @@ class State:
     #: Gradients are on only by assumption: a function analyzed alone, before anything in it
     #: sets the mode. Its callers may run it under ``no_grad``.
     grad_assumed: bool = False
+    #: Functions handed to code the engine does not follow (a hook registered where the engine
+    #: cannot run it, a callback given to a library): they may run at any later call the engine
+    #: cannot see into, at a module's call and at a backward (:mod:`graphlife.analysis.engine.callbacks`).
+    #: Joins keep every path's.
+    escaped: frozenset[Value] = frozenset()
     #: Which of the maps in ``SHARED_MAPS`` this state shares with another one (copy on write).
     shared: set[str] = field(default_factory=set, repr=False, compare=False)
 
@@ -233,6 +238,7 @@ class State:
             inference_mode=join_tri(self.inference_mode, other.inference_mode),
             reachable=True,
             grad_assumed=self.grad_assumed or other.grad_assumed,
+            escaped=self.escaped | other.escaped if self.escaped is not other.escaped else self.escaped,
             shared=set(SHARED_MAPS),  # the maps above may be self's
         )
         return out

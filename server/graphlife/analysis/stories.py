@@ -23,6 +23,7 @@ from graphlife.analysis.positions import byte_to_char_column
 from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.values import TensorVal, TupleVal, Value
 from graphlife.findings import Line
+from graphlife.text_lines import source_lines
 
 if TYPE_CHECKING:
     from graphlife.analysis.modules import ModuleProvider
@@ -61,7 +62,7 @@ class Stories:
         """The story at a 1-based position (see :func:`story_at`)."""
         if self._parsed is None:
             tree, _ = parse_tolerant(self.source)
-            self._parsed = (tree, self.source.splitlines(), _candidates_by_line(tree) if tree is not None else {})
+            self._parsed = (tree, source_lines(self.source), _candidates_by_line(tree) if tree is not None else {})
         tree, lines, by_line = self._parsed
         if tree is None:
             return None

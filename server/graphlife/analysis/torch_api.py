@@ -14,7 +14,7 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import optable
+from graphlife.analysis import distributions, optable
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
@@ -27,6 +27,7 @@ from graphlife.analysis.events import (
     ZeroGradEvent,
 )
 from graphlife.analysis.state import SavedRef, State
+from graphlife.analysis.unseen_writes import MUTATING_METHODS, weaken_object
 from graphlife.analysis.values import (
     NONE,
     UNKNOWN,
@@ -557,6 +558,10 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         if isinstance(fn, HeapRef):
             return call_object(interp, state, fn, args[1:], {}, call)
         return UNKNOWN
+    if distributions.is_distribution_class(name):
+        return distributions.make_distribution(interp, state, name, args, kwargs, call)
+    if distributions.is_kl_divergence(name):
+        return kl_divergence(interp, state, args, call)
     if name.startswith("torch.nn.") and short[:1].isupper() and not name.startswith("torch.nn.functional"):
         return make_module(interp, state, f"nn.{short}", args, kwargs, call)
     if name.startswith("torch.") and short in FACTORIES:
@@ -883,11 +888,27 @@ def call_object(interp: TorchEngine, state: State, ref: HeapRef, args: list[Valu
         return UNKNOWN
     if obj.kind == "module":
         return call_module(interp, state, ref, args, kwargs, call)
+    if obj.class_ref is not None:
+        method = interp.find_method(obj.class_ref, "__call__", state)
+        if method is not None:  # an instance of a class of the project with `__call__`
+            return interp.call_function(FunctionRef(node=method, key=id(method), bound_self=ref), args, kwargs,
+                                        state, call)
+    interp.unseen_call([*args, *kwargs.values()], state, receiver=ref)
     return UNKNOWN
 
 
 def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value], kwargs: dict[str, Value],
                 call: ast.Call, *, via_container: bool = False) -> Value:
+    """Call a module as torch does: its forward pre-hooks, its forward, its forward hooks (and any
+    function that escaped the engine may run meanwhile: it may be one of this module's hooks)."""
+    interp.run_escaped(state)
+    args = interp.run_pre_hooks(ref, args, state, call)
+    output = _call_module_forward(interp, state, ref, args, kwargs, call, via_container=via_container)
+    return interp.run_forward_hooks(ref, args, output, state, call)
+
+
+def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value],
+                         kwargs: dict[str, Value], call: ast.Call, *, via_container: bool = False) -> Value:
     obj = state.heap[ref.oid]
     if obj.class_ref is not None:
         interp.note_module_call(ref, call)
@@ -1005,10 +1026,29 @@ def shape_module_output(key: str, result: Value) -> Value:
 def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, args: list[Value],
                 kwargs: dict[str, Value], call: ast.Call) -> Value:
     receiver_expr = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if name.startswith("register_") and name.endswith("hook") and not (
+        isinstance(receiver, HeapRef) and receiver.oid in state.heap and state.heap[receiver.oid].kind == "module"
+    ):
+        # `t.register_hook(fn)`, an optimizer's step hooks: torch runs them where the engine does not follow.
+        interp.escape([*args, *kwargs.values()], state)
+        return UNKNOWN
     if isinstance(receiver, TensorVal):
         return call_tensor_method(interp, state, receiver, receiver_expr, name, args, kwargs, call)
     if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
         obj = state.heap[receiver.oid]
+        if obj.kind == "hook_handle" and name == "remove":
+            return interp.remove_hook(receiver, state)
+        if obj.kind == "autograd_ctx":
+            return interp.ctx_method(receiver, name, args, call, state)
+        if obj.kind == "distribution":
+            return call_distribution_method(interp, state, receiver, name, args, call)
+        if obj.kind == "object":
+            # A method the engine could not find (inherited from a library class, made at run time):
+            # it may write the object and what it is given.
+            interp.unseen_call([*args, *kwargs.values()], state, receiver=receiver)
+            return UNKNOWN
+        if obj.kind in ("list", "dict"):
+            interp.escape([*args, *kwargs.values()], state, later=False)  # `sort(key=fn)` runs it now
         if obj.kind == "module":
             return call_module_method(interp, state, receiver, name, args, kwargs, call)
         if obj.kind == "optimizer":
@@ -1064,8 +1104,50 @@ def call_container_method(interp: TorchEngine, state: State, ref: HeapRef, obj: 
         interp.list_extend(state, ref, args[0])
         return NONE
     if name in ("clear",):
+        clear_container(state, ref)
         return NONE
+    if name in MUTATING_METHODS:
+        weaken_object(state, ref.oid)  # a change the engine does not model: what it holds is not known
     return UNKNOWN
+
+
+def call_distribution_method(interp: TorchEngine, state: State, ref: HeapRef, name: str, args: list[Value],
+                             call: ast.Call) -> Value:
+    """A method of a ``torch.distributions`` object: a sample without a graph, or an op on its
+    parameters (:mod:`graphlife.analysis.distributions`)."""
+    if name in distributions.SAMPLE_METHODS:
+        return distributions.no_graph_sample(interp, call, name)
+    if name in distributions.DIFFERENTIABLE_METHODS:
+        inputs = [*distributions.parameters_of(state, ref), *args]
+        return apply_op(interp, state, f"Distribution.{name}", inputs, [None] * len(inputs), call)
+    return UNKNOWN
+
+
+def distribution_property(interp: TorchEngine, state: State, ref: HeapRef, name: str, site: ast.AST) -> Value:
+    """``dist.mean``, ``dist.probs``, ...: an op on the distribution's parameters."""
+    inputs = distributions.parameters_of(state, ref)
+    return apply_op(interp, state, f"Distribution.{name}", inputs, [None] * len(inputs), site)
+
+
+def kl_divergence(interp: TorchEngine, state: State, args: list[Value], call: ast.Call) -> Value:
+    """``kl_divergence(p, q)``: an op on both distributions' parameters."""
+    inputs: list[Value] = []
+    for value in args:
+        if isinstance(value, HeapRef) and distributions.is_distribution(state, value):
+            inputs.extend(distributions.parameters_of(state, value))
+        else:
+            inputs.append(value)
+    return apply_op(interp, state, "Distribution.kl_divergence", inputs, [None] * len(inputs), call)
+
+
+def clear_container(state: State, ref: HeapRef) -> None:
+    """``items.clear()`` / ``del items[:]``: nothing is held any more (what it held may be freed)."""
+    obj = state.heap_write(ref.oid)
+    obj.elem = None
+    for key in [key for key in obj.attrs if key == "__items__" or key.startswith("[")]:
+        del obj.attrs[key]
+    if obj.kind == "list":
+        obj.attrs["__items__"] = TupleVal(())
 
 
 #: Methods of a module that return the module (or nothing) and change its mode, device, gradients.
@@ -1095,6 +1177,8 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         if name in ("train", "eval"):
             mode = name == "train" and (const_bool(args[0]) if args else True)
             set_training(state, ref, mode)
+        if name == "apply":
+            interp.escape(args, state, later=False)  # runs now, on every submodule
         return ref
     if name == "forward":
         return call_module(interp, state, ref, args, kwargs, call)
@@ -1108,8 +1192,13 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
                 value = replace(value, is_param=True)
             state.heap_write(ref.oid).attrs[args[0].const] = value
         return NONE
-    if name in ("state_dict", "load_state_dict", "register_forward_hook"):
+    if name in ("register_forward_hook", "register_forward_pre_hook"):
+        return interp.register_module_hook(ref, name, args, state, call)
+    if name in ("state_dict", "load_state_dict"):
         return UNKNOWN
+    # Any other method (a backward hook's registration, `apply(fn)`, a method torch added): a
+    # function it is given may run whenever torch likes.
+    interp.escape([*args, *kwargs.values()], state)
     return UNKNOWN
 
 

@@ -213,6 +213,9 @@ class FunctionRef(Value):
     node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False, hash=False)
     key: int = 0  # id(node), for equality
     bound_self: Value | None = None
+    #: A function defined in a function: the values of the enclosing function's names it reads,
+    #: where it was defined (a hook made by ``get_activation(name)`` keeps its ``name``).
+    closure: tuple[tuple[str, Value], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,19 @@ class BoundMethod(Value):
 
     receiver: Value
     name: str
+
+
+@dataclass(frozen=True)
+class Callbacks(Value):
+    """Functions registered on a module to run when torch calls it (forward hooks, forward
+    pre-hooks). A join keeps every path's: a hook registered on some path may run."""
+
+    items: frozenset[Value] = frozenset()
+
+    def join(self, other: Value) -> Value:
+        if isinstance(other, Callbacks):
+            return self if self.items >= other.items else Callbacks(self.items | other.items)
+        return Value.join(self, other)
 
 
 def join_values(a: Value | None, b: Value | None) -> Value:

@@ -6,12 +6,20 @@ stopped frame, or called by :func:`graphlife.debug.explain`). It is loaded with
 standard library and torch, and torch only when the program already imported it
 (the probe never makes a program import torch).
 
-It only *reads*. It never calls backward, never changes a tensor or a version
-counter, never calls a saved-tensor unpack hook (checkpointing would recompute),
-never reads ``.grad`` of a non-leaf (that warns), never calls ``getattr`` on
-user objects (properties and ``__getattr__`` could run code): objects are read
-through their ``__dict__``. Everything is bounded (depth, item counts, graph
-nodes, wall time) and every read of an odd object fails soft.
+It only *reads*, and never runs the program's code. It never calls backward,
+never changes a tensor or a version counter, never calls a saved-tensor unpack
+hook (checkpointing would recompute), never reads ``.grad`` of a non-leaf (that
+warns), never calls ``getattr``, ``isinstance`` or ``str`` on user objects
+(properties, ``__getattr__``, a ``__class__`` property and a metaclass's
+``__instancecheck__`` are code): an object's fields are read through the C
+``__dict__`` descriptor found in its type's MRO (a class-level ``__dict__``
+property is skipped), types are compared through their ``__mro__`` read from
+``type``'s own descriptors, and a tensor is read through ``torch._C.TensorBase``'s
+descriptors with ``__torch_function__`` (subclasses and modes) and
+``__torch_dispatch__`` disabled, so a tensor subclass's overrides never run. The
+JSON is strict: an infinite or NaN number is the string ``"inf"``, ``"-inf"`` or
+``"nan"``. Everything is bounded (depth, item counts, graph nodes, wall time) and
+every read of an odd object fails soft.
 
 How a saved tensor's state is measured (RULES.md, checked under torch 2.13):
 reading ``grad_fn._saved_<name>`` raises ``one of the variables needed for
@@ -102,9 +110,11 @@ may be added, none removed)::
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import json
+import math
 import os
 import re
 import sys
@@ -182,28 +192,86 @@ def _safe(fn: Callable[..., Any], default: Any = None) -> Any:
         return default
 
 
+#: ``type``'s own descriptors: they read a class's fields whatever its metaclass overrides.
+_TYPE_DICT = type.__dict__["__dict__"]
+_TYPE_MRO = type.__dict__["__mro__"]
+_TYPE_NAME = type.__dict__["__name__"]
+_TYPE_MODULE = type.__dict__["__module__"]
+
+
+def _mro(cls: type) -> tuple:
+    return _TYPE_MRO.__get__(cls, type)
+
+
+def _is_sub(cls: type, bases: tuple) -> bool:
+    """``issubclass(cls, bases)`` by identity in ``cls``'s MRO: no ``__subclasscheck__``, no ``__eq__``."""
+    return any(klass is base for klass in _mro(cls) for base in bases)
+
+
+def _class_name(cls: type) -> str:
+    name = _TYPE_NAME.__get__(cls, type)
+    return name if type(name) is str else "?"
+
+
 def _type_name(obj: object) -> str:
-    return type(obj).__name__
+    return _class_name(type(obj))
+
+
+#: The class whose C descriptors read a tensor (``torch._C.TensorBase``), bound per run.
+_TENSOR_BASE: list = []
+
+
+def _bind_torch(torch: Any) -> None:
+    base = getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase", None) or torch.Tensor
+    _TENSOR_BASE[:] = [base]
+
+
+def _is_tensor(value: object) -> bool:
+    return bool(_TENSOR_BASE) and _is_sub(type(value), (_TENSOR_BASE[0],))
+
+
+def _read(t: Any, name: str) -> Any:
+    """The tensor field ``name`` of ``t`` through the base class's own C descriptor
+    (a subclass's property or ``__getattr__`` never runs)."""
+    base = _TENSOR_BASE[0]
+    return _TYPE_DICT.__get__(base, type)[name].__get__(t, base)
+
+
+def _call(t: Any, name: str) -> Any:
+    """The tensor method ``name`` of the base class called on ``t``."""
+    return _TYPE_DICT.__get__(_TENSOR_BASE[0], type)[name](t)
+
+
+@contextlib.contextmanager
+def _no_user_dispatch(torch: Any) -> Any:
+    """Turn off ``__torch_function__`` (subclasses and modes) and ``__torch_dispatch__`` for the
+    probe's own reads (thread-local in torch; restored on the way out)."""
+    with contextlib.ExitStack() as stack:
+        for name in ("DisableTorchFunction", "_DisableTorchDispatch"):
+            factory = getattr(torch._C, name, None)
+            if factory is not None:
+                stack.enter_context(factory())
+        yield
 
 
 def _storage_key(t: Any) -> tuple[tuple[str, int], int] | None:
     """Identity of the memory a tensor lives in: (device, storage pointer), or None."""
     try:
-        storage = t.untyped_storage()
+        storage = _call(t, "untyped_storage")
         ptr = storage.data_ptr()
         if not ptr:
             return None
-        return (str(t.device), ptr), int(storage.nbytes())
+        return (str(_read(t, "device")), ptr), int(storage.nbytes())
     except Exception:  # noqa: BLE001 - sparse, meta, functorch wrappers ...
         return None
 
 
 def _shape(t: Any) -> list[int] | None:
-    return _safe(lambda: [int(s) for s in t.shape])
+    return _safe(lambda: [int(s) for s in _read(t, "shape")])
 
 
 def _dtype(t: Any) -> str | None:
-    return _safe(lambda: str(t.dtype).replace("torch.", ""))
+    return _safe(lambda: str(_read(t, "dtype")).replace("torch.", ""))
 
 
 # --------------------------------------------------------------------------- walk
@@ -240,17 +308,25 @@ def _key_text(key: object) -> str:
 
 
 def _instance_dict(obj: object) -> dict | None:
-    """``obj.__dict__`` read without running user code, or None."""
+    """``obj.__dict__`` read without running user code, or None.
+
+    Not ``object.__getattribute__(obj, "__dict__")``: that runs a ``__dict__`` property
+    defined on the class. The C descriptor that holds instance dicts is looked up in the
+    type dicts along the MRO, past anything else called ``__dict__``."""
     try:
-        d = object.__getattribute__(obj, "__dict__")
+        for klass in _mro(type(obj)):
+            descriptor = _TYPE_DICT.__get__(klass, type).get("__dict__")
+            if type(descriptor) is types.GetSetDescriptorType:
+                d = descriptor.__get__(obj, klass)
+                return d if type(d) is dict else None
     except Exception:  # noqa: BLE001
         return None
-    return d if type(d) is dict else None
+    return None
 
 
 def _walk(namespace: dict, torch: Any, budget: _Budget) -> tuple[list[_Found], list[_ContainerSeen]]:
     """Breadth-first over the frame's names; shallow names win as a tensor's name."""
-    tensor_cls = torch.Tensor
+    tensor_cls = _TENSOR_BASE[0]
     module_cls = _safe(lambda: torch.nn.Module)
     optim_cls = _safe(lambda: torch.optim.Optimizer)
     found: dict[int, _Found] = {}
@@ -269,9 +345,9 @@ def _walk(namespace: dict, torch: Any, budget: _Budget) -> tuple[list[_Found], l
         if (budget.objects & 255) == 0 and budget.out_of_time():
             break
         cls = type(value)  # never isinstance(): a __class__ property is user code
-        if issubclass(cls, _SKIP_TYPES):
+        if _is_sub(cls, _SKIP_TYPES):
             continue
-        if issubclass(cls, tensor_cls):
+        if _is_sub(cls, (tensor_cls,)):
             entry = found.get(id(value))
             if entry is not None:
                 if len(entry.aliases) < 8:
@@ -290,18 +366,18 @@ def _walk(namespace: dict, torch: Any, budget: _Budget) -> tuple[list[_Found], l
         kind = None
         try:
             # The base types' own methods: a subclass's __getitem__/items is user code.
-            if issubclass(cls, (list, tuple)):
-                kind = "tuple" if issubclass(cls, tuple) else "list"
+            if _is_sub(cls, (list, tuple)):
+                kind = "tuple" if _is_sub(cls, (tuple,)) else "list"
                 base = tuple if kind == "tuple" else list
                 for index, item in enumerate(itertools.islice(base.__iter__(value), MAX_ITEMS)):
                     children.append((f"{name}[{index}]", item, via_module))
-            elif issubclass(cls, dict):
+            elif _is_sub(cls, (dict,)):
                 kind = "dict"
                 for key, item in itertools.islice(dict.items(value), MAX_ITEMS):
                     children.append((f"{name}[{_key_text(key)}]", item, via_module))
-            elif optim_cls is not None and issubclass(cls, optim_cls):
+            elif optim_cls is not None and _is_sub(cls, (optim_cls,)):
                 continue  # its params are the model's; its state is not a graph
-            elif module_cls is not None and issubclass(cls, module_cls):
+            elif module_cls is not None and _is_sub(cls, (module_cls,)):
                 kind = "module"
                 attrs = _instance_dict(value) or {}
                 for group in ("_parameters", "_buffers", "_modules"):
@@ -314,7 +390,7 @@ def _walk(namespace: dict, torch: Any, budget: _Budget) -> tuple[list[_Found], l
                         children.append((f"{name}.{key}", item, via_module))
             else:
                 fields = _instance_dict(value)
-                if fields is None or cls.__module__ in ("builtins", "torch", "typing"):
+                if fields is None or _TYPE_MODULE.__get__(cls, type) in ("builtins", "torch", "typing"):
                     continue
                 kind = "object"
                 for key, item in list(fields.items())[:MAX_ITEMS]:
@@ -369,7 +445,7 @@ def _read_saved(fn: Any, attr: str, torch: Any) -> list[dict]:
         raw = getattr(fn, f"_raw_saved_{attr}")
     except Exception as exc:  # noqa: BLE001 - python Function nodes raise here once freed
         return [_failed_record(str(exc), attr)] if _FREED_TEXT in str(exc) else []
-    many = isinstance(raw, (tuple, list))
+    many = type(raw) in (tuple, list)
     raws = list(raw) if many else [raw]
     hooked = [_safe(lambda r=r: r.unpack_hook is not None, False) for r in raws]
     if any(hooked):
@@ -384,7 +460,7 @@ def _read_saved(fn: Any, attr: str, torch: Any) -> list[dict]:
         error = None
     except Exception as exc:  # noqa: BLE001 - this is how the state is measured
         value, error = None, str(exc)
-    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    values = list(value) if type(value) in (tuple, list) else [value]
     records = []
     message_shape = None
     if error and _MODIFIED_TEXT in error:
@@ -394,7 +470,7 @@ def _read_saved(fn: Any, attr: str, torch: Any) -> list[dict]:
         label = f"{attr}[{i}]" if many else attr
         if error is None:
             t = values[i] if i < len(values) else None
-            if not isinstance(t, torch.Tensor):
+            if not _is_tensor(t):
                 continue  # an optional tensor that was not given
             records.append(_tensor_record(t, label, "ok", None))
             continue
@@ -403,7 +479,7 @@ def _read_saved(fn: Any, attr: str, torch: Any) -> list[dict]:
             continue
         if _MODIFIED_TEXT in error:
             data = _safe(lambda r=r: r.data)
-            if not isinstance(data, torch.Tensor):
+            if not _is_tensor(data):
                 continue
             state = "modified"
             if many and message_shape is not None and _shape(data) != message_shape:
@@ -428,9 +504,9 @@ def _tensor_record(t: Any, label: str, state: str, message: str | None) -> dict:
     return {
         "attr": label, "state": state, "shape": _shape(t), "dtype": _dtype(t),
         "bytes": key[1] if key else None,
-        "version": _safe(lambda: int(t._version)), "saved_version": None, "owner": None,
+        "version": _safe(lambda: int(_read(t, "_version"))), "saved_version": None, "owner": None,
         "message": message, "_key": key,
-        "_leaf_rg": bool(_safe(lambda: t.is_leaf and t.requires_grad, False)),
+        "_leaf_rg": bool(_safe(lambda: _read(t, "is_leaf") and _read(t, "requires_grad"), False)),
     }
 
 
@@ -461,7 +537,7 @@ class _Graphs:
             node = self.nodes[i]
             nexts = _safe(lambda n=node: n.fn.next_functions, ()) or ()
             for pair in nexts:
-                child = pair[0] if isinstance(pair, tuple) and pair else None
+                child = pair[0] if type(pair) is tuple and pair else None
                 if child is None:
                     continue
                 j = self.index.get(id(child))
@@ -573,8 +649,8 @@ def _graph_summary(graphs: _Graphs, reach: list[int], truncated: bool, leaf_keys
 
 def _predict(entry: _Found, t: Any, root: int | None, graphs: _Graphs, reach: list[int], frame: list) -> dict | None:
     """What ``t.backward()`` would do now, from the states read (never by running it)."""
-    requires_grad = bool(_safe(lambda: t.requires_grad, False))
-    numel = _safe(lambda: int(t.numel()), 0)
+    requires_grad = bool(_safe(lambda: _read(t, "requires_grad"), False))
+    numel = _safe(lambda: int(_call(t, "numel")), 0)
     if not requires_grad:
         if numel != 1:
             return None  # not something anyone would call backward on
@@ -758,9 +834,9 @@ def _blame_freed(
         return ("shared", names[0], names,
                 f"`{names[0]}` is part of the graph of `{name}`, and an earlier backward through it freed "
                 f"its saved tensors; backward through `{names[0]}` only once (sum the losses), or detach it.")
-    scalar = {other.name for other, _ in frame if _safe(lambda o=other: o.tensor.numel() == 1, False)}
+    scalar = {other.name for other, _ in frame if _safe(lambda o=other: _call(o.tensor, "numel") == 1, False)}
     roots = {other.name: info.get("root") for other, info in frame}
-    if not siblings and _safe(lambda: entry.tensor.numel() != 1, False):
+    if not siblings and _safe(lambda: _call(entry.tensor, "numel") != 1, False):
         carried.insert(0, name)  # a non-scalar reaching an old graph is itself carried state
     if carried:
         # Live state from an earlier step explains more than the earlier step's loss
@@ -792,34 +868,39 @@ def _blame_freed(
 
 def _tensor_info(entry: _Found, torch: Any) -> dict:
     t = entry.tensor
-    is_leaf = bool(_safe(lambda: t.is_leaf, True))
-    retains = bool(_safe(lambda: t.retains_grad, False))
+    is_leaf = bool(_safe(lambda: _read(t, "is_leaf"), True))
+    retains = bool(_safe(lambda: _read(t, "retains_grad"), False))
     grad = None
     if is_leaf or retains:  # .grad of a plain non-leaf is None and reading it warns
-        g = _safe(lambda: t.grad)
-        if isinstance(g, torch.Tensor):
+        g = _safe(lambda: _read(t, "grad"))
+        if _is_tensor(g):
             norm = None
-            if _safe(lambda: g.numel(), MAX_NORM_NUMEL + 1) <= MAX_NORM_NUMEL:
+            if _safe(lambda: _call(g, "numel"), MAX_NORM_NUMEL + 1) <= MAX_NORM_NUMEL:
                 with torch.no_grad():
-                    norm = _safe(lambda: float(torch.linalg.vector_norm(g.detach(), dtype=torch.float64)))
+                    norm = _safe(lambda: float(torch.linalg.vector_norm(_call(g, "detach"), dtype=torch.float64)))
             grad = {"shape": _shape(g), "norm": norm}
-    fn = _safe(lambda: t.grad_fn)
+    fn = _safe(lambda: _read(t, "grad_fn"))
     key = _storage_key(t)
+    parameter = _safe(lambda: torch.nn.Parameter)
+    fields = _instance_dict(t) or {}
     return {
         "name": entry.name,
         "aliases": list(entry.aliases),
         "shape": _shape(t),
         "dtype": _dtype(t),
-        "device": _safe(lambda: str(t.device)),
-        "requires_grad": bool(_safe(lambda: t.requires_grad, False)),
+        "device": _safe(lambda: str(_read(t, "device"))),
+        "requires_grad": bool(_safe(lambda: _read(t, "requires_grad"), False)),
         "is_leaf": is_leaf,
         "grad_fn": _type_name(fn) if fn is not None else None,
-        "version": _safe(lambda: int(t._version)),
+        "version": _safe(lambda: int(_read(t, "_version"))),
         "grad": grad,
         "retains_grad": retains,
-        "is_inference": bool(_safe(lambda: t.is_inference(), False)),
-        "is_parameter": isinstance(t, _safe(lambda: torch.nn.Parameter, ())),
-        "bytes": _safe(lambda: int(t.numel() * t.element_size())),
+        "is_inference": bool(_safe(lambda: _call(t, "is_inference"), False)),
+        # Parameter's metaclass answers isinstance() by reading ``_is_param`` with getattr
+        # (a subclass's __getattr__ would run): the MRO and the instance dict say the same.
+        "is_parameter": (parameter is not None and _is_sub(type(t), (parameter,)))
+        or fields.get("_is_param") is True,
+        "bytes": _safe(lambda: int(_call(t, "numel") * _call(t, "element_size"))),
         "severity": None,
         "graph": None,
         "backward_prediction": None,
@@ -934,7 +1015,9 @@ def snapshot(namespace: dict, *, exception: str | None = None, time_budget: floa
     }
     if torch is not None:
         result["torch"] = str(_safe(lambda: torch.__version__, "?"))
-        _fill(result, namespace, torch, budget)
+        _bind_torch(torch)
+        with _no_user_dispatch(torch):
+            _fill(result, namespace, torch, budget)
     if exception:
         result["exception"] = _exception_record(exception, result["tensors"])
     result["limits_hit"] = sorted(budget.hit)
@@ -1030,10 +1113,36 @@ def _exception_record(message: str, tensors: list) -> dict:
             "fix": item.get("fix"), "blame": blame}
 
 
+def _strict(value: Any) -> Any:
+    """``value`` made strict JSON: a non-finite float becomes ``"inf"``, ``"-inf"`` or ``"nan"``
+    (``JSON.parse`` rejects bare ``Infinity``/``NaN``); anything not JSON becomes its type's name
+    in angle brackets (never ``str()``: that is the object's code)."""
+    kind = type(value)
+    if kind is float:
+        if math.isfinite(value):
+            return value
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if kind in (str, int, bool) or value is None:
+        return value
+    if kind is dict:
+        return {key if type(key) is str else _strict_key(key): _strict(item) for key, item in value.items()}
+    if kind in (list, tuple):
+        return [_strict(item) for item in value]
+    return "<" + _class_name(kind) + ">"
+
+
+def _strict_key(key: Any) -> str:
+    return str(key) if type(key) in (int, float, bool) or key is None else "<" + _type_name(key) + ">"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(_strict(value), allow_nan=False)
+
+
 def snapshot_json(namespace: dict, *, exception: str | None = None, time_budget: float = TIME_BUDGET) -> str:
-    """:func:`snapshot` as JSON text (what the debugger client evaluates)."""
+    """:func:`snapshot` as strict JSON text (what the debugger client evaluates)."""
     try:
-        return json.dumps(snapshot(namespace, exception=exception, time_budget=time_budget), default=str)
+        return _dumps(snapshot(namespace, exception=exception, time_budget=time_budget))
     except Exception as exc:  # noqa: BLE001 - the client must always get JSON
         return json.dumps({"schema": SCHEMA, "error": f"{type(exc).__name__}: {exc}", "tensors": [], "containers": []})
 
@@ -1048,6 +1157,12 @@ def graph(namespace: dict, name: str, *, max_nodes: int = 300) -> dict:
     empty: dict[str, Any] = {"name": name, "root": None, "nodes": [], "edges": [], "truncated": False}
     if torch is None:
         return empty
+    _bind_torch(torch)
+    with _no_user_dispatch(torch):
+        return _graph(namespace, name, max_nodes, torch, empty)
+
+
+def _graph(namespace: dict, name: str, max_nodes: int, torch: Any, empty: dict) -> dict:
     budget = _Budget(TIME_BUDGET)
     found, _ = _walk(namespace, torch, budget)
     entry = next((e for e in found if e.name == name or name in e.aliases), None)
@@ -1059,7 +1174,7 @@ def graph(namespace: dict, name: str, *, max_nodes: int = 300) -> dict:
         if key is not None:
             owners.setdefault(key[0], e.name)
     graphs = _Graphs(torch, budget)
-    root = graphs.node_id(_safe(lambda: entry.tensor.grad_fn))
+    root = graphs.node_id(_safe(lambda: _read(entry.tensor, "grad_fn")))
     if root is None:
         return empty
     reach, cut = graphs.reach(root)
@@ -1092,6 +1207,6 @@ def graph(namespace: dict, name: str, *, max_nodes: int = 300) -> dict:
 def graph_json(namespace: dict, name: str, *, max_nodes: int = 300) -> str:
     """:func:`graph` as JSON text."""
     try:
-        return json.dumps(graph(namespace, name, max_nodes=max_nodes), default=str)
+        return _dumps(graph(namespace, name, max_nodes=max_nodes))
     except Exception as exc:  # noqa: BLE001
         return json.dumps({"name": name, "error": f"{type(exc).__name__}: {exc}", "nodes": [], "edges": []})

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from graphlife.debug.messages import classify
+from graphlife.text_lines import source_lines
 
 if TYPE_CHECKING:
     from graphlife.findings import Finding
@@ -91,9 +92,9 @@ def _static_findings(path: str) -> tuple[list[Finding], str | None, list[str]]:
         # Its imports of the user's other modules are followed: the in-place op that makes
         # this backward raise may be in the model's file.
         findings = check_source(source, path, modules=project_modules(path, Config())).findings
-        return findings, None, source.splitlines()
+        return findings, None, source_lines(source)
     except Exception as exc:  # noqa: BLE001 - a checker bug must not hide the explanation
-        return [], f"the checker failed: {type(exc).__name__}: {exc}", source.splitlines()
+        return [], f"the checker failed: {type(exc).__name__}: {exc}", source_lines(source)
 
 
 def _rule_text(code: str, item: dict) -> str:

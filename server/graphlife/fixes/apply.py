@@ -15,6 +15,7 @@ from graphlife.findings import Finding, Span
 from graphlife.fixes import ResolvedFix, TextEdit
 from graphlife.fixes.document import Document
 from graphlife.fixes.registry import RECIPES
+from graphlife.text_lines import LineOffsets
 
 #: ``fix_source`` re-checks after each round; a fix may reveal the next finding.
 MAX_ROUNDS = 4
@@ -69,28 +70,14 @@ def _parses(source: str) -> bool:
     return True
 
 
-def _offsets(source: str) -> list[int]:
-    starts, total = [0], 0
-    for line in source.splitlines(keepends=True):
-        total += len(line)
-        starts.append(total)
-    return starts
-
-
-def _offset(starts: list[int], line: int, column: int) -> int:
-    if line - 1 >= len(starts):
-        return starts[-1]
-    return starts[line - 1] + column - 1
-
-
-def _range(starts: list[int], span: Span) -> tuple[int, int]:
-    return _offset(starts, span.line, span.column), _offset(starts, span.end_line, span.end_column)
+def _range(offsets: LineOffsets, span: Span) -> tuple[int, int]:
+    return offsets.offset(span.line, span.column), offsets.offset(span.end_line, span.end_column)
 
 
 def apply_edits(source: str, edits: list[TextEdit] | tuple[TextEdit, ...]) -> str:
     """Apply non-overlapping edits (coordinates of ``source``), last first."""
-    starts = _offsets(source)
-    ranged = sorted(((*_range(starts, e.span), e.new_text) for e in edits), key=lambda r: (r[0], r[1]), reverse=True)
+    offsets = LineOffsets(source)
+    ranged = sorted(((*_range(offsets, e.span), e.new_text) for e in edits), key=lambda r: (r[0], r[1]), reverse=True)
     for start, end, text in ranged:
         source = source[:start] + text + source[end:]
     return source
@@ -119,14 +106,14 @@ def fix_source(source: str, path: str | None = None, config: Config | None = Non
             doc = Document(source)
         except cst.ParserSyntaxError:
             return source
-        starts = _offsets(source)
+        offsets = LineOffsets(source)
         taken: list[tuple[int, int]] = []
         chosen: list[TextEdit] = []
         for finding in result.findings:
             fixes = compute_fixes(finding, source, doc)
             if not fixes:
                 continue
-            ranges = [_range(starts, e.span) for e in fixes[0].edits]
+            ranges = [_range(offsets, e.span) for e in fixes[0].edits]
             if any(_conflicts(r, t) for r in ranges for t in taken):
                 continue
             taken.extend(ranges)

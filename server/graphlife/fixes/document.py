@@ -18,6 +18,7 @@ from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvide
 
 from graphlife.analysis.semantics import semantics_of
 from graphlife.findings import Span
+from graphlife.text_lines import source_lines_keepends
 
 _Node = TypeVar("_Node", bound=cst.CSTNode)
 
@@ -27,7 +28,7 @@ class Document:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.lines = source.splitlines(keepends=True)
+        self.lines = source_lines_keepends(source)
         self.wrapper = MetadataWrapper(cst.parse_module(source))
         self.module = self.wrapper.module
         self.positions = self.wrapper.resolve(PositionProvider)
@@ -129,7 +130,7 @@ class Document:
         class Visitor(cst.CSTVisitor):
             def visit_SimpleString(self, n: cst.SimpleString) -> None:
                 nonlocal found
-                if "\n" in n.value:
+                if "\n" in n.value or "\r" in n.value:  # a CR alone ends a line too
                     found = True
 
             def visit_FormattedString(self, n: cst.FormattedString) -> None:

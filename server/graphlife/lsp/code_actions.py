@@ -18,7 +18,6 @@ are missing, the server offers only the ignore action and says so in the log.
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from collections.abc import Iterable, Sequence
@@ -33,6 +32,7 @@ from graphlife.lsp.diagnostics import locate, to_diagnostic
 from graphlife.lsp.linting import Analysis
 from graphlife.lsp.positions import document_end, split_lines
 from graphlife.lsp.rule_actions import fix_title
+from graphlife.text_lines import source_lines_keepends
 
 if TYPE_CHECKING:
     from graphlife.fixes import TextEdit
@@ -276,7 +276,7 @@ def _line_end_in_string(source: str, line_no: int) -> bool:
     fstring_end = getattr(tokenize, "FSTRING_END", None)
     open_fstrings: list[int] = []
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        for token in tokenize.generate_tokens(iter(source_lines_keepends(source)).__next__):
             if token.type == tokenize.STRING and token.start[0] <= line_no < token.end[0]:
                 return True
             if fstring_start is not None and token.type == fstring_start:

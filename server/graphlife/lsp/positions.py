@@ -7,30 +7,20 @@ another). Every conversion in the server goes through the functions here, with
 the document's ``PositionCodec`` (pygls picks it from the negotiation), so that a
 line with an emoji or a CJK name still underlines the right characters.
 
-Lines are split the way LSP and ``ast`` count them (``\\n``, ``\\r\\n``, ``\\r``):
-``str.splitlines`` also breaks at form feeds and U+2028, which would shift every
-line after one of those.
+Lines are split the way LSP and ``ast`` count them, by :mod:`graphlife.text_lines`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from graphlife.findings import Span
+from graphlife.text_lines import split_lines
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def split_lines(source: str) -> list[str]:
-    """Lines without their terminators, split only at ``\\n``, ``\\r\\n`` and ``\\r``.
-
-    A source that ends with a line break has an empty last line, as LSP sees it.
-    """
-    return _LINE_BREAK.split(source)
+__all__ = ["char_to_client", "client_to_char", "document_end", "span_to_range", "split_lines"]
 
 
 def _units(codec: PositionCodec, text: str) -> int:

@@ -20,6 +20,7 @@ from graphlife.file_ignores import file_ignores, ignore_file_comment, parse_comm
 from graphlife.findings import Finding, Span
 from graphlife.fixes import TextEdit
 from graphlife.lsp.documents import Snapshot
+from graphlife.text_lines import source_lines
 
 #: ``initializationOptions`` key with which a client names its command that adds a code to
 #: ``graphlife.ignore`` (called with the code as its one argument).
@@ -51,7 +52,7 @@ def file_ignore_edit(snapshot: Snapshot, code: str) -> TextEdit | None:
     if segment is None:
         return None
     lines = list(segment.lines)
-    if file_ignores(snapshot.source.splitlines()).covers(code):
+    if file_ignores(source_lines(snapshot.source)).covers(code):
         return None
     for number, line in enumerate(lines, start=1):
         found = parse_comment(line) if line.lstrip().startswith("#") else None

@@ -35,6 +35,7 @@ from graphlife.lsp.linting import Linter
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import release_memory
 from graphlife.lsp.positions import client_to_char, span_to_range
+from graphlife.lsp.protocol import GraphlifeProtocol, serve_stdio
 from graphlife.lsp.rule_actions import TURN_OFF_OPTION, file_ignore_edit
 from graphlife.lsp.rule_links import COMMAND_OPTION, RULE_DOCUMENTATION_REQUEST, rule_page
 from graphlife.lsp.settings import Settings, configuration_params, from_initialization_options
@@ -57,6 +58,7 @@ class GraphlifeServer(LanguageServer):
         super().__init__(
             "graphlife",
             __version__,
+            protocol_cls=GraphlifeProtocol,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             notebook_document_sync=types.NotebookDocumentSyncOptions(
                 notebook_selector=[
@@ -529,4 +531,4 @@ def start(tcp: str | None = None) -> None:
         host, _, port = tcp.rpartition(":")
         server.start_tcp(host or "127.0.0.1", int(port))
     else:
-        server.start_io()
+        serve_stdio(server)

@@ -28,13 +28,13 @@ from graphlife.lsp.documents import Snapshot, fs_path
 from graphlife.lsp.linting import Linter
 from graphlife.lsp.log import log
 from graphlife.lsp.notebooks import JoinedCell
-from graphlife.lsp.positions import split_lines
 from graphlife.lsp.project import other_lines, path_key
 from graphlife.lsp.unanalyzed import unanalyzed_diagnostics
 from graphlife.project.limits import MAX_SOURCE_BYTES
 from graphlife.project.provider import ProjectModules
 from graphlife.project.sources import Unreadable, read_text
 from graphlife.project.walk import walk_files
+from graphlife.text_lines import split_lines
 
 #: Files checked at most per workspace (a monorepo must not keep the server busy for an hour).
 MAX_FILES = 2_000

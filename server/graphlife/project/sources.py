@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import io
 import os
 import threading
-import tokenize
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from graphlife.analysis.blocks import parse_tolerant
 from graphlife.analysis.tree_index import TreeIndex
 from graphlife.project.limits import MAX_SOURCE_BYTES
+from graphlife.text_lines import detect_encoding, source_lines
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,7 +59,7 @@ def decode_source(data: bytes) -> str:
     if b"\x00" in data:
         raise UndecodableSource("binary file (NUL bytes)")
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        encoding = detect_encoding(data)
         return data.decode(encoding)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         raise UndecodableSource(f"not valid text in its declared encoding: {exc}") from exc
@@ -175,4 +174,4 @@ def parse_source(path: str, text: str, digest: str | None = None) -> ParsedSourc
     if tree is None:
         reason = errors[0][2] if errors else "nothing parses"
         return Unreadable(path, reason, digest)
-    return ParsedSource(path, text, tree, text.splitlines(), TreeIndex.of_module(tree), digest, tuple(errors))
+    return ParsedSource(path, text, tree, source_lines(text), TreeIndex.of_module(tree), digest, tuple(errors))

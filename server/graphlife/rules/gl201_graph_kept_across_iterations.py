@@ -122,6 +122,11 @@ class GL201State:
     backwards: list[tuple[int, tuple[int, ...], list[ast.stmt]]] = field(default_factory=list)
     #: The statements of each scope read, in source order (by the scope's id).
     scopes: dict[int, list[ast.stmt]] = field(default_factory=dict)
+    #: Stores into a container, by statement: the loop levels (index in the running loops) with a
+    #: later run seen at the store, and those across which the container still held a graph built
+    #: in an earlier run just before the store (it grows there; elsewhere it was emptied).
+    seen_levels: dict[int, set[int]] = field(default_factory=dict)
+    kept_levels: dict[int, set[int]] = field(default_factory=dict)
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -159,6 +164,7 @@ def on_store(event: StoreEvent, ctx: RuleContext) -> None:
         ref = _resolve(ctx, receiver, event.state) if receiver is not None else None
         if isinstance(ref, HeapRef) and ref.oid in event.state.heap:
             obj = event.state.heap[ref.oid]
+            _note_what_it_held(ctx, data, event, obj.elem, iteration)
             born = tuple(obj.extra.get("born", ()))
             # Made during the iterations that are still running: it outlives only the loops started after it.
             first = min(len(born), innermost) if born == iteration[: len(born)] else 0
@@ -229,7 +235,60 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
             continue  # one forward's loop over layers or time steps: the graphs die with the call
         if quiet and store.tracked is not None and _consumed_by_later_backward(ctx, data, store):
             continue  # collected (or summed) for the backward that follows in the same step
+        if _emptied_between_steps(data, store):
+            continue  # emptied between the steps that run a backward (`items.clear()`, `del items[:]`)
         _report(ctx, store, final, graph)
+
+
+def _note_what_it_held(ctx: RuleContext, data: GL201State, event: StoreEvent, held: Value | None,
+                       iteration: tuple[int, ...]) -> None:
+    """Just before this store adds a graph, which earlier runs of the loops around does the container
+    still hold graphs of? Decided on the values, not on how the code empties it. A node made in an
+    earlier run of the loop at level ``d`` (its iteration first differs from this one there) was
+    kept across that loop."""
+    key = id(event.stmt)
+    seen = data.seen_levels.setdefault(key, set())
+    seen.update(level for level, index in enumerate(iteration) if index > 0)
+    kept = data.kept_levels.setdefault(key, set())
+    if held is not None and not isinstance(held, (TensorVal, TupleVal, HeapRef)):
+        kept.update(range(len(iteration)))  # holds what the engine cannot see into: it may grow anywhere
+        return
+    nodes = ctx.graph.nodes
+    for tensor in _tensors_held(held, event.state):
+        for nid in tensor.grad_fn:
+            if 0 <= nid < len(nodes):
+                made = nodes[nid].iteration
+                level = next((i for i, (a, b) in enumerate(zip(made, iteration)) if a != b),
+                             min(len(made), len(iteration)))
+                if level < len(iteration):
+                    kept.add(level)
+
+
+def _emptied_between_steps(data: GL201State, store: _Store) -> bool:
+    """Across every loop the place outlives that runs a backward (a training or evaluation step),
+    a later run was seen and the container held nothing of the earlier runs: it keeps one step's
+    graphs at most (collected for that step's backward, then emptied)."""
+    key = id(store.event.stmt)
+    seen, kept = data.seen_levels.get(key, set()), data.kept_levels.get(key, set())
+    stepping = [index for index in range(store.first, len(store.loops))
+                if (end := _loop_end(data, store, index)) is None or end[1] > 0]
+    return bool(stepping) and all(index in seen and index not in kept for index in stepping)
+
+
+def _tensors_held(value: Value | None, state: State, depth: int = 0) -> list[TensorVal]:
+    """The tensors a value holds: itself, the items of a tuple, what a container holds (bounded)."""
+    if isinstance(value, TensorVal):
+        return [value]
+    if depth >= 4:
+        return []
+    if isinstance(value, TupleVal):
+        return [t for item in value.items for t in _tensors_held(item, state, depth + 1)]
+    if isinstance(value, HeapRef) and value.oid in state.heap:
+        obj = state.heap[value.oid]
+        if obj.kind in ("module", "optimizer"):
+            return []
+        return [t for item in [obj.elem, *obj.attrs.values()] for t in _tensors_held(item, state, depth + 1)]
+    return []
 
 
 def _structural(data: GL201State, store: _Store) -> bool:
@@ -618,6 +677,8 @@ def _stored_expr(stmt: ast.stmt) -> ast.expr | None:
 
 def _overwrites(event: StoreEvent) -> bool:
     """`self.last = h` / `history["loss"] = out`: the same slot each time (a constant key or an attribute)."""
+    if event.same_slot:
+        return True
     stmt = event.stmt
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
     for target in targets:

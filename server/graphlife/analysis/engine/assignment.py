@@ -77,19 +77,23 @@ class Assignment(EngineCore):
 
     def _assign_item(self, target: ast.Subscript, value: Value, state: State) -> None:
         container = self.eval(target.value, state)
-        self.eval(target.slice, state)
+        key = self.eval(target.slice, state)
         if isinstance(container, TensorVal):
             torch_api.apply_inplace(self, state, "Tensor.__setitem__", container, target.value, [value],
                                     self.current_stmt())
         elif isinstance(container, HeapRef) and container.oid in state.heap:
-            self.maybe_store(state, container, value, self.text(target), "setitem")
+            # A key with one known value (a constant, or a name bound to one: a hook's `name`) is one slot.
+            known_key = (isinstance(key, Number) and isinstance(key.const, (str, int))
+                         and not isinstance(key.const, bool))
+            self.maybe_store(state, container, value, self.text(target), "setitem", same_slot=known_key)
             obj = state.heap_write(container.oid)
             obj.elem = value if obj.elem is None else obj.elem.join(value)
             obj.attrs.pop("__items__", None)
-            if isinstance(target.slice, ast.Constant):
-                obj.attrs[f"[{target.slice.value!r}]"] = value
+            if isinstance(key, Number) and known_key:
+                obj.attrs[f"[{key.const!r}]"] = value
 
-    def maybe_store(self, state: State, ref: HeapRef, value: Value, target: str, kind: str) -> None:
+    def maybe_store(self, state: State, ref: HeapRef, value: Value, target: str, kind: str, *,
+                    same_slot: bool = False) -> None:
         """Emit ``store`` when a graph-carrying tensor goes into an object that outlives the iteration."""
         loops = self.run_state.loop_stack
         if not loops or ref.oid not in state.heap:
@@ -100,5 +104,5 @@ class Assignment(EngineCore):
         for tensor in torch_api.tensors_in(value, state):
             if tensor.requires_grad is True and tensor.grad_fn:
                 self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target,
-                                     kind=kind, whole=value))
+                                     kind=kind, whole=value, same_slot=same_slot))
                 return

@@ -20,6 +20,7 @@ from graphlife.analysis.events import OpaqueCallEvent
 from graphlife.analysis.modules import is_namespace_key
 from graphlife.analysis.run_state import CallFrame
 from graphlife.analysis.state import State
+from graphlife.analysis.unseen_writes import function_effects
 from graphlife.analysis.values import (
     NONE,
     UNKNOWN,
@@ -84,17 +85,43 @@ class Calls(EngineCore):
             return self.call_function(func, args, kwargs, state, call)
         if isinstance(func, ClassRef):
             if func.is_autograd_function:
+                self.unseen_call([*args, *kwargs.values()], state)
                 return UNKNOWN
             return self.instantiate(func, args, kwargs, state, call)
         if isinstance(func, HeapRef):
             return torch_api.call_object(self, state, func, args, kwargs, call)
         if isinstance(func, QualName):
+            self._before_library_call(func.name, [*args, *kwargs.values()], state)
             return torch_api.call_qualname(self, state, func.name, args, kwargs, call)
+        if isinstance(func, BoundMethod) and isinstance(func.receiver, ClassRef):
+            if func.receiver.is_autograd_function and func.name == "apply":
+                return self.apply_autograd_function(func.receiver, args, kwargs, state, call)
+            self.unseen_call([*args, *kwargs.values()], state)  # a class method from a base the engine cannot see
+            return self.no_grad_opaque(UNKNOWN, state, call)
         if isinstance(func, BoundMethod):
             result = torch_api.call_method(self, state, func.receiver, func.name, args, kwargs, call)
             return self.no_grad_opaque(result, state, call)
         self.note_opaque_call(call, [*args, *kwargs.values()], state)
+        self.unseen_call([*args, *kwargs.values()], state)
         return self.no_grad_opaque(UNKNOWN, state, call)
+
+    def _before_library_call(self, name: str, values: list[Value], state: State) -> None:
+        """A call of a name imported from a library: torch's own functions write no object of the
+        user's and run what they are given only where the engine models it (``checkpoint``); a
+        builtin runs a function it is given now (``sorted(key=...)``, ``map``); anything else is
+        code the engine does not see."""
+        canonical = torch_api.canonical(name)
+        if canonical.startswith("builtins."):
+            if canonical in ("builtins.setattr", "builtins.delattr", "builtins.vars"):
+                self.unseen_call(values, state)
+            else:
+                self.escape(values, state, later=False)
+        elif canonical.startswith("torch.utils.checkpoint"):
+            return
+        elif canonical.startswith(("torch.", "F.")):
+            self.escape(values, state)
+        else:
+            self.unseen_call(values, state)
 
     def note_opaque_call(self, call: ast.Call, args: list[Value], state: State) -> None:
         """Tell the rules that a call the engine cannot follow was given these graphs."""
@@ -195,6 +222,10 @@ class Calls(EngineCore):
         for name, value in after.env.items():
             if is_namespace_key(name) and name not in caller_env:
                 state.env[name] = value  # a module the callee imported is imported for all (sys.modules)
+        if self.module_of(node) is self.module:
+            for name in function_effects(node).globals:
+                if name in after.env:  # `global name` then an assignment: the module's name changed
+                    state.env[name] = after.env[name]
         state.inference_mode, state.grad_assumed = caller_inference, caller_assumed
         self.last_call_roots = [result_value for _, result_value in flow.returns] + list(yielded or ())
         self.collect_after_call(state, self.last_call_roots, made_since)
@@ -225,6 +256,9 @@ class Calls(EngineCore):
         module = self.module_of(node)
         if module is self.module:
             env = {name: value for name, value in state.env.items() if name not in local}
+            for name, value in func.closure:
+                if name not in env and name not in local:
+                    env[name] = value  # the enclosing function's name, as the function was made
         else:  # a function of another module sees that module's names, not the caller's
             env = {name: value for name, value in self.foreign_globals(module, state).items() if name not in local}
         if module is not self.module:

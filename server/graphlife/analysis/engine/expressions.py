@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import torch_api
+from graphlife.analysis import distributions, torch_api
 from graphlife.analysis.engine.core import EngineCore, handler_for, handles_expressions
 from graphlife.analysis.engine.heap import MAX_EXACT_UNROLL
 from graphlife.analysis.state import State
@@ -119,6 +119,8 @@ class Expressions(EngineCore):
         obj = state.heap.get(receiver.oid)
         if obj is not None and expr.attr in obj.attrs:
             return obj.attrs[expr.attr]
+        if obj is not None and obj.kind == "distribution" and expr.attr in distributions.DIFFERENTIABLE_PROPERTIES:
+            return torch_api.distribution_property(self, state, receiver, expr.attr, expr)
         if obj is not None and obj.kind == "module" and obj.class_ref is None and obj.param_storages and (
             expr.attr in _PARAMETER_ATTRIBUTES or expr.attr.startswith(("weight_", "bias_"))
         ):
@@ -246,7 +248,7 @@ class Expressions(EngineCore):
     @handles_expressions(ast.Subscript)
     def eval_subscript(self, expr: ast.Subscript, state: State) -> Value:
         container = self.eval(expr.value, state)
-        self.eval(expr.slice, state)
+        key = self.eval(expr.slice, state)
         if isinstance(container, TensorVal):
             return torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
         if isinstance(container, TupleVal):
@@ -262,8 +264,8 @@ class Expressions(EngineCore):
             obj = state.heap.get(container.oid)
             if obj is None:
                 return UNKNOWN
-            if isinstance(expr.slice, ast.Constant) and f"[{expr.slice.value!r}]" in obj.attrs:
-                return obj.attrs[f"[{expr.slice.value!r}]"]
+            if isinstance(key, Number) and isinstance(key.const, (str, int)) and f"[{key.const!r}]" in obj.attrs:
+                return obj.attrs[f"[{key.const!r}]"]  # a key with one known value: that slot
             if obj.kind == "module":
                 children = obj.attrs.get("__children__")
                 if (isinstance(children, TupleVal) and isinstance(expr.slice, ast.Constant)
@@ -280,7 +282,7 @@ class Expressions(EngineCore):
     # -- the rest ---------------------------------------------------------------------------------------
     @handles_expressions(ast.Lambda)
     def eval_lambda(self, expr: ast.Lambda, state: State) -> Value:
-        return UNKNOWN
+        return self.lambda_function(expr, state)
 
     @handles_expressions(ast.JoinedStr, ast.FormattedValue)
     def eval_formatted(self, expr: ast.JoinedStr | ast.FormattedValue, state: State) -> Value:

@@ -16,6 +16,7 @@ from graphlife.analysis.state import State
 from graphlife.analysis.values import (
     UNKNOWN,
     BoundMethod,
+    Callbacks,
     ClassRef,
     FunctionRef,
     HeapObject,
@@ -139,7 +140,7 @@ class Heap(EngineCore):
         Without this, every inlined call leaves its objects in the heap and each
         state copy or join pays for them: quadratic on large files.
         """
-        roots: list[Value] = list(state.env.values()) + extra_roots
+        roots: list[Value] = list(state.env.values()) + extra_roots + list(state.escaped)
         if made_since is not None:
             roots.extend(HeapRef(oid) for oid in state.heap if oid <= made_since)
         run = self.run_state
@@ -162,10 +163,14 @@ class Heap(EngineCore):
                 stack.extend(value.items)
             elif isinstance(value, TensorVal) and value.owner is not None:
                 stack.append(HeapRef(value.owner))
-            elif isinstance(value, FunctionRef) and value.bound_self is not None:
-                stack.append(value.bound_self)
+            elif isinstance(value, FunctionRef):
+                if value.bound_self is not None:
+                    stack.append(value.bound_self)
+                stack.extend(held for _, held in value.closure)
             elif isinstance(value, BoundMethod):
                 stack.append(value.receiver)
+            elif isinstance(value, Callbacks):
+                stack.extend(value.items)
         run.heap_live = len(live)
         if len(live) < len(state.heap):
             state.heap = {oid: obj for oid, obj in state.heap.items() if oid in live}

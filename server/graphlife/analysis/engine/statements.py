@@ -149,6 +149,16 @@ class Statements(EngineCore):
         for target in stmt.targets:
             if isinstance(target, ast.Name):
                 state.env.pop(target.id, None)
+            elif isinstance(target, ast.Subscript):
+                container = self.eval(target.value, state)
+                key = self.eval(target.slice, state)
+                if isinstance(container, HeapRef) and container.oid in state.heap:
+                    whole = isinstance(target.slice, ast.Slice) and not (
+                        target.slice.lower or target.slice.upper or target.slice.step)
+                    if whole:
+                        torch_api.clear_container(state, container)  # `del items[:]`
+                    elif isinstance(key, Number) and isinstance(key.const, (str, int)):
+                        state.heap_write(container.oid).attrs.pop(f"[{key.const!r}]", None)
         return Flow(normal=state)
 
     @handles_statements(ast.Assert)
@@ -159,7 +169,8 @@ class Statements(EngineCore):
     # -- definitions ---------------------------------------------------------------------------------
     @handles_statements(ast.FunctionDef, ast.AsyncFunctionDef)
     def exec_function_def(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef, state: State) -> Flow:
-        self.bind_definition(stmt, stmt.name, FunctionRef(node=stmt, key=id(stmt)), state)
+        function = FunctionRef(node=stmt, key=id(stmt), closure=self.closure_of(stmt, state))
+        self.bind_definition(stmt, stmt.name, function, state)
         return Flow(normal=state)
 
     @handles_statements(ast.ClassDef)

@@ -1,0 +1,252 @@
+"""Code that runs without being called by name: lambdas, hooks, callbacks, and what unseen code may write.
+
+Why here: torch runs a module's forward hooks inside ``x = layer(x)``, a tensor's
+hooks inside ``loss.backward()``, and a library runs the callbacks it is given
+whenever it likes. A hook that stores the layer's output in ``self.features``
+makes that attribute a tensor with a graph, though no line of the training loop
+assigns it; an engine that did not know would keep what ``__init__`` put there and
+report a backward without a graph (a false error, the worst outcome).
+
+So, as torch does:
+
+- A lambda is a function like any other (its body one ``return``).
+- ``module.register_forward_hook(fn)`` and ``register_forward_pre_hook(fn)`` on a
+  module the engine knows keep ``fn`` on the module; a call of the module runs its
+  pre-hooks with ``(module, args)`` before the forward and its hooks with
+  ``(module, args, output)`` after, and what a hook returns (when not ``None``)
+  replaces the arguments or the output. ``handle.remove()`` takes it off again.
+- A function handed to code the engine does not follow (a hook registered on a
+  module it does not know, a tensor hook, a backward hook, a callback given to a
+  library) *escapes*: from then on it may run at any call the engine cannot see
+  into, at any module call and at any backward. There, what it may write is
+  weakened (:mod:`graphlife.analysis.unseen_writes`): the attributes and containers
+  it writes through its ``self`` or the names of its module and enclosing scopes.
+- A call the engine cannot follow may write the containers and objects it is given
+  (and, for a method of an object whose class it cannot see, that object): what they
+  hold is weakened too.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.analysis.engine.core import EngineCore
+from graphlife.analysis.state import State
+from graphlife.analysis.unseen_writes import function_effects, weaken_object, weaken_place
+from graphlife.analysis.values import (
+    NONE,
+    UNKNOWN,
+    Callbacks,
+    FunctionRef,
+    HeapRef,
+    NoneValue,
+    TensorVal,
+    TupleVal,
+    Value,
+)
+
+#: Where a module keeps its hooks, by the method that registers them.
+HOOK_TABLES = {"register_forward_hook": "__forward_hooks__", "register_forward_pre_hook": "__forward_pre_hooks__"}
+
+#: Module methods that register code torch runs during backward (run where the engine cannot follow).
+BACKWARD_HOOK_METHODS = frozenset({
+    "register_full_backward_hook", "register_backward_hook", "register_full_backward_pre_hook",
+    "register_state_dict_pre_hook", "register_load_state_dict_post_hook",
+})
+
+
+class CallbackParts(EngineCore):
+    """Lambdas as functions, module hooks run where torch runs them, and escaped callables."""
+
+    # -- lambdas ------------------------------------------------------------------------------------------
+    def lambda_function(self, expr: ast.Lambda, state: State) -> FunctionRef:
+        """A lambda as a function whose body returns its expression (made once per lambda, so its
+        identity is stable: inlining, the memo and the unit cache key on it)."""
+        node: ast.FunctionDef | None = getattr(expr, "_graphlife_function", None)
+        if node is None:
+            node = ast.FunctionDef(name="<lambda>", args=expr.args, body=[ast.Return(value=expr.body)],
+                                   decorator_list=[], returns=None, type_comment=None)
+            setattr(node, "type_params", [])  # noqa: B010 - a field of Python 3.12's FunctionDef only
+            setattr(expr, "_graphlife_function", node)  # noqa: B010 - a cache hung on the node
+            setattr(node, "_graphlife_effects", function_effects(expr))  # noqa: B010
+        # Where the lambda is now (the language server moves the statements it keeps after an edit).
+        ast.copy_location(node, expr)
+        ast.copy_location(node.body[0], expr.body)
+        module = self.module_of(expr)
+        self.adopt_synthetic(node, expr, module)
+        return FunctionRef(node=node, key=id(node), closure=self.closure_of(expr, state))
+
+    def closure_of(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+                   state: State) -> tuple[tuple[str, Value], ...]:
+        """What a function defined in a function reads of the enclosing function's names, as they
+        are where it is defined. Python reads them when the function runs; the engine uses these
+        values only for names its caller does not have (a hook called from the training loop,
+        long after ``get_activation(name)`` returned), and the caller's otherwise, as before."""
+        enclosing = self.enclosing_function(node)
+        if not isinstance(enclosing, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return ()
+        outer = self.local_names(enclosing) | {a.arg for a in _all_params(enclosing.args)}
+        free = free_names(node) & outer
+        return tuple((name, state.env[name]) for name in sorted(free) if name in state.env)
+
+    def adopt_synthetic(self, node: ast.FunctionDef, expr: ast.Lambda, module: object) -> None:
+        """Place a lambda's function in its module's tree index (under the lambda), so that the
+        code it runs is found in the right module and its region read by the unit cache."""
+        parents = getattr(getattr(module, "index", None), "parents", None)
+        if isinstance(parents, dict) and id(node) not in parents:
+            parents[id(node)] = expr
+            parents[id(node.body[0])] = node
+
+    # -- escaped callables --------------------------------------------------------------------------------
+    def escape(self, values: list[Value], state: State, *, later: bool = True) -> None:
+        """The functions among ``values`` are handed to code the engine does not follow: they may
+        run now, and (``later``: the code keeps them) at any later point where unseen code runs."""
+        found = _callables(values)
+        if not found:
+            return
+        if later:
+            state.escaped = state.escaped | frozenset(found)
+        for func in found:
+            self.weaken_effects(func, state)
+
+    def run_escaped(self, state: State) -> None:
+        """Code the engine does not see runs here (a call it cannot follow, a module call, a
+        backward): each escaped function may run, and what it writes is weakened."""
+        for func in state.escaped:
+            self.weaken_effects(func, state)
+
+    def weaken_effects(self, func: Value, state: State) -> None:
+        """Weaken every place ``func`` may write when it runs unseen."""
+        if not isinstance(func, FunctionRef):
+            return
+        effects = function_effects(func.node)
+        params = func.node.args.posonlyargs + func.node.args.args
+        first = params[0].arg if params and func.bound_self is not None else None
+        for root, writes in effects.roots.items():
+            target = func.bound_self if root == first else state.env.get(root)
+            if not isinstance(target, HeapRef) or target.oid not in state.heap:
+                continue
+            if writes.whole:
+                weaken_object(state, target.oid)
+            else:
+                weaken_object(state, target.oid, writes.as_attribute_writes())
+        for name in effects.globals:
+            if name in state.env:
+                state.env[name] = weaken_place(state, state.env[name])
+
+    def unseen_call(self, values: list[Value], state: State, receiver: Value | None = None) -> None:
+        """A call the engine cannot follow: the functions it is given escape, the objects it is
+        given (and the receiver of the method) may be written, and escaped functions may run."""
+        self.escape(values, state)
+        for value in [*values, *([receiver] if receiver is not None else [])]:
+            for held in _heap_refs(value):
+                if held.oid in state.heap:
+                    weaken_object(state, held.oid)
+        self.run_escaped(state)
+
+    # -- module hooks ---------------------------------------------------------------------------------------
+    def register_module_hook(self, module: HeapRef, method: str, args: list[Value], state: State,
+                             site: ast.AST) -> Value:
+        """``module.register_forward_hook(fn)``: keep ``fn`` on the module (the handle it returns
+        can take it off); a function the engine cannot follow escapes instead."""
+        hook = args[0] if args else UNKNOWN
+        table = HOOK_TABLES.get(method)
+        if table is None or not isinstance(hook, FunctionRef):
+            self.escape(args, state)
+            return UNKNOWN
+        obj = state.heap_write(module.oid)
+        current = obj.attrs.get(table)
+        items = current.items if isinstance(current, Callbacks) else frozenset()
+        obj.attrs[table] = Callbacks(items | {hook})
+        handle = self.new_object(state, "hook_handle", site)
+        handle_obj = state.heap[handle.oid]
+        handle_obj.attrs["__module__"] = module
+        handle_obj.attrs["__hook__"] = hook
+        handle_obj.extra["table"] = table
+        return handle
+
+    def remove_hook(self, handle: HeapRef, state: State) -> Value:
+        """``handle.remove()``: the hook no longer runs."""
+        obj = state.heap.get(handle.oid)
+        if obj is None:
+            return NONE
+        module, hook, table = obj.attrs.get("__module__"), obj.attrs.get("__hook__"), obj.extra.get("table")
+        if isinstance(module, HeapRef) and module.oid in state.heap and isinstance(table, str):
+            current = state.heap[module.oid].attrs.get(table)
+            if isinstance(current, Callbacks) and hook in current.items:
+                state.heap_write(module.oid).attrs[table] = Callbacks(current.items - {hook})
+        return NONE
+
+    def module_hooks(self, module: HeapRef, table: str, state: State) -> list[FunctionRef]:
+        obj = state.heap.get(module.oid)
+        found = obj.attrs.get(table) if obj is not None else None
+        if not isinstance(found, Callbacks):
+            return []
+        return sorted((f for f in found.items if isinstance(f, FunctionRef)), key=lambda f: f.key)
+
+    def run_pre_hooks(self, module: HeapRef, args: list[Value], state: State, site: ast.AST) -> list[Value]:
+        """The module's forward pre-hooks, called with ``(module, args)``: a hook that returns
+        something else than ``None`` gives the forward its arguments (a tuple, or one value)."""
+        for hook in self.module_hooks(module, "__forward_pre_hooks__", state):
+            out = self.call_function(hook, [module, TupleVal(tuple(args))], {}, state, site)
+            if isinstance(out, NoneValue):
+                continue
+            if isinstance(out, TupleVal):
+                args = list(out.items)
+            elif out is UNKNOWN:
+                args = [arg.join(UNKNOWN) if isinstance(arg, (TensorVal, TupleVal)) else UNKNOWN for arg in args]
+            else:
+                args = [out]
+        return args
+
+    def run_forward_hooks(self, module: HeapRef, args: list[Value], output: Value, state: State,
+                          site: ast.AST) -> Value:
+        """The module's forward hooks, called with ``(module, args, output)`` after its forward: a
+        hook that returns something else than ``None`` replaces the output."""
+        for hook in self.module_hooks(module, "__forward_hooks__", state):
+            out = self.call_function(hook, [module, TupleVal(tuple(args)), output], {}, state, site)
+            if isinstance(out, NoneValue):
+                continue
+            output = output.join(UNKNOWN) if out is UNKNOWN and isinstance(output, (TensorVal, TupleVal)) else out
+        return output
+
+
+def _all_params(args: ast.arguments) -> list[ast.arg]:
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    return [*params, *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]
+
+
+def free_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> frozenset[str]:
+    """Names a function (and what it defines) loads but does not bind itself: those it may read
+    from an enclosing scope. Cached on the node."""
+    cached: frozenset[str] | None = getattr(node, "_graphlife_free", None)
+    if cached is not None:
+        return cached
+    loaded: set[str] = set()
+    bound: set[str] = {a.arg for a in _all_params(node.args)}
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            (loaded if isinstance(child.ctx, ast.Load) else bound).add(child.id)
+    found = frozenset(loaded - bound)
+    setattr(node, "_graphlife_free", found)  # noqa: B010 - a cache hung on the node
+    return found
+
+
+def _callables(values: list[Value], depth: int = 0) -> list[FunctionRef]:
+    found: list[FunctionRef] = []
+    for value in values:
+        if isinstance(value, FunctionRef):
+            found.append(value)
+        elif isinstance(value, TupleVal) and depth < 3:
+            found.extend(_callables(list(value.items), depth + 1))
+    return found
+
+
+def _heap_refs(value: Value, depth: int = 0) -> list[HeapRef]:
+    if isinstance(value, HeapRef):
+        return [value]
+    if isinstance(value, FunctionRef) and isinstance(value.bound_self, HeapRef):
+        return []  # a bound method handed over: what it writes is its escape's business
+    if isinstance(value, TupleVal) and depth < 3:
+        return [ref for item in value.items for ref in _heap_refs(item, depth + 1)]
+    return []

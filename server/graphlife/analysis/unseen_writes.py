@@ -1,0 +1,344 @@
+"""Places that code the engine did not run may have written, and what is known of them after.
+
+Why: an error must hold on every path, and some paths run code the engine never
+follows at that point. A method analyzed alone starts from what ``__init__`` made,
+but any other method (or a hook, or code of another object) may have assigned the
+attribute since: ``self.out = torch.zeros(2)`` in ``__init__`` and
+``self.out = x * w`` in ``set()`` make ``self.out.sum().backward()`` in ``run()``
+fine under torch, though ``__init__`` alone would say it has no graph. A call into a
+library, or a hook the engine cannot run, may write the objects it is given or
+reaches. What such a write may leave is *weakened*: a tensor keeps what it may be
+(its graph, its storage) but loses every certainty (whether it requires grad, that
+it is a tensor at all); anything else becomes unknown. Modules, optimizers and
+gradient scalers keep their identity (code that is not the user's rarely swaps a
+model for another, and a model that became unknown would silence every rule of
+the training loop around it); their own attributes are weakened like any object's.
+
+The syntactic part (:func:`attribute_writes`) says which attribute names code
+outside ``__init__`` assigns anywhere in a file; the value part
+(:func:`weakened`, :func:`weaken_object`) is what the engine applies.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from graphlife.analysis.state import State
+from graphlife.analysis.values import UNKNOWN, HeapRef, TensorVal, TupleVal, Value
+
+#: Kinds of heap objects whose identity survives a write the engine did not see.
+STRUCTURAL_KINDS = frozenset({"module", "optimizer", "scaler", "params"})
+
+#: Methods of Python's containers that change their content.
+MUTATING_METHODS = frozenset({
+    "append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "add", "discard", "popitem",
+    "sort", "reverse", "appendleft", "extendleft", "popleft", "__setitem__", "__delitem__",
+})
+
+#: How deep a weakening follows objects held by objects.
+MAX_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class AttributeWrites:
+    """The attributes that code of a file assigns outside the ``__init__`` that builds an object."""
+
+    #: Attribute names assigned (``x.name = ...``, ``x.name += ...``, ``del x.name``).
+    names: frozenset[str] = frozenset()
+    #: Attribute names whose content changes (``x.name[k] = v``, ``x.name.append(v)``).
+    contents: frozenset[str] = frozenset()
+    #: Some write names no attribute (``setattr(x, name, v)``, ``x.__dict__``): every one may change.
+    any_name: bool = False
+    #: The store expressions, for the unit cache's dependencies (the code read).
+    sites: tuple[ast.AST, ...] = field(default=(), compare=False)
+
+    def touches(self, name: str) -> bool:
+        return self.any_name or name in self.names
+
+
+def attribute_writes(tree: ast.AST) -> AttributeWrites:
+    """Every attribute write of ``tree`` but those that build a new object: stores on the first
+    parameter of an ``__init__`` made directly in its body (not in a function or lambda defined
+    there, which may run any time later: a hook)."""
+    collector = _WriteCollector()
+    collector.visit(tree)
+    return AttributeWrites(frozenset(collector.names), frozenset(collector.contents), collector.any_name,
+                           tuple(collector.sites))
+
+
+class _WriteCollector(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.contents: set[str] = set()
+        self.any_name = False
+        self.sites: list[ast.AST] = []
+        self._building: str | None = None  # the first parameter of the __init__ whose body this is
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        outer = self._building
+        params = node.args.posonlyargs + node.args.args
+        self._building = params[0].arg if node.name == "__init__" and params else None
+        for stmt in node.body:
+            self.visit(stmt)
+        self._building = None
+        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        self._building = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        outer, self._building = self._building, None
+        self.generic_visit(node)
+        self._building = outer
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        outer, self._building = self._building, None
+        self.generic_visit(node)
+        self._building = outer
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and not self._builds(node):
+            self.names.add(node.attr)
+            self.sites.append(node)
+            if node.attr == "__dict__":
+                self.any_name = True
+        if isinstance(node.ctx, ast.Load) and node.attr == "__dict__":
+            self.any_name = True  # `obj.__dict__.update(...)`, `obj.__dict__[k] = v`
+            self.sites.append(node)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Attribute):
+            self.contents.add(node.value.attr)
+            self.sites.append(node)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("setattr", "delattr", "vars"):
+            self.any_name = True
+            self.sites.append(node)
+        elif (isinstance(func, ast.Attribute) and func.attr in MUTATING_METHODS
+              and isinstance(func.value, ast.Attribute)):
+            self.contents.add(func.value.attr)
+            self.sites.append(node)
+        self.generic_visit(node)
+
+    def _builds(self, node: ast.Attribute) -> bool:
+        return self._building is not None and isinstance(node.value, ast.Name) and node.value.id == self._building
+
+
+# -- values ---------------------------------------------------------------------------------------------
+
+
+def weakened(value: Value) -> Value:
+    """What a place that held ``value`` may hold after a write the engine did not see."""
+    if isinstance(value, (TensorVal, TupleVal)):
+        return value.join(UNKNOWN)
+    return UNKNOWN
+
+
+def weaken_place(state: State, value: Value) -> Value:
+    """The new value of a place holding ``value`` that unseen code may have assigned: objects
+    that keep their identity (:data:`STRUCTURAL_KINDS`) stay, with their own places weakened."""
+    if isinstance(value, HeapRef):
+        obj = state.heap.get(value.oid)
+        if obj is not None and obj.kind in STRUCTURAL_KINDS:
+            weaken_object(state, value.oid)
+            return value
+    return weakened(value)
+
+
+def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, depth: int = 0,
+                  seen: set[int] | None = None) -> None:
+    """Weaken what object ``oid`` holds, and what the objects it holds hold (bounded): every
+    attribute (or only those ``names`` says are written, and the contents of those it says
+    change), its element summary and known items. Modules keep their children and parameters
+    (their identity); what else they hold is weakened. An object whose content is already as
+    weak is left as it is (the same object: a call that changed nothing stays pure for the memo)."""
+    seen = set() if seen is None else seen
+    if depth > MAX_DEPTH or oid in seen or oid not in state.heap:
+        return
+    seen.add(oid)
+    obj = state.heap[oid]
+    structural = obj.kind in STRUCTURAL_KINDS
+    changed: dict[str, Value | None] = {}
+    for name, value in obj.attrs.items():
+        if name == "__children__" and structural:
+            continue
+        if names is not None and not names.touches(name):
+            if name in names.contents and isinstance(value, HeapRef):
+                weaken_object(state, value.oid, None, depth + 1, seen)
+            continue
+        if isinstance(value, HeapRef) and value.oid in state.heap and state.heap[value.oid].kind in STRUCTURAL_KINDS:
+            weaken_object(state, value.oid, None, depth + 1, seen)
+            continue
+        if structural and isinstance(value, TensorVal) and value.is_param:
+            continue  # a module's parameters are its own (replacing one is a model surgery we do not see)
+        if name == "__items__":
+            changed[name] = None
+            continue
+        if isinstance(value, HeapRef) and names is None:
+            weaken_object(state, value.oid, None, depth + 1, seen)
+            continue  # the object stays (its identity); what it holds is weakened
+        new = weakened(value)
+        if new != value or type(new) is not type(value):
+            changed[name] = new
+    element = obj.elem if names is None else None
+    new_element: Value | None = element
+    if isinstance(element, HeapRef):
+        weaken_object(state, element.oid, None, depth + 1, seen)
+    elif element is not None:
+        new_element = weakened(element)
+    if not changed and (new_element == element and type(new_element) is type(element)):
+        return
+    writable = state.heap_write(oid)
+    for name, new_value in changed.items():
+        if new_value is None:
+            del writable.attrs[name]
+        else:
+            writable.attrs[name] = new_value
+    if names is None:
+        writable.elem = new_element
+
+
+# -- what a function may write when it runs where the engine cannot follow it ---------------------------
+
+
+@dataclass(frozen=True)
+class RootWrites:
+    """What a function writes through one name it reaches (its ``self``, a name of an enclosing
+    scope or of the module): attributes assigned, attributes whose content changes, or the
+    object as a whole (its items, or anything when it is handed to other code)."""
+
+    names: frozenset[str] = frozenset()
+    contents: frozenset[str] = frozenset()
+    whole: bool = False
+
+    def as_attribute_writes(self) -> AttributeWrites:
+        return AttributeWrites(self.names, self.contents, False)
+
+
+@dataclass(frozen=True)
+class CallableEffects:
+    """The places a function (and the functions defined in it) may write, by the name it reaches
+    them through; and the module names it rebinds (``global``)."""
+
+    roots: dict[str, RootWrites]
+    globals: frozenset[str]
+
+
+def function_effects(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> CallableEffects:
+    """The writes of ``node``'s body through names it does not bind itself, and through its first
+    parameter (``self`` of a bound method). Cached on the node (the same code gives the same answer)."""
+    cached: CallableEffects | None = getattr(node, "_graphlife_effects", None)
+    if cached is not None:
+        return cached
+    params = node.args.posonlyargs + node.args.args
+    collector = _EffectCollector()
+    body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+    for stmt in body:
+        collector.visit(stmt)
+    local = collector.bound - collector.declared_global - collector.declared_nonlocal
+    local |= {p.arg for p in [*params[1:], *node.args.kwonlyargs]}
+    if node.args.vararg:
+        local.add(node.args.vararg.arg)
+    if node.args.kwarg:
+        local.add(node.args.kwarg.arg)
+    roots = {
+        name: RootWrites(frozenset(collector.names.get(name, ())), frozenset(collector.contents.get(name, ())),
+                         name in collector.whole)
+        for name in {*collector.names, *collector.contents, *collector.whole} - local
+    }
+    effects = CallableEffects(roots, frozenset(collector.declared_global & collector.bound))
+    setattr(node, "_graphlife_effects", effects)  # noqa: B010 - a cache hung on the node
+    return effects
+
+
+def _root_chain(expr: ast.expr) -> tuple[str, list[str]] | None:
+    """``a.b.c`` -> ("a", ["b", "c"]); subscripts are passed through (``a.b[0].c`` -> ("a", ["b"]))."""
+    attrs: list[str] = []
+    while True:
+        if isinstance(expr, ast.Attribute):
+            attrs.insert(0, expr.attr)
+            expr = expr.value
+        elif isinstance(expr, ast.Subscript):
+            attrs.clear()  # what the subscript reaches is inside the object before it
+            expr = expr.value
+        elif isinstance(expr, ast.Name):
+            return expr.id, attrs
+        else:
+            return None
+
+
+class _EffectCollector(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.names: dict[str, set[str]] = {}
+        self.contents: dict[str, set[str]] = {}
+        self.whole: set[str] = set()
+        self.bound: set[str] = set()
+        self.declared_global: set[str] = set()
+        self.declared_nonlocal: set[str] = set()
+
+    def _write(self, target: ast.expr, whole_item: bool) -> None:
+        chain = _root_chain(target)
+        if chain is None:
+            return
+        root, attrs = chain
+        if not attrs:
+            if whole_item:
+                self.whole.add(root)
+            return
+        if len(attrs) == 1 and isinstance(target, ast.Attribute):
+            self.names.setdefault(root, set()).add(attrs[0])
+        else:
+            self.contents.setdefault(root, set()).add(attrs[0])
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self.bound.add(node.id)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.declared_global.update(node.names)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.declared_nonlocal.update(node.names)
+        self.whole.update(node.names)  # a rebinding in the enclosing scope: what it held may change
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self._write(node, whole_item=False)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self._write(node, whole_item=True)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            chain = _root_chain(func.value)
+            if chain is not None:
+                root, attrs = chain
+                if func.attr in MUTATING_METHODS:
+                    if attrs:
+                        self.contents.setdefault(root, set()).add(attrs[0])
+                    else:
+                        self.whole.add(root)
+                elif not attrs:
+                    self.whole.add(root)  # `self.helper(...)`: a method of the object may write any of it
+                else:
+                    self.contents.setdefault(root, set()).add(attrs[0])
+        for arg in [*node.args, *(kw.value for kw in node.keywords)]:
+            chain = _root_chain(arg.value if isinstance(arg, ast.Starred) else arg)
+            if chain is not None:
+                root, attrs = chain
+                if attrs:
+                    self.contents.setdefault(root, set()).add(attrs[0])
+                else:
+                    self.whole.add(root)  # handed to other code, which may write it
+        self.generic_visit(node)
