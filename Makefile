@@ -5,10 +5,10 @@ STAMP   := $(VENV)/.graphlife-installed
 
 .PHONY: run test lint venv test-python test-node test-e2e vsix node clean bench bench-public
 
-$(STAMP): server/pyproject.toml
+$(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e 'server[test]'
+	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -66,7 +66,7 @@ bench-public: venv
 
 bench: venv $(TORCHFIX_VENV)/bin/torchfix
 	$(PY) benchmarks/bench_check.py --torchfix $(TORCHFIX_VENV)/bin/torchfix
-	@for b in benchmarks/lsp_latency.py benchmarks/probe_bench.py; do \
+	@for b in benchmarks/lsp_latency.py benchmarks/probe_bench.py benchmarks/runtime_bench.py; do \
 	  if [ -f $$b ]; then $(PY) $$b || exit 1; fi; done
 
 clean:

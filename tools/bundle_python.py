@@ -26,10 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Pinned so that a .vsix is reproducible; keep in step with server/pyproject.toml.
+# Pinned so that a .vsix is reproducible; keep in step with the `lsp` extra of pyproject.toml.
 # exceptiongroup is named because pip resolves markers for this machine's Python, and
 # cattrs needs it on 3.10.
-PURE = ["pygls==2.1.1", "lsprotocol==2025.0.0", "exceptiongroup>=1.1.1"]
+PURE = ["pygls==2.1.1", "lsprotocol==2025.0.0", "exceptiongroup>=1.1.1", "pathspec==1.1.1"]
 COMPILED = ["libcst==1.9.0"]
 PYTHONS = ["3.10", "3.11", "3.12", "3.13", "3.14"]
 

@@ -3,23 +3,22 @@
 It parses once with the stdlib ``ast`` (libcst is for fixes only), survives
 syntax errors by leaving out the top-level blocks that do not parse (so the
 other blocks still get their findings), runs the engine under a
-time box, then applies ``# graphlife: ignore[...]`` comments (and a file's
-``# graphlife: ignore-file[...]`` lines, :mod:`graphlife.file_ignores`), ``select`` /
-``ignore`` and severity overrides.
+time box, then applies the comments that silence findings (``# graphlife: ignore[...]``,
+``# noqa: GL101``, a file-level ``# graphlife: noqa``: :mod:`graphlife.suppression`),
+``select`` / ``ignore`` and severity overrides.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from graphlife.config import Config
-from graphlife.file_ignores import FileIgnores, file_ignores
 from graphlife.findings import Finding
 from graphlife.project.limits import MAX_SOURCE_BYTES
+from graphlife.suppression import FileSuppression, file_suppression, is_suppressed
 from graphlife.text_lines import source_lines
 
 if TYPE_CHECKING:
@@ -33,8 +32,6 @@ if TYPE_CHECKING:
 
 #: The engine's time box per file, in seconds; what is not reached is skipped.
 DEFAULT_TIME_BUDGET = 10.0
-
-_IGNORE_COMMENT = re.compile(r"#\s*graphlife\s*:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 
 
 @dataclass(frozen=True)
@@ -135,20 +132,21 @@ def run_checks(
     result.notes.extend(engine_notes)
 
     kept: list[Finding] = []
-    # Per file: what its `# graphlife: ignore-file[...]` comments silence.
-    silenced: dict[str | None, FileIgnores] = {None: file_ignores(lines)}
+    whole_files: dict[str | None, FileSuppression] = {
+        None: file_suppression(lines) if "graphlife" in source else file_suppression([])
+    }
     for finding in findings:
         where = finding.span.path
         if where is not None:
             other_lines = modules.lines_of(where) if modules is not None else None
-            if other_lines is None or _ignored_by_comment(finding, other_lines):
+            if other_lines is None:
                 continue
-            if where not in silenced:
-                silenced[where] = file_ignores(other_lines)
+            if where not in whole_files:
+                whole_files[where] = file_suppression(other_lines)
+            if is_suppressed(finding.code, finding.span.line, other_lines, whole_files[where]):
+                continue
             finding = replace(finding, fixes=())
-        elif _ignored_by_comment(finding, lines):
-            continue
-        if silenced[where].covers(finding.code):
+        elif is_suppressed(finding.code, finding.span.line, lines, whole_files[None]):
             continue
         severity = config.severity_for(finding.code, finding.severity)
         if severity is None:
@@ -167,18 +165,3 @@ def parse_tolerant(source: str) -> tuple[ast.Module | None, list[SyntaxProblem]]
 
     tree, errors = parse_blocks(source)
     return tree, [SyntaxProblem(line, column, message) for line, column, message in errors]
-
-
-def _ignored_by_comment(finding: Finding, lines: list[str]) -> bool:
-    """``# graphlife: ignore`` or ``# graphlife: ignore[GL101, GL2]`` on the finding's first line."""
-    if finding.span.line - 1 >= len(lines):
-        return False
-    match = _IGNORE_COMMENT.search(lines[finding.span.line - 1])
-    if not match:
-        return False
-    codes = match.group("codes")
-    if codes is None:
-        return True
-    wanted = [c.strip().upper() for c in codes.split(",") if c.strip()]
-    return any(finding.code.startswith(code) for code in wanted)
-

@@ -1,8 +1,13 @@
-"""`graphlife check|fix|lsp|explain|rules`: thin shells over the shared engine.
+"""`graphlife check|fix|lsp|explain|run|rules`: thin shells over the shared engine.
 
-Exit status of ``check``: 0 with no findings, 1 with findings (or syntax
-errors), 2 on a usage error or a file that cannot be read (the other files are
-still checked).
+Exit status of ``check``: 0 when nothing at or above ``--fail-on`` (default: warning;
+information never fails by default) was found, 1 with such findings (or syntax errors),
+2 on a usage error (an unknown rule code included) or a file that cannot be read (the
+other files are still checked). ``--exit-zero`` turns 1 into 0.
+
+What is printed is one module per format (:mod:`graphlife.output`); which files are
+checked is :mod:`graphlife.discovery`; the settings of the command line are
+:mod:`graphlife.cli_settings`.
 """
 
 from __future__ import annotations
@@ -13,13 +18,12 @@ import gc
 import json
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from graphlife import __version__
-from graphlife.config import Config, config_for_path
-from graphlife.project.walk import walk_files
+from graphlife.config import CommandLineSettings, Config, config_for_path
+from graphlife.output.report import SEVERITY_RANK, FileReport, Note, RunResult, exit_status
 from graphlife.text_lines import source_lines, source_lines_keepends
 
 if TYPE_CHECKING:
@@ -28,43 +32,8 @@ if TYPE_CHECKING:
     from graphlife.project.result_cache import ResultCache
     from graphlife.project.sources import SourceCache
 
-
-
-@dataclass
-class FileReport:
-    """What checking one file produced, in a picklable form for worker processes."""
-
-    path: str
-    findings: list[dict] = field(default_factory=list)
-    syntax_errors: list[tuple[int, int, str]] = field(default_factory=list)
-    #: For a notebook: the (cell, line in the cell) of each syntax error, in the same order.
-    syntax_error_cells: list[tuple[int, int]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    read_error: str | None = None
-    lines: list[str] = field(default_factory=list)
-    fixed_source: str | None = None
-    original_source: str | None = None
-    #: Checked as asked (``False``: another file of the project, reported for what a checked
-    #: file reached in it).
-    checked: bool = True
-    #: The lines of the project's other files that findings point into (for the source excerpt).
-    other_lines: dict[str, list[str]] = field(default_factory=dict)
-    encoding: str = "utf-8"  # as the file was read (a fix is written back the same way)
-
-
-def iter_python_files(paths: list[str]) -> tuple[list[str], list[str]]:
-    """The ``.py`` files under ``paths`` (sorted) and the paths that do not exist."""
-    files: list[str] = []
-    missing: list[str] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_file() or (path.exists() and not path.is_dir()):  # a pipe or device: its read says why not
-            files.append(str(path))
-        elif path.is_dir():
-            files.extend(walk_files(str(path), (".py", ".ipynb")))
-        else:
-            missing.append(raw)
-    return files, missing
+#: The name a file read from standard input is reported under without ``--stdin-filename``.
+STDIN_NAME = "-"
 
 
 def read_source(path: str) -> str:
@@ -75,28 +44,34 @@ def read_source(path: str) -> str:
     return read_source_file(path).text
 
 
-def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool]) -> FileReport:
-    path, base_config, mode = args[:3]
-    use_cache = len(args) > 3 and bool(args[3])
+#: One file to check: its path, its settings, the mode (check, fix, diff), whether the cache
+#: of results is used, its text when it was not read from the path (standard input), and
+#: whether the fixes that change behaviour are applied too (``--unsafe-fixes``).
+Job = tuple[str, Config, str, bool, str | None, bool]
+
+
+def _check_one(job: Job) -> FileReport:
+    path, config, mode, use_cache, text, unsafe = job
     from graphlife.checker import check_source, project_modules  # noqa: PLC0415
 
-    report = FileReport(path=path)
+    report = FileReport(path=path, settings_problems=list(config.problems))
     if path.endswith(".ipynb"):
-        return _check_notebook(path, base_config, report)
+        return _check_notebook(path, config, report, text, mode, unsafe)
     from graphlife.source_files import read_source_file  # noqa: PLC0415
 
-    try:
-        read = read_source_file(path)
-    except (OSError, ValueError) as exc:
-        report.read_error = str(exc)
-        return report
-    source, report.encoding = read.text, read.encoding
-    config = config_for_path(base_config, path)
+    if text is None:
+        try:
+            read = read_source_file(path)
+        except (OSError, ValueError) as exc:
+            report.read_error = str(exc)
+            return report
+        source, report.encoding = read.text, read.encoding
+    else:
+        source = text
     cached = _cached_report(path, source, config) if use_cache and mode == "check" else None
     if cached is not None:
         return cached
-    report.notes.extend(config.problems)
-    modules = project_modules(path, config, _shared_sources())
+    modules = project_modules(path if text is None else os.path.abspath(path), config, _shared_sources())
     result = check_source(source, path, config, modules=modules)
     report.lines = source_lines(source)
     report.findings = [f.to_json(path) for f in result.findings]
@@ -109,7 +84,7 @@ def _check_one(args: tuple[str, Config, str] | tuple[str, Config, str, bool]) ->
         from graphlife.fixes import fix_source  # noqa: PLC0415
 
         report.original_source = source
-        report.fixed_source = fix_source(source, path, config)
+        report.fixed_source = fix_source(source, path, config, unsafe=unsafe)
     elif mode in ("fix", "diff") and result.syntax_errors:
         report.notes.append("not fixed: the file has a syntax error")
     if use_cache and mode == "check" and not any("time box" in note for note in result.notes):
@@ -140,7 +115,7 @@ def _cache_keys(path: str, source: str, config: Config) -> tuple[ResultCache, st
     return cache, text_hash(source), f"{settings_key(config)}:{os.getcwd()}:{path}"
 
 
-def _from_cache(path: str, base_config: Config) -> FileReport | None:
+def _from_cache(path: str, config: Config) -> FileReport | None:
     """The cached report of a Python file (not a notebook), or ``None`` to check it."""
     if path.endswith(".ipynb"):
         return None
@@ -148,7 +123,10 @@ def _from_cache(path: str, base_config: Config) -> FileReport | None:
         source = read_source(path)
     except (OSError, ValueError):
         return None  # the check reports why it cannot be read
-    return _cached_report(path, source, config_for_path(base_config, path))
+    report = _cached_report(path, source, config)
+    if report is not None:
+        report.settings_problems = list(config.problems)
+    return report
 
 
 def _cached_report(path: str, source: str, config: Config) -> FileReport | None:
@@ -190,9 +168,6 @@ def _shared_sources() -> SourceCache:
     return SourceCache()
 
 
-_SEVERITY_RANK = {"error": 0, "warning": 1, "information": 2, "hint": 3}
-
-
 def merge_project_findings(reports: list[FileReport]) -> list[FileReport]:
     """Each finding under the file it is in, once. Checking ``train.py`` reports a bug it
     reaches in ``layers.py``; so may checking ``eval.py``: one finding per statement and rule,
@@ -210,7 +185,7 @@ def merge_project_findings(reports: list[FileReport]) -> list[FileReport]:
             key = (finding["line"], finding["column"], finding["end_line"], finding["end_column"], finding["code"],
                    finding.get("cell"))
             kept = merged.setdefault(where, {}).get(key)
-            if kept is None or _SEVERITY_RANK[finding["severity"]] < _SEVERITY_RANK[kept["severity"]]:
+            if kept is None or SEVERITY_RANK[finding["severity"]] < SEVERITY_RANK[kept["severity"]]:
                 merged[where][key] = finding
     result = [*reports, *(by_path[path] for path in sorted(order))]
     for report in result:
@@ -219,16 +194,26 @@ def merge_project_findings(reports: list[FileReport]) -> list[FileReport]:
     return result
 
 
-def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileReport:
-    """A notebook's code cells, analyzed together in cell order; findings point into their cell."""
+def _check_notebook(path: str, config: Config, report: FileReport, text: str | None = None, mode: str = "check",
+                    unsafe: bool = False) -> FileReport:
+    """A notebook's code cells, analyzed together in cell order; findings point into their cell
+    (and fixed cell by cell). Only nbformat 4 notebooks of a Python kernel are checked (a note
+    says why another is not)."""
     from graphlife.checker import check_source  # noqa: PLC0415
     from graphlife.lsp.notebooks import CellText, cell_relative_lines, join_cells  # noqa: PLC0415
+    from graphlife.notebook_format import why_not_checked  # noqa: PLC0415
     from graphlife.source_files import check_readable  # noqa: PLC0415
 
     try:
-        check_readable(path)
-        with open(path, encoding="utf-8") as handle:
-            notebook = json.load(handle)  # a notebook nested too deeply raises RecursionError: caught
+        if text is None:
+            check_readable(path)
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        notebook = json.loads(text)  # a notebook nested too deeply raises RecursionError: caught
+        refusal = why_not_checked(notebook)
+        if refusal is not None:
+            report.notes.append(refusal)
+            return report
         # Cells are numbered by their place in the notebook, markdown cells included, as the
         # editor shows them (and as the language server names them).
         code = [
@@ -243,9 +228,8 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
         report.read_error = f"not a readable notebook: {exc}"
         return report
     source, placed = join_cells(cells)
-    config = config_for_path(base_config, path)
     result = check_source(source, path, config)
-    report.notes.extend(config.problems + tuple(result.notes))
+    report.notes.extend(result.notes)
 
     def segment_for_line(line: int) -> JoinedCell | None:
         for cell in reversed(placed):
@@ -269,90 +253,55 @@ def _check_notebook(path: str, base_config: Config, report: FileReport) -> FileR
         report.findings.append(data)
     report.syntax_errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
     report.syntax_error_cells = [locate(e.line) for e in result.syntax_errors]
+    if mode in ("fix", "diff") and result.findings and not result.syntax_errors:
+        from graphlife.fixes.notebooks import fix_notebook  # noqa: PLC0415
+
+        def join(texts: list[str]) -> tuple[str, list[int]]:
+            joined, cells = join_cells([CellText(uri=str(n), version=None, number=n, text=t)
+                                        for n, t in enumerate(texts, start=1)])
+            return joined, [cell.line_offset for cell in cells]
+
+        report.original_source = text
+        report.fixed_source = fix_notebook(text, join, path, config, unsafe=unsafe)
     return report
 
 
-class Painter:
-    """ANSI colours, only when writing to a terminal (and NO_COLOR is unset)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.enabled = hasattr(stream, "isatty") and stream.isatty() and not os.environ.get("NO_COLOR")
-
-    def __call__(self, text: str, code: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
-
-
-SEVERITY_COLOURS = {"error": "1;31", "warning": "1;33", "information": "1;34", "hint": "2"}
-
-
-def render_text(reports: list[FileReport], out: TextIO) -> None:
-    """`path:line:col: CODE severity: message`, the source line with the span marked, a summary."""
-    paint = Painter(out)
-    counts: dict[str, int] = {}
-    for report in reports:
-        for index, (line, column, message) in enumerate(report.syntax_errors):
-            if report.syntax_error_cells:
-                cell, cell_line = report.syntax_error_cells[index]
-                where = f"cell {cell}:{cell_line}"
-            else:
-                where = str(line)
-            out.write(f"{paint(report.path, '1')}:{where}:{column}: {paint('syntax error', '1;31')}: {message}\n")
-        for finding in report.findings:
-            severity = finding["severity"]
-            counts[severity] = counts.get(severity, 0) + 1
-            where = f"cell {finding['cell']}:{finding['cell_line']}" if "cell" in finding else str(finding["line"])
-            head = f"{paint(report.path, '1')}:{where}:{finding['column']}: "
-            code = paint(finding["code"], "1")
-            out.write(f"{head}{code} {paint(severity, SEVERITY_COLOURS.get(severity, '0'))}: {finding['message']}\n")
-            if 0 < finding["line"] <= len(report.lines):
-                text = report.lines[finding["line"] - 1]
-                start = finding["column"] - 1
-                end = finding["end_column"] - 1 if finding["end_line"] == finding["line"] else len(text)
-                end = max(end, start + 1)
-                out.write(f"  {finding.get('cell_line', finding['line']):>5} | {text}\n")  # a notebook: its cell's line
-                out.write(f"        | {' ' * start}{paint('^' * (end - start), SEVERITY_COLOURS.get(severity, '0'))}\n")
-            for related in finding["related"]:
-                elsewhere = related.get("path", report.path) != report.path
-                where = f"{related['path']}:{related['line']}" if elsewhere else f"line {related['line']}"
-                out.write(f"        = note: {where}: {related['message']}\n")
-    total = sum(counts.values())
-    files = sum(1 for report in reports if report.checked)
-    syntax = sum(len(report.syntax_errors) for report in reports)
-    if syntax:
-        counts["syntax error"] = syntax
-        total += syntax
-    if total:
-        detail = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'information' else ''}" for s, n in sorted(counts.items()))
-        out.write(
-            f"\nFound {total} problem{'s' if total != 1 else ''} ({detail})"
-            f" in {files} file{'s' if files != 1 else ''}.\n"
-        )
-    else:
-        out.write(f"All checks passed ({files} file{'s' if files != 1 else ''}).\n")
-
-
 def _run_check(args: argparse.Namespace, mode: str) -> int:
-    files, missing = iter_python_files(args.paths)
-    status = 0
-    for raw in missing:
-        print(f"graphlife: {raw}: no such file or directory", file=sys.stderr)
-        status = 2
-    base = Config()
-    overrides = {}
-    if args.select:
-        overrides["select"] = args.select.split(",")
-    if args.ignore:
-        overrides["ignore"] = args.ignore.split(",")
-    if overrides:
-        base = base.merged(overrides, "command line")
-        for problem in base.problems:
-            print(f"graphlife: {problem}", file=sys.stderr)
-        base = Config(select=base.select, ignore=base.ignore)
+    """Check the files ``args`` names (or standard input) and write the findings in
+    ``--output-format``; the exit status is the module docstring's."""
+    from graphlife.cli_settings import RuleCatalog, UsageError, check_codes, command_line_settings  # noqa: PLC0415
+
+    try:
+        command_line = command_line_settings(args)
+        stdin = _reads_stdin(args)
+    except UsageError as exc:
+        print(f"graphlife: error: {exc}", file=sys.stderr)
+        return 2
+    if stdin:
+        return _run_check_stdin(args, mode, command_line)
+    from graphlife.discovery import discover  # noqa: PLC0415
+
+    @functools.cache
+    def settings_for(folder: str) -> Config:
+        return config_for_path(Config(), folder, command_line)
+
+    files, missing = discover(args.paths, settings_for, force_exclude=args.force_exclude)
+    configs = {path: config_for_path(Config(), path, command_line) for path in files}
+    errors = check_codes(args, configs.items() or [(os.getcwd(), settings_for(os.getcwd()))], RuleCatalog.load())
+    if errors:
+        for message in errors:
+            print(f"graphlife: error: {message}", file=sys.stderr)
+        return 2
+    notes = [Note(raw, "no such file or directory", "error") for raw in missing]
+    if not files and not missing:  # an all-clear that checked nothing would mislead a CI log
+        notes.append(Note(None, "no Python files or notebooks found under the given paths (after exclusions)"))
     use_cache = mode == "check" and not args.no_cache
     # Files whose results are in the cache are answered here: a project checked again
     # unchanged starts no worker process and analyzes nothing.
-    known = {path: report for path in files if (report := _from_cache(path, base)) is not None} if use_cache else {}
-    jobs = [(path, base, mode, use_cache) for path in files if path not in known]
+    known = {path: report for path in files if (report := _from_cache(path, configs[path])) is not None} \
+        if use_cache else {}
+    unsafe = bool(getattr(args, "unsafe_fixes", False))
+    jobs: list[Job] = [(path, configs[path], mode, use_cache, None, unsafe) for path in files if path not in known]
     if jobs:
         load_engine()
     if len(jobs) > 3 and (os.cpu_count() or 1) > 1:
@@ -366,41 +315,133 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
         fresh = [_check_one(job) for job in jobs]
     by_path = {report.path: report for report in fresh} | known
     reports = [by_path[path] for path in files]
+    return _finish(args, mode, reports, notes, configs)
+
+
+def _reads_stdin(args: argparse.Namespace) -> bool:
+    """``graphlife check -`` (or ``--stdin-filename NAME`` without paths) reads standard input."""
+    if "-" in args.paths and len(args.paths) > 1:
+        from graphlife.cli_settings import UsageError  # noqa: PLC0415
+
+        raise UsageError("`-` (standard input) cannot be checked together with other paths")
+    if not args.paths and not args.stdin_filename:
+        from graphlife.cli_settings import UsageError  # noqa: PLC0415
+
+        raise UsageError("give the files or folders to check (or `-` for standard input)")
+    return args.paths in ([], ["-"])
+
+
+def _run_check_stdin(args: argparse.Namespace, mode: str, command_line: CommandLineSettings) -> int:
+    """Check the text of standard input as the file ``--stdin-filename`` (its settings, its
+    folder's modules, a notebook when it ends in ``.ipynb``). With ``--fix`` the fixed text
+    is written to standard output, and what remains is reported on standard error."""
+    from graphlife.cli_settings import RuleCatalog, check_codes  # noqa: PLC0415
+    from graphlife.source_files import decode_source  # noqa: PLC0415
+
+    name = args.stdin_filename or STDIN_NAME
+    where = args.stdin_filename or os.path.join(os.getcwd(), STDIN_NAME)
+    config = config_for_path(Config(), where, command_line)
+    errors = check_codes(args, [(where, config)], RuleCatalog.load())
+    for message in errors:
+        print(f"graphlife: error: {message}", file=sys.stderr)
+    if errors:
+        return 2
+    if args.force_exclude and args.stdin_filename:
+        from graphlife.discovery import left_out  # noqa: PLC0415
+
+        if left_out(args.stdin_filename, False, config):
+            if mode == "fix":
+                sys.stdout.buffer.write(sys.stdin.buffer.read())
+            return 0
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8") if name.endswith(".ipynb") else decode_source(data).text
+    except (ValueError, UnicodeDecodeError) as exc:
+        print(f"graphlife: {name}: cannot read: {exc}", file=sys.stderr)
+        return 2
+    load_engine()
+    unsafe = bool(getattr(args, "unsafe_fixes", False))
+    report = _check_one((name, config, "diff" if mode == "fix" else mode, False, text, unsafe))
+    if mode != "fix":
+        return _finish(args, mode, [report], [], {name: config})
+    fixed = report.fixed_source if report.fixed_source is not None else text
+    try:
+        sys.stdout.write(fixed)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    remaining = _check_one((name, config, "check", False, fixed, False))
+    result = _result(args, [remaining], [], colour=False)
+    from graphlife.output import write  # noqa: PLC0415
+
+    write("concise", result, sys.stderr)
+    return exit_status(result, args.fail_on, False) if not args.exit_zero else 0
+
+
+def _result(args: argparse.Namespace, reports: list[FileReport], notes: list[Note], colour: bool) -> RunResult:
+    """The run's findings (each once, under its own file) and its notes, for the formats."""
+    problems: dict[str, None] = {}
     for report in reports:
         if report.read_error:
-            print(f"graphlife: {report.path}: cannot read: {report.read_error}", file=sys.stderr)
-            status = 2
-        for note in report.notes:
-            print(f"graphlife: {report.path}: {note}", file=sys.stderr)
+            notes.append(Note(report.path, f"cannot read: {report.read_error}", "error"))
+        notes.extend(Note(report.path, note) for note in report.notes)
+        problems.update(dict.fromkeys(report.settings_problems))
+    notes.extend(Note(None, problem) for problem in problems)  # once per run, however many files
     readable = merge_project_findings([r for r in reports if not r.read_error])
-    if mode in ("fix", "diff") and not _apply_fixes(readable, mode):
-        status = 2
-    if args.format == "json":
-        payload = {
-            "version": __version__,
-            "findings": [f for r in readable for f in r.findings],
-            # a block with a syntax error is not analyzed: say so (the exit status is 1 for it)
-            "syntax_errors": [
-                {"path": r.path, "line": line, "column": column, "message": message,
-                 **(
-                     {"cell": r.syntax_error_cells[index][0], "cell_line": r.syntax_error_cells[index][1]}
-                     if r.syntax_error_cells
-                     else {}
-                 )}
-                for r in readable for index, (line, column, message) in enumerate(r.syntax_errors)
-            ],
-        }
-        json.dump(payload, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    elif mode != "diff":
-        render_text(readable, sys.stdout)
-    found = any(r.findings or r.syntax_errors for r in readable)
-    if status == 0 and found:
-        status = 1
-    return status
+    return RunResult(version=__version__, reports=readable, notes=notes, statistics=args.statistics,
+                     quiet=args.quiet, colour=colour)
 
 
-def _apply_fixes(reports: list[FileReport], mode: str) -> bool:
+def _finish(args: argparse.Namespace, mode: str, reports: list[FileReport], notes: list[Note],
+            configs: dict[str, Config]) -> int:
+    """Report, write fixes or the diff, print in the chosen format; the exit status."""
+    from graphlife.output import write  # noqa: PLC0415
+
+    out: TextIO = sys.stdout
+    if args.output_file:
+        try:
+            out = open(args.output_file, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            print(f"graphlife: error: --output-file {args.output_file}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    colour = (out is sys.stdout and hasattr(out, "isatty") and out.isatty() and not os.environ.get("NO_COLOR")
+              and args.output_format in ("text", "full", "concise"))
+    result = _result(args, reports, notes, colour)
+    failed_write = False
+    try:
+        if not args.silent:
+            for note in result.notes:  # also in the machine formats; here for the person at the terminal
+                if note.level == "error" or not args.quiet:
+                    where = f"{note.path}: " if note.path is not None else ""
+                    print(f"graphlife: {where}{note.message}", file=sys.stderr)
+        if mode in ("fix", "diff"):
+            failed_write = not _apply_fixes(result.reports, mode, configs, out)
+        if not args.silent and not (mode == "diff" and args.output_format in ("text", "full")):
+            write(args.output_format, result, out)
+        out.flush()
+    except BrokenPipeError:  # `graphlife check ... | head`: the reader has what it wanted
+        _quiet_broken_pipe()
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    read_error = any(note.level == "error" for note in result.notes)
+    status = exit_status(result, args.fail_on, read_error or failed_write)
+    return 0 if status == 1 and args.exit_zero else status
+
+
+def _quiet_broken_pipe() -> None:
+    """Point stdout at /dev/null so that the interpreter's own flush at exit raises nothing
+    (Python's documented way to end quietly when the reader of a pipe went away)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _apply_fixes(reports: list[FileReport], mode: str, configs: dict[str, Config], out: TextIO) -> bool:
     """Print or write the fixes; ``False`` when a fix could not be written (said on stderr)."""
     import difflib  # noqa: PLC0415
 
@@ -413,7 +454,7 @@ def _apply_fixes(reports: list[FileReport], mode: str) -> bool:
         if report.fixed_source == report.original_source:
             continue
         if mode == "diff":
-            sys.stdout.writelines(
+            out.writelines(
                 difflib.unified_diff(
                     source_lines_keepends(report.original_source),
                     source_lines_keepends(report.fixed_source),
@@ -434,7 +475,8 @@ def _apply_fixes(reports: list[FileReport], mode: str) -> bool:
     if mode == "fix":
         for index, report in enumerate(reports):
             if report.fixed_source is not None:
-                reports[index] = _check_one((report.path, Config(), "check"))
+                reports[index] = _check_one((report.path, configs.get(report.path, Config()), "check", False, None,
+                                             False))
     return not failed
 
 
@@ -481,18 +523,82 @@ def terminal_columns(fallback: int = 80) -> int:
     return columns or fallback
 
 
+class _VersionAction(argparse.Action):
+    """``--version`` / ``-V``: graphlife's version and the torch its op table was measured
+    with (read only when asked: the table is large)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and the torch version the op table was measured with")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(f"{version_text()}\n")
+        parser.exit()
+
+
+def version_text() -> str:
+    from importlib import resources  # noqa: PLC0415
+
+    try:
+        table = json.loads(resources.files("graphlife").joinpath("data/saved_tensors.json").read_text("utf-8"))
+        torch = f" (op table measured with torch {table['torch_version']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        torch = " (op table: not found)"
+    return f"graphlife {__version__}{torch}"
+
+
+#: What ``--output-format`` offers (``--format`` is its older spelling).
+OUTPUT_FORMATS = ("text", "full", "concise", "json", "json-lines", "sarif", "github", "junit")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphlife", description="PyTorch autograd graph-lifetime checker.",
                                      formatter_class=HelpFormatter)
-    parser.add_argument("--version", action="version", version=f"graphlife {__version__}")
+    parser.add_argument("-V", "--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser = functools.partial(sub.add_parser, formatter_class=HelpFormatter)
 
     def add_check_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument("paths", nargs="+", help="files and folders to check")
-        p.add_argument("--format", choices=["text", "json"], default="text")
-        p.add_argument("--select", help="comma-separated codes or prefixes to run (e.g. GL1,GL201)")
-        p.add_argument("--ignore", help="comma-separated codes or prefixes to skip")
+        p.add_argument("paths", nargs="*", help="files and folders to check; `-` reads standard input")
+        p.add_argument("--output-format", "--format", dest="output_format", choices=OUTPUT_FORMATS, default="text",
+                       help="text (the default: each finding with its source line), concise (one line each), json, "
+                            "json-lines, sarif (GitHub code scanning), github (Actions annotations), junit")
+        p.add_argument("-o", "--output-file", metavar="PATH", help="write the output to this file")
+        selection = p.add_argument_group("rule selection (as in ruff: flags win over settings files; "
+                                          "a flag given twice adds up)")
+        selection.add_argument("--select", action="append", metavar="CODES",
+                               help="codes or prefixes to run, comma-separated (e.g. GL1,GL201); replaces the "
+                                    "settings' selection")
+        selection.add_argument("--extend-select", action="append", metavar="CODES",
+                               help="codes or prefixes to run on top of the settings' selection")
+        selection.add_argument("--ignore", action="append", metavar="CODES", help="codes or prefixes to skip")
+        files = p.add_argument_group("file selection")
+        files.add_argument("--exclude", action="append", metavar="PATTERNS",
+                           help="gitignore-style patterns a folder walk leaves out, replacing the defaults")
+        files.add_argument("--extend-exclude", action="append", metavar="PATTERNS",
+                           help="patterns to leave out on top of the defaults")
+        files.add_argument("--force-exclude", action="store_true",
+                           help="leave out excluded files even when named on the command line (for pre-commit)")
+        files.add_argument("--no-respect-gitignore", action="store_true",
+                           help="check what .gitignore ignores too")
+        files.add_argument("--stdin-filename", metavar="PATH",
+                           help="the name of the file read from standard input (its settings and report name)")
+        settings = p.add_argument_group("settings")
+        settings.add_argument("--config", action="append", metavar="PATH|KEY=VALUE",
+                              help="a pyproject.toml to use instead of the discovered ones, or one TOML setting "
+                                   "(e.g. \"ignore = ['GL205']\") over all others")
+        settings.add_argument("--isolated", action="store_true", help="read no settings file")
+        status = p.add_argument_group("exit status and output")
+        status.add_argument("--fail-on", choices=("error", "warning", "information"), default="warning",
+                            help="the least severity that fails the run (default: warning; information never "
+                                 "fails unless asked)")
+        status.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings fail the run")
+        status.add_argument("--statistics", action="store_true", help="print how many findings of each rule")
+        status.add_argument("-q", "--quiet", action="store_true",
+                            help="print the findings only (no summary, no notes on standard error)")
+        status.add_argument("-s", "--silent", action="store_true",
+                            help="print nothing; the exit status still says what was found")
         p.add_argument("--no-cache", action="store_true",
                        help="analyze every file again (results are otherwise kept in .graphlife_cache/ at the "
                             "project root and reused while the file, the modules it imports and the settings "
@@ -502,16 +608,34 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_options(check_p)
     check_p.add_argument("--fix", action="store_true", help="apply the preferred fix of each finding in place")
     check_p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead")
+    check_p.add_argument("--unsafe-fixes", action="store_true",
+                         help="with --fix or --diff, also apply fixes that change memory or what trains")
     fix_p = add_parser("fix", help="same as `check --fix`")
     add_check_options(fix_p)
     fix_p.add_argument("--diff", action="store_true", help="print a unified diff instead of writing")
+    fix_p.add_argument("--unsafe-fixes", action="store_true",
+                       help="also apply fixes that change memory or what trains (retain_graph=True, ...)")
     lsp_p = add_parser("lsp", help="start the language server (stdio)")
+    lsp_p.add_argument("--stdio", action="store_true", help="talk over standard input and output (the default)")
     lsp_p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (for debugging)")
     explain_p = add_parser("explain", help="explain an autograd error traceback (stdin or a file)")
     explain_p.add_argument("file", nargs="?", help="a file with the traceback; stdin when omitted")
+    # `run` is dispatched before parsing (the program's own options follow it); listed for --help.
+    add_parser("run", help="run a Python program, explaining autograd errors (graphlife run --help)", add_help=False)
     rules_p = add_parser("rules", help="list the rules, or explain one")
     rules_p.add_argument("code", nargs="?")
     return parser
+
+
+def missing_extra(modules: tuple[str, ...], what: str) -> str | None:
+    """A message naming the extra to install when one of ``modules`` is not installed."""
+    import importlib.util  # noqa: PLC0415
+
+    absent = [name for name in modules if importlib.util.find_spec(name) is None]
+    if not absent:
+        return None
+    return (f"{what} needs {', '.join(absent)}, which `pip install graphlife` leaves out: "
+            "install `graphlife[lsp]` (pip install 'graphlife[lsp]')")
 
 
 @functools.cache
@@ -540,18 +664,39 @@ def load_engine() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        from graphlife.runtime.launcher import main as run_main  # noqa: PLC0415 - start-up time of other commands
+
+        return run_main(argv[1:])
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `graphlife rules | head`: the reader has what it wanted
+        _quiet_broken_pipe()
+        return 0
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
-    if args.command == "check":
-        mode = "diff" if args.diff else "fix" if args.fix else "check"
+    if args.command in ("check", "fix"):
+        mode = "check" if args.command == "check" else "fix"
+        if args.diff:
+            mode = "diff"
+        elif args.command == "check" and args.fix:
+            mode = "fix"
+        problem = missing_extra(("libcst",), "fixing") if mode != "check" else None
+        if problem:
+            print(f"graphlife: error: {problem}", file=sys.stderr)
+            return 2
         return _run_check(args, mode)  # it loads the engine when a file is to be analyzed
-    if args.command == "fix":
-        load_engine()
-        return _run_check(args, "diff" if args.diff else "fix")
     if args.command == "lsp":
+        problem = missing_extra(("pygls", "lsprotocol", "libcst"), "the language server")
+        if problem:
+            print(f"graphlife: error: {problem}", file=sys.stderr)
+            return 2
         from graphlife.lsp.server import start  # noqa: PLC0415
 
         start(tcp=args.tcp)

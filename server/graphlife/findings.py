@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 
 class Severity(str, enum.Enum):
@@ -120,18 +120,36 @@ class Related:
     message: str
 
 
-@dataclass(frozen=True)
+class Applicability(str, enum.Enum):
+    """Whether a fix may be applied without asking, as ruff says it.
+
+    ``SAFE`` removes the bug and keeps what the code computes (the values, and what each
+    optimizer step trains). ``UNSAFE`` also removes the bug but changes memory or what
+    trains (``retain_graph=True`` keeps every saved tensor alive; detaching a value that
+    trained cuts the gradient to what produced it): the user decides. ``graphlife fix``
+    and the editor's fix-all apply safe fixes only."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True, kw_only=True)
 class FixRecipe:
     """A fix decided by the rule, turned into edits only on demand by :mod:`graphlife.fixes`.
 
-    ``kind`` names the transformation (see ``graphlife.fixes`` for the list) and
-    ``params`` carries what the transformation needs (names, lines). ``title`` is
-    what an editor shows in the light-bulb menu.
+    Each kind of fix is a subclass (:mod:`graphlife.recipes`) whose typed fields carry what
+    the transformation needs (spans, names); ``title`` is what an editor shows in the
+    light-bulb menu, ``applicability`` whether it may be applied without asking.
     """
 
-    kind: str
+    #: The recipe's name in JSON output and docs/FIX_RECIPES.md (set by each subclass).
+    kind: ClassVar[str] = ""
     title: str
-    params: dict[str, Any] = field(default_factory=dict)
+    applicability: Applicability = Applicability.SAFE
+
+    @property
+    def safe(self) -> bool:
+        return self.applicability is Applicability.SAFE
 
 
 @dataclass(frozen=True)
@@ -182,6 +200,6 @@ class Finding:
                 }
                 for r in self.related
             ],
-            fixes=[{"kind": f.kind, "title": f.title} for f in self.fixes],
+            fixes=[{"kind": f.kind, "title": f.title, "applicability": f.applicability.value} for f in self.fixes],
         )
         return data

@@ -55,6 +55,12 @@ def read_source_file(path: str) -> SourceText:
     check_readable(path)
     with open(path, "rb") as handle:
         data = handle.read(MAX_SOURCE_BYTES + 1)
+    return decode_source(data)
+
+
+def decode_source(data: bytes) -> SourceText:
+    """Bytes of Python source (a file's, or standard input's for ``graphlife check -``) decoded
+    as Python decodes them; :class:`SourceError` says why not."""
     if len(data) > MAX_SOURCE_BYTES:
         raise SourceError(f"file is larger than {MAX_SOURCE_BYTES // 1_000_000} MB; not analyzed")
     if b"\x00" in data:

@@ -41,3 +41,36 @@ def test_render_edge_cases():
                         "exception": {"message": "x", "code": None, "name": None, "why": None, "fix": None,
                                       "blame": None}})
     assert "not an autograd error graphlife knows" in text and "(stopped early: time limit)" in text
+
+
+def test_explain_in_torchs_frame_after_a_crash_explains_the_users_frame():
+    """pdb after a crash in backward stops in torch's `_engine_run_backward`, whose locals are
+    torch's (`args[0][0]` is a gradient of ones, not a tensor of the user's): explain() moves to
+    the user's frame that called into torch and says so."""
+    import io
+    import pdb
+
+    def train():
+        weights = torch.randn(3, requires_grad=True)
+        loss = (weights * 2).sum()
+        loss.backward()
+        loss.backward()
+
+    try:
+        train()
+    except RuntimeError as exc:
+        tb = exc.__traceback__
+    commands = io.StringIO("from graphlife.debug import explain\nexplain()\nq\n")
+    shown = io.StringIO()  # pdb prints what the commands print to its own stdout
+    debugger = pdb.Pdb(stdin=commands, stdout=shown)
+    debugger.use_rawinput = False
+    debugger.reset()
+    debugger.interaction(None, tb)
+    out = shown.getvalue()
+    last = tb
+    while last.tb_next is not None:
+        last = last.tb_next
+    assert last.tb_frame.f_globals["__name__"].startswith("torch.")  # where pdb stopped
+    assert "(explaining train at " in out and "the frame that called into torch" in out
+    assert "✖ loss: float32[] cpu  SumBackward0" in out
+    assert "args[0]" not in out and "t_outputs" not in out

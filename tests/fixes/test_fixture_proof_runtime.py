@@ -55,7 +55,7 @@ def _cases() -> list[Path]:
             if f"{code}/{path.name}" in KNOWN_MISSES:
                 continue
             source = path.read_text(encoding="utf-8")
-            if any(compute_fixes(f, source) for f in check(source, str(path)) if f.code == code):
+            if any(compute_fixes(f, source, path=str(path)) for f in check(source, str(path)) if f.code == code):
                 out.append(path)
     return out
 
@@ -69,32 +69,39 @@ def test_there_are_fixes_to_prove():
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fix_turns_a_bad_fixture_into_a_good_one(path: Path, tmp_path: Path) -> None:
+    """``graphlife fix`` (safe fixes) and ``graphlife fix --unsafe-fixes`` each make a good script."""
     pytest.importorskip("torch")
     code = path.parent.name
     source = path.read_text(encoding="utf-8")
-    fixed = fix_source(source, str(path))
-    assert fixed != source, "an offered fix changed nothing"
-    ast.parse(fixed)
-    assert fix_source(fixed, str(path)) == fixed, "fixing twice is not idempotent"
-    still = [f for f in check(fixed, str(path)) if f.code == code]
-    assert not still, f"still flagged after the fix: {[(f.line, f.message) for f in still]}"
+    offered = [fix for f in check(source, str(path)) if f.code == code
+               for fix in compute_fixes(f, source, path=str(path))]
+    for unsafe in (False, True):
+        fixed = fix_source(source, str(path), unsafe=unsafe)
+        if not unsafe and not any(fix.safe for fix in offered):
+            assert fixed == source, "`graphlife fix` applied an unsafe fix"
+            continue
+        assert fixed != source, "an offered fix changed nothing"
+        ast.parse(fixed)
+        assert fix_source(fixed, str(path), unsafe=unsafe) == fixed, "fixing twice is not idempotent"
+        still = [f for f in check(fixed, str(path)) if f.code == code]
+        assert not still, f"still flagged after the fix: {[(f.line, f.message) for f in still]}"
 
-    # Judge the fixed script with the oracle's good-side check for its code.
-    target = tmp_path / code / ("good_fixed_" + path.name[len("bad_"):])
-    target.parent.mkdir()
-    target.write_text(fixed.replace("# expect:", "# was expected:"), encoding="utf-8")
-    fixture = load_fixture(target)
-    expectation = load_all()[code]
-    problems = expectation.check(fixture, expectation.run(fixture))
-    assert not problems, (
-        "torch does not judge the fixed script good:\n" + "\n".join(problems) + "\n--- fixed:\n" + fixed
-    )
-
-    if code in SAME_VALUES:
-        differences = value_differences(path, target)
-        assert not differences, (
-            "the fixed script computes other values:\n" + "\n".join(differences) + "\n--- fixed:\n" + fixed
+        # Judge the fixed script with the oracle's good-side check for its code.
+        target = tmp_path / code / (("good_unsafe_" if unsafe else "good_fixed_") + path.name[len("bad_"):])
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(fixed.replace("# expect:", "# was expected:"), encoding="utf-8")
+        fixture = load_fixture(target)
+        expectation = load_all()[code]
+        problems = expectation.check(fixture, expectation.run(fixture))
+        assert not problems, (
+            "torch does not judge the fixed script good:\n" + "\n".join(problems) + "\n--- fixed:\n" + fixed
         )
+
+        if code in SAME_VALUES and not unsafe:
+            differences = value_differences(path, target)
+            assert not differences, (
+                "the fixed script computes other values:\n" + "\n".join(differences) + "\n--- fixed:\n" + fixed
+            )
 
 
 def _alternatives() -> list[tuple[Path, int, int]]:
@@ -105,7 +112,7 @@ def _alternatives() -> list[tuple[Path, int, int]]:
         source = path.read_text(encoding="utf-8")
         findings = [f for f in check(source, str(path)) if f.code == code]
         for number, finding in enumerate(findings):
-            for index, fix in enumerate(compute_fixes(finding, source)):
+            for index, fix in enumerate(compute_fixes(finding, source, path=str(path))):
                 if not fix.preferred:
                     out.append((path, number, index))
     return out
@@ -127,7 +134,7 @@ def test_every_alternative_fix_is_proven_too(case, tmp_path: Path) -> None:
     code = path.parent.name
     source = path.read_text(encoding="utf-8")
     finding = [f for f in check(source, str(path)) if f.code == code][number]
-    fix = compute_fixes(finding, source)[index]
+    fix = compute_fixes(finding, source, path=str(path))[index]
     fixed = apply_edits(source, fix.edits)
     ast.parse(fixed)
     still = [f for f in check(fixed, str(path)) if f.code == code and f.span.line == finding.span.line]
@@ -253,16 +260,20 @@ def test_the_value_check_sees_gradients_a_rewrite_would_lose(tmp_path: Path) -> 
     longer applies the loss's own gradient. The rewrite alone still passes the oracle's
     leak check for GL204, so it takes the value comparison to see the difference."""
     pytest.importorskip("torch")
+    from dataclasses import replace
+
     from graphlife.fixes.apply import apply_edits
     from graphlife.fixes.document import Document
-    from graphlife.fixes.gradients import autograd_grad
+    from graphlife.fixes.registry import make_edits
 
     path = FIXTURES / "GL204" / "bad_input_gradient_penalty_backward.py"
     source = path.read_text(encoding="utf-8")
     (finding,) = [f for f in check(source, str(path)) if f.code == "GL204"]
     (recipe,) = finding.fixes
-    assert recipe.params["merge"] is not None
-    unmerged = apply_edits(source, autograd_grad(Document(source), {**recipe.params, "merge": None}))
+    assert recipe.merge is not None
+    edits = make_edits(Document(source), replace(recipe, merge=None), finding.span)
+    assert edits is not None
+    unmerged = apply_edits(source, edits)
     assert "(loss + penalty)" not in unmerged and "torch.autograd.grad(loss, x, create_graph=True)" in unmerged
     target = tmp_path / "GL204" / "good_unmerged_input_gradient_penalty.py"
     target.parent.mkdir()

@@ -7,6 +7,7 @@ recipe agree on the shape (a recipe that stops matching its rule's finding fails
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +15,26 @@ from graphlife.checker import check
 from graphlife.findings import Finding, FixRecipe, Severity, Span
 from graphlife.fixes import compute_fixes, fix_source
 from graphlife.fixes.apply import apply_edits
+from graphlife.recipes import (
+    AddKeyword,
+    AutogradGrad,
+    CarriedName,
+    CloneTensor,
+    DetachCarriedState,
+    DetachExpression,
+    DetachRequiresGrad,
+    DropDecorator,
+    DropKeyword,
+    InferenceModeToNoGrad,
+    InsertBefore,
+    LeafAfterConversion,
+    MergeBackwards,
+    OutOfPlace,
+    ReplaceText,
+    RetainGraph,
+    UnwrapWith,
+    WrapNoGrad,
+)
 
 
 def _src(text: str) -> str:
@@ -24,8 +45,21 @@ def _finding(*recipes: FixRecipe) -> Finding:
     return Finding("GL000", "test", Severity.ERROR, Span(1, 1, 1, 2), "m", (), tuple(recipes))
 
 
+class _AcceptAll:
+    """The recipes' own shape checks, without the engine's verdict on the fixed text (the
+    snippets here are fragments the engine has no finding on; tests/fixes/test_verify.py
+    tests the verdict)."""
+
+    def accepts(self, finding: Finding, fixed: str, edits: object) -> bool:
+        return True
+
+
+def _offered(finding: Finding, source: str) -> list:
+    return compute_fixes(finding, source, verifier=_AcceptAll())  # type: ignore[arg-type]
+
+
 def _apply_first(source: str, *recipes: FixRecipe) -> str | None:
-    fixes = compute_fixes(_finding(*recipes), source)
+    fixes = _offered(_finding(*recipes), source)
     return apply_edits(source, fixes[0].edits) if fixes else None
 
 
@@ -59,9 +93,8 @@ def test_detach_carried_state_tuple_and_maybe_none_forms():
             out, state = lstm(x, state)
         ''')
     loop = Span(2, 1, 3, 32)
-    tuple_fix = FixRecipe(
-        "detach_carried_state", "t", {"target": "state", "loop": loop, "is_tuple": True, "maybe_none": True}
-    )
+    tuple_fix = DetachCarriedState(title="t", loop=loop,
+                                   targets=(CarriedName("state", is_tuple=True, maybe_none=True),))
     assert _apply_first(source, tuple_fix) == _src('''
         state = None
         for x in xs:
@@ -73,9 +106,8 @@ def test_detach_carried_state_tuple_and_maybe_none_forms():
 
 def test_detach_carried_state_refuses_a_name_unbound_before_the_loop():
     source = "for x in xs:\n    logits, state = model(x, state)\n    logits.sum().backward()\n"
-    recipe = FixRecipe("detach_carried_state", "t", {"target": "logits", "loop": Span(1, 1, 3, 28),
-                                                      "is_tuple": False, "maybe_none": False})
-    assert compute_fixes(_finding(recipe), source) == []
+    recipe = DetachCarriedState(title="t", loop=Span(1, 1, 3, 28), targets=(CarriedName("logits"),))
+    assert _offered(_finding(recipe), source) == []
 
 
 @pytest.mark.parametrize(("line", "expected"), [
@@ -92,21 +124,21 @@ def test_out_of_place_forms(line, expected):
     header = "def f(x, h, probs, eps, a, b, lr, g, noise_std, EPS, self, action):\n"
     source = f"{header}{line}\n"
     span = Span(2, 5, 2, len(line.split("  #")[0]) + 1)
-    recipe = FixRecipe("out_of_place", "t", {"stmt": span})
+    recipe = OutOfPlace(title="t", stmt=span)
     assert _apply_first(source, recipe) == f"{header}{expected}\n"
 
 
 def test_out_of_place_setitem_clones_first_and_constructions_drop_inplace():
     source = "def f(scores, mask):\n    scores[mask] = 0.0\n"
-    fixed = _apply_first(source, FixRecipe("out_of_place", "t", {"stmt": Span(2, 5, 2, 23)}))
+    fixed = _apply_first(source, OutOfPlace(title="t", stmt=Span(2, 5, 2, 23)))
     assert fixed == "def f(scores, mask):\n    scores = scores.clone()\n    scores[mask] = 0.0\n"
     source = "net = nn.Sequential(\n    nn.Linear(2, 2),\n    nn.LeakyReLU(0.2, True),  # act\n)\n"
     span = Span(3, 5, 3, 28)
-    fixed = _apply_first(source, FixRecipe("out_of_place", "t", {"stmt": span, "construction": span}))
+    fixed = _apply_first(source, OutOfPlace(title="t", stmt=span, construction=span))
     assert fixed == "net = nn.Sequential(\n    nn.Linear(2, 2),\n    nn.LeakyReLU(0.2),  # act\n)\n"
     source = "act = nn.ReLU(inplace=True)\n"
     span = Span(1, 7, 1, 28)
-    fixed = _apply_first(source, FixRecipe("out_of_place", "t", {"stmt": span, "construction": span}))
+    fixed = _apply_first(source, OutOfPlace(title="t", stmt=span, construction=span))
     assert fixed == "act = nn.ReLU()\n"
 
 
@@ -114,7 +146,7 @@ def test_out_of_place_refuses_shapes_without_an_out_of_place_twin():
     shapes = (("    out['w'].masked_fill_(m, 0.0)", 34), ("    gate.zero_()", 17), ("    y = self.drop(y)", 21))
     for line, end in shapes:
         source = f"def f(out, m, gate, self, y):\n{line}\n"
-        assert compute_fixes(_finding(FixRecipe("out_of_place", "t", {"stmt": Span(2, 5, 2, end)})), source) == []
+        assert _offered(_finding(OutOfPlace(title="t", stmt=Span(2, 5, 2, end))), source) == []
 
 
 def test_wrap_no_grad_indents_like_neighbours_and_keeps_comments():
@@ -133,38 +165,38 @@ def test_wrap_no_grad_indents_like_neighbours_and_keeps_comments():
 
 def test_wrap_no_grad_needs_torch_imported_by_that_name():
     source = "import torch as th\nw = th.ones(2, requires_grad=True)\nw.add_(1)\n"
-    assert compute_fixes(_finding(FixRecipe("wrap_no_grad", "t", {"stmt": Span(3, 1, 3, 10)})), source) == []
+    assert _offered(_finding(WrapNoGrad(title="t", stmt=Span(3, 1, 3, 10))), source) == []
     source = "import numpy as torch\nw = th.ones(2, requires_grad=True)\nw.add_(1)\n"
-    assert compute_fixes(_finding(FixRecipe("wrap_no_grad", "t", {"stmt": Span(3, 1, 3, 10)})), source) == []
+    assert _offered(_finding(WrapNoGrad(title="t", stmt=Span(3, 1, 3, 10))), source) == []
     guarded = "try:\n    import torch\nexcept ImportError:\n    raise\n"
     guarded += "w = torch.ones(2, requires_grad=True)\nw.add_(1)\n"
-    (fix,) = compute_fixes(_finding(FixRecipe("wrap_no_grad", "t", {"stmt": Span(6, 1, 6, 10)})), guarded)
+    (fix,) = _offered(_finding(WrapNoGrad(title="t", stmt=Span(6, 1, 6, 10))), guarded)
     assert fix.edits[0].new_text.startswith("with torch.no_grad():")
 
 
 def test_detach_expression_and_retain_graph():
     source = "d_fake = D(fake)  # disc\n"
-    assert _apply_first(source, FixRecipe("detach_expression", "t", {"expr": Span(1, 12, 1, 16)})) == \
+    assert _apply_first(source, DetachExpression(title="t", expr=Span(1, 12, 1, 16))) == \
         "d_fake = D(fake.detach())  # disc\n"
     source = "l = F.mse_loss(value, y)\n"
-    assert compute_fixes(_finding(FixRecipe("detach_expression", "t", {"expr": Span(1, 16, 1, 21)})), source) == []
+    assert _offered(_finding(DetachExpression(title="t", expr=Span(1, 16, 1, 21))), source) == []
     source = "loss.backward()\nloss.backward()\n"
-    assert _apply_first(source, FixRecipe("retain_graph", "t", {"call": Span(1, 1, 1, 16)})) == \
+    assert _apply_first(source, RetainGraph(title="t", call=Span(1, 1, 1, 16))) == \
         "loss.backward(retain_graph=True)\nloss.backward()\n"
     source = "loss.backward(gradient=g)\n"
-    assert _apply_first(source, FixRecipe("retain_graph", "t", {"call": Span(1, 1, 1, 26)})) == \
+    assert _apply_first(source, RetainGraph(title="t", call=Span(1, 1, 1, 26))) == \
         "loss.backward(gradient=g, retain_graph=True)\n"
 
 
 def test_merge_backwards_only_for_adjacent_siblings():
     source = "for b in bs:\n    loss_a.backward()\n    loss_b.backward()  # second\n    opt.step()\n"
-    recipe = FixRecipe("merge_backwards", "t", {"first": Span(2, 5, 2, 22), "second": Span(3, 5, 3, 22),
-                                                "first_root": "loss_a", "second_root": "loss_b"})
+    recipe = MergeBackwards(title="t", first=Span(2, 5, 2, 22), second=Span(3, 5, 3, 22), first_root="loss_a",
+                            second_root="loss_b")
     assert _apply_first(source, recipe) == "for b in bs:\n    (loss_a + loss_b).backward()  # second\n    opt.step()\n"
     apart = "loss_a.backward()\nx = 1\nloss_b.backward()\n"
-    recipe = FixRecipe("merge_backwards", "t", {"first": Span(1, 1, 1, 18), "second": Span(3, 1, 3, 18),
-                                                "first_root": "loss_a", "second_root": "loss_b"})
-    assert compute_fixes(_finding(recipe), apart) == []
+    recipe = MergeBackwards(title="t", first=Span(1, 1, 1, 18), second=Span(3, 1, 3, 18), first_root="loss_a",
+                            second_root="loss_b")
+    assert _offered(_finding(recipe), apart) == []
 
 
 @pytest.mark.parametrize(("stmt", "flag", "expected"), [
@@ -175,50 +207,46 @@ def test_merge_backwards_only_for_adjacent_siblings():
 ])
 def test_detach_requires_grad(stmt, flag, expected):
     source = f"def f(x_adv):\n    {stmt}  # flag\n"
-    recipe = FixRecipe(
-        "detach_requires_grad", "t", {"stmt": Span(2, 5, 2, 5 + len(stmt)), "target": "x_adv", "flag": flag}
-    )
+    recipe = DetachRequiresGrad(title="t", stmt=Span(2, 5, 2, 5 + len(stmt)), target="x_adv", flag=flag)
     assert _apply_first(source, recipe) == f"def f(x_adv):\n    {expected}  # flag\n"
 
 
 def test_leaf_after_conversion_inference_mode_and_clone():
     source = "w = torch.randn(3, requires_grad=True) * 0.01\n"
-    assert _apply_first(source, FixRecipe("leaf_after_conversion", "t", {"expr": Span(1, 5, 1, 46)})) == \
+    assert _apply_first(source, LeafAfterConversion(title="t", expr=Span(1, 5, 1, 46))) == \
         "w = (torch.randn(3) * 0.01).requires_grad_()\n"
     source = "w = torch.randn(3, requires_grad=True).double()\n"
-    assert _apply_first(source, FixRecipe("leaf_after_conversion", "t", {"expr": Span(1, 5, 1, 48)})) == \
+    assert _apply_first(source, LeafAfterConversion(title="t", expr=Span(1, 5, 1, 48))) == \
         "w = torch.randn(3).double().requires_grad_()\n"
     source = "with torch.inference_mode():  # cache\n    f = enc(x)\n"
-    assert _apply_first(source, FixRecipe("inference_mode_to_no_grad", "t", {"item": Span(1, 6, 1, 28)})) == \
+    assert _apply_first(source, InferenceModeToNoGrad(title="t", item=Span(1, 6, 1, 28))) == \
         "with torch.no_grad():  # cache\n    f = enc(x)\n"
     source = "loss = F.mse_loss(p, t * 2)\n"
-    assert _apply_first(source, FixRecipe("clone_tensor", "t", {"expr": Span(1, 22, 1, 27)})) == \
+    assert _apply_first(source, CloneTensor(title="t", expr=Span(1, 22, 1, 27))) == \
         "loss = F.mse_loss(p, (t * 2).clone())\n"
 
 
 def test_generic_recipes():
     source = "y = model(x)\nloss = y.sum()\n"
-    insert = FixRecipe("insert_before", "t", {"anchor": Span(2, 1, 2, 15), "code": "y.retain_grad()"})
+    insert = InsertBefore(title="t", anchor=Span(2, 1, 2, 15), code="y.retain_grad()")
     assert _apply_first(source, insert) == "y = model(x)\ny.retain_grad()\nloss = y.sum()\n"
     source = "out = checkpoint(f, x)\n"
-    assert _apply_first(source, FixRecipe("add_keyword", "t", {"call": Span(1, 7, 1, 23), "keyword": "use_reentrant",
-                                                               "value": "False"})) == \
+    keyword = AddKeyword(title="t", call=Span(1, 7, 1, 23), keyword="use_reentrant", value="False")
+    assert _apply_first(source, keyword) == \
         "out = checkpoint(f, x, use_reentrant=False)\n"
     source = "loss.backward(retain_graph=True)\n"
-    drop = FixRecipe("drop_keyword", "t", {"call": Span(1, 1, 1, 33), "keyword": "retain_graph"})
+    drop = DropKeyword(title="t", call=Span(1, 1, 1, 33), keyword="retain_graph")
     assert _apply_first(source, drop) == "loss.backward()\n"
-    assert _apply_first(source, FixRecipe("replace_text", "t", {"span": Span(1, 1, 1, 5), "text": "total"})) == \
+    assert _apply_first(source, ReplaceText(title="t", span=Span(1, 1, 1, 5), text="total")) == \
         "total.backward(retain_graph=True)\n"
-    assert _apply_first(source, FixRecipe("ignore_comment", "t", {"line": 1, "code": "GL202"})) == \
-        "loss.backward(retain_graph=True)  # graphlife: ignore[GL202]\n"
 
 
-def test_preferred_is_first_and_unknown_kinds_are_skipped():
-    source = "loss.backward()\n"
-    fixes = compute_fixes(_finding(FixRecipe("no_such_kind", "x", {}),
-                                   FixRecipe("retain_graph", "keep", {"call": Span(1, 1, 1, 16)}),
-                                   FixRecipe("ignore_comment", "ignore", {"line": 1, "code": "GL101"})), source)
-    assert [(f.title, f.preferred) for f in fixes] == [("keep", True), ("ignore", False)]
+def test_the_first_safe_fix_is_preferred_and_a_recipe_without_edits_is_skipped():
+    source = "loss.backward()\nloss.backward()\n"
+    fixes = _offered(_finding(FixRecipe(title="nothing to do"),
+                              RetainGraph(title="keep", call=Span(1, 1, 1, 16)),
+                              ReplaceText(title="rename", span=Span(1, 1, 1, 5), text="total")), source)
+    assert [(f.title, f.preferred, f.safe) for f in fixes] == [("keep", False, False), ("rename", True, True)]
 
 
 def test_fix_source_leaves_a_file_with_a_syntax_error_unchanged():
@@ -228,10 +256,10 @@ def test_fix_source_leaves_a_file_with_a_syntax_error_unchanged():
 
 def test_shared_part_prefers_merged_backward_over_detach():
     source = "shared = enc(x)\nla = ha(shared).sum()\nlb = hb(shared).sum()\nla.backward()\nlb.backward()\n"
-    fixes = compute_fixes(_finding(
-        FixRecipe("detach_expression", "detach", {"expr": Span(2, 9, 2, 15)}),
-        FixRecipe("merge_backwards", "merge", {"first": Span(4, 1, 4, 14), "second": Span(5, 1, 5, 14),
-                                               "first_root": "la", "second_root": "lb"}),
+    fixes = _offered(_finding(
+        DetachExpression(title="detach", expr=Span(2, 9, 2, 15)),
+        MergeBackwards(title="merge", first=Span(4, 1, 4, 14), second=Span(5, 1, 5, 14), first_root="la",
+                       second_root="lb"),
     ), source)
     assert [f.title for f in fixes] == ["merge"]
     assert apply_edits(source, fixes[0].edits).endswith("lb = hb(shared).sum()\n(la + lb).backward()\n")
@@ -404,18 +432,18 @@ def test_autograd_grad_is_offered_only_where_the_program_computes_the_same(case)
 
 def test_autograd_grad_checks_the_shape_it_edits():
     source = "import torch\nloss.backward(create_graph=True)\ng = x.grad\n"
-    params = {"backward": Span(2, 1, 2, 33), "root": Span(2, 1, 2, 5), "inputs": ("x",), "sequence": False,
-              "reads": (Span(3, 5, 3, 11),), "merge": None}
-    assert _apply_first(source, FixRecipe("autograd_grad", "t", params)) == \
+    recipe = AutogradGrad(title="t", backward=Span(2, 1, 2, 33), root=Span(2, 1, 2, 5), inputs=("x",),
+                          sequence=False, reads=(Span(3, 5, 3, 11),))
+    assert _apply_first(source, recipe) == \
         "import torch\n(x_grad,) = torch.autograd.grad(loss, x, create_graph=True)\ng = x_grad\n"
     # not `torch`, already rewritten, a read that is not `.grad` of an input: no fix
     renamed = source.replace("import torch\n", "import torch as th\n")
-    assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", params)), renamed) == []
-    done = _apply_first(source, FixRecipe("autograd_grad", "t", params))
-    assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", params)), done) == []
-    assert compute_fixes(_finding(FixRecipe("autograd_grad", "t", {**params, "inputs": ("y",)})), source) == []
-    other_read = FixRecipe("autograd_grad", "t", {**params, "reads": (Span(3, 1, 3, 2),)})
-    assert compute_fixes(_finding(other_read), source) == []
+    assert _offered(_finding(recipe), renamed) == []
+    done = _apply_first(source, recipe)
+    assert done is not None
+    assert _offered(_finding(recipe), done) == []
+    assert _offered(_finding(replace(recipe, inputs=("y",))), source) == []
+    assert _offered(_finding(replace(recipe, reads=(Span(3, 1, 3, 2),))), source) == []
 
 
 # --------------------------------------------------------------------------- unwrap_with / drop_decorator (GL104)
@@ -520,25 +548,25 @@ def test_drop_decorator_from_checker_keeps_comments_and_other_decorators():
 
 def test_unwrap_with_and_drop_decorator_check_the_shape_they_edit():
     source = "with torch.no_grad(), open(p) as f:\n    y = g(x)\n"
-    assert compute_fixes(_finding(FixRecipe("unwrap_with", "t", {"with": Span(1, 1, 2, 13)})), source) == []
+    assert _offered(_finding(UnwrapWith(title="t", block=Span(1, 1, 2, 13))), source) == []
     source = "with torch.no_grad() as g:\n    y = g(x)\n"
-    assert compute_fixes(_finding(FixRecipe("unwrap_with", "t", {"with": Span(1, 1, 2, 13)})), source) == []
-    assert _apply_first(source, FixRecipe("unwrap_with", "t", {"with": Span(1, 1, 2, 13), "unused_as": True})) == \
+    assert _offered(_finding(UnwrapWith(title="t", block=Span(1, 1, 2, 13))), source) == []
+    assert _apply_first(source, UnwrapWith(title="t", unused_as=True, block=Span(1, 1, 2, 13))) == \
         "y = g(x)\n"
     source = 'with torch.no_grad():\n    y = f("""a\n    b""")\n'
-    assert compute_fixes(_finding(FixRecipe("unwrap_with", "t", {"with": Span(1, 1, 3, 10)})), source) == []
+    assert _offered(_finding(UnwrapWith(title="t", block=Span(1, 1, 3, 10))), source) == []
     source = (
         "def f():\n    if a:\n        with torch.no_grad():\n"
         "            y = g(x)\n# top\n            z = y\n    return z\n"
     )
-    assert _apply_first(source, FixRecipe("unwrap_with", "t", {"with": Span(3, 9, 6, 18)})) == \
+    assert _apply_first(source, UnwrapWith(title="t", block=Span(3, 9, 6, 18))) == \
         "def f():\n    if a:\n        y = g(x)\n        # top\n        z = y\n    return z\n"
     # a span that is not a `with` / not a decorator: nothing
-    assert compute_fixes(_finding(FixRecipe("unwrap_with", "t", {"with": Span(2, 5, 7, 13)})), source) == []
+    assert _offered(_finding(UnwrapWith(title="t", block=Span(2, 5, 7, 13))), source) == []
     source = "class A:\n    @staticmethod\n    @torch.no_grad\n    def f(x):\n        return x\n"
-    assert _apply_first(source, FixRecipe("drop_decorator", "t", {"decorator": Span(3, 6, 3, 19)})) == \
+    assert _apply_first(source, DropDecorator(title="t", decorator=Span(3, 6, 3, 19))) == \
         "class A:\n    @staticmethod\n    def f(x):\n        return x\n"
-    assert compute_fixes(_finding(FixRecipe("drop_decorator", "t", {"decorator": Span(4, 5, 5, 17)})), source) == []
+    assert _offered(_finding(DropDecorator(title="t", decorator=Span(4, 5, 5, 17))), source) == []
 
 
 #: (shape that gets the fix, the same shape changed so that removing the `no_grad` would change what

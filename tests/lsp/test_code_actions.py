@@ -163,13 +163,37 @@ async def test_turn_off_is_offered_only_when_the_client_has_the_command(client: 
     assert not any(title.startswith("Turn off") for title in titles)
 
 
-async def test_unsafe_fixes_say_so(client: LanguageClient, workdir):
+# GL101 with the backwards apart: the only fix keeps the graph alive (`retain_graph=True`).
+RETAIN_ONLY = """\
+import torch
+
+w = torch.randn(3, requires_grad=True)
+loss = (w * w).sum()
+loss.backward()
+print(w.grad)
+loss.backward()
+"""
+
+
+async def test_an_unsafe_fix_is_marked_never_preferred_and_never_in_fix_all(client: LanguageClient, workdir):
     await initialize(client)
-    uri = open_document(client, workdir / "loop.py", KEPT_GRAPH)
+    uri = open_document(client, workdir / "twice.py", RETAIN_ONLY)
     published = await wait_for_publish(client, uri, version=1)
-    titles = [a.title for a in await _actions(client, uri, published.diagnostics[0])]
-    assert "Store `loss.detach()` (unsafe: no gradient flows through it any more)" in titles
-    assert "Store `loss.item()` (a Python number)" in titles  # a number: nothing to flow through
-    detach = next(a for a in await _actions(client, uri, published.diagnostics[0]) if "detach" in a.title)
-    resolved = await client.code_action_resolve_async(detach)
-    assert "total += loss.detach()" in apply_text_edits(KEPT_GRAPH, edits_for_uri(resolved.edit, uri))
+    diagnostic = next(d for d in published.diagnostics if d.code == "GL101")
+    actions = await _actions(client, uri, diagnostic)
+    fixes = [a for a in actions if not a.title.startswith("Ignore ")]
+    assert [a.title for a in fixes] == ["Keep the graph with `retain_graph=True` (keeps its memory alive) (unsafe)"]
+    assert not fixes[0].is_preferred
+    resolved = await client.code_action_resolve_async(fixes[0])
+    assert "retain_graph=True" in apply_text_edits(RETAIN_ONLY, edits_for_uri(resolved.edit, uri))
+
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+            context=types.CodeActionContext(diagnostics=[], only=[FIX_ALL]),
+        )
+    )
+    for fix_all in [a for a in actions if a.kind == FIX_ALL]:
+        resolved = await client.code_action_resolve_async(fix_all)
+        assert resolved.edit is None, "fix-all applied an unsafe fix"

@@ -54,6 +54,9 @@ async def test_every_quick_fix_removes_its_finding(shared_client: LanguageClient
         actions = await _actions(shared_client, uri, diagnostic)
         fixes = [a for a in actions if a.diagnostics and a.diagnostics[0].range == diagnostic.range
                  and a.diagnostics[0].code == diagnostic.code and not a.title.startswith("Ignore ")]
+        # at most one preferred fix, and never one that changes memory or what trains
+        assert len([a for a in fixes if a.is_preferred]) <= 1
+        assert not [a.title for a in fixes if a.title.endswith(" (unsafe)") and a.is_preferred]
         for action in fixes:
             resolved = await shared_client.code_action_resolve_async(action)
             edits = edits_for_uri(resolved.edit, uri)

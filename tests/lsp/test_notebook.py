@@ -156,6 +156,43 @@ async def test_ignore_action_edits_the_cell(client: LanguageClient, workdir):
     assert edit.new_text == "  # graphlife: ignore[GL101]"
 
 
+HELPER_CELLS = [
+    (types.NotebookCellKind.Code,
+     "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\nmodel = nn.Linear(3, 1)\n"
+     "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n\n\n@torch.no_grad()\ndef predict(net, x):\n"
+     "    return net(x)\n"),
+    (types.NotebookCellKind.Code,
+     "for step in range(2):\n    out = predict(model, torch.randn(4, 3))\n"
+     "    loss = F.mse_loss(out, torch.randn(4, 1))\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n"),
+    (types.NotebookCellKind.Code, "val = predict(model, torch.randn(4, 3))\n"),
+]
+
+
+async def test_a_fix_in_a_notebook_edits_each_cell_it_touches(client: LanguageClient, workdir):
+    """Moving `no_grad` from the helper (cell 1) to its evaluation call (cell 3): one workspace edit,
+    each change in the cell it belongs to, pinned to that cell's version."""
+    await initialize(client)
+    _, cells = _open(client, workdir, HELPER_CELLS)
+    published = await wait_for_publish(client, cells[1], version=1)
+    diagnostic = next(d for d in published.diagnostics if d.code == "GL104")
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=cells[1]),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    fix = next(a for a in actions if a.title.startswith("Keep the graph: move `@torch.no_grad()`"))
+    assert fix.is_preferred
+    resolved = await client.code_action_resolve_async(fix)
+    changes = {c.text_document.uri: c for c in resolved.edit.document_changes}
+    assert sorted(changes) == sorted([cells[0], cells[2]])
+    (drop,) = changes[cells[0]].edits
+    assert (drop.range.start.line, drop.range.end.line, drop.new_text) == (8, 9, "")
+    (wrap,) = changes[cells[2]].edits
+    assert wrap.new_text == "with torch.no_grad():\n    val = predict(model, torch.randn(4, 3))"
+
+
 async def test_ignore_in_this_notebook_writes_the_comment_in_the_first_code_cell(client: LanguageClient, workdir):
     """The notebook's cells are one program: a file-level comment in any cell covers them all."""
     await initialize(client)

@@ -11,8 +11,9 @@ Importing this module registers GL401-GL406 in :mod:`oracle.expectations`.
   forward returns) at the `apply` of the Function whose forward holds the marked
   `ctx.save_for_backward(...)`.
 - GL405: the checkpoint warnings (`use_reentrant parameter should be passed
-  explicitly` / `None of the inputs have requires_grad=True`); good fixtures emit
-  neither.
+  explicitly` / `None of the inputs have requires_grad=True`), or, for gradients
+  asked through a reentrant checkpoint, torch's RuntimeError at the marked
+  statement; good fixtures emit neither warning and run clean.
 - GL401: while the fixture runs, every `Fn.apply` is observed: a bad fixture
   keeps one of the call's own input or output tensors as a ctx attribute, and
   replaying that call shows the harm objectively: an in-place change to that
@@ -384,7 +385,13 @@ _REENTRANT_WARNINGS = (
 )
 
 
+#: What torch raises when gradients are asked for through a reentrant checkpoint.
+_REENTRANT_GRAD = "torch.utils.checkpoint is incompatible with .grad()"
+
+
 def _gl405_bad(fixture: Fixture, outcome: Outcome) -> list[str]:
+    if outcome.exc_type is not None and _REENTRANT_GRAD in outcome.exc_message:
+        return raises(RuntimeError, _REENTRANT_GRAD)(fixture, outcome)  # the error case, at the marked statement
     problems = runs_clean()(fixture, outcome)
     if not any(
         w.category == "UserWarning" and any(t in w.message for t in _REENTRANT_WARNINGS) for w in outcome.warnings

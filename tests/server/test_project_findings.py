@@ -42,10 +42,11 @@ Finding = tuple[str, int, str]
 
 
 def _check(project: Project, target: str, capsys, monkeypatch) -> tuple[int, dict[Finding, dict]]:
-    """``graphlife check --format json TARGET`` run from the project folder: the status, and each finding by key."""
+    """``graphlife check --format json TARGET`` run from the project folder: the status, and each finding by key.
+    ``--fail-on information``: every marked finding, information included, must fail the run."""
     monkeypatch.chdir(project.dir)
     capsys.readouterr()
-    status = main(["check", "--no-cache", "--format", "json", target])
+    status = main(["check", "--no-cache", "--fail-on", "information", "--format", "json", target])
     payload = json.loads(capsys.readouterr().out)
     root = project.dir.resolve()
     return status, {

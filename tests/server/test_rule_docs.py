@@ -44,3 +44,15 @@ def test_graphlife_rules_prints_the_user_documentation():
     assert proc.returncode == 0, proc.stderr
     assert "## What it does" in proc.stdout
     assert "Fixture line" not in proc.stdout  # the docstring has one, for the fixtures' authors
+
+
+def test_fix_recipes_page_is_current():
+    """docs/FIX_RECIPES.md lists exactly the recipes the code has (tools/gen_fix_recipes.py)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_fix_recipes.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_rule_says_how_safe_its_fixes_are(rule):
+    assert rule.doc.section("Fix safety"), f"{rule.code} has no `## Fix safety` section"

@@ -7,6 +7,7 @@ fixed program satisfies the rule's *good* runtime truth under torch.
 from __future__ import annotations
 
 import textwrap
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -48,7 +49,7 @@ def fix_all(source: str, code: str, limit: int = 10) -> str:
             return source
         fix = first_replace_text(found[0])
         assert fix is not None, f"{code} finding without a replace_text fix: {found[0].message}"
-        source = apply_replace(source, fix.params["span"], fix.params["text"])
+        source = apply_replace(source, fix.span, fix.text)
         compile(source, "<fixed>", "exec")
     raise AssertionError(f"{code} still reported after {limit} fixes:\n{source}")
 
@@ -238,11 +239,11 @@ def test_gl402_setup_context_style_has_no_ctx_in_forward() -> None:
 
 def test_gl402_fix_pads_with_none_and_turns_lists_into_tuples() -> None:
     (short,) = findings(_fn("ctx, x, y, z", "return g"), "GL402")
-    fixed = apply_replace(_fn("ctx, x, y, z", "return g"), short.fixes[0].params["span"], short.fixes[0].params["text"])
+    fixed = apply_replace(_fn("ctx, x, y, z", "return g"), short.fixes[0].span, short.fixes[0].text)
     assert "return g, None, None" in fixed
     source = _fn("ctx, x, y", "return [g, g * 2]")
     (listed,) = findings(source, "GL402")
-    assert "return (g, g * 2)" in apply_replace(source, listed.fixes[0].params["span"], listed.fixes[0].params["text"])
+    assert "return (g, g * 2)" in apply_replace(source, listed.fixes[0].span, listed.fixes[0].text)
 
 
 # --------------------------------------------------------------------------- GL404
@@ -338,7 +339,7 @@ def test_gl404_fix_makes_methods_static_with_ctx() -> None:
                 return x.clamp(-1, 1)
         """)
     (finding,) = [f for f in check(source) if f.code == "GL404"]
-    fixed = apply_replace(source, finding.fixes[0].params["span"], finding.fixes[0].params["text"])
+    fixed = apply_replace(source, finding.fixes[0].span, finding.fixes[0].text)
     assert "    @staticmethod\n    def forward(ctx, x):\n        ctx.save_for_backward(x)" in fixed
 
 
@@ -393,8 +394,8 @@ def test_gl405_missing_keyword_is_information_with_keyword_fixes() -> None:
     assert finding.severity is Severity.INFORMATION
     kinds = [fix.kind for fix in finding.fixes]
     assert kinds == ["add_keyword", "replace_text"]
-    assert finding.fixes[0].params["keyword"] == "use_reentrant" and finding.fixes[0].params["value"] == "False"
-    fixed = apply_replace(source, finding.fixes[1].params["span"], finding.fixes[1].params["text"])
+    assert finding.fixes[0].keyword == "use_reentrant" and finding.fixes[0].value == "False"
+    fixed = apply_replace(source, finding.fixes[1].span, finding.fixes[1].text)
     assert "checkpoint(block, x, use_reentrant=False,)" in fixed
 
 
@@ -618,7 +619,7 @@ def test_gl403_fixes_clone_before_the_statement() -> None:
     source = _grad("grad_output.mul_(2)\nreturn grad_output\n")
     (finding,) = findings(source, "GL403")
     assert [fix.kind for fix in finding.fixes] == ["out_of_place", "replace_text"]
-    fixed = apply_replace(source, finding.fixes[1].params["span"], finding.fixes[1].params["text"])
+    fixed = apply_replace(source, finding.fixes[1].span, finding.fixes[1].text)
     assert "        grad_output = grad_output.clone()\n        grad_output.mul_(2)\n" in fixed
     assert findings(fixed, "GL403") == []
 
@@ -640,7 +641,7 @@ def test_fix_spans_lie_in_the_source(path: Path) -> None:
         if finding.code not in GL4:
             continue
         for fix in finding.fixes:
-            for value in fix.params.values():
+            for value in (getattr(fix, f.name) for f in fields(fix)):
                 if isinstance(value, Span):
                     assert 1 <= value.line <= value.end_line <= len(rows) + 1
                     assert 1 <= value.column <= len(rows[value.line - 1]) + 1

@@ -228,3 +228,106 @@ for step in range(STEPS):
 def test_a_lambda_hook_that_keeps_live_activations_is_a_leak() -> None:
     assert ("GL201", 8) in _codes(HOOK_APPENDS.replace("OUT", "output"))
     assert [c for c in _codes(HOOK_APPENDS.replace("OUT", "output.detach()")) if c[0] == "GL201"] == []
+
+
+PARTIAL = """
+import functools
+import torch
+import torch.nn as nn
+
+
+def step(model, opt, x, y, loss_fn):
+    loss = loss_fn(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    loss.backward()
+    opt.step()
+
+
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+train_step = functools.partial(step, model, opt, loss_fn=nn.functional.mse_loss)
+train_step(torch.randn(4, 3), torch.randn(4, 1))
+"""
+
+
+def test_a_partial_call_runs_its_function_with_its_arguments() -> None:
+    assert ("GL101", 11) in _errors(PARTIAL)
+
+
+GETATTR = """
+import torch
+import torch.nn as nn
+
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+
+net = Net()
+name = "fc"
+out = getattr(net, NAME)(torch.randn(2, 3)).sum()
+out.backward()
+out.backward()
+"""
+
+
+def test_getattr_with_a_known_name_reads_that_attribute() -> None:
+    assert _errors(GETATTR.replace("NAME", "name")) == [("GL101", 17)]
+    assert _errors(GETATTR.replace("NAME", "input()")) == []  # a name known only at run time
+
+
+GLOBAL_FLAG = """
+import torch
+import torch.nn as nn
+
+USE_GRAD = False
+model = nn.Linear(3, 1)
+
+
+def enable_training():
+    global USE_GRAD
+    USE_GRAD = True
+
+
+def run(x):
+    with torch.set_grad_enabled(USE_GRAD):
+        loss = model(x).sum()
+    loss.backward()
+"""
+NO_REBINDING = GLOBAL_FLAG.replace("    global USE_GRAD\n    USE_GRAD = True\n", "    return 1\n")
+
+
+def test_a_module_name_a_function_rebinds_is_not_known_to_functions_analyzed_alone() -> None:
+    assert _errors(GLOBAL_FLAG) == []
+    assert _errors(NO_REBINDING) == [("GL104", 16)]  # nothing can turn gradients on: run() always raises
+
+
+OUTSIDE_WRITE = OTHER_METHOD + """
+
+def outside(runner, x):
+    runner.out = x
+"""
+
+
+@pytest.mark.parametrize("versions", [
+    [GLOBAL_FLAG, NO_REBINDING, GLOBAL_FLAG, NO_REBINDING],
+    [OUTSIDE_WRITE,
+     OUTSIDE_WRITE.replace("        self.out = x * self.w\n", "        return x * self.w\n"),
+     OUTSIDE_WRITE.replace("        self.out = x * self.w\n", "        return x * self.w\n")
+     .replace("    runner.out = x\n", "    return x\n"),
+     OUTSIDE_WRITE],
+], ids=["global", "attribute"])
+def test_the_language_server_sees_a_write_added_or_removed_anywhere(versions: list[str]) -> None:
+    """What a function analyzed alone starts from depends on writes anywhere in the file: the
+    incremental checker must run it again when one appears or goes."""
+    from graphlife.incremental import IncrementalChecker
+
+    checker = IncrementalChecker()
+    for source in versions:
+        text = textwrap.dedent(source)
+        incremental = [(f.code, f.span.line) for f in checker.check(text).findings]
+        assert incremental == [(f.code, f.span.line) for f in check_source(text).findings]

@@ -39,6 +39,7 @@ from graphlife.analysis.values import (
     FunctionRef,
     HeapObject,
     HeapRef,
+    PartialCall,
     TensorVal,
     TupleVal,
     Value,
@@ -224,7 +225,7 @@ def _replay(interp: EngineParts, entry: MemoEntry, state: State) -> Value:
 
 
 #: The values that may lead to heap objects (a tensor through the module that owns it).
-_LEADING = frozenset({HeapRef, TupleVal, ValuesIndices, FunctionRef, BoundMethod, TensorVal, Callbacks})
+_LEADING = frozenset({HeapRef, TupleVal, ValuesIndices, FunctionRef, BoundMethod, TensorVal, Callbacks, PartialCall})
 
 
 def _reachable(values: list[Value], heap: Mapping[int, HeapObject]) -> tuple[tuple[int, HeapObject], ...]:
@@ -253,6 +254,9 @@ def _reachable(values: list[Value], heap: Mapping[int, HeapObject]) -> tuple[tup
             stack.extend(held for _, held in value.closure if type(held) in _LEADING)
         elif isinstance(value, Callbacks):
             stack.extend(value.items)
+        elif isinstance(value, PartialCall):
+            held_values = (value.func, *value.args, *(held for _, held in value.kwargs))
+            stack.extend(v for v in held_values if type(v) in _LEADING)
         elif isinstance(value, BoundMethod):
             if type(value.receiver) in _LEADING:
                 stack.append(value.receiver)

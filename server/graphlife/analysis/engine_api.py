@@ -249,6 +249,10 @@ class EngineParts(TorchEngine, Protocol):
         """``Fn.apply(*args)`` of an autograd Function of the project."""
         ...
 
+    def attribute_value(self, receiver: Value, expr: ast.Attribute, state: State) -> Value:
+        """The attribute ``expr.attr`` of an evaluated value."""
+        ...
+
     def lambda_function(self, expr: ast.Lambda, state: State) -> FunctionRef:
         """A lambda as a function (made once per lambda), with its closure."""
         ...

@@ -58,6 +58,8 @@ class BackwardEvent(Event):
     may: set[int] = field(default_factory=set)
     create_graph: Tri = False
     leaves: frozenset[int] = frozenset()  # leaf storages the backward accumulates into
+    #: What the gradients are asked for: ``autograd.grad``'s inputs, ``backward(inputs=...)`` (else None).
+    inputs: Value | None = None
 
 
 @dataclass

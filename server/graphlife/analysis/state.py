@@ -50,6 +50,9 @@ class Node:
     pattern: str = ""
     #: Some input could not be interpreted: the graph behind it (and its leaves) is unknown.
     partial: bool = False
+    #: A reentrant checkpoint's node: the leaf storages among the tensors it was given (what
+    #: ``autograd.grad`` may ask about through it; the block's own parameters are not reachable so).
+    checkpoint_inputs: frozenset[int] | None = None
 
 
 @dataclass

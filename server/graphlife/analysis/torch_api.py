@@ -554,10 +554,17 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
                              why="the output of a reentrant `checkpoint` whose inputs do not require grad has no graph "
                                  "(pass `use_reentrant=False`)", why_site=call)
         if isinstance(fn, FunctionRef):
-            return interp.call_function(fn, args[1:], {}, state, call)
-        if isinstance(fn, HeapRef):
-            return call_object(interp, state, fn, args[1:], {}, call)
-        return UNKNOWN
+            output = interp.call_function(fn, args[1:], {}, state, call)
+        elif isinstance(fn, HeapRef):
+            output = call_object(interp, state, fn, args[1:], {}, call)
+        else:
+            interp.unseen_call(list(args), state)
+            return UNKNOWN
+        # torch 2.13 runs the reentrant variant when `use_reentrant` is not given
+        reentrant = const_bool(kwargs["use_reentrant"]) if "use_reentrant" in kwargs else True
+        if reentrant is True:
+            return reentrant_checkpoint_output(interp, state, output, tensors, call)
+        return output
     if distributions.is_distribution_class(name):
         return distributions.make_distribution(interp, state, name, args, kwargs, call)
     if distributions.is_kl_divergence(name):
@@ -1111,6 +1118,43 @@ def call_container_method(interp: TorchEngine, state: State, ref: HeapRef, obj: 
     return UNKNOWN
 
 
+def reentrant_checkpoint_output(interp: TorchEngine, state: State, output: Value, inputs: list[Value],
+                                call: ast.Call) -> Value:
+    """What a reentrant ``checkpoint(fn, *inputs)`` hands back: one node (torch's
+    ``CheckpointFunction``) whose parents are the graphs of the tensors it was given, which it
+    saves; its backward recomputes the block and fills the block's parameters' gradients, but
+    ``autograd.grad`` cannot go through it (GL405)."""
+    if state.grad_enabled is False:
+        return output
+    tensors = [t for t in inputs if isinstance(t, TensorVal)]
+    results = [t for t in tensors_in(output, state) if t.grad_fn]
+    if not results:
+        return output
+    graph = interp.run_state.graph
+    _, inner = graph.reach(frozenset().union(*(t.grad_fn for t in results)), False)
+    inner_leaves = frozenset().union(*(graph.nodes[n].leaves for n in inner)) if inner else frozenset()
+    saves = tuple(SavedRef(t.storage, max(state.version_of(t.storage)), "input", interp.text(call))
+                  for t in tensors if t.storage is not None)
+    node = graph.add(
+        op="checkpoint(reentrant)", site=call, parents=frozenset().union(*(t.grad_fn for t in tensors)),
+        parents_certain=all(t.certain for t in tensors), saves=saves, saves_certain=bool(saves),
+        iteration=interp.iteration(), line_desc=interp.text(call),
+        leaves=leaf_storages(tensors, state) | inner_leaves, pattern="".join(pattern_char(v) for v in inputs),
+        partial=any(graph.nodes[n].partial for n in inner) or any(may_carry_graph(v) for v in inputs
+                                                                  if not isinstance(v, TensorVal)),
+        checkpoint_inputs=leaf_storages(tensors, state),
+    )
+    return _with_grad_fn(output, node.nid)
+
+
+def _with_grad_fn(value: Value, nid: int) -> Value:
+    if isinstance(value, TensorVal) and value.grad_fn:
+        return replace(value, grad_fn=frozenset({nid}))
+    if isinstance(value, TupleVal):
+        return TupleVal(tuple(_with_grad_fn(item, nid) for item in value.items))
+    return value
+
+
 def call_distribution_method(interp: TorchEngine, state: State, ref: HeapRef, name: str, args: list[Value],
                              call: ast.Call) -> Value:
     """A method of a ``torch.distributions`` object: a sample without a graph, or an op on its
@@ -1492,9 +1536,10 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
         interp.run_state.create_graph_seen = True
     if kind == "grad":
         leaves = set()  # autograd.grad returns gradients; it does not touch .grad
+    inputs = (args[1] if len(args) >= 2 else kwargs.get("inputs")) if kind == "grad" else kwargs.get("inputs")
     interp.emit(BackwardEvent(stmt=stmt, state=state, call=call, root=root, root_expr=root_expr,
-                                          retain_graph=retain_flag, kind=kind, must=must, may=may,
-                                          create_graph=create_flag, leaves=frozenset(leaves)))
+                              retain_graph=retain_flag, kind=kind, must=must, may=may,
+                              create_graph=create_flag, leaves=frozenset(leaves), inputs=inputs))
     interp.backward_count += 1
     if kind == "backward" and (not may or any(interp.run_state.graph.nodes[n].partial for n in may)):
         # Part of this graph is unknown, so are the gradients it fills: forget what we knew.
@@ -1514,4 +1559,5 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
     elif retain_flag is None:
         for nid in may:
             state.writable("may_freed").setdefault(nid, stmt)
+    interp.run_escaped(state)  # tensor hooks and backward hooks run during the backward
     return NONE

@@ -28,7 +28,7 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 #: The kinds of node filed by kind in the walk (what :mod:`graphlife.analysis.semantics` reads).
 KINDS: tuple[type[ast.AST], ...] = (
     ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Call, ast.Assign,
-    ast.NamedExpr,
+    ast.NamedExpr, ast.Global,
 )
 #: The attribute of a tree that holds a weak reference to its index (never a strong one: the index
 #: maps the top-level statements to the tree, and a strong reference would make a cycle).
@@ -167,6 +167,12 @@ class TreeIndex:
     def _attach(self, tree: ast.Module) -> None:
         """Let :func:`index_of` find this index from ``tree`` (weakly: see :data:`_INDEX_ATTRIBUTE`)."""
         tree.__dict__[_INDEX_ATTRIBUTE] = weakref.ref(self)
+
+    @property
+    def declared_global(self) -> frozenset[str]:
+        """The names some function of the module declares ``global``: it may rebind them at any time."""
+        return frozenset(name for node in self.by_kind[ast.Global] if isinstance(node, ast.Global)
+                         for name in node.names)
 
     @property
     def rebound(self) -> dict[str, bool]:

@@ -54,6 +54,7 @@ from graphlife.analysis.regions import Region, RegionMap
 from graphlife.analysis.rule_api import LogMark, ReportArgs, Reporter
 from graphlife.analysis.run_state import CallFrame, RunState
 from graphlife.analysis.state import State
+from graphlife.analysis.unseen_writes import attribute_write_names
 from graphlife.analysis.values import ClassRef, FunctionRef, TupleVal, Value
 from graphlife.findings import Line, Span
 
@@ -152,7 +153,8 @@ class UnitCache:
         self._statement_blocks = [
             block for block in parsed.blocks if any(not isinstance(stmt, _DEFINITIONS) for stmt in block.statements)
         ]
-        definitions_key = (tuple(_definitions_key(block) for block in parsed.blocks), _rebound_key(parsed))
+        definitions_key = (tuple(_definitions_key(block) for block in parsed.blocks), _rebound_key(parsed),
+                           parsed.index.declared_global, _attribute_writes_key(parsed.blocks))
         if definitions_key != self._definitions_key:
             self._definitions_key = definitions_key
             self.definitions += 1
@@ -582,6 +584,23 @@ def _definitions_key(block: Block) -> tuple[object, ...]:
         key = tuple(parts)
         setattr(block, "definitions_key", key)  # noqa: B010 - a cache kept on the block
     return key
+
+
+def _attribute_writes_key(blocks: Sequence[Block]) -> tuple[object, ...]:
+    """The attribute names the file writes outside ``__init__`` (what a method analyzed alone
+    weakens in its ``self``: :mod:`graphlife.analysis.unseen_writes`), cached on each block."""
+    names: set[str] = set()
+    contents: set[str] = set()
+    any_name = False
+    for block in blocks:
+        found: tuple[frozenset[str], frozenset[str], bool] | None = getattr(block, "attribute_writes", None)
+        if found is None:
+            found = attribute_write_names(list(block.statements))
+            setattr(block, "attribute_writes", found)  # noqa: B010 - a cache kept on the block
+        names |= found[0]
+        contents |= found[1]
+        any_name = any_name or found[2]
+    return frozenset(names), frozenset(contents), any_name
 
 
 def _rebound_key(parsed: ParsedFile) -> frozenset[str]:

@@ -57,6 +57,15 @@ class AttributeWrites:
         return self.any_name or name in self.names
 
 
+def attribute_write_names(statements: list[ast.stmt]) -> tuple[frozenset[str], frozenset[str], bool]:
+    """What :func:`attribute_writes` finds in these statements, without where (the unit cache keys
+    the methods analyzed alone on it: a write added anywhere changes what they start from)."""
+    collector = _WriteCollector()
+    for stmt in statements:
+        collector.visit(stmt)
+    return frozenset(collector.names), frozenset(collector.contents), collector.any_name
+
+
 def attribute_writes(tree: ast.AST) -> AttributeWrites:
     """Every attribute write of ``tree`` but those that build a new object: stores on the first
     parameter of an ``__init__`` made directly in its body (not in a function or lambda defined

@@ -248,6 +248,16 @@ class BoundMethod(Value):
 
 
 @dataclass(frozen=True)
+class PartialCall(Value):
+    """``functools.partial(func, *args, **kwargs)``: a call of ``func`` with these leading
+    arguments and keywords, made when it is called."""
+
+    func: Value
+    args: tuple[Value, ...] = ()
+    kwargs: tuple[tuple[str, Value], ...] = ()
+
+
+@dataclass(frozen=True)
 class Callbacks(Value):
     """Functions registered on a module to run when torch calls it (forward hooks, forward
     pre-hooks). A join keeps every path's: a hook registered on some path may run."""

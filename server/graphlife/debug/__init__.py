@@ -9,7 +9,7 @@ probe only uses the torch the program already imported.
 from __future__ import annotations
 
 import sys
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any, TextIO
 
 
@@ -17,6 +17,55 @@ def _probe() -> ModuleType:
     from graphlife.debug import probe  # noqa: PLC0415 - keeps torch out of plain imports
 
     return probe
+
+
+def _in_torch(frame: FrameType) -> bool:
+    name = frame.f_globals.get("__name__")
+    return isinstance(name, str) and (name == "torch" or name.startswith("torch."))
+
+
+def _user_frame_for(frame: FrameType) -> FrameType | None:
+    """The frame to explain when ``explain()`` is called in ``frame``: the frame itself, unless it
+    is torch's (pdb after a crash stops in torch's ``_engine_run_backward``); then the user's frame
+    that called into torch, found on the traceback being debugged or up the stack."""
+    if not _in_torch(frame):
+        return frame
+    for chain in _stacks_being_debugged(frame):
+        # pdb evaluates in the frame's own dicts: the same f_locals (3.11) and f_globals.
+        hits = [i for i, f in enumerate(chain) if f is frame or f.f_locals is frame.f_locals]
+        hits = hits or [i for i, f in enumerate(chain) if f.f_globals is frame.f_globals]
+        if hits:
+            for candidate in reversed(chain[: hits[-1] + 1]):
+                if not _in_torch(candidate):
+                    return candidate
+    outer = frame.f_back  # a breakpoint inside torch: the user's frame is up the stack
+    while outer is not None and _in_torch(outer):
+        outer = outer.f_back
+    return outer or frame
+
+
+def _stacks_being_debugged(frame: FrameType) -> list[list[FrameType]]:
+    """Frame chains (outermost first) that may hold the torch frame ``explain()`` runs in: the
+    stack of a pdb (or ipdb) session up the current stack, the exception being handled, the last
+    uncaught one (``%debug``, ``pdb.pm()``)."""
+    import bdb  # noqa: PLC0415 - only when explain() is called in torch's frame
+
+    chains: list[list[FrameType]] = []
+    outer: FrameType | None = frame
+    while outer is not None:
+        owner = outer.f_locals.get("self")
+        stack = getattr(owner, "stack", None) if isinstance(owner, bdb.Bdb) else None
+        if isinstance(stack, list):  # pdb.Pdb keeps the frames it shows in `stack`
+            chains.append([f for f, _ in stack])
+            break
+        outer = outer.f_back
+    for tb in (sys.exc_info()[2], getattr(sys, "last_traceback", None)):
+        chain = []
+        while tb is not None:
+            chain.append(tb.tb_frame)
+            tb = tb.tb_next
+        chains.append(chain)
+    return chains
 
 
 def explain(*objects: Any, namespace: dict | None = None, file: TextIO | None = None) -> None:
@@ -29,8 +78,14 @@ def explain(*objects: Any, namespace: dict | None = None, file: TextIO | None = 
 
     if namespace is None:
         frame = sys._getframe(1)
+        user = _user_frame_for(frame)
+        if user is not frame and user is not None:
+            code = user.f_code
+            print(f"(explaining {code.co_name} at {code.co_filename}:{user.f_lineno}, the frame that called "
+                  "into torch: torch's own frame holds torch's arguments, not your names)", file=file or sys.stdout)
+            frame = user
         namespace = {**frame.f_globals, **frame.f_locals}
-        del frame
+        del frame, user
     names = []
     if objects:
         for k, obj in enumerate(objects):

@@ -78,7 +78,7 @@ def parse_traceback(text: str) -> ParsedTraceback:
     return result
 
 
-def _static_findings(path: str) -> tuple[list[Finding], str | None, list[str]]:
+def static_findings(path: str) -> tuple[list[Finding], str | None, list[str]]:
     """The checker's findings for one file; an engine failure reads as "none" plus a note."""
     try:
         with open(path, encoding="utf-8") as handle:
@@ -95,6 +95,15 @@ def _static_findings(path: str) -> tuple[list[Finding], str | None, list[str]]:
         return findings, None, source_lines(source)
     except Exception as exc:  # noqa: BLE001 - a checker bug must not hide the explanation
         return [], f"the checker failed: {type(exc).__name__}: {exc}", source_lines(source)
+
+
+def findings_on_line(findings: list[Finding], line: int) -> list[Finding]:
+    """The findings of a file that sit on ``line``, and those in other files whose story
+    passes through it (the backward that the bug elsewhere makes raise)."""
+    here = [f for f in findings if f.span.path is None and f.span.line <= line <= f.span.end_line]
+    here += [f for f in findings if f.span.path is not None
+             and any(r.span.path is None and r.span.line == line for r in f.related)]
+    return here
 
 
 def _rule_text(code: str, item: dict) -> str:
@@ -128,7 +137,7 @@ def explain_text(text: str) -> tuple[int, str]:
     for index, frame in enumerate(reversed(user_frames)):
         where = "faulting line" if index == 0 else "called from"
         if frame.path not in cache:
-            cache[frame.path] = _static_findings(frame.path)
+            cache[frame.path] = static_findings(frame.path)
         findings, note, lines = cache[frame.path]
         text_line = lines[frame.line - 1].strip() if 0 < frame.line <= len(lines) else ""
         out.append(f"{frame.path}:{frame.line} in {frame.func} ({where})")
@@ -136,10 +145,7 @@ def explain_text(text: str) -> tuple[int, str]:
             out.append(f"    {text_line}")
         if note:
             out.append(f"    ({note})")
-        here = [f for f in findings if f.span.path is None and f.span.line <= frame.line <= f.span.end_line]
-        # A bug in another file whose story passes through this line (the backward it makes raise).
-        here += [f for f in findings if f.span.path is not None
-                 and any(r.span.path is None and r.span.line == frame.line for r in f.related)]
+        here = findings_on_line(findings, frame.line)
         for finding in here:
             agrees = " (the same rule)" if item and finding.code == item["code"] else ""
             elsewhere = f" in {finding.span.path}:{finding.span.line}" if finding.span.path is not None else ""

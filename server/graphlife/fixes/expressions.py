@@ -50,18 +50,35 @@ def detach_expression(doc: Document, params: dict) -> Edits:
     """``fake`` -> ``fake.detach()`` (GL101 GAN shape: ``D(fake.detach())``).
 
     Only where the expression is an argument of a call that can own parameters
-    (a module such as ``D`` or ``self.head``). As an argument of a torch functional
+    (a module such as ``D`` or ``self.head``), directly or joined with others by
+    ``torch.cat([...])`` / ``torch.stack([...])``. As an argument of a torch functional
     (``F.mse_loss(value, y)``) detaching would cut the loss off from every weight:
     "element 0 of tensors does not require grad".
     """
     expr = _expr(doc, params.get("expr"))
     if expr is None or _already_called(doc, expr, "detach"):
         return None
-    arg = doc.parent(expr)
+    arg = doc.parent(_through_join(doc, expr))
     call = doc.parent(arg) if isinstance(arg, cst.Arg) else None
     if not isinstance(call, cst.Call) or _is_torch_functional(doc, call.func):
         return None
     return _method_suffix(doc, params, "expr", ".detach()")
+
+
+#: ``torch.cat([real, fake])`` passes ``fake`` on to the module that receives the joined tensor.
+_JOINS = frozenset({"cat", "concat", "concatenate", "stack"})
+
+
+def _through_join(doc: Document, expr: cst.BaseExpression) -> cst.CSTNode:
+    """The ``torch.cat([...])`` / ``torch.stack([...])`` call whose list holds ``expr``, or ``expr``."""
+    element = doc.parent(expr)
+    display = doc.parent(element) if isinstance(element, cst.Element) else None
+    arg = doc.parent(display) if isinstance(display, (cst.List, cst.Tuple)) else None
+    join = doc.parent(arg) if isinstance(arg, cst.Arg) else None
+    if (isinstance(join, cst.Call) and join.args and join.args[0] is arg and isinstance(join.func, cst.Attribute)
+            and join.func.attr.value in _JOINS and _is_torch_functional(doc, join.func)):
+        return join
+    return expr
 
 
 def use_detach(doc: Document, params: dict) -> Edits:
@@ -187,25 +204,6 @@ def replace_text(doc: Document, params: dict) -> Edits:
     if not isinstance(span, Span) or not isinstance(text, str):
         return None
     return [TextEdit(span, text)]
-
-
-def ignore_comment(doc: Document, params: dict) -> Edits:
-    """Append ``  # graphlife: ignore[CODE]`` to the line (not inside a multi-line string)."""
-    line, code = params.get("line"), params.get("code")
-    if not isinstance(line, int) or not isinstance(code, str) or not doc.line_text(line):
-        return None
-    text = doc.line_text(line)
-    if f"ignore[{code}]" in text or _inside_string(doc, line):
-        return None
-    end = doc.line_end(line)
-    return [TextEdit(Span(line, end, line, end), f"  # graphlife: ignore[{code}]")]
-
-
-def _inside_string(doc: Document, line: int) -> bool:
-    for node, rng in doc.positions.items():
-        if isinstance(node, (cst.SimpleString, cst.FormattedString)) and rng.start.line <= line < rng.end.line:
-            return True
-    return False
 
 
 # --------------------------------------------------------------------------- leaf_after_conversion

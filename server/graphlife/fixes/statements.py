@@ -348,40 +348,98 @@ def wrap_no_grad(doc: Document, params: dict) -> Edits:
 
 
 def detach_carried_state(doc: Document, params: dict) -> Edits:
-    """Insert ``state = state.detach()`` as the first statement of the loop body (GL101).
+    """Detach each carried name once, at the top of the loop body (GL101, GL203).
 
-    Offered only when the state is assigned before the loop (so the new first line
-    never reads an unbound name) and reassigned inside it (so it really is carried).
+    The new lines go after the detaches the loop already starts with, and a name detached
+    there is skipped: applying the fix twice changes nothing. Each name must be assigned
+    before the loop (so the new line never reads an unbound name) and reassigned inside it
+    (so it really is carried); otherwise there is no fix.
     """
-    target, loop_span = params.get("target"), params.get("loop")
-    if not isinstance(target, str) or not isinstance(loop_span, Span):
-        return None
-    try:
-        target_expr = cst.parse_expression(target)
-    except cst.ParserSyntaxError:
-        return None
-    if not (_is_rebindable(target_expr) or isinstance(target_expr, cst.Subscript)):
+    targets, loop_span = params.get("targets"), params.get("loop")
+    if not isinstance(targets, tuple) or not targets or not isinstance(loop_span, Span):
         return None
     loop = _loop_at(doc, loop_span)
     if loop is None or not isinstance(loop.body, cst.IndentedBlock) or not loop.body.body:
         return None
-    if not _assigned_in(doc, loop.body, target) or not _assigned_before(doc, loop, target):
-        return None
-    first = loop.body.body[0]
-    first_span = doc.span_of(first)
-    indent = doc.line_text(first_span.line)[: first_span.column - 1]
+    body = list(loop.body.body)
+    top = 0
+    while top < len(body) and _detached_by(doc, body[top]) is not None:
+        top += 1
+    done = {name for stmt in body[:top] for name in [_detached_by(doc, stmt)] if name is not None}
+    lines: list[str] = []
+    first_span = doc.span_of(body[0])
     if not doc.starts_line(first_span):
         return None
-    var = "s" if target == "t" else "t"
-    assign = (f"{target} = tuple({var}.detach() for {var} in {target})" if params.get("is_tuple")
-              else f"{target} = {target}.detach()")
-    nl = doc.newline
-    if params.get("maybe_none"):
-        unit = doc.indent_unit
-        text = f"{indent}if {target} is not None:{nl}{indent}{unit}{assign}{nl}"
-    else:
-        text = f"{indent}{assign}{nl}"
-    return [TextEdit(Span(first_span.line, 1, first_span.line, 1), text)]
+    indent = doc.line_text(first_span.line)[: first_span.column - 1]
+    nl, unit = doc.newline, doc.indent_unit
+    for carried in targets:
+        target = getattr(carried, "name", None)
+        if not isinstance(target, str) or target in done:
+            continue
+        try:
+            target_expr = cst.parse_expression(target)
+        except cst.ParserSyntaxError:
+            return None
+        if not (_is_rebindable(target_expr) or isinstance(target_expr, cst.Subscript)):
+            return None
+        if not _assigned_in(doc, loop.body, target) or not _assigned_before(doc, loop, target):
+            return None
+        var = "s" if target == "t" else "t"
+        assign = (f"{target} = tuple({var}.detach() for {var} in {target})" if carried.is_tuple
+                  else f"{target} = {target}.detach()")
+        if carried.maybe_none:
+            lines.append(f"{indent}if {target} is not None:{nl}{indent}{unit}{assign}{nl}")
+        else:
+            lines.append(f"{indent}{assign}{nl}")
+        done.add(target)
+    if not lines:
+        return None
+    at = doc.span_of(body[top]).line if top < len(body) else doc.span_of(body[-1]).end_line + 1
+    if top < len(body) and not doc.starts_line(doc.span_of(body[top])):
+        return None
+    return [TextEdit(Span(at, 1, at, 1), "".join(lines))]
+
+
+def _detached_by(doc: Document, stmt: cst.CSTNode) -> str | None:
+    """The name a statement at the top of a loop detaches (``h = h.detach()``, a tuple's
+    ``state = tuple(t.detach() for t in state)``, either under ``if h is not None:``)."""
+    if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock):
+        inner = stmt.body.body
+        return _detached_by(doc, inner[0]) if len(inner) == 1 else None
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return None
+    small = stmt.body[0]
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+        return None
+    name = doc.code(small.targets[0].target).strip()
+    items: set[str] = set()  # the variables of `tuple(t.detach() for t in name)`
+    receivers: list[set[str]] = []  # what each `.detach()` in the value detaches
+
+    def references(node: cst.CSTNode) -> set[str]:
+        found: set[str] = set()
+
+        class Refs(cst.CSTVisitor):
+            def visit_Name(self, n: cst.Name) -> None:
+                found.add(n.value)
+
+            def visit_Attribute(self, n: cst.Attribute) -> None:
+                found.add(doc.code(n).strip())
+
+        node.visit(Refs())
+        return found
+
+    class Finder(cst.CSTVisitor):
+        def visit_CompFor(self, node: cst.CompFor) -> None:
+            if doc.code(node.iter).strip() == name:
+                items.update(references(node.target))
+
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("detach", "detach_"):
+                receivers.append(references(func.value))
+
+    small.value.visit(Finder())
+    return name if any(name in found or found & items for found in receivers) else None
 
 
 def _loop_at(doc: Document, span: Span) -> cst.For | cst.While | None:
@@ -494,7 +552,7 @@ def unwrap_with(doc: Document, params: dict) -> Edits:
     own; lines of the body keep their comments; a body with a multi-line string is refused
     (dedenting would change the string).
     """
-    span = params.get("with")
+    span = params.get("block")
     node = doc.node_at(span, cst.With) if isinstance(span, Span) else None
     if node is None or len(node.items) != 1 or node.asynchronous is not None:
         return None

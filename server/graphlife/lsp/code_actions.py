@@ -1,13 +1,15 @@
 """Code actions: quick fixes, fix-all, "ignore on this line" (and :mod:`.rule_actions`).
 
 One quick fix per fix that :func:`graphlife.fixes.compute_fixes` can really
-make on this code (a recipe that does not apply to the code at hand is not
-offered: a light-bulb item that does nothing is worse than none), the best one
-marked preferred. The light bulb asks on every cursor move, so the fixes of a
-finding are computed once per analyzed text (only for the findings under the
+make on this code and that the engine accepts on the fixed text (a recipe that
+does not apply to the code at hand, or leaves the finding, or adds an error, is
+not offered: a light-bulb item that does nothing is worse than none), the best
+safe one marked preferred. A fix that changes memory or what trains is titled
+``... (unsafe)``, never preferred, and never part of fix-all. The light bulb asks on
+every cursor move, so the fixes of a finding are computed once per analyzed text (only for the findings under the
 cursor) and cached; the edits travel only when the user picks one
 (``codeAction/resolve``). They are the edits ``graphlife fix`` applies. ``source.fixAll.graphlife`` is
-:func:`graphlife.fixes.fix_source` on the whole document (so
+:func:`graphlife.fixes.fix_source` (safe fixes only) on the whole document (so
 ``editor.codeActionsOnSave`` works). The ignore action writes
 ``# graphlife: ignore[GL101]`` on the finding's first line, or adds the code to
 an ignore comment already there.
@@ -31,7 +33,6 @@ from graphlife.lsp.cancel import Cancelled
 from graphlife.lsp.diagnostics import locate, to_diagnostic
 from graphlife.lsp.linting import Analysis
 from graphlife.lsp.positions import document_end, split_lines
-from graphlife.lsp.rule_actions import fix_title
 from graphlife.text_lines import source_lines_keepends
 
 if TYPE_CHECKING:
@@ -73,19 +74,35 @@ def findings_in(analysis: Analysis, start: tuple[int, int], end: tuple[int, int]
             if finding.span.path is None and overlaps(finding.span, start, end)]
 
 
+#: Where :func:`fixes_for` keeps the analysis's fix verifier (the engine's findings on the
+#: unfixed text and its verdict on each fixed text), next to the fixes of each finding.
+_VERIFIER = ("graphlife", "verifier")
+
+#: What the editor adds to the title of a fix that changes memory or what trains.
+UNSAFE_MARK = " (unsafe)"
+
+
 def fixes_for(analysis: Analysis, finding: Finding) -> list:
     """The fixes ``compute_fixes`` makes for ``finding`` on the analyzed text, cached on the analysis.
 
-    Runs on a worker thread (libcst). A failing fix is logged by the caller's
-    guard and simply not offered.
+    Runs on a worker thread (libcst, and the engine re-analyzing each fixed text: once per
+    version of the document and finding, as the cache lives on the analysis of that
+    version). A failing fix is logged by the caller's guard and simply not offered.
     """
     compute_fixes, _ = fixes_api()
     if compute_fixes is None or not finding.fixes:
         return []
     key = (finding.code, finding.span)
     if key not in analysis.fix_cache:
+        from graphlife.fixes.verify import FixVerifier, engine_analyze  # noqa: PLC0415 - with the fixes
+
+        verifier = analysis.fix_cache.get(_VERIFIER)
+        if verifier is None:
+            snapshot = analysis.snapshot
+            verifier = FixVerifier(snapshot.source, engine_analyze(snapshot.path, analysis.config))
+            analysis.fix_cache[_VERIFIER] = verifier
         try:
-            fixes = list(compute_fixes(finding, analysis.snapshot.source))
+            fixes = list(compute_fixes(finding, analysis.snapshot.source, verifier=verifier))
         except Cancelled:  # the request went away: compute it next time
             raise
         except Exception:
@@ -124,9 +141,11 @@ def list_actions(
             by_code.setdefault(finding.code, []).append(diagnostic)
             base = {"key": key, "uri": uri, "code": finding.code, "span": _span_data(finding.span)}
             for index, fix in enumerate(fixes.get((finding.code, finding.span), [])):
+                if analysis.snapshot.is_notebook and edits_for(analysis, fix.edits, codec) is None:
+                    continue  # its edits span cells: the editor edits one cell at a time
                 actions.append(
                     types.CodeAction(
-                        title=fix_title(finding, fix.title),
+                        title=fix.title if fix.safe else fix.title + UNSAFE_MARK,
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[diagnostic],
                         is_preferred=bool(fix.preferred),
@@ -305,6 +324,7 @@ def whole_document_edit(analysis: Analysis, new_source: str, codec: PositionCode
 
 __all__ = [
     "FIX_ALL_KIND",
+    "UNSAFE_MARK",
     "edits_for",
     "find_finding",
     "findings_in",

@@ -164,6 +164,9 @@ class Linter:
         self._results: dict[str, Analysis] = {}
         #: What each key's analysis found, per URI (its own documents, and other files of the project).
         self._board = DiagnosticBoard()
+        #: Pull mode (graphlife.lsp.pull_diagnostics): nothing is pushed; ``_refresh``: ask the client to pull.
+        self._pulled = False
+        self._refresh = False
         #: key -> the own documents (URI -> version) of its published analysis.
         self._own: dict[str, dict[str, int | None]] = {}
         #: Which keys read which files of the project (to re-analyze them when one changes).
@@ -543,9 +546,26 @@ class Linter:
                 if key != uri for finding in analysis.findings_in_file(path)]
 
     def _send(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
+        if self._pulled:  # the client pulls (graphlife.lsp.pull_diagnostics): tell it to pull again
+            if self._refresh:
+                self.server.workspace_diagnostic_refresh(None)
+            return
         self.server.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics)
         )
+
+    def serve_pulls(self, refresh: bool) -> None:
+        """Answer pulls instead of pushing; ``refresh``: the client can be asked to pull again."""
+        self._pulled, self._refresh = True, refresh
+
+    def diagnostics_for(self, uri: str, analysis: Analysis | None) -> list[types.Diagnostic]:
+        """What every open document's analysis says about ``uri``, with ``analysis`` (the
+        document's own, maybe newer than the last published one) in place of its key's."""
+        if analysis is None:
+            return self._board.merged(uri)
+        codec = self.server.workspace.position_codec
+        own = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
+        return self._board.merged_with(uri, analysis.snapshot.key, own.get(uri, []))
 
     def _report(self, analysis: Analysis) -> None:
         """Log syntax errors and skipped work when they change (not on every keystroke)."""

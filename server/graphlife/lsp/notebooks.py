@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from graphlife.lsp.positions import split_lines
+from graphlife.text_lines import split_lines  # no LSP libraries: the CLI's notebook check uses this
 
 
 @dataclass(frozen=True)

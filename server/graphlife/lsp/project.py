@@ -56,6 +56,11 @@ class DiagnosticBoard:
         """What the editor should show on ``uri`` now."""
         return merge_diagnostics(by_uri[uri] for by_uri in self._by_key.values() if uri in by_uri)
 
+    def merged_with(self, uri: str, key: str, own: list[types.Diagnostic]) -> list[types.Diagnostic]:
+        """What the editor should show on ``uri`` with ``own`` as ``key``'s part (a pull)."""
+        others = [by_uri[uri] for other, by_uri in self._by_key.items() if other != key and uri in by_uri]
+        return merge_diagnostics([own, *others])
+
     def differs_from_sent(self, uri: str, diagnostics: list[types.Diagnostic]) -> bool:
         """Whether ``diagnostics`` differ from what was last published on ``uri`` (and note them
         as published): a contributor's re-analysis that says the same need not be re-sent."""

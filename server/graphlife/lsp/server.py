@@ -31,6 +31,7 @@ from graphlife.lsp import code_actions as actions_mod
 from graphlife.lsp import hover as hover_mod
 from graphlife.lsp.diagnostics import locate
 from graphlife.lsp.documents import CELL_LANGUAGE, NOTEBOOK_TYPE, current_stamp, fs_path, key_for, open_keys
+from graphlife.lsp.extensions import INITIALIZE_HOOKS
 from graphlife.lsp.linting import Linter
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import release_memory
@@ -188,6 +189,8 @@ def create_server() -> GraphlifeServer:
         settings.update(from_initialization_options(params.initialization_options), "initializationOptions", "init")
         server.rule_command = client_command(params.initialization_options, COMMAND_OPTION)
         server.turn_off_command = client_command(params.initialization_options, TURN_OFF_OPTION)
+        for hook in INITIALIZE_HOOKS:  # features of their own modules (pull diagnostics)
+            hook(server, params)
 
     @server.feature(types.INITIALIZED)
     @_guarded(server, "initialized")

@@ -27,6 +27,10 @@ from lsprotocol import types
 
 from graphlife.config import Config, config_for_path
 
+#: The editor's keys of rule selection: a later editor layer's value replaces an earlier one's.
+_RULE_KEYS = frozenset({"select", "ignore", "extendSelect", "extend-select", "extend_select", "extendIgnore",
+                        "extend-ignore", "extend_ignore"})
+
 #: Seconds between the last edit and the analysis.
 DEFAULT_DEBOUNCE = 0.3
 #: Seconds the checker may spend on one file before it skips what is left.
@@ -134,11 +138,15 @@ class Settings:
         """A config built from ``Config()`` with the given layers applied in order."""
         config = Config()
         saved_debounce = self.debounce
-        for layer in order:
-            if layer not in layers:
-                continue
+        present = [layer for layer in order if layer in layers]
+        for position, layer in enumerate(present):
             raw, source = layers[layer]
-            raw = {key: value for key, value in raw.items() if key not in EDITOR_OPTIONS}
+            # The editor's layers replace each other key by key (a later answer that sets
+            # `ignore` replaces the earlier `ignore`), where pyproject's layer adds to them.
+            # The EDITOR_OPTIONS are not checker settings (read by `_editor_options`).
+            later_keys = {key for later in present[position + 1:] for key in layers[later][0]}
+            raw = {key: value for key, value in raw.items()
+                   if key not in EDITOR_OPTIONS and not (key in later_keys and key in _RULE_KEYS)}
             debounce = raw.pop("debounce", None)
             if debounce is not None:
                 if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and 0 <= debounce <= 10_000:

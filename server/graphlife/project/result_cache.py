@@ -57,7 +57,11 @@ _RACY_WINDOW_NS = 2_000_000_000
 
 #: Config fields that do not change findings; every other field is part of the settings key,
 #: so that a setting added later makes records stale rather than wrong.
-_NOT_AFFECTING_FINDINGS = frozenset({"lint_on_change", "problems"})
+#: ``per_file_ignores`` changes findings through the rule layer it adds for the file, which is
+#: fingerprinted; the patterns themselves and what a folder walk skips do not.
+_NOT_AFFECTING_FINDINGS = frozenset(
+    {"lint_on_change", "problems", "exclude", "extend_exclude", "per_file_ignores", "respect_gitignore"}
+)
 
 #: Makes git (and tools that read .gitignore) leave the folder alone, as ruff's cache does.
 _GITIGNORE = "# Created by graphlife: its cache, never to be committed.\n*\n"

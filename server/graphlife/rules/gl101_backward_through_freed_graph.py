@@ -42,6 +42,17 @@ In the GAN step, give the discriminator `fake.detach()`; when two losses share
 a graph, add them and call one backward. `retain_graph=True` on the earlier
 backward also works, but keeps every saved tensor alive until the last one.
 
+## Fix safety
+Safe: detaching every carried name at the top of the loop (each step then trains on
+its own batch, as the code meant once the second batch stopped raising); in the GAN shape,
+`D(fake.detach())` for the discriminator and a fresh `D(fake)` for the generator (each
+network trains on its own loss, with the weights its optimizer just updated); one backward
+on the sum of two losses that share a graph (the same gradients, summed once).
+Unsafe: `retain_graph=True` on the earlier backward -- it keeps every tensor that graph
+saved alive until the last backward, and after an optimizer step in between the second
+backward fails anyway. It is offered only where the engine shows it works, never preferred,
+and never applied by `graphlife fix` or fix-all without `--unsafe-fixes`.
+
 ## Fixture line
 The backward call that raises (the second backward).
 """  # noqa: E501 - what torch says is quoted verbatim
@@ -53,9 +64,10 @@ import ast
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import Node, State
-from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
-from graphlife.rules.carried import detach_recipe
+from graphlife.recipes import MergeBackwards, RetainGraph
+from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
+from graphlife.rules.proofs.shared_graph import shared_graph_fix
 
 RULE = Rule(
     code="GL101",
@@ -68,7 +80,7 @@ RULE = Rule(
 CARRIED = MessageTemplate(
     "GL101.carried",
     "`{root}` reaches the graph built at line {built} (`{built_by}`) in an earlier iteration, carried into this one "
-    "by `{name}`; the backward at line {freed} already freed it{maybe}. Detach `{name}` at the top of the loop "
+    "by {name}; the backward at line {freed} already freed it{maybe}. Detach {name} at the top of the loop "
     "(line {loop}).",
 )
 FREED = MessageTemplate(
@@ -100,12 +112,13 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     freed_line = ctx.line(freeing) if freeing is not None else None
     carried = ctx.carried_names(set(candidates), state) if node.iteration and ctx.current_loop() is not None else []
     carried = [c for c in carried if c[0] != (root if isinstance(event.root_expr, ast.Name) else None)]
+    carried = still_carried(carried)
     stmt = ctx.blame(event.stmt, event.root_expr)
     maybe = "" if severity is Severity.ERROR else " on some paths"
     if carried:
-        name, loop = carried[0]
-        message = CARRIED(root=root, built=built_line, built_by=node.line_desc, name=name, freed=freed_line,
-                          maybe=maybe, loop=ctx.line(loop))
+        loop = carried[0][1]
+        message = CARRIED(root=root, built=built_line, built_by=node.line_desc, name=names_text(carried),
+                          freed=freed_line, maybe=maybe, loop=ctx.line(loop))
     else:
         message = FREED(root=root, built=built_line, built_by=node.line_desc, freed=freed_line, maybe=maybe)
     related = [Related(ctx.span(node.site), f"graph built here (`{node.line_desc}`)")]
@@ -119,27 +132,24 @@ def _fixes(event: BackwardEvent, ctx: RuleContext, node: Node, freeing: ast.AST 
            carried: list[tuple[str, ast.AST]], state: State) -> list[FixRecipe]:
     fixes: list[FixRecipe] = []
     if carried:
-        name, loop = carried[0]
-        fixes.append(detach_recipe(ctx, name, loop, state))
+        fixes.append(detach_recipe(ctx, carried, state))
     else:
-        detach = _gan_detach_site(event, ctx, node, freeing)
-        if detach is not None:
-            fixes.append(FixRecipe("detach_expression", f"Use `{ctx.text(detach)}.detach()` in the earlier step",
-                                   {"expr": ctx.span(detach)}))
+        shared = shared_graph_fix(event, ctx, node, freeing)
+        if shared is not None:
+            fixes.append(shared)
     if freeing is not None and isinstance(freeing, ast.stmt) and _adjacent(ctx, freeing, event.stmt):
         first_root = _backward_root_text(ctx, freeing)
         second_root = ctx.text(event.root_expr)
         if first_root and second_root:
-            fixes.append(FixRecipe(
-                "merge_backwards", f"Call one backward on `{first_root} + {second_root}`",
-                {"first": ctx.span(freeing), "second": ctx.span(event.stmt),
-                 "first_root": first_root, "second_root": second_root},
+            fixes.append(MergeBackwards(
+                title=f"Call one backward on `{first_root} + {second_root}`",
+                first=ctx.span(freeing), second=ctx.span(event.stmt), first_root=first_root, second_root=second_root,
             ))
     if freeing is not None and isinstance(freeing, ast.stmt):
         call = _backward_call(freeing)
         if call is not None:
-            fixes.append(FixRecipe("retain_graph", "Keep the graph with `retain_graph=True` (keeps its memory alive)",
-                                   {"call": ctx.span(call)}))
+            fixes.append(RetainGraph(title="Keep the graph with `retain_graph=True` (keeps its memory alive)",
+                                     call=ctx.span(call)))
     return fixes
 
 
@@ -170,38 +180,3 @@ def _adjacent(ctx: RuleContext, first: ast.stmt, second: ast.stmt) -> bool:
             adjacent = body.index(second) == body.index(first) + 1
             return adjacent and isinstance(first, ast.Expr) and isinstance(second, ast.Expr)
     return False
-
-
-def _gan_detach_site(event: BackwardEvent, ctx: RuleContext, node: Node, freeing: ast.AST | None) -> ast.expr | None:
-    """The GAN shape: a name whose graph was freed, used in the statements before the freeing backward."""
-    if freeing is None:
-        return None
-    state = event.state
-    freeing_line = ctx.line(freeing).number
-    calls: list[ast.Call] | None = None
-    for name, value in state.env.items():
-        if not isinstance(value, TensorVal) or node.nid not in _closure(ctx, value.grad_fn):
-            continue
-        if node.nid not in value.grad_fn and not any(n in state.freed for n in value.grad_fn):
-            continue
-        if calls is None:
-            # the GAN shape lives in one training step: walking only its function keeps a file
-            # with many findings linear (at module level, the walk reads the whole file)
-            scope = ctx.enclosing_function(freeing) or ctx.read_whole_file()
-            calls = [c for c in ast.walk(scope) if isinstance(c, ast.Call)]
-        # the first load of `name` after its definition and up to the freeing backward, as a call argument
-        for candidate in calls:
-            if (
-                isinstance(candidate, ast.Call)
-                and getattr(candidate, "lineno", 0) <= freeing_line
-                and getattr(candidate, "lineno", 0) > getattr(value.origin, "lineno", 0)
-            ):
-                for arg in candidate.args:
-                    if isinstance(arg, ast.Name) and arg.id == name:
-                        return arg
-    return None
-
-
-def _closure(ctx: RuleContext, roots: frozenset[int]) -> set[int]:
-    _, may = ctx.graph.reach(roots, False)
-    return may

@@ -36,6 +36,10 @@ Not every in-place op is a bug: `y = x * 2; y += 1` runs (multiplying by a
 Python number saves nothing), and so does `Linear` followed by
 `ReLU(inplace=True)` (`addmm` does not save its output).
 
+## Fix safety
+Safe: the out-of-place form (`x = x + y` for `x += y`, no `inplace=True`) computes the
+same values; it costs one more tensor while the graph needs the old one.
+
 ## Fixture line
 The statement that performs the in-place change (for an in-place module inside
 `nn.Sequential`, its construction; for `optimizer.step()`, the step).
@@ -48,7 +52,8 @@ import ast
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import Node, SavedRef
-from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity, Span
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.recipes import OutOfPlace
 
 RULE = Rule(
     code="GL102",
@@ -123,11 +128,9 @@ def _report(ctx: RuleContext, event: BackwardEvent, node: Node, saved: SavedRef,
     ]
     fixes: list[FixRecipe] = []
     if not is_step:
-        params: dict[str, Span] = {"stmt": ctx.span(bump_site)}
         construction = _construction_of(bump_site)
-        if construction is not None:
-            params["construction"] = ctx.span(construction)
-        fixes.append(FixRecipe("out_of_place", "Use the out-of-place form", params))
+        fixes.append(OutOfPlace(title="Use the out-of-place form", stmt=ctx.span(bump_site),
+                                construction=ctx.span(construction) if construction is not None else None))
     ctx.report(RULE, ctx.span(bump_site), message, related=related, fixes=fixes)
 
 

@@ -31,6 +31,10 @@ with torch.no_grad():
         p -= lr * p.grad
 ```
 
+## Fix safety
+Safe: `with torch.no_grad():` around the update changes the same weights by the same
+amounts, without recording the update in a graph.
+
 ## Fixture line
 The in-place statement on the leaf.
 """
@@ -39,7 +43,8 @@ from __future__ import annotations
 
 from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import Related, Severity
+from graphlife.recipes import WrapNoGrad
 from graphlife.rules.base import grad_mode_severity
 
 RULE = Rule(
@@ -69,6 +74,6 @@ def on_inplace(event: InplaceEvent, ctx: RuleContext) -> None:
     if target.created_with_grad is not None:
         related.append(Related(ctx.span(target.created_with_grad), f"`{name}` requires grad from here"))
     stmt = event.stmt
-    fixes = [FixRecipe("wrap_no_grad", "Wrap the update in `with torch.no_grad():`", {"stmt": ctx.span(stmt)})]
+    fixes = [WrapNoGrad(title="Wrap the update in `with torch.no_grad():`", stmt=ctx.span(stmt))]
     severity, note = grad_mode_severity(mode, RULE.severity)
     ctx.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)

@@ -39,6 +39,14 @@ runs nowhere else (one caller, or straight-line code to the backward) and holds
 nothing whose result depends on gradients being off (in-place updates of
 weights, `.numpy()`, an optimizer step).
 
+## Fix safety
+Safe: every fix keeps the graph the backward needs and changes nothing else the program
+computes -- `x` instead of `x.detach()` or `torch.tensor(x.item())`, `torch.stack` of the
+values instead of a tensor of their `.item()`, `use_reentrant=False`, a `no_grad` block or
+decorator removed where nothing else needs it, or, for a helper shared with evaluation,
+`no_grad` moved to the evaluation calls (each of them computes what it computed before).
+The original raised at the backward, so nothing trained through that value before.
+
 ## Fixture line
 The backward call that raises.
 """
@@ -51,7 +59,8 @@ from graphlife.analysis.events import BackwardEvent, InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal, TupleVal
 from graphlife.findings import FixRecipe, Related, Severity
-from graphlife.rules.no_grad_fix import no_grad_fixes, note_inplace
+from graphlife.recipes import ReplaceText, StackInsteadOfItems
+from graphlife.rules.proofs.no_grad import no_grad_fixes, note_inplace
 
 RULE = Rule(
     code="GL104",
@@ -86,24 +95,36 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     ctx.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)
 
 
+def _items_of_a_list(values: ast.expr) -> bool:
+    """``[f(s).item() for s in xs]`` or ``[a.item(), b.item()]``: numbers taken out of their graphs."""
+    elements = [values.elt] if isinstance(values, ast.ListComp) else values.elts if isinstance(values, ast.List) else []
+    return bool(elements) and all(
+        isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "item"
+        and not e.args and not e.keywords for e in elements)
+
+
 def _keep_the_graph(ctx: RuleContext, site: ast.AST | None) -> list[FixRecipe]:
     """Undo the break where it is one expression: `x.detach()` -> `x`, `torch.tensor(x.item())` -> `x`,
-    `checkpoint(..., use_reentrant=True)` -> `use_reentrant=False`. A `no_grad` block or decorator is
-    :mod:`graphlife.rules.no_grad_fix`'s: it is removed only where nothing else needs it."""
+    `checkpoint(..., use_reentrant=True)` -> `use_reentrant=False`, `torch.tensor([v.item() for ...])` ->
+    `torch.stack([v.reshape(()) for ...])`. A `no_grad` block or decorator is
+    :mod:`graphlife.rules.proofs.no_grad`'s: it is removed only where nothing else needs it."""
     if not isinstance(site, ast.Call):
         return []
     func = site.func
     if isinstance(func, ast.Attribute) and func.attr == "detach" and not site.args and not site.keywords:
-        return [FixRecipe("replace_text", f"Keep the graph: use `{ctx.text(func.value)}`",
-                          {"span": ctx.span(site), "text": ctx.text(func.value)})]
+        return [ReplaceText(title=f"Keep the graph: use `{ctx.text(func.value)}`",
+                            span=ctx.span(site), text=ctx.text(func.value))]
     if isinstance(func, ast.Attribute) and func.attr in ("tensor", "as_tensor") and len(site.args) == 1:
         inner = site.args[0]
         if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
                 and inner.func.attr in ("item", "tolist") and not inner.args):
-            return [FixRecipe("replace_text", f"Keep the graph: use `{ctx.text(inner.func.value)}` itself",
-                              {"span": ctx.span(site), "text": ctx.text(inner.func.value)})]
+            return [ReplaceText(title=f"Keep the graph: use `{ctx.text(inner.func.value)}` itself",
+                                span=ctx.span(site), text=ctx.text(inner.func.value))]
+        if _items_of_a_list(inner) and not site.keywords and ctx.qualified_name(func) == "torch.tensor":
+            return [StackInsteadOfItems(title="Keep the graph: `torch.stack` the values instead of their `.item()`",
+                                        call=ctx.span(site))]
     for keyword in site.keywords:
         if keyword.arg == "use_reentrant" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True:
-            return [FixRecipe("replace_text", "Use `use_reentrant=False` (gradients flow to the parameters)",
-                              {"span": ctx.span(keyword.value), "text": "False"})]
+            return [ReplaceText(title="Use `use_reentrant=False` (gradients flow to the parameters)",
+                                span=ctx.span(keyword.value), text="False")]
     return []

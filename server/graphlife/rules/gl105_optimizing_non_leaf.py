@@ -33,6 +33,10 @@ opt = torch.optim.SGD([w], lr=0.1)
 or create it with `device=`/`dtype=` and `requires_grad=True` in one call, or
 wrap it in `nn.Parameter`.
 
+## Fix safety
+Safe: `.requires_grad_()` after the conversion makes the tensor the optimizer is given
+the leaf the program computes with; the values are the same.
+
 ## Fixture line
 The optimizer construction.
 """
@@ -45,6 +49,7 @@ from graphlife.analysis.events import OptimizerEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.recipes import LeafAfterConversion
 from graphlife.rules.base import grad_mode_severity
 
 RULE = Rule(
@@ -90,11 +95,11 @@ def on_optimizer_created(event: OptimizerEvent, ctx: RuleContext) -> None:
         origin = value.converted_from or value.origin
         assign = _assignment_of(ctx, value.origin)
         if assign is not None:
-            fixes.append(FixRecipe("leaf_after_conversion", "Apply `.requires_grad_()` after the conversion",
-                                   {"expr": ctx.span(assign.value), "assign": ctx.span(assign)}))
+            fixes.append(LeafAfterConversion(title="Apply `.requires_grad_()` after the conversion",
+                                             expr=ctx.span(assign.value), assign=ctx.span(assign)))
         elif origin is not None and expr is not None and ctx.text(expr) == ctx.text(value.origin):
-            fixes.append(FixRecipe("leaf_after_conversion", "Apply `.requires_grad_()` after the conversion",
-                                   {"expr": ctx.span(expr)}))
+            fixes.append(LeafAfterConversion(title="Apply `.requires_grad_()` after the conversion",
+                                             expr=ctx.span(expr)))
         severity, note = grad_mode_severity(ctx.grad_mode(event.state), severity)
         message = template(name=name, made_by=made_by, line=line, note=note)
         ctx.report(RULE, ctx.span(event.stmt), message, severity=severity, related=related, fixes=fixes)

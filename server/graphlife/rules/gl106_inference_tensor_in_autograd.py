@@ -34,6 +34,12 @@ out = head(stats)
 ```
 or `head(stats.clone())` outside inference mode.
 
+## Fix safety
+Safe: `torch.no_grad()` instead of `torch.inference_mode()`, or a `.clone()` where the
+inference tensor meets autograd, gives a normal tensor with the same values. A clone can be
+a first step: the engine may then see the next use of the same inference tensor, which the
+next round of `graphlife fix` clones too.
+
 ## Fixture line
 The statement whose op saves the inference tensor, or the in-place update.
 """  # noqa: E501 - what torch says is quoted verbatim
@@ -46,6 +52,7 @@ from graphlife.analysis.events import InplaceEvent, SavedEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.recipes import CloneTensor, InferenceModeToNoGrad
 from graphlife.rules.base import grad_mode_severity
 
 RULE = Rule(
@@ -93,12 +100,10 @@ def _report(ctx: RuleContext, event: SavedEvent | InplaceEvent, tensor: TensorVa
         related.append(Related(ctx.span(tensor.origin), "created in inference mode here"))
         with_item = _inference_mode_item(ctx, tensor.origin)
         if with_item is not None:
-            fixes.append(FixRecipe("inference_mode_to_no_grad",
-                                   "Use `torch.no_grad()` instead of `torch.inference_mode()`",
-                                   {"item": ctx.span(with_item)}))
+            fixes.append(InferenceModeToNoGrad(title="Use `torch.no_grad()` instead of `torch.inference_mode()`",
+                                               item=ctx.span(with_item)))
     if saved_expr is not None:
-        fixes.append(FixRecipe("clone_tensor", f"Use `{ctx.text(saved_expr)}.clone()` here",
-                               {"expr": ctx.span(saved_expr)}))
+        fixes.append(CloneTensor(title=f"Use `{ctx.text(saved_expr)}.clone()` here", expr=ctx.span(saved_expr)))
     stmt = ctx.blame(event.stmt, saved_expr if saved_expr is not None else blamed)
     severity, note = grad_mode_severity(ctx.grad_mode(event.state), RULE.severity)
     ctx.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)

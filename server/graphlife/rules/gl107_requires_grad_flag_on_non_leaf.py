@@ -31,6 +31,11 @@ x_adv = (x + delta).detach().requires_grad_()
 ```
 (`y = y.detach()` when the intent was to stop gradients.)
 
+## Fix safety
+Safe: `y = y.detach()` for `y.requires_grad = False` (what the code asked for).
+Unsafe: `y = y.detach().requires_grad_()` for `True` -- `y` becomes a leaf, so what computed
+it no longer trains through it. Applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The `.requires_grad = ...` assignment or `.requires_grad_(False)` call.
 """
@@ -39,7 +44,8 @@ from __future__ import annotations
 
 from graphlife.analysis.events import RequiresGradEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.findings import MessageTemplate, Related, Severity
+from graphlife.recipes import SAFE, UNSAFE, DetachRequiresGrad
 from graphlife.rules.base import grad_mode_severity
 
 RULE = Rule(
@@ -69,10 +75,12 @@ def on_requires_grad_set(event: RequiresGradEvent, ctx: RuleContext) -> None:
     made_by = target.desc or ctx.text(target.origin)
     related = [Related(ctx.span(target.origin), "computed here")] if target.origin is not None else []
     flag = True if event.flag is None else bool(event.flag)
-    fixes = [FixRecipe(
-        "detach_requires_grad",
-        f"`{name} = {name}.detach()" + (".requires_grad_()`" if flag else "`"),
-        {"stmt": ctx.span(event.stmt), "target": name, "flag": flag},
+    # `y.detach().requires_grad_()` makes `y` a leaf: what computed it no longer trains through
+    # it (unsafe); `requires_grad = False` asked for exactly what `y.detach()` does (safe).
+    fixes = [DetachRequiresGrad(
+        title=f"`{name} = {name}.detach()" + (".requires_grad_()`" if flag else "`"),
+        applicability=UNSAFE if flag else SAFE,
+        stmt=ctx.span(event.stmt), target=name, flag=flag,
     )]
     severity, note = grad_mode_severity(ctx.grad_mode(event.state), RULE.severity)
     if target.origin is not None and hasattr(target.origin, "lineno"):

@@ -39,6 +39,11 @@ for x, y in loader:
     # or losses.append(loss.detach()) to keep a tensor
 ```
 
+## Fix safety
+Safe: storing `value.detach()` keeps the same numbers without the graph.
+Unsafe: storing `value.item()` -- the container then holds Python numbers, which code that
+stacks or moves the stored values does not expect.
+
 ## Fixture line
 The statement that stores the value.
 """
@@ -59,6 +64,7 @@ from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import GraphStore, State
 from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
 from graphlife.findings import FixRecipe, Message, MessageTemplate, Related, Severity
+from graphlife.recipes import UseDetach, UseItem
 
 RULE = Rule(
     code="GL201",
@@ -658,11 +664,10 @@ def _report(ctx: RuleContext, store: _Store, final: State, graph: GraphStore) ->
     expr = _stored_expr(store.stmt)
     if expr is not None and isinstance(event.whole, TensorVal):
         # .detach() first: always a tensor of the same shape; .item() only suits scalars.
-        fixes.append(FixRecipe("use_detach", f"Store `{ctx.text(expr)}.detach()`", {"expr": ctx.span(expr)}))
+        fixes.append(UseDetach(title=f"Store `{ctx.text(expr)}.detach()`", expr=ctx.span(expr)))
         if event.whole.scalar and not event.whole.nullable:
             # One element for certain (a loss, a mean): a Python number, as RULES.md asks for logging.
-            fixes.append(FixRecipe("use_item", f"Store `{ctx.text(expr)}.item()` (a Python number)",
-                                   {"expr": ctx.span(expr)}))
+            fixes.append(UseItem(title=f"Store `{ctx.text(expr)}.item()` (a Python number)", expr=ctx.span(expr)))
     ctx.report(RULE, ctx.span(store.stmt), message, severity=severity, related=related, fixes=fixes)
 
 

@@ -24,6 +24,10 @@ loss.backward()
 optimizer.step()
 ```
 
+## Fix safety
+Safe: dropping `retain_graph=True` frees the graph earlier; nothing backpropagates
+through it again, so every gradient is the same.
+
 ## Fixture line
 The backward call with the unneeded `retain_graph=True`.
 """
@@ -35,7 +39,8 @@ from dataclasses import dataclass, field
 
 from graphlife.analysis.events import BackwardEvent, OpaqueCallEvent, UnitEndEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import FixRecipe, Severity
+from graphlife.findings import Severity
+from graphlife.recipes import DropKeyword
 
 RULE = Rule(
     code="GL202",
@@ -114,6 +119,5 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
             f"`retain_graph=True` keeps the graph of `{ctx.text(current.root_expr) or 'this backward'}` alive, "
             "but no later backward goes through it: drop the argument to free the saved activations now."
         )
-        fixes = [FixRecipe("drop_keyword", "Remove `retain_graph=True`",
-                           {"call": ctx.span(current.call), "keyword": "retain_graph"})]
+        fixes = [DropKeyword(title="Remove `retain_graph=True`", call=ctx.span(current.call), keyword="retain_graph")]
         ctx.report(RULE, ctx.span(stmt), message, fixes=fixes)

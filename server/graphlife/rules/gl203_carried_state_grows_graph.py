@@ -30,6 +30,12 @@ for x in stream:
     loss.backward()
 ```
 
+## Fix safety
+Unsafe: detaching the carried state at the top of the loop (and dropping
+`retain_graph=True`) bounds memory, but each step's gradients then stop at the current
+iteration instead of reaching back through all earlier ones -- what trains changes.
+Applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The backward call with `retain_graph=True`.
 """
@@ -39,7 +45,8 @@ from __future__ import annotations
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
-from graphlife.rules.carried import detach_recipe
+from graphlife.recipes import UNSAFE
+from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
 
 RULE = Rule(
     code="GL203",
@@ -72,13 +79,13 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     if not older:
         return
     node = ctx.graph.nodes[older[-1]]
-    carried = ctx.carried_names(set(older), event.state)
-    name = carried[0][0] if carried else None
-    via = f" through `{name}`" if name else ""
+    carried = still_carried(ctx.carried_names(set(older), event.state))
+    via = f" through {names_text(carried)}" if carried else ""
     message = GROWS(built=ctx.line(node.site), built_by=node.line_desc, via=via)
     fixes: list[FixRecipe] = []
-    if name:
-        fixes.append(detach_recipe(ctx, name, carried[0][1], event.state))
+    if carried:
+        # the original trains through the whole history; detaching truncates it (what trains changes)
+        fixes.append(detach_recipe(ctx, carried, event.state, UNSAFE))
     stmt = ctx.blame(event.stmt, event.root_expr)
     related = [Related(ctx.span(node.site), "built in an earlier iteration")]
     ctx.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)

@@ -38,6 +38,11 @@ program computes the same values: the `.grad` reads right after the backward
 read gradients that were empty before it, and nothing else uses what the
 backward used to leave in `.grad` before it is reset (docs/FIX_RECIPES.md).
 
+## Fix safety
+Safe: `torch.autograd.grad(..., create_graph=True)` is offered only where the engine
+shows the program computes the same values (docs/FIX_RECIPES.md says how): the gradients are
+returned instead of left in `.grad`, and every read of them is rewritten.
+
 ## Fixture line
 The `.backward(create_graph=True)` call.
 """  # noqa: E501 - what torch says is quoted verbatim
@@ -53,7 +58,7 @@ from graphlife.analysis.events import (
 )
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Severity, Span
-from graphlife.rules import create_graph_fix
+from graphlife.rules.proofs import create_graph
 
 RULE = Rule(
     code="GL204",
@@ -66,7 +71,7 @@ RULE = Rule(
 
 @RULE.on(BackwardEvent)
 def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
-    create_graph_fix.on_event(event, ctx)
+    create_graph.on_event(event, ctx)
     if event.kind != "backward" or event.create_graph is not True:
         return
     statuses = [event.state.grads.get(storage, ("", None))[0] for storage in event.leaves]
@@ -81,9 +86,9 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
         message += " (Every parameter's `.grad` is set to None each step here, so torch frees them; still slower.)"
     stmt = ctx.blame(event.stmt, event.root_expr)
     report = (ctx.span(stmt), message, severity)
-    # The fix is proven on what happens after this backward (create_graph_fix): the
+    # The fix is proven on what happens after this backward (rules/proofs/create_graph.py): the
     # finding is then reported when the unit ends, with the fix when the proof holds.
-    if not create_graph_fix.on_create_graph_backward(ctx, event, report):
+    if not create_graph.on_create_graph_backward(ctx, event, report):
         ctx.report(RULE, *report[:2], severity=severity)
 
 
@@ -92,10 +97,10 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
     def report(span: Span, message: str, severity: Severity, fixes: list[FixRecipe]) -> None:
         ctx.report(RULE, span, message, severity=severity, fixes=fixes)
 
-    create_graph_fix.on_unit_end(ctx, event, report)
+    create_graph.on_unit_end(ctx, event, report)
 
 
 # The fix's proof follows every use of `.grad` after the backward.
-RULE.on(GradReadEvent)(create_graph_fix.on_event)
-RULE.on(StepEvent)(create_graph_fix.on_event)
-RULE.on(ZeroGradEvent)(create_graph_fix.on_event)
+RULE.on(GradReadEvent)(create_graph.on_event)
+RULE.on(StepEvent)(create_graph.on_event)
+RULE.on(ZeroGradEvent)(create_graph.on_event)

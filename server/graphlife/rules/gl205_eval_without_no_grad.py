@@ -29,6 +29,10 @@ with torch.inference_mode():
 ```
 (`torch.no_grad()` when the results feed a later graph.)
 
+## Fix safety
+Safe: `with torch.no_grad():` around a loop that never calls backward computes the same
+outputs without keeping their graphs.
+
 ## Fixture line
 The `for`/`while` line of the loop.
 """
@@ -41,7 +45,8 @@ from dataclasses import dataclass, field
 
 from graphlife.analysis.events import BackwardEvent, LoopEndEvent, UnitEndEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import FixRecipe, Severity
+from graphlife.findings import Severity
+from graphlife.recipes import WrapNoGrad
 
 RULE = Rule(
     code="GL205",
@@ -96,5 +101,5 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
             "This loop runs the model with gradients on but never calls backward: every forward records a graph "
             "and keeps activations for nothing. Wrap it in `with torch.inference_mode():` (or `torch.no_grad()`)."
         )
-        fixes = [FixRecipe("wrap_no_grad", "Wrap the loop in `with torch.no_grad():`", {"stmt": ctx.span(loop)})]
+        fixes = [WrapNoGrad(title="Wrap the loop in `with torch.no_grad():`", stmt=ctx.span(loop))]
         ctx.report(RULE, ctx.span(loop), message, fixes=fixes)

@@ -27,6 +27,10 @@ loss.backward()
 optimizer.step()
 ```
 
+## Fix safety
+Unsafe: moving `zero_grad()` before the backward makes the step apply the gradients --
+that is the fix, but it changes what trains, so it is applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The `zero_grad()` call between backward and step.
 """
@@ -36,6 +40,7 @@ from __future__ import annotations
 from graphlife.analysis.events import StepEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.recipes import UNSAFE, MoveStatementBefore
 
 RULE = Rule(
     code="GL301",
@@ -66,6 +71,6 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     related = [Related(ctx.span(event.call), "this step sees zeroed gradients")]
     if backward is not None:
         related.append(Related(ctx.span(backward), "the backward whose gradients it clears"))
-        fixes.append(FixRecipe("move_statement_before", "Move `zero_grad()` before the backward",
-                               {"stmt": ctx.span(zero_stmt), "anchor": ctx.span(backward)}))
+        fixes.append(MoveStatementBefore(title="Move `zero_grad()` before the backward", applicability=UNSAFE,
+                                         stmt=ctx.span(zero_stmt), anchor=ctx.span(backward)))
     ctx.report(RULE, ctx.span(zero_stmt), message, related=related, fixes=fixes)

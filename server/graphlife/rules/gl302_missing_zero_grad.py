@@ -31,6 +31,10 @@ for x, y in loader:
     optimizer.step()
 ```
 
+## Fix safety
+Unsafe: `zero_grad()` at the top of the loop changes every step's update (the gradients
+no longer accumulate); applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The `optimizer.step()` call.
 """
@@ -42,6 +46,7 @@ import ast
 from graphlife.analysis.events import StepEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.recipes import UNSAFE, InsertBefore
 
 RULE = Rule(
     code="GL302",
@@ -85,8 +90,8 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     if loop is not None and isinstance(body, list) and body:
         receiver = _optimizer_text(ctx, event.stmt)
         if receiver:
-            fixes.append(FixRecipe("insert_before", f"Call `{receiver}.zero_grad()` at the top of the loop",
-                                   {"anchor": ctx.span(body[0]), "code": f"{receiver}.zero_grad()"}))
+            fixes.append(InsertBefore(title=f"Call `{receiver}.zero_grad()` at the top of the loop",
+                                      applicability=UNSAFE, anchor=ctx.span(body[0]), code=f"{receiver}.zero_grad()"))
     related = ([Related(ctx.span(earlier_step), "an earlier step used these gradients")]
                if earlier_step is not None else [])
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)

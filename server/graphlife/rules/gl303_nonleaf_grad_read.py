@@ -30,6 +30,10 @@ loss.backward()
 ```
 or `torch.autograd.grad(loss, h)`.
 
+## Fix safety
+Safe: `retain_grad()` right after the tensor is computed makes `.grad` hold the
+gradient the code reads; nothing else changes.
+
 ## Fixture line
 The statement reading `.grad`.
 """  # noqa: E501 - what torch says is quoted verbatim
@@ -41,6 +45,7 @@ import ast
 from graphlife.analysis.events import GradReadEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.recipes import InsertAfter
 
 RULE = Rule(
     code="GL303",
@@ -71,8 +76,8 @@ def on_grad_read(event: GradReadEvent, ctx: RuleContext) -> None:
     if anchor is not None and bound and bound == name:
         # retain_grad() right where the name that is read is bound; when the read goes through
         # another name (a loop variable over a list of states) the right place is not certain.
-        fixes.append(FixRecipe("insert_after", f"Call `{bound}.retain_grad()` after it is computed",
-                               {"anchor": ctx.span(anchor), "code": f"{bound}.retain_grad()"}))
+        fixes.append(InsertAfter(title=f"Call `{bound}.retain_grad()` after it is computed",
+                                 anchor=ctx.span(anchor), code=f"{bound}.retain_grad()"))
     related = [Related(ctx.span(tensor.origin), "computed here")] if tensor.origin is not None else []
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
 

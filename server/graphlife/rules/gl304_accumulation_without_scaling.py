@@ -28,6 +28,10 @@ loss = criterion(model(x), y) / accum_steps
 loss.backward()
 ```
 
+## Fix safety
+Unsafe: dividing the loss by the number of accumulated steps changes the size of every
+update (a tuned learning rate may already compensate); applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The `.backward()` call of the unscaled loss.
 """
@@ -41,6 +45,7 @@ from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import HeapRef
 from graphlife.findings import FixRecipe, Severity
+from graphlife.recipes import UNSAFE, InsertBefore
 
 RULE = Rule(
     code="GL304",
@@ -91,8 +96,9 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     )
     fixes: list[FixRecipe] = []
     if isinstance(event.root_expr, ast.Name):
-        fixes.append(FixRecipe("insert_before", f"Divide `{root}` by `{ctx.text(divisor)}` before the backward",
-                               {"anchor": ctx.span(event.stmt), "code": f"{root} = {root} / {ctx.text(divisor)}"}))
+        fixes.append(InsertBefore(title=f"Divide `{root}` by `{ctx.text(divisor)}` before the backward",
+                                  applicability=UNSAFE, anchor=ctx.span(event.stmt),
+                                  code=f"{root} = {root} / {ctx.text(divisor)}"))
     stmt = ctx.blame(event.stmt, event.root_expr)
     ctx.report(RULE, ctx.span(stmt), message, fixes=fixes)
 

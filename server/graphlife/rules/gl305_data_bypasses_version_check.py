@@ -28,6 +28,10 @@ with torch.no_grad():
     model.fc.weight.clamp_(-0.01, 0.01)    # after the backward, version-checked
 ```
 
+## Fix safety
+Unsafe: moving the `.data` change after the backward changes the gradients (to the
+right ones); applied only with `--unsafe-fixes`.
+
 ## Fixture line
 The statement changing `.data` in place.
 """
@@ -36,7 +40,8 @@ from __future__ import annotations
 
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.findings import MessageTemplate, Related, Severity
+from graphlife.recipes import UNSAFE, MoveStatementAfter
 
 RULE = Rule(
     code="GL305",
@@ -68,7 +73,7 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
                                      backward=ctx.line(event.stmt))
                     related = [Related(ctx.span(node.site), "saved here"),
                                Related(ctx.span(event.stmt), "this backward uses it")]
-                    fixes = [FixRecipe("move_statement_after", "Move the change after the backward",
-                                       {"stmt": ctx.span(site), "anchor": ctx.span(event.stmt)})]
+                    fixes = [MoveStatementAfter(title="Move the change after the backward", applicability=UNSAFE,
+                                                stmt=ctx.span(site), anchor=ctx.span(event.stmt))]
                     ctx.report(RULE, ctx.span(site), message, related=related, fixes=fixes)
                     return

@@ -41,6 +41,10 @@ def forward(ctx, x, weight):
 ```
 and `x, weight = ctx.saved_tensors` in backward.
 
+## Fix safety
+Safe: `ctx.save_for_backward` keeps the same tensor for backward and lets torch check
+it was not changed in place.
+
 ## Fixture line
 The `ctx.x = x` assignment carries `# expect: GL401`.
 """
@@ -60,6 +64,7 @@ from graphlife.analysis.semantics.functions import (
     walk_body,
 )
 from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.recipes import ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import merge_edits, segment, starts_its_line, unpacking_text
 
@@ -310,7 +315,7 @@ def _fix(
     if merged is None:
         return None
     span, text = merged
-    return FixRecipe("replace_text", f"Save `{value.id}` with `save_for_backward`", {"span": span, "text": text})
+    return ReplaceText(title=f"Save `{value.id}` with `save_for_backward`", span=span, text=text)
 
 
 def _indent(ctx: ModuleContext, stmt: ast.stmt) -> str:

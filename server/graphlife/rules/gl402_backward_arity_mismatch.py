@@ -39,6 +39,10 @@ class Scale(torch.autograd.Function):
         return grad_output * ctx.factor, None
 ```
 
+## Fix safety
+Safe: returning `None` for the inputs without a gradient, or a tuple instead of a list,
+is what torch expects; the gradients returned are the same.
+
 ## Fixture line
 The `return` statement of backward (each wrong one) carries `# expect: GL402`.
 It is an error when every `return` of backward is wrong, a warning when only
@@ -59,6 +63,7 @@ from graphlife.analysis.semantics.functions import (
     walk_body,
 )
 from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.recipes import ReplaceText
 from graphlife.rules.source_edits import def_line_span, segment
 
 RULE = Rule(
@@ -292,8 +297,7 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
             return None
         anchor = ctx.span(value.elts[-1])
         span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
-        return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient",
-                         {"span": span, "text": pad})
+        return ReplaceText(title=f"Return `None` for the {missing} input(s) without a gradient", span=span, text=pad)
     if isinstance(value, ast.List):
         if any(isinstance(e, ast.Starred) for e in value.elts) or len(value.elts) > target:
             return None
@@ -301,13 +305,12 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
         inner = ", ".join(segment(ctx, e) or "" for e in value.elts)
         extra = target - len(value.elts)
         text = "(" + inner + ", None" * extra + ("," if target == 1 else "") + ")"
-        return FixRecipe("replace_text", "Return a tuple (a list counts as one gradient)", {"span": span, "text": text})
+        return ReplaceText(title="Return a tuple (a list counts as one gradient)", span=span, text=text)
     if kind[0] == "tuple":
         return None
     anchor = ctx.span(value)
     span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
-    return FixRecipe("replace_text", f"Return `None` for the {missing} input(s) without a gradient",
-                     {"span": span, "text": pad})
+    return ReplaceText(title=f"Return `None` for the {missing} input(s) without a gradient", span=span, text=pad)
 
 
 def check_module(ctx: ModuleContext) -> None:

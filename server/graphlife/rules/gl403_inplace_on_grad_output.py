@@ -41,6 +41,10 @@ def backward(ctx, grad_output):
     return grad_input
 ```
 
+## Fix safety
+Safe: changing a copy of `grad_output` (or computing out of place) returns the same
+gradient without corrupting the tensor torch passed in.
+
 ## Fixture line
 The in-place statement on the gradient carries `# expect: GL403`.
 """
@@ -54,6 +58,7 @@ from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import Names
 from graphlife.analysis.semantics.functions import call_params, takes_self_before_ctx
 from graphlife.findings import FixRecipe, Severity
+from graphlife.recipes import OutOfPlace, ReplaceText
 from graphlife.rules.source_edits import line_indent, point, segment, starts_its_line
 
 RULE = Rule(
@@ -266,24 +271,20 @@ def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr, star
     star = _star_root(target, star_items)
     if star and starts_its_line(ctx, stmt):
         indent = line_indent(ctx, stmt.lineno)
-        clone = FixRecipe(
-            "replace_text",
-            f"Clone `{star}` before changing it",
-            {
-                "span": point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
-                "text": f"{star} = tuple(g.clone() if g is not None else g for g in {star})\n{indent}",
-            },
+        clone = ReplaceText(
+            title=f"Clone `{star}` before changing it",
+            span=point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
+            text=f"{star} = tuple(g.clone() if g is not None else g for g in {star})\n{indent}",
         )
     elif name.isidentifier() and starts_its_line(ctx, stmt):
         indent = line_indent(ctx, stmt.lineno)
-        clone = FixRecipe(
-            "replace_text",
-            f"Clone `{name}` before changing it",
-            {"span": point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
-             "text": f"{name} = {name}.clone()\n{indent}"},
+        clone = ReplaceText(
+            title=f"Clone `{name}` before changing it",
+            span=point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
+            text=f"{name} = {name}.clone()\n{indent}",
         )
     if standalone:
-        fixes.append(FixRecipe("out_of_place", "Compute it out of place", {"stmt": ctx.span(stmt)}))
+        fixes.append(OutOfPlace(title="Compute it out of place", stmt=ctx.span(stmt)))
     if clone:
         fixes.append(clone)
     return fixes

@@ -42,6 +42,10 @@ class Clip(torch.autograd.Function):
 y = Clip.apply(x)
 ```
 
+## Fix safety
+Safe: `Function.apply` and static methods taking `ctx` first are the same computation
+in the form torch supports.
+
 ## Fixture line
 The instantiation `Fn()` / `Fn()(x)` statement, and the `def forward` / `def
 backward` line lacking `@staticmethod`, carry `# expect: GL404`.
@@ -55,6 +59,7 @@ from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import FunctionClass, Method, Semantics, is_classmethod, is_static
 from graphlife.analysis.semantics.functions import takes_self_before_ctx, target_key
 from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.recipes import ReplaceText
 from graphlife.rules.source_edits import def_line_span, line_indent, merge_edits, point, report_span
 
 RULE = Rule(
@@ -89,7 +94,7 @@ def _static_fix(ctx: ModuleContext, method: Method, drop_first: bool) -> FixReci
     if merged is None:
         return None
     span, text = merged
-    return FixRecipe("replace_text", "Make it a @staticmethod taking ctx first", {"span": span, "text": text})
+    return ReplaceText(title="Make it a @staticmethod taking ctx first", span=span, text=text)
 
 
 def _uses_own_methods(fn: FunctionClass, method: Method) -> bool:
@@ -194,7 +199,7 @@ def check_module(ctx: ModuleContext) -> None:
             else:
                 replacement = f"{fn.name}.apply"
             fixes = (
-                FixRecipe("replace_text", f"Use `{fn.name}.apply`", {"span": ctx.span(node), "text": replacement}),
+                ReplaceText(title=f"Use `{fn.name}.apply`", span=ctx.span(node), text=replacement),
             )
         ctx.reporter.report(
             RULE, report_span(ctx, node, semantics.statement_of(node)), message,

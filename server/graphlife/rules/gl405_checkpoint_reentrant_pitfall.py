@@ -1,4 +1,4 @@
-"""`torch.utils.checkpoint.checkpoint` without `use_reentrant=`, or reentrant with no input that requires grad.
+"""`checkpoint` without `use_reentrant=`, reentrant with no input requiring grad, or `autograd.grad` through it.
 
 ## What it does
 Flags calls of `torch.utils.checkpoint.checkpoint` and `checkpoint_sequential`
@@ -7,7 +7,10 @@ that use the reentrant variant (explicitly or by default) when no input of the
 checkpointed block can require grad: every input is a fresh tensor made without
 `requires_grad=True`, a `.detach()`ed tensor, a non-tensor, or a local name bound
 only to those; in a module's `forward(self, x)`, `x` counts when every call of
-the module's instances in the file passes such a tensor (warning).
+the module's instances in the file passes such a tensor (warning). And, as an
+error, a `torch.autograd.grad(...)` or `backward(inputs=...)` whose inputs lie
+behind a reentrant checkpoint that the outputs go through (a gradient penalty on
+the input of a checkpointed critic, for example).
 
 ## Why is this bad?
 torch 2.13 still defaults to the reentrant variant, warns on every call without
@@ -15,12 +18,16 @@ torch 2.13 still defaults to the reentrant variant, warns on every call without
 variant only records gradients when an input tensor requires grad: a block
 checkpointed on the raw input batch gets no gradients at all for its own
 parameters (silently, when a later layer still gives the loss a graph; with
-`element 0 of tensors does not require grad` when nothing else does).
+`element 0 of tensors does not require grad` when nothing else does). Its backward
+can only run from a plain `.backward()`: `torch.autograd.grad` and
+`backward(inputs=...)` through it raise.
 
 ## What torch says
 `UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. ...`
 and, for the reentrant variant without inputs that require grad,
 `UserWarning: None of the inputs have requires_grad=True. Gradients will be None`
+and, for gradients asked through a reentrant checkpoint,
+`RuntimeError: When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an ...`
 
 ## Example
 ```python
@@ -36,6 +43,10 @@ def forward(self, x):
     return self.head(h)
 ```
 
+## Fix safety
+Safe: `use_reentrant=False` recomputes the same forward and gives the gradients to the
+parameters as well.
+
 ## Fixture line
 The statement with the `checkpoint(...)` call carries `# expect: GL405`.
 """
@@ -45,10 +56,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
+from graphlife.analysis.events import BackwardEvent
+from graphlife.analysis.rule_api import ModuleContext, Rule, RuleContext, RuleDoc
 from graphlife.analysis.semantics import CHECKPOINT_FUNCTIONS, CHECKPOINT_SEQUENTIAL, Names, Semantics
 from graphlife.analysis.semantics.names import scope_nodes
-from graphlife.findings import FixRecipe, Severity, Span
+from graphlife.analysis.state import State
+from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity, Span
+from graphlife.recipes import AddKeyword, ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import report_span, segment
 
@@ -160,7 +175,7 @@ def _insert_keyword(ctx: ModuleContext, call: ast.Call) -> FixRecipe | None:
         return None
     last = max((ctx.span(a) for a in arguments), key=lambda s: (s.end_line, s.end_column))
     at = Span(last.end_line, last.end_column, last.end_line, last.end_column)
-    return FixRecipe("replace_text", "Pass `use_reentrant=False`", {"span": at, "text": ", use_reentrant=False"})
+    return ReplaceText(title="Pass `use_reentrant=False`", span=at, text=", use_reentrant=False")
 
 
 #: Where a ``checkpoint`` call is: a function's body or the module's.
@@ -280,13 +295,12 @@ def check_module(ctx: ModuleContext) -> None:
             severity = Severity.INFORMATION
         if explicit_true and keyword is not None:
             fixes.append(
-                FixRecipe("replace_text", "Use `use_reentrant=False`",
-                          {"span": ctx.span(keyword.value), "text": "False"})
+                ReplaceText(title="Use `use_reentrant=False`", span=ctx.span(keyword.value), text="False")
             )
         else:
             fixes.append(
-                FixRecipe("add_keyword", "Pass `use_reentrant=False`",
-                          {"call": ctx.span(node), "keyword": "use_reentrant", "value": "False"})
+                AddKeyword(title="Pass `use_reentrant=False`", call=ctx.span(node), keyword="use_reentrant",
+                           value="False")
             )
             insert = _insert_keyword(ctx, node)
             if insert:
@@ -297,3 +311,78 @@ def check_module(ctx: ModuleContext) -> None:
 
 
 RULE.check_module = check_module
+
+
+THROUGH_REENTRANT = MessageTemplate(
+    "GL405.grad_through_reentrant",
+    "`{call}` asks for gradients through the reentrant checkpoint at line {checkpoint} (`{checkpoint_by}`): "
+    "torch raises here. Pass `use_reentrant=False` to that checkpoint.",
+)
+
+
+@RULE.on(BackwardEvent)
+def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
+    """``torch.autograd.grad(...)`` or ``backward(inputs=...)`` whose inputs certainly lie behind a
+    reentrant checkpoint the outputs certainly go through: torch refuses to run that checkpoint's
+    backward there (``When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad()
+    or passing an `inputs` parameter to .backward()``)."""
+    if event.inputs is None:
+        return
+    graph = ctx.graph
+    asked = _asked_tensors(event.inputs, event.state)
+    if not asked:
+        return
+    for nid in sorted(event.must):
+        node = graph.nodes[nid]
+        if node.checkpoint_inputs is None:
+            continue
+        behind, _ = graph.reach(node.parents, node.parents_certain)
+        leaves = node.checkpoint_inputs.union(*(graph.nodes[n].leaves for n in behind)) if behind else \
+            node.checkpoint_inputs
+        if any(_behind(tensor, behind, leaves) for tensor in asked):
+            call = "torch.autograd.grad(...)" if event.kind == "grad" else "backward(inputs=...)"
+            message = THROUGH_REENTRANT(call=call, checkpoint=ctx.line(node.site), checkpoint_by=node.line_desc)
+            ctx.report(RULE, ctx.span(event.stmt), message, severity=Severity.ERROR,
+                       related=[Related(ctx.span(node.site), "the reentrant checkpoint")],
+                       fixes=_non_reentrant_fix(ctx, node.site))
+            return
+
+
+def _non_reentrant_fix(ctx: RuleContext, site: ast.AST) -> list[FixRecipe]:
+    """Make the checkpoint non-reentrant: its ``use_reentrant=True`` becomes ``False``, or the
+    keyword is added after the last argument."""
+    if not isinstance(site, ast.Call):
+        return []
+    for keyword in site.keywords:
+        if keyword.arg == "use_reentrant":
+            return [ReplaceText(title="Use `use_reentrant=False` in the checkpoint", span=ctx.span(keyword.value),
+                                text="False")]
+    if any(keyword.arg is None for keyword in site.keywords):
+        return []  # `**options` may already name it
+    return [AddKeyword(title="Pass `use_reentrant=False` to the checkpoint", call=ctx.span(site),
+                       keyword="use_reentrant", value="False")]
+
+
+def _asked_tensors(value: Value, state: State) -> list[TensorVal]:
+    """The tensors gradients are asked for (a tensor, or a tuple or list of them); empty when
+    any of them is not known for certain."""
+    if isinstance(value, TensorVal):
+        return [value] if value.certain else []
+    items: list[Value] | None = None
+    if isinstance(value, TupleVal):
+        items = list(value.items)
+    elif isinstance(value, HeapRef) and value.oid in state.heap:
+        known = state.heap[value.oid].attrs.get("__items__")
+        items = list(known.items) if isinstance(known, TupleVal) else None
+    if items is None:
+        return []
+    out = [item for item in items if isinstance(item, TensorVal) and item.certain]
+    return out if len(out) == len(items) else []
+
+
+def _behind(tensor: TensorVal, behind: set[int], leaves: frozenset[int]) -> bool:
+    """Is ``tensor`` certainly upstream of the checkpoint: one of its leaf inputs, or a result of a
+    node the checkpoint's inputs certainly came from?"""
+    if tensor.leaf is True and tensor.storage is not None and tensor.storage in leaves:
+        return True
+    return bool(tensor.grad_fn) and tensor.grad_fn <= behind

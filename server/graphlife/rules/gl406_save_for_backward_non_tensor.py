@@ -35,6 +35,10 @@ def forward(ctx, x, alpha):
     return x * alpha
 ```
 
+## Fix safety
+Safe: passing the tensors one by one, and keeping non-tensor values as ctx attributes,
+saves the same values.
+
 ## Fixture line
 The `ctx.save_for_backward(...)` statement carries `# expect: GL406`.
 """
@@ -47,6 +51,7 @@ from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method
 from graphlife.analysis.semantics.functions import save_for_backward_calls, saved_unpacking, walk_body
 from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.recipes import ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import line_indent, merge_edits, segment, starts_its_line, unpacking_text
 
@@ -166,7 +171,7 @@ def _fix(
         elements = packed.elts
         if elements and not any(isinstance(e, ast.Starred) or is_non_tensor_literal(e) for e in elements):
             text = ", ".join(segment(ctx, e) or "" for e in elements)
-            return FixRecipe("replace_text", "Pass the tensors one by one", {"span": ctx.span(packed), "text": text})
+            return ReplaceText(title="Pass the tensors one by one", span=ctx.span(packed), text=text)
     used = fn.ctx_attributes_used()
     moved = {i: _attr_name(call.args[i], i, used) for i in bad}
     kept = [segment(ctx, a) or "" for i, a in enumerate(call.args) if i not in moved]
@@ -198,11 +203,7 @@ def _fix(
     if merged is None:
         return None
     span, text = merged
-    return FixRecipe(
-        "replace_text",
-        "Store the non-tensor values as ctx attributes",
-        {"span": span, "text": text},
-    )
+    return ReplaceText(title="Store the non-tensor values as ctx attributes", span=span, text=text)
 
 
 def check_module(ctx: ModuleContext) -> None:

@@ -40,6 +40,7 @@ from graphlife.analysis.values import (
     FunctionRef,
     HeapRef,
     NoneValue,
+    PartialCall,
     TensorVal,
     TupleVal,
     Value,
@@ -237,6 +238,8 @@ def _callables(values: list[Value], depth: int = 0) -> list[FunctionRef]:
     for value in values:
         if isinstance(value, FunctionRef):
             found.append(value)
+        elif isinstance(value, PartialCall) and depth < 3:
+            found.extend(_callables([value.func, *value.args, *(v for _, v in value.kwargs)], depth + 1))
         elif isinstance(value, TupleVal) and depth < 3:
             found.extend(_callables(list(value.items), depth + 1))
     return found
@@ -249,4 +252,6 @@ def _heap_refs(value: Value, depth: int = 0) -> list[HeapRef]:
         return []  # a bound method handed over: what it writes is its escape's business
     if isinstance(value, TupleVal) and depth < 3:
         return [ref for item in value.items for ref in _heap_refs(item, depth + 1)]
+    if isinstance(value, PartialCall) and depth < 3:
+        return [ref for item in (*value.args, *(v for _, v in value.kwargs)) for ref in _heap_refs(item, depth + 1)]
     return []

@@ -28,6 +28,8 @@ from graphlife.analysis.values import (
     ClassRef,
     FunctionRef,
     HeapRef,
+    Number,
+    PartialCall,
     QualName,
     TensorVal,
     TupleVal,
@@ -50,6 +52,20 @@ _MODE_DECORATORS: dict[str, tuple[bool | None, bool | None]] = {
     "torch.inference_mode(mode=False)": (None, False),
     "torch.enable_grad()": (True, None),
 }
+
+
+def _named_attribute(call: ast.Call, name: str) -> ast.Attribute:
+    """``getattr(obj, "name")`` read as ``obj.name`` (made once per call and name, at the call)."""
+    made: dict[str, ast.Attribute] | None = getattr(call, "_graphlife_getattr", None)
+    if made is None:
+        made = {}
+        setattr(call, "_graphlife_getattr", made)  # noqa: B010 - a cache hung on the node
+    node = made.get(name)
+    if node is None:
+        node = made[name] = ast.Attribute(value=call.args[0], attr=name, ctx=ast.Load())
+    ast.copy_location(node, call)
+    node.end_lineno, node.end_col_offset = call.end_lineno, call.end_col_offset
+    return node
 
 
 class Calls(EngineCore):
@@ -81,6 +97,19 @@ class Calls(EngineCore):
         for kw in call.keywords:
             if kw.arg is None:
                 self.eval(kw.value, state)
+        return self.call_value(func, args, kwargs, state, call)
+
+    def call_value(self, func: Value, args: list[Value], kwargs: dict[str, Value], state: State,
+                   call: ast.Call) -> Value:
+        """Call the value ``func`` with evaluated arguments, as Python would for what it is."""
+        if isinstance(func, PartialCall):
+            return self.call_value(func.func, [*func.args, *args], {**dict(func.kwargs), **kwargs}, state, call)
+        if isinstance(func, QualName) and torch_api.canonical(func.name) == "functools.partial" and args:
+            return PartialCall(args[0], tuple(args[1:]), tuple(kwargs.items()))
+        if (isinstance(func, QualName) and torch_api.canonical(func.name) == "builtins.getattr"
+                and len(args) >= 2 and isinstance(args[1], Number) and isinstance(args[1].const, str)
+                and call.args and not isinstance(call.args[0], ast.Starred)):
+            return self.attribute_value(args[0], _named_attribute(call, args[1].const), state)
         if isinstance(func, FunctionRef):
             return self.call_function(func, args, kwargs, state, call)
         if isinstance(func, ClassRef):

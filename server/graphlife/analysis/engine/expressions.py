@@ -93,7 +93,10 @@ class Expressions(EngineCore):
 
     @handles_expressions(ast.Attribute)
     def eval_attribute(self, expr: ast.Attribute, state: State) -> Value:
-        receiver = self.eval(expr.value, state)
+        return self.attribute_value(self.eval(expr.value, state), expr, state)
+
+    def attribute_value(self, receiver: Value, expr: ast.Attribute, state: State) -> Value:
+        """The attribute ``expr.attr`` of the value ``receiver`` (``expr`` says where it is read)."""
         if isinstance(receiver, QualName):
             if self.is_project_module(receiver.name):
                 return self.resolve_imported(self.module_attribute(receiver.name, expr.attr, state), state)

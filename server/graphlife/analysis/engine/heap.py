@@ -22,6 +22,7 @@ from graphlife.analysis.values import (
     HeapObject,
     HeapRef,
     Number,
+    PartialCall,
     TensorVal,
     TupleVal,
     Value,
@@ -171,6 +172,8 @@ class Heap(EngineCore):
                 stack.append(value.receiver)
             elif isinstance(value, Callbacks):
                 stack.extend(value.items)
+            elif isinstance(value, PartialCall):
+                stack.extend((value.func, *value.args, *(held for _, held in value.kwargs)))
         run.heap_live = len(live)
         if len(live) < len(state.heap):
             state.heap = {oid: obj for oid, obj in state.heap.items() if oid in live}

@@ -198,6 +198,9 @@ class Units(EngineCore):
                     value = Number(stmt.value.value)
                 elif isinstance(stmt.value, (ast.Attribute, ast.Name)):
                     value = self.eval_quiet(stmt.value, state)
+                rebound_by_functions = self.module.index.declared_global
                 for target in stmt.targets:
                     if isinstance(target, ast.Name):
-                        state.env[target.id] = value if not isinstance(value, TensorVal) else UNKNOWN
+                        # A function that says `global name` may have assigned it before this one runs.
+                        known = not isinstance(value, TensorVal) and target.id not in rebound_by_functions
+                        state.env[target.id] = value if known else UNKNOWN

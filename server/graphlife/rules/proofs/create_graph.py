@@ -69,6 +69,7 @@ from graphlife.analysis.values import (
     Value,
 )
 from graphlife.findings import FixRecipe, Severity, Span
+from graphlife.recipes import AutogradGrad
 from graphlife.rules.base import callee_name
 
 #: ``.grad`` statuses (``State.grads``) that mean the gradient is None or zero.
@@ -744,18 +745,11 @@ def _recipe(
     root = ctx.text(site.root)
     what = ", ".join(names)
     title = f"Get the gradients of `{what}` with `torch.autograd.grad(..., create_graph=True)`"
-    params: dict[str, object] = {
-        "backward": ctx.span(site.stmt),
-        "root": ctx.span(site.root),
-        "inputs": names,
-        "sequence": kind == "sequence",
-        "reads": reads,
-        "merge": None,
-    }
-    if merge and site.merge_call is not None:
-        params["merge"] = ctx.span(site.merge_call)
+    merged = ctx.span(site.merge_call) if merge and site.merge_call is not None else None
+    if merged is not None:
         title += f" and add `{root}` to the next backward"
-    return FixRecipe("autograd_grad", title, params)
+    return AutogradGrad(title=title, backward=ctx.span(site.stmt), root=ctx.span(site.root), inputs=tuple(names),
+                        sequence=kind == "sequence", reads=reads, merge=merged)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -33,6 +33,13 @@ and changes nothing else the program computes:
    or in a function referenced exactly once (by a call), or straight-line code leads from the
    block to the backward in the same body (every run of the block meets the backward).
 
+A decorated helper that is also called elsewhere (training and evaluation share it) gets
+the other fix instead, ``move_no_grad_to_callers``: the decorator goes and every call but
+those in the backward's own function and loop, before it, is wrapped in
+``with torch.no_grad():`` -- each of those calls then computes exactly what it computed
+before. Conditions 1 and 3 hold as above; every reference to the helper must be a plain
+call that is the whole value of a simple statement, run with gradients on.
+
 Reading the whole file (references, callers) goes through ``RuleContext.read_whole_file``,
 which notes every definition and top-level statement as read, so the language server's unit
 cache runs the unit again after any edit, as a full analysis would.
@@ -48,6 +55,7 @@ from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import RuleContext
 from graphlife.analysis.semantics import GradSetting, GradSwitch
 from graphlife.findings import FixRecipe, Related
+from graphlife.recipes import DropDecorator, MoveNoGradToCallers, UnwrapWith
 from graphlife.rules.base import callee_name
 
 OFF, ON, UNKNOWN_MODE = GradSetting.OFF, GradSetting.ON, GradSetting.UNKNOWN
@@ -319,7 +327,7 @@ def no_grad_fixes(
     if found.function is None:
         return [], []  # a decorator always has its function
     related = [Related(ctx.span(found.context), f"gradients are turned off for all of `{found.function.name}` here")]
-    return related, _drop(ctx, found, found.function)
+    return related, _drop(ctx, found, found.function) or _move_to_callers(ctx, found, found.function, backward_stmt)
 
 
 def _unwrap(ctx: RuleContext, found: Break, with_stmt: ast.With, backward_stmt: ast.stmt) -> list[FixRecipe]:
@@ -340,8 +348,8 @@ def _unwrap(ctx: RuleContext, found: Break, with_stmt: ast.With, backward_stmt: 
                 return []
         elif not (_straight_line_to(ctx, with_stmt, backward_stmt) and file.runs_with_grad(with_stmt)):
             return []
-    params = {"with": ctx.span(with_stmt), "unused_as": with_stmt.items[0].optional_vars is not None}
-    return [FixRecipe("unwrap_with", f"Keep the graph: run the block without `{ctx.text(found.context)}`", params)]
+    return [UnwrapWith(title=f"Keep the graph: run the block without `{ctx.text(found.context)}`",
+                       block=ctx.span(with_stmt), unused_as=with_stmt.items[0].optional_vars is not None)]
 
 
 def _drop(ctx: RuleContext, found: Break, func: Function) -> list[FixRecipe]:
@@ -351,5 +359,49 @@ def _drop(ctx: RuleContext, found: Break, func: Function) -> list[FixRecipe]:
     call = file.called_once(func)
     if call is None or not file.runs_with_grad(call) or file.numpy_outside_no_grad(func):
         return []
-    return [FixRecipe("drop_decorator", f"Keep the graph: remove `@{ctx.text(found.context)}` from `{func.name}`",
-                      {"decorator": ctx.span(found.context)})]
+    return [DropDecorator(title=f"Keep the graph: remove `@{ctx.text(found.context)}` from `{func.name}`",
+                          decorator=ctx.span(found.context))]
+
+
+def _move_to_callers(ctx: RuleContext, found: Break, func: Function, backward_stmt: ast.stmt) -> list[FixRecipe]:
+    """A ``@torch.no_grad()`` helper called for training and for evaluation: the decorator goes,
+    and every call but those on the way to the backward runs in ``with torch.no_grad():``
+    instead, so each of those computes exactly what it computed before.
+
+    The calls kept without ``no_grad`` are those in the backward's own function (or module
+    level) and loop, before it; every reference to the helper must be a plain call that is
+    the whole value of a simple statement starting its line, where gradients are on."""
+    if grad_sensitive(func.body) is not None or ctx.written_without_grad(func.body):
+        return []
+    file = _File(ctx)
+    if file.numpy_outside_no_grad(func):
+        return []
+    home = _home(ctx, backward_stmt)
+    training: list[ast.stmt] = []
+    evaluation: list[ast.stmt] = []
+    for ref in file.references(func.name):
+        call = ctx.parent(ref)
+        if not (isinstance(ref, ast.Name) and isinstance(ref.ctx, ast.Load) and isinstance(call, ast.Call)
+                and call.func is ref):
+            return []
+        stmt = ctx.parent(call)
+        if not (isinstance(stmt, (ast.Assign, ast.Expr)) and stmt.value is call) or not file.runs_with_grad(call):
+            return []
+        if _home(ctx, stmt) == home and stmt.lineno < backward_stmt.lineno:
+            training.append(stmt)
+        else:
+            evaluation.append(stmt)
+    if not training or not evaluation:
+        return []
+    return [MoveNoGradToCallers(
+        title=f"Keep the graph: move `@{ctx.text(found.context)}` from `{func.name}` to its evaluation calls",
+        decorator=ctx.span(found.context), callers=tuple(ctx.span(stmt) for stmt in evaluation),
+    )]
+
+
+def _home(ctx: RuleContext, stmt: ast.stmt) -> ast.AST | None:
+    """The innermost loop or function around ``stmt`` (``None``: module level, outside loops)."""
+    for ancestor in ctx.ancestors(stmt):
+        if isinstance(ancestor, (ast.For, ast.AsyncFor, ast.While, *_FUNCTIONS)):
+            return ancestor
+    return None
