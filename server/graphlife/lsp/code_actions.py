@@ -161,9 +161,10 @@ def list_actions(
                         data={**base, "action": "ignore"},
                     )
                 )
-        # "Fix all" where a fix exists for a finding under the cursor (a recipe that does not apply
-        # to this code makes no fix, and the whole-file fix would then change nothing there).
-        fixable_here = any(fixes.get((f.code, f.span)) for f in findings_in(analysis, start, end))
+        # "Fix all" where a safe fix exists for a finding under the cursor: fix-all applies safe
+        # fixes only, and would change nothing there otherwise.
+        fixable_here = any(fix.safe for f in findings_in(analysis, start, end)
+                           for fix in fixes.get((f.code, f.span), []))
         actions.extend(_rule_actions(analysis, uri, by_code, turn_off_command, fix_source is not None and fixable_here))
     if (
         fix_source is not None
