@@ -510,18 +510,24 @@ class Linter:
         """Publish the analysis's own documents (always: the client waits for each version)
         and every other URI whose merged diagnostics it changed (a file it found a bug in,
         or one it no longer does)."""
-        codec = self.server.workspace.position_codec
         key = analysis.snapshot.key
-        by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
-        show_syntax_errors = bool(self.settings.option(analysis.snapshot.path, "showSyntaxErrors"))
-        for uri, diagnostics in unanalyzed_diagnostics(analysis.snapshot, analysis.syntax_errors, analysis.notes,
-                                                       codec, show_syntax_errors).items():
-            by_uri.setdefault(uri, []).extend(diagnostics)
+        by_uri = self._diagnostics_of(analysis)
         own = {segment.uri: segment.version for segment in analysis.snapshot.segments}
         gone = set(self._own.get(key, {})) - set(own)  # a notebook cell that went away
         self._own[key] = own
         for uri in self._board.post(key, by_uri) | gone:
             self._publish_uri(uri, always=uri in own or uri in gone)
+
+    def _diagnostics_of(self, analysis: Analysis) -> dict[str, list[types.Diagnostic]]:
+        """The analysis's diagnostics per URI: its findings, and its syntax errors and skipped
+        work (:mod:`.unanalyzed`), pushed or pulled alike."""
+        codec = self.server.workspace.position_codec
+        by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
+        show_syntax_errors = bool(self.settings.option(analysis.snapshot.path, "showSyntaxErrors"))
+        for uri, diagnostics in unanalyzed_diagnostics(analysis.snapshot, analysis.syntax_errors, analysis.notes,
+                                                       codec, show_syntax_errors).items():
+            by_uri.setdefault(uri, []).extend(diagnostics)
+        return by_uri
 
     def _publish_uri(self, uri: str, always: bool) -> None:
         """Send ``uri`` what every analysis says about it now (``always``, or when it changed)."""
@@ -563,8 +569,7 @@ class Linter:
         document's own, maybe newer than the last published one) in place of its key's."""
         if analysis is None:
             return self._board.merged(uri)
-        codec = self.server.workspace.position_codec
-        own = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
+        own = self._diagnostics_of(analysis)
         return self._board.merged_with(uri, analysis.snapshot.key, own.get(uri, []))
 
     def _report(self, analysis: Analysis) -> None:
