@@ -30,7 +30,14 @@ run(python, [path.join("tools", "bundle_python.py")]);
 const targets = { "linux-x64": 1, "linux-arm64": 1, "linux-armhf": 1, "darwin-x64": 1, "darwin-arm64": 1, "win32-x64": 1, "win32-arm64": 1 };
 const target = `${process.platform}-${process.arch === "arm" ? "armhf" : process.arch}`;
 const vsce = path.join(root, "node_modules", "@vscode", "vsce", "vsce");
-const args = [vsce, "package", "--no-dependencies", "--out", out];
+// The Marketplace page is the extension's own README and CHANGELOG (client/), not the repository's.
+// The project names no public repository yet: relative links are not rewritten to one.
+const args = [
+  vsce, "package", "--no-dependencies", "--out", out,
+  "--readme-path", path.join("client", "README.md"),
+  "--changelog-path", path.join("client", "CHANGELOG.md"),
+  "--allow-missing-repository",
+];
 if (target in targets) args.push("--target", target);
 else console.warn(`package: no VS Code target for ${target}; building a universal .vsix`);
 // Without a LICENSE file vsce asks on the terminal, which would hang CI.

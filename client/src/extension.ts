@@ -1,14 +1,17 @@
 // graphlife's VS Code client: starts the language server and wires commands,
-// settings, the status bar and the debug inspector. All checking happens in Python.
+// settings, the language status item, rule pages and the debug inspector. All
+// checking happens in Python.
 
 import * as vscode from "vscode";
 
 import { registerAutogradInspector } from "./debug";
 import { parseInterpreterSetting } from "./interpreter";
+import { selectInterpreter } from "./interpreterPicker";
+import { StatusBar } from "./languageStatus";
 import { isPythonExtensionInstalled, pythonApi } from "./pythonExtension";
-import { selectInterpreter, ServerManager } from "./server";
+import { registerRuleDocumentation, turnOffRule } from "./ruleDocumentation";
+import { ServerManager } from "./server";
 import { changeKind } from "./settings";
-import { StatusBar } from "./statusBar";
 
 let manager: ServerManager | undefined;
 
@@ -22,16 +25,19 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     vscode.commands.registerCommand("graphlife.restart", () => server.restart("asked by the user", true)),
     vscode.commands.registerCommand("graphlife.showLogs", () => log.show()),
-    vscode.commands.registerCommand("graphlife.selectInterpreter", selectInterpreter),
+    vscode.commands.registerCommand("graphlife.selectInterpreter", () => selectInterpreter(log)),
+    vscode.commands.registerCommand("graphlife.turnOffRule", turnOffRule),
     // An event touching graphlife.interpreter is not a new interpreter yet (VS Code fires
     // them when it re-reads settings too): the manager resolves it again and compares.
     vscode.workspace.onDidChangeConfiguration((event) => {
       const kind = changeKind((section) => event.affectsConfiguration(section));
-      if (kind.interpreter || kind.server) void server.configurationChanged((section) => event.affectsConfiguration(section));
+      if (kind.interpreter || kind.launch || kind.server) void server.configurationChanged((section) => event.affectsConfiguration(section));
     }),
     // Trust lifts the restriction on a workspace-level graphlife.interpreter.
     vscode.workspace.onDidGrantWorkspaceTrust(() => server.restart("the workspace is now trusted")),
   );
+
+  registerRuleDocumentation(context, (code) => server.ruleDocumentation(code));
 
   // The inspector is another module's job; its failure must not take the diagnostics down.
   try {

@@ -27,11 +27,36 @@ import {
   parseInterpreterSetting,
   type RunningInterpreter,
 } from "./interpreter";
-import { activeInterpreter, isPythonExtensionInstalled, pythonApi } from "./pythonExtension";
-import { findWorkingInterpreter, formatVersion, MINIMUM_PYTHON } from "./pythonVersion";
-import { serverLaunch } from "./serverCommand";
-import { configurationAnswer, initializationOptions, planConfigurationChange, type ServerSettings, serverSettings } from "./settings";
-import type { StatusBar } from "./statusBar";
+import { isCleanExit } from "./cleanExit";
+import type { StatusBar } from "./languageStatus";
+import { activeInterpreter, pythonApi } from "./pythonExtension";
+import { defaultRunner, findWorkingInterpreter, formatVersion, MINIMUM_PYTHON } from "./pythonVersion";
+import type { RulePage } from "./ruleDocumentation";
+import { IMPORT_PROBE_CODE, parseImportProbe, pathLaunch, type ServerLaunch, serverLaunch } from "./serverCommand";
+import {
+  CLIENT_COMMANDS,
+  type ClientSettings,
+  clientSettings,
+  configurationAnswer,
+  initializationOptions,
+  launchKey,
+  planConfigurationChange,
+  restrictedModeMessage,
+  type ServerSettings,
+  serverSettings,
+  shouldNotify,
+} from "./settings";
+
+/** The language client, with the normal end of the server process (a restart) logged as such, not as an error. */
+class GraphlifeClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification: boolean | "force" = true): void {
+    if (isCleanExit(message)) {
+      this.info("The server process ended normally (exit code 0).");
+      return;
+    }
+    super.error(message, data, showNotification);
+  }
+}
 
 export const DOCUMENT_SELECTOR = [
   { scheme: "file", language: "python" },
@@ -49,6 +74,8 @@ export class ServerManager implements vscode.Disposable {
   private running: RunningInterpreter | undefined;
   /** What the server runs on, for the status bar and the log. */
   interpreterDescription = "";
+  /** `launchKey` of the client settings the server was last started with. */
+  private startedWith: string | undefined;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -81,7 +108,18 @@ export class ServerManager implements vscode.Disposable {
    */
   configurationChanged(affects: (section: string) => boolean): Promise<void> {
     return this.enqueue(async () => {
-      const plan = await planConfigurationChange(affects, this.running, () => this.resolveChoice(this.defaultResource()));
+      const plan = await planConfigurationChange(
+        affects,
+        this.running,
+        () => this.resolveChoice(this.defaultResource()),
+        () => launchKey(this.clientSettings(this.defaultResource())) !== this.startedWith,
+      );
+      if (plan.relaunch) {
+        this.log.info("Restarting the server: graphlife.importStrategy, graphlife.path or graphlife.args changed");
+        await this.doStop();
+        await this.doStart();
+        return;
+      }
       if (plan.change) await this.follow("graphlife.interpreter changed", plan.change);
       if (plan.push) await this.pushSettings();
     });
@@ -118,6 +156,7 @@ export class ServerManager implements vscode.Disposable {
     this.log.warn(message);
     if (this.reportedProblems.has(message)) return;
     this.reportedProblems.add(message);
+    if (!shouldNotify(this.clientSettings(undefined).showNotifications, "warning")) return;
     void vscode.window.showWarningMessage(message, "Restart Server", "Show Logs").then((choice) => {
       if (choice === "Restart Server") void this.restart("asked by the user", true);
       if (choice === "Show Logs") this.log.show();
@@ -160,6 +199,47 @@ export class ServerManager implements vscode.Disposable {
     return settings;
   }
 
+  /** The client's own settings (which graphlife runs, notifications), problems logged once. */
+  clientSettings(resource: vscode.Uri | undefined): ClientSettings {
+    const config = vscode.workspace.getConfiguration("graphlife", resource);
+    const { settings, problems } = clientSettings((key) => config.get(key));
+    for (const problem of problems) {
+      if (this.reportedProblems.has(problem)) continue;
+      this.reportedProblems.add(problem);
+      this.log.warn(problem);
+    }
+    return settings;
+  }
+
+  /** A rule's page from the running server (`graphlife/ruleDocumentation`). */
+  async ruleDocumentation(code: string): Promise<RulePage | undefined> {
+    const client = this.client;
+    if (!client || !client.isRunning()) return undefined;
+    try {
+      return (await client.sendRequest<RulePage | null>("graphlife/ruleDocumentation", { code })) ?? undefined;
+    } catch (error) {
+      this.log.warn(`The rule page of ${code} could not be loaded: ${String(error)}`);
+      return undefined;
+    }
+  }
+
+  /**
+   * In Restricted Mode VS Code ignores graphlife.interpreter from the workspace's settings
+   * (it names a program to run); say so once, or the user wonders why it has no effect.
+   */
+  private sayWhenRestricted(): void {
+    const config = vscode.workspace.getConfiguration("graphlife");
+    const message = restrictedModeMessage(vscode.workspace.isTrusted, (key) => config.inspect(key));
+    if (!message) return;
+    this.log.warn(message);
+    if (this.reportedProblems.has(message)) return;
+    this.reportedProblems.add(message);
+    if (!shouldNotify(this.clientSettings(undefined).showNotifications, "warning")) return;
+    void vscode.window.showWarningMessage(message, "Manage Workspace Trust").then((choice) => {
+      if (choice === "Manage Workspace Trust") void vscode.commands.executeCommand("workbench.trust.manage");
+    });
+  }
+
   /** The interpreter candidates for `resource`, in order (no probing). */
   private async resolveChoice(resource: vscode.Uri | undefined): Promise<InterpreterChoice> {
     const config = vscode.workspace.getConfiguration("graphlife", resource);
@@ -189,6 +269,16 @@ export class ServerManager implements vscode.Disposable {
   private async doStart(): Promise<void> {
     this.status.set("starting");
     const resource = this.defaultResource();
+    const chosen = this.clientSettings(resource);
+    this.startedWith = launchKey(chosen);
+    this.sayWhenRestricted();
+    if (chosen.path.length > 0) {
+      // graphlife.path: the user's own graphlife executable; no interpreter to resolve.
+      const launch = pathLaunch(chosen.path, chosen.args, process.env);
+      this.interpreterDescription = `${chosen.path.join(" ")} (graphlife.path)`;
+      await this.launch(launch, resource, undefined);
+      return;
+    }
     const { choice, probe } = await this.resolveInterpreter(resource);
     if (!probe.found) {
       const source = choice.candidates[0]?.source ?? "path";
@@ -204,11 +294,36 @@ export class ServerManager implements vscode.Disposable {
       return;
     }
     const { candidate, info } = probe.found;
-    const launch = serverLaunch(this.context.extensionPath, candidate.command, info, process.env, (p) => fs.existsSync(p));
+    const fromEnvironment = chosen.importStrategy === "fromEnvironment" && (await this.environmentHasGraphlife(candidate.command, info.executable));
+    const launch = serverLaunch(this.context.extensionPath, candidate.command, info, process.env, (p) => fs.existsSync(p), undefined, {
+      fromEnvironment,
+      extraArgs: chosen.args,
+    });
     if (launch.warning) this.log.warn(launch.warning);
     this.interpreterDescription = `Python ${formatVersion(info.version)} at ${info.executable} (from ${describeSource(candidate.source)})`;
+    await this.launch(launch, resource, { candidates: choice.candidates, used: candidate });
+  }
+
+  /** importStrategy fromEnvironment: whether the interpreter imports its own graphlife (else the bundled one runs, said once). */
+  private async environmentHasGraphlife(command: string[], executable: string): Promise<boolean> {
+    const result = await defaultRunner(command, ["-c", IMPORT_PROBE_CODE]);
+    const version = parseImportProbe(result.stdout);
+    if (version) {
+      this.log.info(`graphlife.importStrategy is fromEnvironment: running graphlife ${version} from ${executable}'s environment.`);
+      return true;
+    }
+    const message = `graphlife.importStrategy is fromEnvironment, but ${executable} cannot import graphlife; running the graphlife bundled with the extension. Install graphlife in that environment (pip install graphlife) to use its version.`;
+    this.log.warn(message);
+    if (!this.reportedProblems.has(message) && shouldNotify(this.clientSettings(undefined).showNotifications, "warning")) {
+      void vscode.window.showWarningMessage(message);
+    }
+    this.reportedProblems.add(message);
+    return false;
+  }
+
+  private async launch(launch: ServerLaunch, resource: vscode.Uri | undefined, running: RunningInterpreter | undefined): Promise<void> {
     this.log.info(`Starting the server with ${this.interpreterDescription}; ${launch.layout} server; ${launch.command} ${launch.args.join(" ")}`);
-    this.log.debug(`PYTHONPATH=${launch.env.PYTHONPATH}`);
+    this.log.debug(`PYTHONPATH=${launch.env.PYTHONPATH ?? ""}`);
 
     const folder = vscode.workspace.workspaceFolders?.[0];
     // No `transport`: plain stdio without the `--stdio` argument the client would append.
@@ -223,6 +338,8 @@ export class ServerManager implements vscode.Disposable {
       traceOutputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: initializationOptions(this.settingsFor(resource)),
+      // Hover links open a rule's page with this command (markdown from the server is not trusted otherwise).
+      markdown: { isTrusted: { enabledCommands: [CLIENT_COMMANDS.ruleDocumentationCommand] } },
       middleware: {
         workspace: {
           // The server asks for section `graphlife`; it gets the same mapped shape as initializationOptions.settings.
@@ -253,6 +370,7 @@ export class ServerManager implements vscode.Disposable {
           this.running = undefined;
           this.status.set("failed", "The server stopped. See the logs.");
           this.log.error("The graphlife server stopped unexpectedly; see the lines above. Run 'graphlife: Restart Server' to try again.");
+          if (!shouldNotify(this.clientSettings(undefined).showNotifications, "error")) return { action: CloseAction.DoNotRestart };
           void vscode.window
             .showErrorMessage("The graphlife language server stopped. The log says why.", "Show Logs", "Restart Server")
             .then((choice) => {
@@ -263,7 +381,7 @@ export class ServerManager implements vscode.Disposable {
         },
       },
     };
-    const client = new LanguageClient("graphlife", "graphlife", serverOptions, clientOptions);
+    const client = new GraphlifeClient("graphlife", "graphlife", serverOptions, clientOptions);
     client.onDidChangeState((event) => {
       if (event.newState === State.Running) this.status.set("running", this.interpreterDescription);
       else if (event.newState === State.Starting) this.status.set("starting", this.interpreterDescription);
@@ -279,7 +397,7 @@ export class ServerManager implements vscode.Disposable {
       return;
     }
     this.lastNotified = undefined;
-    this.running = { candidates: choice.candidates, used: candidate };
+    this.running = running;
   }
 
   private async doStop(): Promise<void> {
@@ -300,30 +418,9 @@ export class ServerManager implements vscode.Disposable {
     // One notification per distinct problem: automatic restarts must not repeat it.
     if (this.lastNotified === message) return;
     this.lastNotified = message;
+    if (!shouldNotify(this.clientSettings(undefined).showNotifications, "error")) return;
     const choice = await vscode.window.showErrorMessage(message, "Select Interpreter", "Show Logs");
     if (choice === "Select Interpreter") await vscode.commands.executeCommand("graphlife.selectInterpreter");
     if (choice === "Show Logs") this.log.show();
   }
-}
-
-/** `graphlife.selectInterpreter`: the Python extension's picker when it is there, else a file dialog. */
-export async function selectInterpreter(): Promise<void> {
-  if (isPythonExtensionInstalled()) {
-    const config = vscode.workspace.getConfiguration("graphlife");
-    const inspected = config.inspect("interpreter");
-    const set = [inspected?.globalValue, inspected?.workspaceValue, inspected?.workspaceFolderValue].some((v) => Array.isArray(v) && v.length > 0);
-    if (!set) {
-      await vscode.commands.executeCommand("python.setInterpreter");
-      return;
-    }
-  }
-  const picked = await vscode.window.showOpenDialog({
-    title: "Python 3.10+ for the graphlife language server",
-    openLabel: "Use this Python",
-    canSelectFiles: true,
-    canSelectFolders: false,
-    canSelectMany: false,
-  });
-  if (!picked || picked.length === 0) return;
-  await vscode.workspace.getConfiguration("graphlife").update("interpreter", [picked[0].fsPath], vscode.ConfigurationTarget.Global);
 }

@@ -17,13 +17,46 @@ export interface ServerLaunch {
   args: string[];
   env: Record<string, string>;
   /** Where the server came from, for the log. */
-  layout: "bundled" | "source";
+  layout: "bundled" | "source" | "environment" | "path";
   /** Said in the log when the libraries compiled for this Python are not in the .vsix. */
   warning?: string;
 }
 
 export function pythonTag(version: readonly number[]): string {
   return `cp${version[0]}${version[1]}`;
+}
+
+/** Which graphlife runs (`graphlife.importStrategy`) and extra arguments after `lsp` (`graphlife.args`). */
+export interface LaunchOptions {
+  /** `fromEnvironment` only once the interpreter was seen to import graphlife (see `IMPORT_PROBE_CODE`). */
+  fromEnvironment?: boolean;
+  extraArgs?: readonly string[];
+}
+
+/** Prints graphlife's version when the interpreter's own environment has graphlife. */
+export const IMPORT_PROBE_CODE = "import graphlife; print('GRAPHLIFE-VERSION ' + graphlife.__version__)";
+
+/** The version the import probe printed, or undefined when graphlife is not importable. */
+export function parseImportProbe(stdout: string): string | undefined {
+  const line = stdout.split(/\r?\n/).find((l) => l.startsWith("GRAPHLIFE-VERSION "));
+  return line?.slice("GRAPHLIFE-VERSION ".length).trim() || undefined;
+}
+
+function cleanEnv(baseEnv: Record<string, string | undefined>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(baseEnv)) if (value !== undefined) env[key] = value;
+  // Unbuffered, UTF-8 stdio: the LSP stream must not wait in a buffer or trip on a locale.
+  env.PYTHONUNBUFFERED = "1";
+  env.PYTHONIOENCODING = "utf-8";
+  return env;
+}
+
+/**
+ * `graphlife.path`: a graphlife executable the user chose (the one CI runs, say), started
+ * as `<path...> lsp <args>`; no interpreter and none of the extension's libraries.
+ */
+export function pathLaunch(pathSetting: readonly string[], extraArgs: readonly string[], baseEnv: Record<string, string | undefined>): ServerLaunch {
+  return { command: pathSetting[0], args: [...pathSetting.slice(1), "lsp", ...extraArgs], env: cleanEnv(baseEnv), layout: "path" };
 }
 
 export function serverLaunch(
@@ -33,7 +66,13 @@ export function serverLaunch(
   baseEnv: Record<string, string | undefined>,
   exists: (p: string) => boolean,
   platformPathDelimiter: string = path.delimiter,
+  options: LaunchOptions = {},
 ): ServerLaunch {
+  const extraArgs = options.extraArgs ?? [];
+  if (options.fromEnvironment) {
+    // The environment's own graphlife, as CI runs it: nothing of the extension's on PYTHONPATH.
+    return { command: interpreter[0], args: [...interpreter.slice(1), "-m", "graphlife", "lsp", ...extraArgs], env: cleanEnv(baseEnv), layout: "environment" };
+  }
   const bundled = path.join(extensionRoot, "bundled");
   const entries: string[] = [];
   let layout: ServerLaunch["layout"] = "source";
@@ -54,15 +93,11 @@ export function serverLaunch(
     entries.push(path.join(extensionRoot, "server"));
   }
   const inherited = baseEnv.PYTHONPATH;
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(baseEnv)) if (value !== undefined) env[key] = value;
+  const env = cleanEnv(baseEnv);
   env.PYTHONPATH = [...entries, ...(inherited ? [inherited] : [])].join(platformPathDelimiter);
-  // Unbuffered, UTF-8 stdio: the LSP stream must not wait in a buffer or trip on a locale.
-  env.PYTHONUNBUFFERED = "1";
-  env.PYTHONIOENCODING = "utf-8";
   return {
     command: interpreter[0],
-    args: [...interpreter.slice(1), "-m", "graphlife", "lsp"],
+    args: [...interpreter.slice(1), "-m", "graphlife", "lsp", ...extraArgs],
     env,
     layout,
     warning,

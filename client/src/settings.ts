@@ -1,7 +1,7 @@
 // Editor settings -> what the language server is told. No `vscode` import (node tests).
 //
 // The server reads `enable`, `select`, `ignore`, `severity`, `lintOnChange`, `debounce`
-// (graphlife/config.py). They go out as `initializationOptions: {settings}` on start
+// (graphlife/config.py), `showSyntaxErrors` and `reportingScope` (graphlife/lsp/settings.py). They go out as `initializationOptions: {settings}` on start
 // and as the answer to `workspace/configuration` for section `graphlife`. Values of
 // the wrong shape are dropped here with a message, so the log says which setting the
 // user has to fix instead of the server guessing.
@@ -18,7 +18,12 @@ export interface ServerSettings {
   severity: Record<string, SeverityLevel>;
   lintOnChange: boolean;
   debounce: number; // ms after the last change before the server analyzes again
+  showSyntaxErrors: boolean;
+  reportingScope: ReportingScope;
 }
+
+export const REPORTING_SCOPES = ["file", "workspace"] as const;
+export type ReportingScope = (typeof REPORTING_SCOPES)[number];
 
 export const DEFAULT_SETTINGS: ServerSettings = {
   enable: true,
@@ -27,10 +32,12 @@ export const DEFAULT_SETTINGS: ServerSettings = {
   severity: {},
   lintOnChange: true,
   debounce: 300,
+  showSyntaxErrors: true,
+  reportingScope: "file",
 };
 
 /** The keys of `graphlife.*` that the server uses; the rest (interpreter, trace) stay in the client. */
-export const SERVER_KEYS = ["enable", "select", "ignore", "severity", "lintOnChange", "debounce"] as const;
+export const SERVER_KEYS = ["enable", "select", "ignore", "severity", "lintOnChange", "debounce", "showSyntaxErrors", "reportingScope"] as const;
 
 export type SettingReader = (key: string) => unknown;
 
@@ -103,12 +110,80 @@ export function serverSettings(read: SettingReader): { settings: ServerSettings;
     severity: severity(read("severity"), problems),
     lintOnChange: bool("lintOnChange", read("lintOnChange"), DEFAULT_SETTINGS.lintOnChange, problems),
     debounce: milliseconds("debounce", read("debounce"), DEFAULT_SETTINGS.debounce, problems),
+    showSyntaxErrors: bool("showSyntaxErrors", read("showSyntaxErrors"), DEFAULT_SETTINGS.showSyntaxErrors, problems),
+    reportingScope: oneOf("reportingScope", read("reportingScope"), REPORTING_SCOPES, DEFAULT_SETTINGS.reportingScope, problems),
   };
   return { settings, problems };
 }
 
-export function initializationOptions(settings: ServerSettings): { settings: ServerSettings } {
-  return { settings };
+function oneOf<T extends string>(key: string, value: unknown, allowed: readonly T[], fallback: T, problems: string[]): T {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value === "string" && (allowed as readonly string[]).includes(value)) return value as T;
+  problems.push(`graphlife.${key} must be one of ${allowed.join(", ")}; using ${fallback}.`);
+  return fallback;
+}
+
+function strings(key: string, value: unknown, problems: string[]): string[] {
+  if (value === undefined || value === null) return [];
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.map((v) => v.trim()).filter((v) => v !== "");
+  problems.push(`graphlife.${key} must be a list of strings; ignoring ${JSON.stringify(value)}.`);
+  return [];
+}
+
+// ---- Settings the client alone reads (which graphlife runs, how loud it is) ---------
+
+export const IMPORT_STRATEGIES = ["useBundled", "fromEnvironment"] as const;
+export type ImportStrategy = (typeof IMPORT_STRATEGIES)[number];
+export const NOTIFICATION_LEVELS = ["off", "onError", "onWarning", "always"] as const;
+export type NotificationLevel = (typeof NOTIFICATION_LEVELS)[number];
+
+export interface ClientSettings {
+  /** Run the graphlife shipped in the extension, or the one installed in the interpreter's environment. */
+  importStrategy: ImportStrategy;
+  /** A `graphlife` executable (argv prefix) to run as `<path> lsp`; wins over the interpreter. */
+  path: string[];
+  /** Extra arguments after `graphlife lsp`. */
+  args: string[];
+  showNotifications: NotificationLevel;
+}
+
+export const DEFAULT_CLIENT_SETTINGS: ClientSettings = { importStrategy: "useBundled", path: [], args: [], showNotifications: "onError" };
+
+export function clientSettings(read: SettingReader): { settings: ClientSettings; problems: string[] } {
+  const problems: string[] = [];
+  const settings: ClientSettings = {
+    importStrategy: oneOf("importStrategy", read("importStrategy"), IMPORT_STRATEGIES, DEFAULT_CLIENT_SETTINGS.importStrategy, problems),
+    path: strings("path", read("path"), problems),
+    args: strings("args", read("args"), problems),
+    showNotifications: oneOf("showNotifications", read("showNotifications"), NOTIFICATION_LEVELS, DEFAULT_CLIENT_SETTINGS.showNotifications, problems),
+  };
+  return { settings, problems };
+}
+
+/** Whether a notification of `kind` is shown under `level` (errors show unless "off"). */
+export function shouldNotify(level: NotificationLevel, kind: "error" | "warning" | "info"): boolean {
+  if (level === "off") return false;
+  if (level === "always") return true;
+  if (level === "onWarning") return kind !== "info";
+  return kind === "error";
+}
+
+/** The client settings whose change needs a new server process. */
+export const RESTART_KEYS = ["importStrategy", "path", "args"] as const;
+
+/** What of the client settings decides how the server is started (compared on a configuration event). */
+export function launchKey(settings: ClientSettings): string {
+  return JSON.stringify([settings.importStrategy, settings.path, settings.args]);
+}
+
+/** The client's commands the server may put in hovers and light-bulb menus. */
+export const CLIENT_COMMANDS = {
+  ruleDocumentationCommand: "graphlife.showRuleDocumentation",
+  turnOffRuleCommand: "graphlife.turnOffRule",
+} as const;
+
+export function initializationOptions(settings: ServerSettings): { settings: ServerSettings } & typeof CLIENT_COMMANDS {
+  return { settings, ...CLIENT_COMMANDS };
 }
 
 /**
@@ -129,6 +204,8 @@ export function configurationAnswer(section: string | undefined, settings: Serve
 export interface SettingsChange {
   /** graphlife.interpreter may have changed: resolve the interpreter again and compare (`interpreterChange`). */
   interpreter: boolean;
+  /** importStrategy, path or args changed: another graphlife (or other arguments) runs the server. */
+  launch: boolean;
   /** A setting the server reads may have changed: push the settings to it. */
   server: boolean;
 }
@@ -141,6 +218,7 @@ export interface SettingsChange {
 export function changeKind(affects: (section: string) => boolean): SettingsChange {
   return {
     interpreter: affects("graphlife.interpreter"),
+    launch: RESTART_KEYS.some((key) => affects(`graphlife.${key}`)),
     server: SERVER_KEYS.some((key) => affects(`graphlife.${key}`)),
   };
 }
@@ -148,6 +226,8 @@ export function changeKind(affects: (section: string) => boolean): SettingsChang
 export interface ConfigurationPlan {
   /** Restart the server on the freshly resolved interpreter. */
   restart: boolean;
+  /** importStrategy, path or args changed: restart whatever the interpreter does. */
+  relaunch: boolean;
   /** Push the server settings to the running server (not needed after a restart). */
   push: boolean;
   /** The comparison with the running interpreter, when graphlife.interpreter was touched. */
@@ -157,15 +237,44 @@ export interface ConfigurationPlan {
 /**
  * What to do on a configuration event: the server restarts only when the interpreter
  * resolved now (`resolve`, called only when graphlife.interpreter was touched) differs
- * from the one it runs on, and never moves down to a worse tier on its own.
+ * from the one it runs on, and never moves down to a worse tier on its own; or when
+ * importStrategy/path/args were touched and `launchDiffers` (the values now differ from
+ * those the server was started with).
  */
 export async function planConfigurationChange(
   affects: (section: string) => boolean,
   running: RunningInterpreter | undefined,
   resolve: () => Promise<InterpreterChoice>,
+  launchDiffers: () => boolean = () => false,
 ): Promise<ConfigurationPlan> {
   const kind = changeKind(affects);
   const change = kind.interpreter ? interpreterChange(running, await resolve()) : undefined;
-  const restart = change?.kind === "restart";
-  return { restart, push: kind.server && !restart, change };
+  // As for the interpreter, an event is no proof of a change: compare with what the server was started with.
+  const relaunch = kind.launch && launchDiffers();
+  const restart = change?.kind === "restart" || relaunch;
+  return { restart, relaunch, push: kind.server && !restart, change };
+}
+
+/**
+ * What to say in Restricted Mode when the workspace's settings name a program to run
+ * (graphlife.interpreter, graphlife.path) that VS Code therefore ignores; undefined when
+ * the workspace is trusted or names none. `inspect` is `config.inspect(key)`.
+ */
+export function restrictedModeMessage(
+  trusted: boolean,
+  inspect: (key: string) => { workspaceValue?: unknown; workspaceFolderValue?: unknown } | undefined,
+): string | undefined {
+  if (trusted) return undefined;
+  const named = (value: unknown) => (Array.isArray(value) ? value.length > 0 : value !== undefined && value !== null && value !== "");
+  const ignored: string[] = [];
+  for (const key of ["interpreter", "path"]) {
+    const inspected = inspect(key);
+    const value = named(inspected?.workspaceValue) ? inspected?.workspaceValue : inspected?.workspaceFolderValue;
+    if (named(value)) ignored.push(`graphlife.${key} (${JSON.stringify(value)})`);
+  }
+  if (ignored.length === 0) return undefined;
+  return (
+    `Restricted Mode: graphlife ignored ${ignored.join(" and ")} from this workspace's settings and runs the server another way. ` +
+    "Trust the workspace to use them, or set them in your user settings."
+  );
 }

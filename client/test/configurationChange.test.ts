@@ -44,17 +44,17 @@ test("a debug-session start that touches python/debugpy/launch settings neither 
     runningOn({ setting: [VENV] }),
     r.resolve,
   );
-  assert.deepEqual(plan, { restart: false, push: false, change: undefined });
+  assert.deepEqual(plan, { restart: false, relaunch: false, push: false, change: undefined });
   assert.equal(r.calls.count, 0);
 });
 
 test("a change of another graphlife key (the parent section `graphlife` is affected too) pushes, never restarts", async () => {
   const r = resolver(resolved({}));
   const plan = await planConfigurationChange(changed("graphlife.select"), runningOn({ setting: [VENV] }), r.resolve);
-  assert.deepEqual(plan, { restart: false, push: true, change: undefined });
+  assert.deepEqual(plan, { restart: false, relaunch: false, push: true, change: undefined });
   assert.equal(r.calls.count, 0);
   const trace = await planConfigurationChange(changed("graphlife.trace.server"), runningOn({ setting: [VENV] }), r.resolve);
-  assert.deepEqual(trace, { restart: false, push: false, change: undefined });
+  assert.deepEqual(trace, { restart: false, relaunch: false, push: false, change: undefined });
 });
 
 test("an event that claims the whole graphlife section changed does not restart when the interpreter resolves the same", async () => {
@@ -130,4 +130,15 @@ test("the server running on `python` (python3 missing) is unchanged when PATH is
   const choice = resolved({});
   const running: RunningInterpreter = { candidates: choice.candidates, used: choice.candidates[1] };
   assert.deepEqual(interpreterChange(running, resolved({ setting: undefined })), { kind: "unchanged" });
+});
+
+test("a change of which graphlife runs (importStrategy, path, args) restarts without resolving the interpreter", async () => {
+  for (const key of ["graphlife.importStrategy", "graphlife.path", "graphlife.args"]) {
+    const r = resolver(resolved({ setting: [VENV] }));
+    const plan = await planConfigurationChange(changed(key), runningOn({ setting: [VENV] }), r.resolve, () => true);
+    assert.deepEqual(plan, { restart: true, relaunch: true, push: false, change: undefined }, key);
+    assert.equal(r.calls.count, 0, key);
+    const same = await planConfigurationChange(changed(key), runningOn({ setting: [VENV] }), r.resolve, () => false);
+    assert.equal(same.restart, false, `${key} re-read with the same value`);
+  }
 });

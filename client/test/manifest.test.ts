@@ -6,7 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
-import { SERVER_KEYS } from "../src/settings";
+import { DEFAULT_CLIENT_SETTINGS, SERVER_KEYS } from "../src/settings";
 
 /** The parts of package.json these tests read. */
 interface Manifest {
@@ -22,6 +22,11 @@ interface Manifest {
   capabilities: { untrustedWorkspaces: { description: string } };
   activationEvents: string[];
   extensionDependencies?: unknown;
+  displayName: string;
+  icon?: string;
+  categories: string[];
+  keywords: string[];
+  repository?: { url: string };
 }
 
 const root = path.resolve(__dirname, "../../..");
@@ -29,7 +34,8 @@ const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "ut
 const properties = manifest.contributes.configuration.properties;
 
 test("every server setting and the client settings are declared with a description", () => {
-  const expected = [...SERVER_KEYS.map((k) => `graphlife.${k}`), "graphlife.interpreter", "graphlife.trace.server"];
+  const client = Object.keys(DEFAULT_CLIENT_SETTINGS).map((k) => `graphlife.${k}`);
+  const expected = [...SERVER_KEYS.map((k) => `graphlife.${k}`), ...client, "graphlife.interpreter", "graphlife.trace.server"];
   assert.deepEqual(Object.keys(properties).sort(), expected.sort());
   for (const [key, spec] of Object.entries(properties)) {
     assert.ok((spec.description ?? spec.markdownDescription ?? "").length > 20, `${key} needs a description`);
@@ -37,13 +43,34 @@ test("every server setting and the client settings are declared with a descripti
   }
 });
 
-test("the interpreter is machine-overridable and restricted in untrusted workspaces", () => {
+test("the interpreter and the graphlife path are machine-overridable and restricted in untrusted workspaces", () => {
   assert.equal(properties["graphlife.interpreter"].scope, "machine-overridable");
+  assert.equal(properties["graphlife.path"].scope, "machine-overridable");
   assert.deepEqual(manifest.capabilities.untrustedWorkspaces, {
     supported: "limited",
     description: manifest.capabilities.untrustedWorkspaces.description,
-    restrictedConfigurations: ["graphlife.interpreter"],
+    restrictedConfigurations: ["graphlife.interpreter", "graphlife.path"],
   });
+});
+
+test("the Marketplace page: a short name, an icon that is a PNG, categories, keywords, its own README and CHANGELOG", () => {
+  assert.ok(manifest.displayName.length <= 40, `"${manifest.displayName}" is cut off in the Extensions view`);
+  assert.ok(manifest.icon, "an icon");
+  const icon = fs.readFileSync(path.join(root, manifest.icon));
+  assert.deepEqual([...icon.subarray(1, 4)], [0x50, 0x4e, 0x47], "the icon is a PNG");
+  assert.ok(icon.readUInt32BE(16) >= 128 && icon.readUInt32BE(20) >= 128, "the Marketplace wants 128x128 or larger");
+  for (const category of ["Linters", "Debuggers", "Notebooks", "Machine Learning"]) assert.ok(manifest.categories.includes(category), category);
+  for (const keyword of ["pytorch", "autograd"]) assert.ok(manifest.keywords.includes(keyword), keyword);
+  assert.equal(manifest.repository, undefined, "no link to a repository that does not exist");
+  const readme = fs.readFileSync(path.join(root, "client", "README.md"), "utf8");
+  assert.ok(!/\bmake\b/.test(readme.split("\n").slice(0, 10).join("\n")), "the page opens with what it finds, not build commands");
+  assert.match(readme, /## Setting the Python interpreter/);
+  assert.ok(!/!\[[^\]]*\]\((?!https:)/.test(readme), "images on the Marketplace must be https URLs");
+  assert.ok(fs.existsSync(path.join(root, "client", "CHANGELOG.md")));
+  const packaging = fs.readFileSync(path.join(root, "client", "package.mjs"), "utf8");
+  assert.match(packaging, /--readme-path/);
+  const ignore = fs.readFileSync(path.join(root, ".vscodeignore"), "utf8");
+  for (const file of ["client/README.md", "client/CHANGELOG.md", manifest.icon]) assert.ok(ignore.includes(`!${file}`), `${file} goes into the .vsix`);
 });
 
 test("activation on Python files, notebooks and Python debug sessions; never a dependency on the Python extension", () => {
@@ -58,12 +85,14 @@ test("activation on Python files, notebooks and Python debug sessions; never a d
   assert.ok(!manifest.activationEvents.some((e) => e === "*" || e === "onDebug" || e === "onStartupFinished"));
 });
 
-test("commands: restart, logs, and the debug inspector's ids", () => {
+test("commands: restart, logs, rule pages, and the debug inspector's ids", () => {
   const commands = new Map<string, string>(
     manifest.contributes.commands.map((c) => [c.command, c.category ? `${c.category}: ${c.title}` : c.title]),
   );
   assert.equal(commands.get("graphlife.restart"), "graphlife: Restart Server");
   assert.equal(commands.get("graphlife.showLogs"), "graphlife: Show Logs");
+  assert.equal(commands.get("graphlife.showRuleDocumentation"), "graphlife: Show Rule Documentation");
+  assert.ok(commands.has("graphlife.turnOffRule"));
   assert.equal(commands.get("graphlife.autograd.refresh"), "graphlife: Refresh Autograd View");
   assert.equal(commands.get("graphlife.autograd.drawGraph"), "graphlife: Draw Autograd Graph");
   assert.ok(commands.has("graphlife.autograd.explainException"));

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { serverLaunch } from "../src/serverCommand";
+import { parseImportProbe, pathLaunch, serverLaunch } from "../src/serverCommand";
 
 const info = { version: [3, 11, 2] as [number, number, number], executable: "/usr/bin/python3.11" };
 
@@ -33,4 +33,28 @@ test("from a source checkout the repository's server/ folder is used", () => {
   const launch = serverLaunch("/repo", ["python3"], info, {}, () => false, ":");
   assert.equal(launch.layout, "source");
   assert.equal(launch.env.PYTHONPATH, "/repo/server");
+});
+
+test("importStrategy fromEnvironment runs the environment's graphlife: nothing of the extension on PYTHONPATH", () => {
+  const present = new Set(["/ext/bundled/graphlife/__init__.py", "/ext/bundled/libs/cp311"]);
+  const launch = serverLaunch("/ext", ["/venv/bin/python"], info, { PYTHONPATH: "/user/lib" }, (p) => present.has(p), ":", {
+    fromEnvironment: true,
+    extraArgs: ["--tcp", "127.0.0.1:2087"],
+  });
+  assert.equal(launch.layout, "environment");
+  assert.equal(launch.env.PYTHONPATH, "/user/lib");
+  assert.deepEqual(launch.args, ["-m", "graphlife", "lsp", "--tcp", "127.0.0.1:2087"]);
+});
+
+test("graphlife.path runs that executable with lsp and graphlife.args", () => {
+  const launch = pathLaunch(["/venv/bin/graphlife"], ["--tcp", "127.0.0.1:2087"], { HOME: "/home/me" });
+  assert.equal(launch.command, "/venv/bin/graphlife");
+  assert.deepEqual(launch.args, ["lsp", "--tcp", "127.0.0.1:2087"]);
+  assert.equal(launch.env.PYTHONPATH, undefined);
+  assert.equal(launch.layout, "path");
+});
+
+test("the import probe says whether the environment has graphlife", () => {
+  assert.equal(parseImportProbe("noise\nGRAPHLIFE-VERSION 0.1.0\n"), "0.1.0");
+  assert.equal(parseImportProbe(""), undefined);
 });

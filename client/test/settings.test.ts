@@ -1,7 +1,17 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { changeKind, configurationAnswer, DEFAULT_SETTINGS, initializationOptions, serverSettings } from "../src/settings";
+import {
+  changeKind,
+  clientSettings,
+  configurationAnswer,
+  DEFAULT_CLIENT_SETTINGS,
+  DEFAULT_SETTINGS,
+  initializationOptions,
+  restrictedModeMessage,
+  serverSettings,
+  shouldNotify,
+} from "../src/settings";
 
 const reader = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -32,7 +42,12 @@ test("settings map to initializationOptions.settings with the server's key names
       severity: { GL2: "information", GL105: "off" },
       lintOnChange: false,
       debounce: 120,
+      showSyntaxErrors: true,
+      reportingScope: "file",
     },
+    // The commands hover links and the light bulb may use.
+    ruleDocumentationCommand: "graphlife.showRuleDocumentation",
+    turnOffRuleCommand: "graphlife.turnOffRule",
   });
 });
 
@@ -74,9 +89,50 @@ test("workspace/configuration answers for section graphlife and graphlife.<key> 
 
 test("changeKind names only our own keys: graphlife.interpreter, and the settings the server reads", () => {
   const only = (...sections: string[]) => (s: string) => sections.some((x) => x === s || x.startsWith(s + "."));
-  assert.deepEqual(changeKind(only("graphlife.interpreter")), { interpreter: true, server: false });
-  assert.deepEqual(changeKind(only("graphlife.severity")), { interpreter: false, server: true });
-  assert.deepEqual(changeKind(only("graphlife.interpreter", "graphlife.select")), { interpreter: true, server: true });
-  assert.deepEqual(changeKind(only("graphlife.trace.server")), { interpreter: false, server: false });
-  assert.deepEqual(changeKind(only("python.defaultInterpreterPath")), { interpreter: false, server: false });
+  assert.deepEqual(changeKind(only("graphlife.interpreter")), { interpreter: true, launch: false, server: false });
+  assert.deepEqual(changeKind(only("graphlife.severity")), { interpreter: false, launch: false, server: true });
+  assert.deepEqual(changeKind(only("graphlife.interpreter", "graphlife.select")), { interpreter: true, launch: false, server: true });
+  assert.deepEqual(changeKind(only("graphlife.trace.server")), { interpreter: false, launch: false, server: false });
+  assert.deepEqual(changeKind(only("python.defaultInterpreterPath")), { interpreter: false, launch: false, server: false });
+});
+
+test("showSyntaxErrors and reportingScope go to the server; a wrong scope falls back with a message", () => {
+  const { settings } = serverSettings(reader({ showSyntaxErrors: false, reportingScope: "workspace" }));
+  assert.equal(settings.showSyntaxErrors, false);
+  assert.equal(settings.reportingScope, "workspace");
+  const broken = serverSettings(reader({ reportingScope: "everything" }));
+  assert.equal(broken.settings.reportingScope, "file");
+  assert.match(broken.problems[0], /graphlife\.reportingScope must be one of file, workspace/);
+});
+
+test("the client's own settings: which graphlife runs and how loud it is", () => {
+  assert.deepEqual(clientSettings(reader({})), { settings: DEFAULT_CLIENT_SETTINGS, problems: [] });
+  const { settings, problems } = clientSettings(
+    reader({ importStrategy: "fromEnvironment", path: ["/venv/bin/graphlife"], args: ["--tcp", " "], showNotifications: "always" }),
+  );
+  assert.deepEqual(settings, { importStrategy: "fromEnvironment", path: ["/venv/bin/graphlife"], args: ["--tcp"], showNotifications: "always" });
+  assert.deepEqual(problems, []);
+  const broken = clientSettings(reader({ importStrategy: "pip", path: "/usr/bin/graphlife" }));
+  assert.equal(broken.settings.importStrategy, "useBundled");
+  assert.deepEqual(broken.settings.path, []);
+  assert.equal(broken.problems.length, 2);
+});
+
+test("notifications: errors unless off, warnings from onWarning, everything with always", () => {
+  assert.equal(shouldNotify("onError", "error"), true);
+  assert.equal(shouldNotify("onError", "warning"), false);
+  assert.equal(shouldNotify("onWarning", "warning"), true);
+  assert.equal(shouldNotify("onWarning", "info"), false);
+  assert.equal(shouldNotify("always", "info"), true);
+  assert.equal(shouldNotify("off", "error"), false);
+});
+
+test("Restricted Mode says which workspace settings were ignored, and only then", () => {
+  const inspect = (values: Record<string, unknown>) => (key: string) => ({ workspaceValue: values[key] });
+  assert.equal(restrictedModeMessage(true, inspect({ interpreter: ["/ws/.venv/bin/python"] })), undefined);
+  assert.equal(restrictedModeMessage(false, inspect({ interpreter: [] })), undefined);
+  const message = restrictedModeMessage(false, inspect({ interpreter: ["/ws/.venv/bin/python"], path: ["/ws/bin/graphlife"] })) ?? "";
+  assert.match(message, /^Restricted Mode: graphlife ignored graphlife\.interpreter \(\["\/ws\/\.venv\/bin\/python"\]\) and graphlife\.path/);
+  const folder = restrictedModeMessage(false, () => ({ workspaceFolderValue: ["/ws/py"] })) ?? "";
+  assert.match(folder, /graphlife\.interpreter/);
 });

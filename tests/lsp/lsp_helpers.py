@@ -85,17 +85,25 @@ async def initialize(
     root: Path | None = None,
     capabilities: types.ClientCapabilities | None = None,
     debounce_ms: int | None = 50,
+    rule_command: str | None = None,
+    turn_off_command: str | None = None,
 ) -> types.InitializeResult:
     """``initialize`` + ``initialized`` and wait until the server said it is ready.
 
     ``init_settings`` go in ``initializationOptions.settings``; ``settings`` are what
     the client answers to ``workspace/configuration`` for the ``graphlife`` section.
     A short debounce keeps the suite fast unless a test is about the debounce.
+    ``rule_command``, ``turn_off_command``: the client's commands for a rule page and for
+    adding a code to ``graphlife.ignore`` (VS Code's client names both).
     """
     if settings is None:
         settings = {} if debounce_ms is None else {"debounce": debounce_ms}
     client.set_configuration({"graphlife": settings})
-    options = {"settings": init_settings} if init_settings is not None else None
+    options: dict | None = {"settings": init_settings} if init_settings is not None else None
+    if rule_command is not None:
+        options = {**(options or {}), "ruleDocumentationCommand": rule_command}
+    if turn_off_command is not None:
+        options = {**(options or {}), "turnOffRuleCommand": turn_off_command}
     params = types.InitializeParams(
         capabilities=capabilities or vscode_capabilities(),
         initialization_options=options,

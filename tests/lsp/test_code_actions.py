@@ -119,6 +119,50 @@ async def test_no_source_actions_in_the_light_bulb_only_quick_fixes(client: Lang
     assert not actions
 
 
+# GL201: `total` keeps every iteration's graph; its fixes store `loss.detach()` or `loss.item()`.
+KEPT_GRAPH = """\
+import torch
+model = torch.nn.Linear(3, 1)
+total = 0
+for i in range(3):
+    loss = model(torch.randn(3)).sum()
+    loss.backward()
+    total += loss
+"""
+
+
+async def test_the_menu_offers_fix_all_ignore_in_file_and_turn_off(client: LanguageClient, workdir):
+    await initialize(client, turn_off_command="graphlife.turnOffRule")
+    uri = open_document(client, workdir / "loop.py", "#!/usr/bin/env python\n" + KEPT_GRAPH)
+    published = await wait_for_publish(client, uri, version=1)
+    diagnostic = next(d for d in published.diagnostics if d.code == "GL201")
+    titles = [a.title for a in await _actions(client, uri, diagnostic)]
+    assert titles[-3:] == ["Fix all graphlife problems", "Ignore GL201 in this file", "Turn off GL201 in settings"]
+    actions = {a.title: a for a in await _actions(client, uri, diagnostic)}
+    turn_off = actions["Turn off GL201 in settings"]
+    # A code action carrying a command; lsprotocol's converter reads it as a bare Command (the
+    # fields overlap) whose `command` is the nested command as text.
+    nested = turn_off.command if isinstance(turn_off.command, str) else repr(turn_off.command)
+    assert "'command': 'graphlife.turnOffRule'" in nested and "'arguments': ['GL201']" in nested, nested
+    assert actions["Fix all graphlife problems"].kind == types.CodeActionKind.QuickFix
+
+    text = "#!/usr/bin/env python\n" + KEPT_GRAPH
+    resolved = await client.code_action_resolve_async(actions["Ignore GL201 in this file"])
+    new_text = apply_text_edits(text, edits_for_uri(resolved.edit, uri))
+    assert new_text.splitlines()[:2] == ["#!/usr/bin/env python", "# graphlife: ignore-file[GL201]"]
+    after = await _recheck(client, uri, new_text, 2, text)
+    assert not after.diagnostics
+
+
+async def test_turn_off_is_offered_only_when_the_client_has_the_command(client: LanguageClient, workdir):
+    await initialize(client)
+    uri = open_document(client, workdir / "loop.py", KEPT_GRAPH)
+    published = await wait_for_publish(client, uri, version=1)
+    titles = [a.title for a in await _actions(client, uri, published.diagnostics[0])]
+    assert "Ignore GL201 in this file" in titles
+    assert not any(title.startswith("Turn off") for title in titles)
+
+
 # GL101 with the backwards apart: the only fix keeps the graph alive (`retain_graph=True`).
 RETAIN_ONLY = """\
 import torch

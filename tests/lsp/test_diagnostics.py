@@ -46,9 +46,9 @@ async def test_double_backward_is_reported_with_everything_vscode_shows(client: 
     assert diagnostic.severity == types.DiagnosticSeverity.Error
     assert diagnostic.range.start == types.Position(line=DOUBLE_BACKWARD_LINE, character=0)
     assert diagnostic.range.end.line == DOUBLE_BACKWARD_LINE
-    assert diagnostic.code_description is not None
-    assert diagnostic.code_description.href.startswith("http")
-    assert "gl101" in diagnostic.code_description.href.lower()
+    # No link to a site that does not exist: graphlife's metadata names no documentation site
+    # (tests/lsp/test_rule_links.py: one that does gets its rule's section).
+    assert diagnostic.code_description is None
     # where the graph was freed: the first backward, one line up
     assert diagnostic.related_information, "GL101 should point at the backward that freed the graph"
     assert any(r.location.uri == uri and r.location.range.start.line == 4 for r in diagnostic.related_information)

@@ -33,7 +33,6 @@ async def test_hover_on_a_finding_explains_it_with_the_torch_message(client: Lan
     assert hover.contents.kind == types.MarkupKind.Markdown
     text = hover.contents.value
     assert "Trying to backward through the graph a second time" in text
-    assert diagnostic.message in text
     assert "GL101" in text
     assert hover.range == diagnostic.range
 
@@ -65,3 +64,67 @@ async def test_no_hover_where_there_is_nothing_to_say(client: LanguageClient, wo
     await wait_for_publish(client, uri, version=1)
     assert await _hover(client, uri, 1, 0) is None  # the blank line
     assert await _hover(client, uri, 0, 2) is None  # `import torch`
+
+
+async def test_the_hover_is_short_and_links_to_the_rule_page(client: LanguageClient, workdir):
+    """The message once (the editor shows the diagnostic's in the same hover: not again), what
+    torch will do, the rule's documentation behind a link (the client's command), none of the
+    manual and nothing written for test authors."""
+    await initialize(client, init_settings={}, rule_command="graphlife.showRuleDocumentation")
+    uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
+    published = await wait_for_publish(client, uri, version=1)
+    diagnostic = next(d for d in published.diagnostics if d.code == "GL101")
+    text = (await _hover(client, uri, DOUBLE_BACKWARD_LINE, 7)).contents.value
+    assert diagnostic.message not in text, text
+    assert diagnostic.related_information[0].message not in text, text
+    assert "**torch:** `RuntimeError: Trying to backward through the graph a second time" in text
+    assert "command:graphlife.showRuleDocumentation?%5B%22GL101%22%5D" in text
+    for manual in ("## What it does", "## Example", "Fixture line", "github.com"):
+        assert manual not in text, text
+    assert "· error" in text  # the squiggle's severity
+    assert len(text.splitlines()) < 25, text
+
+
+async def test_the_hover_says_the_severity_the_squiggle_has(client: LanguageClient, workdir):
+    await initialize(client, settings={"debounce": 50, "severity": {"GL101": "information"}})
+    uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
+    published = await wait_for_publish(client, uri, version=1)
+    assert published.diagnostics[0].severity == types.DiagnosticSeverity.Information
+    text = (await _hover(client, uri, DOUBLE_BACKWARD_LINE, 7)).contents.value
+    assert "· information" in text and "error" not in text.split("\n")[0], text
+
+
+async def test_without_a_client_command_the_link_names_the_cli(client: LanguageClient, workdir):
+    """No web address unless graphlife's metadata names one (the package here names none)."""
+    await initialize(client)
+    uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
+    published = await wait_for_publish(client, uri, version=1)
+    assert all(d.code_description is None for d in published.diagnostics)
+    text = (await _hover(client, uri, DOUBLE_BACKWARD_LINE, 7)).contents.value
+    assert "`graphlife rules GL101`" in text and "http" not in text, text
+
+
+async def test_the_rule_page_comes_from_the_server(client: LanguageClient, workdir):
+    await initialize(client)
+    page = await client.protocol.send_request_async("graphlife/ruleDocumentation", {"code": "GL102"})
+    markdown = page["markdown"] if isinstance(page, dict) else page.markdown
+    assert markdown.startswith("# GL102 inplace-modifies-saved-tensor")
+    assert "## What it does" in markdown and "Fixture line" not in markdown
+    assert "output 0 of Sigmoid," in markdown  # as torch 2.13 prints it
+    assert await client.protocol.send_request_async("graphlife/ruleDocumentation", {"code": "GL999"}) is None
+
+
+async def test_enable_false_switches_hover_and_code_actions_off(client: LanguageClient, workdir):
+    await initialize(client, settings={"debounce": 50, "enable": False})
+    uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
+    published = await wait_for_publish(client, uri, version=1)
+    assert not published.diagnostics
+    assert await _hover(client, uri, DOUBLE_BACKWARD_LINE, 7) is None
+    assert await _hover(client, uri, 4, 1) is None  # a tensor's story too
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(start=types.Position(line=DOUBLE_BACKWARD_LINE, character=0),
+                          end=types.Position(line=DOUBLE_BACKWARD_LINE, character=0)),
+        context=types.CodeActionContext(diagnostics=[]),
+    ))
+    assert not actions

@@ -124,6 +124,14 @@ async def test_hover_works_in_a_cell(client: LanguageClient, workdir):
     )
     assert hover is not None
     assert "GL101" in hover.contents.value
+    # One numbering everywhere, VS Code's ("Cell 3 of 4" counts the markdown cell too), as the
+    # diagnostic's message and `graphlife check` name cells: the story of `loss` names its cells.
+    story = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=cells[3]),
+                          position=types.Position(line=2, character=1))
+    )
+    assert story is not None and "(cell 3)" in story.contents.value, story and story.contents.value
+    assert "(cell 2)" not in story.contents.value
 
 
 async def test_ignore_action_edits_the_cell(client: LanguageClient, workdir):
@@ -183,3 +191,27 @@ async def test_a_fix_in_a_notebook_edits_each_cell_it_touches(client: LanguageCl
     assert (drop.range.start.line, drop.range.end.line, drop.new_text) == (8, 9, "")
     (wrap,) = changes[cells[2]].edits
     assert wrap.new_text == "with torch.no_grad():\n    val = predict(model, torch.randn(4, 3))"
+
+
+async def test_ignore_in_this_notebook_writes_the_comment_in_the_first_code_cell(client: LanguageClient, workdir):
+    """The notebook's cells are one program: a file-level comment in any cell covers them all."""
+    await initialize(client)
+    _, cells = _open(client, workdir)
+    last = await wait_for_publish(client, cells[3], version=1)
+    diagnostic = next(d for d in last.diagnostics if d.code == "GL101")
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=cells[3]),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    titles = [a.title for a in actions]
+    assert "Fix all graphlife problems" not in titles  # fix-all rewrites a file, not cells
+    ignore = next(a for a in actions if a.title == "Ignore GL101 in this notebook")
+    resolved = await client.code_action_resolve_async(ignore)
+    changes = resolved.edit.document_changes
+    assert [c.text_document.uri for c in changes] == [cells[0]]
+    (edit,) = changes[0].edits
+    assert edit.range.start == types.Position(line=0, character=0)
+    assert edit.new_text == "# graphlife: ignore-file[GL101]\n"

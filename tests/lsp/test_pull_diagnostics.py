@@ -95,3 +95,12 @@ async def test_the_server_accepts_the_stdio_flag(stdio_client: LanguageClient, w
     uri = open_document(stdio_client, workdir / "train.py", DOUBLE_BACKWARD)
     published = await wait_for_publish(stdio_client, uri, version=1)
     assert [d.code for d in published.diagnostics] == ["GL101"]
+
+
+async def test_pulled_diagnostics_show_syntax_errors_too(client: LanguageClient, workdir):
+    """What the editor shows does not depend on push or pull: a syntax error is a diagnostic."""
+    await initialize(client, init_settings={"diagnosticMode": "pull", "debounce": 50}, capabilities=pull_capable())
+    uri = open_document(client, workdir / "broken.py", DOUBLE_BACKWARD + "def f(:\n    pass\n")
+    pulled = await _pull(client, uri)
+    assert [d.code for d in pulled if d.code] == ["GL101"]
+    assert [d.range.start.line for d in pulled if d.message.startswith("SyntaxError")] == [6]

@@ -63,7 +63,10 @@ async def test_a_file_that_does_not_parse_at_all_is_logged(client: LanguageClien
     await initialize(client)
     uri = open_document(client, workdir / "nonsense.py", "def (((\n" * 50)
     published = await wait_for_publish(client, uri, version=1)
-    assert list(published.diagnostics) == []
+    # Shown where the user looks (graphlife.showSyntaxErrors), and in the log.
+    assert published.diagnostics
+    assert all(d.message.startswith("SyntaxError") and d.severity == types.DiagnosticSeverity.Error
+               for d in published.diagnostics)
     await wait_for_log(client, "syntax error")
     await _still_serving(client, workdir)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,9 +26,24 @@ def test_rule_documents_itself(rule):
         assert rule.doc.section(section), f"{rule.code} has no `## {section}` section"
     if rule.severity.value == "error":
         assert rule.doc.section("What torch says"), f"{rule.code} (error) must quote what torch raises"
-    anchor = rule.docs_url.split("#", 1)[1]
     page = (ROOT / "docs" / "rules.md").read_text()
-    assert f"## {rule.code} {rule.name}" in page and anchor == f"{rule.code.lower()}-{rule.name}"
+    assert f"## {rule.code} {rule.name}" in page and rule.docs_anchor == f"{rule.code.lower()}-{rule.name}"
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_users_never_see_the_sections_for_test_authors(rule):
+    """`graphlife rules CODE`, the editor's rule page and docs/rules.md are user documentation."""
+    assert "Fixture line" not in rule.markdown()
+    assert rule.doc.section("What it does") in rule.markdown()
+    assert "Fixture line" not in (ROOT / "docs" / "rules.md").read_text()
+
+
+def test_graphlife_rules_prints_the_user_documentation():
+    proc = subprocess.run([sys.executable, "-m", "graphlife", "rules", "GL102"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT / "server")})
+    assert proc.returncode == 0, proc.stderr
+    assert "## What it does" in proc.stdout
+    assert "Fixture line" not in proc.stdout  # the docstring has one, for the fixtures' authors
 
 
 def test_fix_recipes_page_is_current():

@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import * as vscode from "vscode";
 
 import { firstSentence } from "./format";
-import { exceptionHtml, graphHtml } from "./panelHtml";
+import { exceptionHtml, graphHtml, staleHtml } from "./panelHtml";
 import {
   evaluateArguments, graphExpression, inlineGraphExpression, inlineSnapshotExpression, isUserFrame, localPath,
   probeCandidates, probeMissing, snapshotExpression,
@@ -41,6 +41,9 @@ export class AutogradInspector implements vscode.Disposable {
   private snapshot?: Snapshot;
   private generation = 0;
   private stale = false;
+  /** The tensor whose graph the picture panel shows (redrawn at each stop), and the panel's HTML. */
+  private drawn: string | undefined;
+  private pictureHtml: string | undefined;
   private hover?: vscode.Disposable;
   private panel?: vscode.WebviewPanel;
   private probePathCache?: string | null;
@@ -129,6 +132,7 @@ export class AutogradInspector implements vscode.Disposable {
       this.snapshot = snap;
       this.show(snap);
       this.installHover(stop, snap);
+      this.redrawPicture(snap);
       if (snap.exception?.code) void vscode.commands.executeCommand("graphlife.autograd.focus");
     } catch (err) {
       if (generation !== this.generation) return;
@@ -153,8 +157,23 @@ export class AutogradInspector implements vscode.Disposable {
     return evaluate(inline(fs.readFileSync(probePath, "utf8")));
   }
 
+  /** The source text of the line the program stopped on (its tensors are listed first). */
+  private currentLine(): string | undefined {
+    const stop = this.stop;
+    if (!stop?.framePath || !stop.frameLine) return undefined;
+    const file = localPath(stop.framePath);
+    const open = vscode.workspace.textDocuments.find((d) => d.uri.fsPath === file);
+    if (open) return stop.frameLine <= open.lineCount ? open.lineAt(stop.frameLine - 1).text : undefined;
+    try {
+      if (fs.statSync(file).size > 5_000_000) return undefined;
+      return fs.readFileSync(file, "utf8").split(/\r?\n/)[stop.frameLine - 1];
+    } catch {
+      return undefined;
+    }
+  }
+
   private show(snap: Snapshot | undefined, status?: string): void {
-    this.tree.setRows(buildRows(snap, status));
+    this.tree.setRows(buildRows(snap, status, snap ? this.currentLine() : undefined));
     this.view.description = summary(snap);
     this.view.message = snap ? undefined : status;
   }
@@ -184,6 +203,9 @@ export class AutogradInspector implements vscode.Disposable {
     this.stale = false;
     this.hover?.dispose();
     this.hover = undefined;
+    if (this.panel && this.pictureHtml) {
+      this.panel.webview.html = staleHtml(this.pictureHtml, "The program ran on: this picture is from the last stop. It is redrawn at the next stop.");
+    }
     this.show(undefined, vscode.debug.activeDebugSession ? "Running — the view fills when the program stops." : undefined);
   }
 
@@ -239,14 +261,25 @@ export class AutogradInspector implements vscode.Disposable {
     await this.probe(++this.generation);
   }
 
-  async drawGraph(row?: Row): Promise<void> {
+  /** A new stop: the open picture shows the graph as it is now, or says it is gone. */
+  private redrawPicture(snap: Snapshot): void {
+    const name = this.drawn;
+    if (!this.panel || !name || !this.pictureHtml) return;
+    if (snap.tensors.some((t) => t.name === name)) {
+      void this.drawGraph(undefined, name);
+      return;
+    }
+    this.panel.webview.html = staleHtml(this.pictureHtml, `\`${name}\` is not in the frame of this stop: this picture is from an earlier stop.`);
+  }
+
+  async drawGraph(row?: Row, tensorName?: string): Promise<void> {
     const stop = this.stop;
     const probePath = this.probePath();
     if (!stop || stop.frameId === undefined || !probePath) {
       void vscode.window.showInformationMessage("graphlife: stop a Python debug session to draw an autograd graph.");
       return;
     }
-    let name = row?.tensorName;
+    let name = row?.tensorName ?? tensorName;
     if (!name) {
       const candidates = (this.snapshot?.tensors ?? []).filter((t) => t.graph).map((t) => t.name);
       name = candidates.length <= 1 ? candidates[0] : await vscode.window.showQuickPick(candidates, { placeHolder: "Tensor whose graph to draw" });
@@ -256,6 +289,7 @@ export class AutogradInspector implements vscode.Disposable {
       const tensor = name;
       const reply = await this.evaluateProbe(stop, probePath, () => graphExpression(probePath, tensor), (source) => inlineGraphExpression(source, probePath, tensor));
       this.showPanel(`Autograd: ${name}`, graphHtml(parseGraph(reply.result)));
+      this.drawn = tensor;
     } catch (err) {
       void vscode.window.showErrorMessage(`graphlife: could not draw the graph of ${name}: ${String(err).slice(0, 200)}`);
     }
@@ -268,15 +302,20 @@ export class AutogradInspector implements vscode.Disposable {
       return;
     }
     this.showPanel(snap.exception.code ? `${snap.exception.code}: ${firstSentence(snap.exception.message).slice(0, 40)}` : "Exception", exceptionHtml(snap));
+    this.drawn = undefined;
   }
 
   private showPanel(title: string, html: string): void {
     if (!this.panel) {
       this.panel = vscode.window.createWebviewPanel("graphlife.autogradPicture", title, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true }, { enableScripts: false });
-      this.panel.onDidDispose(() => (this.panel = undefined));
+      this.panel.onDidDispose(() => {
+        this.panel = undefined;
+        this.drawn = undefined;
+      });
     }
     this.panel.title = title;
     this.panel.webview.html = html;
+    this.pictureHtml = html;
     this.panel.reveal(undefined, true);
   }
 

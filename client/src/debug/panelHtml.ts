@@ -46,3 +46,13 @@ export function exceptionHtml(snap: Snapshot): string {
   }
   return page(title, parts.join("\n"));
 }
+
+/**
+ * The picture of an earlier stop, marked as such: the program ran on, and the graph it
+ * shows may be gone or changed (the next stop redraws it when the tensor still exists).
+ */
+export function staleHtml(html: string, why: string): string {
+  const banner = `<p class="note" style="border-left: 3px solid var(--vscode-editorWarning-foreground, #c80); padding-left: 8px;">` +
+    `${escapeHtml(why)}</p>`;
+  return html.includes("<body>") ? html.replace("<body>", `<body>${banner}`) : banner + html;
+}

@@ -62,6 +62,10 @@ function predictionRow(id: string, t: TensorRecord): Row | undefined {
   const p = t.backward_prediction;
   if (!p) return undefined;
   if (p.ok && !t.graph) return undefined;
+  if (p.reason === "non_scalar") {
+    // Not a bug: backward() of a tensor with several elements takes the gradient to start from.
+    return detail(`${id}/prediction`, "backward() needs a gradient argument", `${formatShape(t.shape)} is not a scalar`, "info", p.explanation);
+  }
   const label = p.ok ? "backward() would run" : `backward() would raise ${p.code ?? p.error ?? "an error"}`;
   const where = p.node ? ` at ${p.node}` : "";
   const blame = p.blame && !p.ok ? ` — blame ${p.blame}` : "";
@@ -69,7 +73,7 @@ function predictionRow(id: string, t: TensorRecord): Row | undefined {
   return detail(`${id}/prediction`, label + where, (p.ok ? "" : p.reason) + blame, p.ok ? "prediction-ok" : "error", tooltip);
 }
 
-export function tensorRow(t: TensorRecord): Row {
+export function tensorRow(t: TensorRecord, onCurrentLine = false): Row {
   const id = `tensor/${t.name}`;
   const children: Row[] = [];
   const prediction = predictionRow(id, t);
@@ -97,7 +101,7 @@ export function tensorRow(t: TensorRecord): Row {
   return {
     id,
     label: t.name,
-    description: tensorDescription(t),
+    description: (onCurrentLine ? "this line · " : "") + tensorDescription(t),
     tooltip,
     icon: severityIcon(t.severity, t.grad_fn ? "tensor" : "leaf"),
     contextValue: "graphlife.tensor",
@@ -152,26 +156,49 @@ export function exceptionMarkdown(snap: Snapshot): string | undefined {
   return lines.join("\n");
 }
 
-/** All rows of the view: the exception first, then problems, containers, the rest. */
-export function buildRows(snap: Snapshot | undefined, status?: string): Row[] {
+/** The name a tensor's path starts with: `hidden[0]` -> `hidden`, `d['k']` -> `d`, `self.h` -> `self.h`. */
+export function rootName(name: string): string {
+  const match = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*/.exec(name);
+  return match ? match[0] : name;
+}
+
+/** Whether the source line names the tensor (its root name as a whole word, not inside a longer name). */
+export function namedOnLine(name: string, line: string | undefined): boolean {
+  if (!line) return false;
+  const code = line.split("#", 1)[0];
+  const root = rootName(name).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`(?<![A-Za-z0-9_.])${root}(?![A-Za-z0-9_])`).test(code);
+}
+
+/**
+ * All rows of the view: the exception first, then the tensors that would fail, the
+ * tensors the stopped line names (what the user is looking at), other problems,
+ * leaking containers, the rest. `currentLine`: the source text of the stopped line.
+ */
+export function buildRows(snap: Snapshot | undefined, status?: string, currentLine?: string): Row[] {
   if (!snap) return status ? [detail("status", status)] : [];
   if (snap.torch === null) return [detail("status", "torch is not imported in this program")];
   const rows: Row[] = [];
   const exc = exceptionRow(snap);
   if (exc) rows.push(exc);
-  const flagged = snap.tensors.filter((t) => t.severity !== null);
-  const withGraph = snap.tensors.filter((t) => t.severity === null && t.graph !== null);
-  const rest = snap.tensors.filter((t) => t.severity === null && t.graph === null);
-  rows.push(...flagged.map(tensorRow));
+  const here = (t: TensorRecord) => namedOnLine(t.name, currentLine);
+  const failing = snap.tensors.filter((t) => t.severity === "error");
+  const onLine = snap.tensors.filter((t) => t.severity !== "error" && here(t));
+  const flagged = snap.tensors.filter((t) => t.severity !== null && t.severity !== "error" && !here(t));
+  const withGraph = snap.tensors.filter((t) => t.severity === null && t.graph !== null && !here(t));
+  const rest = snap.tensors.filter((t) => t.severity === null && t.graph === null && !here(t));
+  rows.push(...failing.map((t) => tensorRow(t, here(t))));
+  rows.push(...onLine.map((t) => tensorRow(t, true)));
+  rows.push(...flagged.map((t) => tensorRow(t)));
   const leaking = snap.containers.filter((c) => c.leak);
   rows.push(...leaking.map(containerRow));
-  rows.push(...withGraph.map(tensorRow));
+  rows.push(...withGraph.map((t) => tensorRow(t)));
   const quiet = snap.containers.filter((c) => !c.leak);
   if (quiet.length) {
     rows.push({ id: "group/containers", label: `Other containers with graphs (${quiet.length})`, icon: "container", children: quiet.map(containerRow) });
   }
   if (rest.length) {
-    rows.push({ id: "group/plain", label: `Tensors without a graph (${rest.length})`, icon: "leaf", children: rest.map(tensorRow) });
+    rows.push({ id: "group/plain", label: `Tensors without a graph (${rest.length})`, icon: "leaf", children: rest.map((t) => tensorRow(t)) });
   }
   if (snap.truncated) rows.push(detail("truncated", "stopped early", `${snap.limits_hit.join(", ")} limit; the view is partial`, "warning"));
   if (rows.length === 0) rows.push(detail("empty", "no tensors in this frame"));

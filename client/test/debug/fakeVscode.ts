@@ -65,6 +65,7 @@ export const fake = {
       return { dispose: () => (entry.disposed = true) };
     },
   },
+  workspace: { textDocuments: [] as { uri: { fsPath: string }; lineCount: number; lineAt(n: number): { text: string } }[] },
   commands: { executeCommand: (c: string) => { recorded.commands.push(c); return Promise.resolve(undefined); } },
   debug: { activeDebugSession: undefined as unknown },
 };

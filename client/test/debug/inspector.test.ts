@@ -217,3 +217,27 @@ test("a debuggee that cannot read probe.py gets the source inline, from then on"
   assert.match(inline, /^\(lambda g: \(exec\(compile\(".*", ".*probe\.py", 'exec'\), g\), g\)\[1\]\)\(\{'__name__': '<graphlife-probe>'\}\)\['snapshot_json'\]\(\{\*\*globals\(\), \*\*locals\(\)\}\)$/s);
   assert.ok(inline.includes("def snapshot_json("));
 });
+
+test("the drawn graph is marked stale when the program runs on and redrawn at the next stop", async () => {
+  const { inspector } = await setup();
+  const graph = JSON.stringify(loadGraph());
+  const session = fakeSession("s9", (args) =>
+    Promise.resolve({ result: String(args.expression).includes("graph_json") ? graph : snapshotText() }));
+  const tracker = inspector.tracker(session as never);
+  tracker.onDidSendMessage!(stopped("breakpoint", 3));
+  await settle();
+  await inspector.drawGraph({ id: "tensor/loss", label: "loss", icon: "error", children: [], tensorName: "loss" });
+  const panel = recorded.panels.at(-1)!;
+  assert.doesNotMatch(panel.webview.html, /from the last stop/);
+
+  tracker.onDidSendMessage!({ type: "event", event: "continued", body: {} });
+  assert.match(panel.webview.html, /The program ran on: this picture is from the last stop/);
+  assert.match(panel.webview.html, /<svg xmlns=/, "the old picture stays visible under the note");
+
+  const draws = () => session.requests.filter((r) => typeof r.args.expression === "string" && r.args.expression.includes("graph_json")).length;
+  const before = draws();
+  tracker.onDidSendMessage!(stopped("breakpoint", 3));
+  await settle();
+  assert.equal(draws(), before + 1, "redrawn at the next stop");
+  assert.doesNotMatch(panel.webview.html, /from the last stop/);
+});

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { parseSnapshot } from "../../src/debug/snapshot";
-import { buildRows, exceptionMarkdown, summary, type Row } from "../../src/debug/viewModel";
+import { parseSnapshot, type TensorRecord } from "../../src/debug/snapshot";
+import { buildRows, exceptionMarkdown, namedOnLine, rootName, summary, type Row } from "../../src/debug/viewModel";
 import { loadSnapshot, snapshotText } from "./fixtures";
 
 function find(rows: Row[], id: string): Row | undefined {
@@ -101,6 +101,43 @@ test("the parser refuses what is not a probe snapshot", () => {
   assert.throws(() => parseSnapshot("'quoted repr'"), /did not return JSON/);
   assert.throws(() => parseSnapshot(JSON.stringify({ schema: "other" })), /unexpected probe output/);
   assert.throws(() => parseSnapshot(JSON.stringify({ schema: "graphlife.probe/1", error: "KeyError: x" })), /the probe failed: KeyError/);
+});
+
+function tensor(name: string, extra: Partial<TensorRecord> = {}): TensorRecord {
+  const record: TensorRecord = {
+    name, aliases: [], shape: [4, 3], dtype: "float32", device: "cpu", requires_grad: true, is_leaf: false,
+    grad_fn: "MulBackward0", version: 0, grad: null, retains_grad: false, is_inference: false, is_parameter: false,
+    bytes: 48, severity: null, graph: null, backward_prediction: null, ...extra,
+  };
+  return record;
+}
+
+const NON_SCALAR = {
+  ok: false, code: null, error: "RuntimeError", message: "grad can be implicitly created only for scalar outputs",
+  reason: "non_scalar" as const, node: null, blame: null, blame_all: [],
+  explanation: "`act` has 12 elements; backward() needs a gradient argument.",
+};
+
+test("a non-scalar activation is neutral information, not a red 'would raise'", () => {
+  const rows = buildRows({ ...loadSnapshot(), exception: null, tensors: [tensor("act", { backward_prediction: NON_SCALAR })], containers: [] });
+  const act = find(rows, "tensor/act")!;
+  assert.notEqual(act.icon, "error");
+  const prediction = find(rows, "tensor/act/prediction")!;
+  assert.equal(prediction.icon, "info");
+  assert.equal(prediction.label, "backward() needs a gradient argument");
+  assert.doesNotMatch(JSON.stringify(rows), /would raise|non_scalar/);
+});
+
+test("the tensors the stopped line names come first after the failing ones, marked 'this line'", () => {
+  const snap = { ...loadSnapshot(), exception: null, containers: [],
+    tensors: [tensor("a_graph"), tensor("broken", { severity: "error" }), tensor("x", { graph: null, grad_fn: null }), tensor("self.h"), tensor("xs[1]")] };
+  const ids = (line?: string) => buildRows(snap, undefined, line).filter((r) => r.contextValue === "graphlife.tensor").map((r) => r.id);
+  const order = ids("    out = self.h.relu() + xs[1]  # a_graph");
+  assert.deepEqual(order.slice(0, 3), ["tensor/broken", "tensor/self.h", "tensor/xs[1]"]);
+  assert.match(find(buildRows(snap, undefined, "out = self.h"), "tensor/self.h")!.description ?? "", /^this line · /);
+  assert.ok(!namedOnLine("x", "y = xx + a.x"), "a longer name or an attribute of another object is not `x`");
+  assert.ok(namedOnLine("x", "y = x + 1"));
+  assert.equal(rootName("d['k'][0]"), "d");
 });
 
 test("a gradient whose norm is infinite or NaN (sent as a string: strict JSON) shows it", () => {

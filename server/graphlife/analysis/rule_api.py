@@ -58,7 +58,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from graphlife.analysis.run_state import RunState
     from graphlife.analysis.state import GraphStore, State
 
-DOCS_URL = "https://github.com/graphlife/graphlife/blob/main/docs/rules.md#{anchor}"
+#: Sections of a rule's docstring written for the project's test authors (where a fixture's
+#: expected line is), not for users: the hover, ``graphlife rules`` and docs/rules.md leave them out.
+TEST_AUTHOR_SECTIONS = ("Fixture line",)
 
 EventT = TypeVar("EventT", bound=Event)
 StateT = TypeVar("StateT")
@@ -87,6 +89,24 @@ class RuleDoc:
     @property
     def summary(self) -> str:
         return self.text.strip().splitlines()[0].strip() if self.text.strip() else ""
+
+    @property
+    def user_text(self) -> str:
+        """The documentation without the sections for test authors (:data:`TEST_AUTHOR_SECTIONS`)."""
+        kept: list[str] = []
+        skipping = False
+        for line in self.text.strip().splitlines():
+            if line.startswith("## "):
+                skipping = line[3:].strip() in TEST_AUTHOR_SECTIONS
+            if not skipping:
+                kept.append(line)
+        return "\n".join(kept).strip()
+
+    @property
+    def torch_says(self) -> str:
+        """The first paragraph of ``What torch says`` on one line (empty when the section is missing)."""
+        paragraph = self.section("What torch says").split("\n\n", 1)[0]
+        return " ".join(paragraph.split())
 
 
 @dataclass
@@ -121,12 +141,13 @@ class Rule:
         return self._hooks
 
     @property
-    def docs_url(self) -> str:
-        return DOCS_URL.format(anchor=f"{self.code.lower()}-{self.name}")
+    def docs_anchor(self) -> str:
+        """The rule's heading anchor in docs/rules.md."""
+        return f"{self.code.lower()}-{self.name}"
 
     def markdown(self) -> str:
-        """The explanation shown on hover and in the docs."""
-        return f"**{self.code} {self.name}** ({self.severity.value})\n\n{self.doc.text.strip()}"
+        """The rule's user documentation (``graphlife rules CODE``, the editor's rule page)."""
+        return f"**{self.code} {self.name}** (default severity: {self.severity.value})\n\n{self.doc.user_text}"
 
 
 def hooks_by_event(rules: Iterable[Rule]) -> dict[type[Event], list[AnyHook]]:

@@ -37,28 +37,76 @@ def story_at(source: str, line: int, column: int, *, time_budget: float = 2.0, m
     """Markdown for the tensor name or `.backward(` call at 1-based ``line``/``column`` (characters).
     With ``modules``, the story follows the file's imports into the user's other modules, and
     names the file of a line there (``line 16 of layers.py``)."""
-    tree, _ = parse_tolerant(source)
-    if tree is None:
-        return None
-    lines = source_lines(source)
-    target = _node_at(tree, lines, line, column)
-    if target is None:
-        return None
-    recorder = _Recorder(target)
-    graph, place = _run(tree, source, lines, recorder, time.monotonic() + time_budget, modules, path)
-    if isinstance(target, ast.Call):
-        return _backward_story(recorder, graph, target, place)
-    return _tensor_story(recorder, graph, target, place)
+    return Stories(source, modules=modules, path=path, time_budget=time_budget).at(line, column)
+
+
+class Stories:
+    """The stories of one version of a file: parsed once, each expression's story told once.
+
+    The mouse rests on the same names again and again, and VS Code asks for a hover each
+    time; on a file of thousands of lines a parse costs a tenth of a second and a watched
+    run most of a second, so one version's parse and stories are kept (the language server
+    keeps one of these per analyzed version). Thread-safe enough for its use: a race only
+    computes a story twice."""
+
+    def __init__(self, source: str, *, modules: ModuleProvider | None = None, path: str | None = None,
+                 time_budget: float = 2.0) -> None:
+        self.source = source
+        self.modules = modules
+        self.path = path
+        self.time_budget = time_budget
+        self._parsed: tuple[ast.Module | None, list[str], dict[int, list[ast.AST]]] | None = None
+        self._told: dict[tuple[int, int, int, int], str | None] = {}
+
+    def at(self, line: int, column: int) -> str | None:
+        """The story at a 1-based position (see :func:`story_at`)."""
+        if self._parsed is None:
+            tree, _ = parse_tolerant(self.source)
+            self._parsed = (tree, source_lines(self.source), _candidates_by_line(tree) if tree is not None else {})
+        tree, lines, by_line = self._parsed
+        if tree is None:
+            return None
+        target = _node_at(by_line.get(line, ()), lines, line, column)
+        if target is None:
+            return None
+        key = (getattr(target, "lineno", 0), getattr(target, "col_offset", 0),
+               getattr(target, "end_lineno", 0) or 0, getattr(target, "end_col_offset", 0) or 0)
+        if key not in self._told:
+            self._told[key] = self._tell(tree, lines, target)
+        return self._told[key]
+
+    def _tell(self, tree: ast.Module, lines: list[str], target: ast.AST) -> str | None:
+        recorder = _Recorder(target)
+        graph, place = _run(tree, self.source, lines, recorder, time.monotonic() + self.time_budget, self.modules,
+                            self.path)
+        if isinstance(target, ast.Call):
+            return _backward_story(recorder, graph, target, place)
+        return _tensor_story(recorder, graph, target, place)
 
 
 # -- finding the expression under the cursor ----------------------------------------------------
 
 
-def _node_at(tree: ast.Module, lines: list[str], line: int, column: int) -> ast.AST | None:
-    """The innermost name / attribute chain, or a `.backward(...)` call whose name is under the cursor."""
+def _candidates_by_line(tree: ast.Module) -> dict[int, list[ast.AST]]:
+    """The nodes a cursor can select, by the line where the cursor must be: names and attribute
+    chains on one line, and `.backward(` calls by the line of the word `backward`."""
+    by_line: dict[int, list[ast.AST]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "backward" and func.end_lineno is not None:
+                by_line.setdefault(func.end_lineno, []).append(node)
+        elif isinstance(node, (ast.Name, ast.Attribute)) and node.lineno == node.end_lineno:
+            by_line.setdefault(node.lineno, []).append(node)
+    return by_line
+
+
+def _node_at(tree: ast.Module | Iterable[ast.AST], lines: list[str], line: int, column: int) -> ast.AST | None:
+    """The innermost name / attribute chain, or a `.backward(...)` call whose name is under the
+    cursor, among the nodes of ``tree`` (or the candidate nodes given)."""
     best: ast.AST | None = None
     best_size = 0
-    for node in ast.walk(tree):
+    for node in (ast.walk(tree) if isinstance(tree, ast.AST) else tree):
         if not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             continue
         if isinstance(node, ast.Call):

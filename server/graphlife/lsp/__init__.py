@@ -17,8 +17,13 @@ Modules, one job each:
 - :mod:`.diagnostics` — ``Finding`` -> ``Diagnostic``, on the analyzed document or another file of the project.
 - :mod:`.project` — what the analyses say about each other's files: merged diagnostics per URI,
   and which open documents read which files (re-analyzed when one changes).
+- :mod:`.unanalyzed` — syntax errors and skipped work as diagnostics (``showSyntaxErrors``).
+- :mod:`.workspace_scope` — ``reportingScope: workspace``: the closed files of the workspace checked too.
 - :mod:`.code_actions` — quick fixes (resolved lazily), fix-all, "ignore on this line".
-- :mod:`.hover` — the rule's explanation and the graph-lifetime story.
+- :mod:`.rule_actions` — the menu's items about a rule: fix all, ignore in the file, turn off; unsafe titles.
+- :mod:`.hover` — a short hover: rule, severity, what torch says, the graph-lifetime story, a link.
+- :mod:`.rule_links` — where a rule's page is (the client's command, a documented site, the CLI)
+  and the ``graphlife/ruleDocumentation`` answer.
 - :mod:`.settings` — editor settings (initializationOptions, workspace/configuration)
   and ``[tool.graphlife]`` from pyproject.toml.
 - :mod:`.log` — messages to the client's output channel.

@@ -1,4 +1,4 @@
-"""Code actions: quick fixes, fix-all, and "ignore on this line".
+"""Code actions: quick fixes, fix-all, "ignore on this line" (and :mod:`.rule_actions`).
 
 One quick fix per fix that :func:`graphlife.fixes.compute_fixes` can really
 make on this code and that the engine accepts on the fixed text (a recipe that
@@ -120,21 +120,25 @@ def list_actions(
     only: Sequence[str] | None,
     codec: PositionCodec,
     fixes: dict | None = None,
+    turn_off_command: str | None = None,
 ) -> list[types.CodeAction]:
     """The actions for a range (1-based positions of the analyzed source), edits left to resolve.
 
-    ``fixes`` maps ``(code, span)`` of each finding in the range to its computed fixes.
+    ``fixes`` maps ``(code, span)`` of each finding in the range to its computed fixes;
+    ``turn_off_command`` is the client's command that adds a code to ``graphlife.ignore``.
     """
     actions: list[types.CodeAction] = []
     key = analysis.snapshot.key
     fixes = fixes or {}
     _, fix_source = fixes_api()
     if kind_wanted(only, types.CodeActionKind.QuickFix):
+        by_code: dict[str, list[types.Diagnostic]] = {}
         for finding in findings_in(analysis, start, end):
             converted = to_diagnostic(finding, analysis.snapshot, codec)
             if converted is None or converted[0] != uri:
                 continue
             diagnostic = converted[1]
+            by_code.setdefault(finding.code, []).append(diagnostic)
             base = {"key": key, "uri": uri, "code": finding.code, "span": _span_data(finding.span)}
             for index, fix in enumerate(fixes.get((finding.code, finding.span), [])):
                 if analysis.snapshot.is_notebook and edits_for(analysis, fix.edits, codec) is None:
@@ -157,6 +161,11 @@ def list_actions(
                         data={**base, "action": "ignore"},
                     )
                 )
+        # "Fix all" where a safe fix exists for a finding under the cursor: fix-all applies safe
+        # fixes only, and would change nothing there otherwise.
+        fixable_here = any(fix.safe for f in findings_in(analysis, start, end)
+                           for fix in fixes.get((f.code, f.span), []))
+        actions.extend(_rule_actions(analysis, uri, by_code, turn_off_command, fix_source is not None and fixable_here))
     if (
         fix_source is not None
         and not analysis.snapshot.is_notebook
@@ -171,6 +180,39 @@ def list_actions(
                 data={"key": key, "uri": uri, "action": "fixAll"},
             )
         )
+    return actions
+
+
+def _rule_actions(analysis: Analysis, uri: str, by_code: dict[str, list[types.Diagnostic]],
+                  turn_off_command: str | None, can_fix_all: bool) -> list[types.CodeAction]:
+    """The menu's items about whole rules and the whole file (:mod:`.rule_actions`), for the
+    findings under the cursor: fix all, ignore in this file, turn off in settings."""
+    if not by_code:
+        return []
+    key = analysis.snapshot.key
+    actions = []
+    if can_fix_all and not analysis.snapshot.is_notebook:
+        actions.append(types.CodeAction(
+            title="Fix all graphlife problems",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[d for diagnostics in by_code.values() for d in diagnostics],
+            data={"key": key, "uri": uri, "action": "fixAll"},
+        ))
+    for code, diagnostics in by_code.items():
+        actions.append(types.CodeAction(
+            title=f"Ignore {code} in this " + ("notebook" if analysis.snapshot.is_notebook else "file"),
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=diagnostics,
+            data={"key": key, "uri": uri, "code": code, "action": "ignoreFile"},
+        ))
+        if turn_off_command:
+            actions.append(types.CodeAction(
+                title=f"Turn off {code} in settings",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=diagnostics,
+                command=types.Command(title=f"Turn off {code} in settings", command=turn_off_command,
+                                      arguments=[code]),
+            ))
     return actions
 
 

@@ -1,8 +1,8 @@
 """``Finding`` -> LSP ``Diagnostic``, on the document (or notebook cell) it belongs to.
 
 Everything the editor shows about a finding is decided here: the code and its
-documentation link (``codeDescription``), ``source: "graphlife"``, the severity
-after the user's overrides (the checker already applied them), the related
+documentation link (``codeDescription``, only when graphlife's metadata names a
+site), ``source: "graphlife"``, the severity after the user's overrides (the checker already applied them), the related
 places (where the graph was built, where a backward freed it) and the tags
 that change how the editor draws the range.
 """
@@ -19,6 +19,7 @@ from pygls.workspace.position_codec import PositionCodec
 from graphlife.findings import Finding, Severity, Span
 from graphlife.lsp.documents import Snapshot
 from graphlife.lsp.positions import span_to_range
+from graphlife.lsp.rule_links import web_url
 
 SOURCE = "graphlife"
 
@@ -39,13 +40,15 @@ _TAGS = {
 
 
 def _docs_url(code: str) -> str | None:
+    """The rule's web page, only when graphlife's metadata names a documentation site
+    (:mod:`.rule_links`); the editor's command opens the bundled page otherwise."""
     try:
         from graphlife.rules import rule_by_code  # noqa: PLC0415
 
         rule = rule_by_code(code)
     except Exception:  # noqa: BLE001 - a broken rule module must not hide the finding
         return None
-    return rule.docs_url if rule is not None else None
+    return web_url(rule) if rule is not None else None
 
 
 def locate(snapshot: Snapshot, span: Span, codec: PositionCodec,
@@ -129,7 +132,9 @@ def merge_diagnostics(lists: Iterable[Sequence[types.Diagnostic]]) -> list[types
     for diagnostics in lists:
         for diagnostic in diagnostics:
             start, end = diagnostic.range.start, diagnostic.range.end
-            key = (start.line, start.character, end.line, end.character, diagnostic.code)
+            # Diagnostics without a code (a syntax error, skipped work) differ by their message.
+            key = (start.line, start.character, end.line, end.character, diagnostic.code,
+                   diagnostic.message if diagnostic.code is None else "")
             present = kept.get(key)
             if present is None or _rank(diagnostic) < _rank(present):
                 kept[key] = diagnostic

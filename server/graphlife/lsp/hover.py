@@ -1,23 +1,27 @@
 """Hover: why a finding is a bug, and the graph-lifetime story of a tensor.
 
-On a diagnostic's range the hover shows the finding's own message (it names the
-variables and lines) and then the rule's documentation: what torch will raise,
-why in terms of the graph's lifetime, the fix and an example. On a tensor name
-or a ``.backward(`` call it shows the engine's story at that point
+On a diagnostic's range the hover is short. The editor already shows the
+diagnostic's message (it names the variables and lines) and its related places in
+the same hover, so they are not repeated: the hover adds the rule and severity,
+one line of what torch will do, and a link to the rule's whole documentation
+(:mod:`.rule_links`), which is a page of its own, not hover text. On a tensor
+name or a ``.backward(`` call it shows the engine's story at that point
 (:func:`graphlife.analysis.stories.story_at`): whether it requires grad, where
 its graph was built, which backward consumes it, what keeps it alive.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from lsprotocol import types
 
 from graphlife.analysis.modules import ModuleProvider
-from graphlife.analysis.stories import story_at
-from graphlife.findings import Finding, Line
+from graphlife.analysis.rule_api import Rule
+from graphlife.analysis.stories import Stories
+from graphlife.findings import Finding
 from graphlife.lsp.linting import ISOLATE_CHARS, Analysis
+from graphlife.lsp.rule_links import documentation_link
 
 SEPARATOR = "\n\n---\n\n"
 
@@ -30,30 +34,25 @@ def contains(finding: Finding, line: int, column: int) -> bool:
     return (line, column) <= (span.end_line, span.end_column)
 
 
-def finding_markdown(finding: Finding, user_text: Callable[[str], str] = lambda text: text,
-                     checked: str | None = None) -> str:
-    """The finding's message, then its rule's explanation (``user_text`` fixes notebook line
-    numbers). ``checked`` is the file whose analysis made the finding: a related place in
-    another file than the finding's names that file (``line 11 of train.py``)."""
-    parts = [f"**graphlife {finding.code}** ({finding.name}): {user_text(finding.message)}"]
-    if finding.related:
-        here = finding.span.path
-        parts.append("\n".join(
-            user_text(f"- line {Line(r.span.line, r.span.path).seen_from(here, checked)}: {r.message}")
-            for r in finding.related
-        ))
+def finding_markdown(finding: Finding) -> str:
+    """The finding as the hover adds it to the diagnostic: code, name and severity (the
+    squiggle's, after the user's overrides) and one line of what torch will do. The message
+    and the related places are not repeated: the editor shows the diagnostic itself in the
+    same hover, right above this."""
+    parts = [f"**{finding.code}** {finding.name} · {finding.severity.value}"]
+    rule = _rule(finding.code)
+    if rule is not None and rule.doc.torch_says:
+        parts.append(f"**torch:** {rule.doc.torch_says}")
+    return "\n\n".join(parts)
+
+
+def _rule(code: str) -> Rule | None:
     try:
         from graphlife.rules import rule_by_code  # noqa: PLC0415
 
-        rule = rule_by_code(finding.code)
+        return rule_by_code(code)
     except Exception:  # noqa: BLE001 - a broken rule module must not break hover
-        rule = None
-    if rule is not None:
-        parts.append(rule.markdown())
-        if rule.torch_message and rule.torch_message not in rule.markdown():
-            parts.append(f"torch says: `{rule.torch_message}`")
-        parts.append(f"[Documentation]({rule.docs_url})")
-    return "\n\n".join(parts)
+        return None
 
 
 def findings_under(analysis: Analysis, line: int, column: int,
@@ -66,32 +65,37 @@ def findings_under(analysis: Analysis, line: int, column: int,
     return own + [(finding, by) for finding, by in contributed if contains(finding, line, column)]
 
 
-def story(source: str, line: int, column: int, modules: ModuleProvider | None = None,
-          path: str | None = None) -> str | None:
-    """The engine's graph-lifetime story at a position, or ``None``; with ``modules``, it
-    follows the file's imports and names the file of a line in another module."""
-    return story_at(source, line, column, modules=modules, path=path)
-
-
 def hover_markdown(analysis: Analysis, line: int, column: int,
                    contributed: Sequence[tuple[Finding, Analysis]] = (),
-                   modules: ModuleProvider | None = None) -> str | None:
-    """Everything to show at a 1-based position of the analyzed source, or ``None``.
+                   modules: ModuleProvider | None = None, command: str | None = None) -> str | None:
+    """Everything to show at a 1-based position of the analyzed source, or ``None``: the
+    findings there, the graph-lifetime story of the expression there, and a link to each
+    finding's rule documentation (``command``: the client's command that opens it).
     ``contributed``: what other documents' analyses found in this file (:func:`findings_under`);
     ``modules``: the project's modules, for the story."""
     user_text = analysis.snapshot.user_text
-    parts = [
-        finding_markdown(f, user_text, analysis.snapshot.path) if by is analysis
-        else finding_markdown(f, checked=by.snapshot.path)
-        for f, by in findings_under(analysis, line, column, contributed)
-    ]
+    under = findings_under(analysis, line, column, contributed)
+    # One part per rule and place (a finding this document's analysis and an importer's both made).
+    distinct = {(f.code, f.span.line, f.span.column): f for f, _ in under}
+    parts = [finding_markdown(f) for f in distinct.values()]
     # The story re-interprets the file on a server thread; on a file big enough to be
     # checked in a child process, its parse alone would freeze the server.
     big = len(analysis.snapshot.source) > ISOLATE_CHARS
-    told = None if big else story(analysis.snapshot.source, line, column, modules, analysis.snapshot.path)
+    told = None if big else stories_of(analysis, modules).at(line, column)
     if told:
         parts.append(user_text(told))
+    rules = [rule for rule in (_rule(code) for code in dict.fromkeys(f.code for f, _ in under)) if rule is not None]
+    if rules:
+        parts.append(" · ".join(documentation_link(rule, command) for rule in rules))
     return SEPARATOR.join(parts) if parts else None
+
+
+def stories_of(analysis: Analysis, modules: ModuleProvider | None) -> Stories:
+    """The analysis's stories: one per analyzed version, so a hover on a name already told
+    (the mouse comes back to it) costs nothing."""
+    if analysis.stories is None:
+        analysis.stories = Stories(analysis.snapshot.source, modules=modules, path=analysis.snapshot.path)
+    return analysis.stories
 
 
 def as_hover(markdown: str, rng: types.Range | None) -> types.Hover:

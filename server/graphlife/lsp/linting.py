@@ -47,7 +47,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -66,8 +66,12 @@ from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import mostly_new, release_memory
 from graphlife.lsp.project import Dependents, DiagnosticBoard, other_lines, path_key, unreadable_notes
 from graphlife.lsp.settings import Settings
+from graphlife.lsp.unanalyzed import unanalyzed_diagnostics
 from graphlife.project.provider import ProjectModules
 from graphlife.project.sources import SourceCache
+
+if TYPE_CHECKING:
+    from graphlife.analysis.stories import Stories
 
 _T = TypeVar("_T")
 
@@ -119,6 +123,8 @@ class Analysis:
     other_lines: dict[str, list[str]] = field(default_factory=dict)
     #: Every file of the project it read (absolute path) and the hash of the content read.
     dependencies: dict[str, str] = field(default_factory=dict)
+    #: The hover's graph-lifetime stories of this version (:func:`graphlife.lsp.hover.stories_of`).
+    stories: Stories | None = None
 
     def findings_in_file(self, path: str) -> list[Finding]:
         """Its findings in another file of the project (``path`` as the document's path)."""
@@ -504,14 +510,24 @@ class Linter:
         """Publish the analysis's own documents (always: the client waits for each version)
         and every other URI whose merged diagnostics it changed (a file it found a bug in,
         or one it no longer does)."""
-        codec = self.server.workspace.position_codec
         key = analysis.snapshot.key
-        by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
+        by_uri = self._diagnostics_of(analysis)
         own = {segment.uri: segment.version for segment in analysis.snapshot.segments}
         gone = set(self._own.get(key, {})) - set(own)  # a notebook cell that went away
         self._own[key] = own
         for uri in self._board.post(key, by_uri) | gone:
             self._publish_uri(uri, always=uri in own or uri in gone)
+
+    def _diagnostics_of(self, analysis: Analysis) -> dict[str, list[types.Diagnostic]]:
+        """The analysis's diagnostics per URI: its findings, and its syntax errors and skipped
+        work (:mod:`.unanalyzed`), pushed or pulled alike."""
+        codec = self.server.workspace.position_codec
+        by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
+        show_syntax_errors = bool(self.settings.option(analysis.snapshot.path, "showSyntaxErrors"))
+        for uri, diagnostics in unanalyzed_diagnostics(analysis.snapshot, analysis.syntax_errors, analysis.notes,
+                                                       codec, show_syntax_errors).items():
+            by_uri.setdefault(uri, []).extend(diagnostics)
+        return by_uri
 
     def _publish_uri(self, uri: str, always: bool) -> None:
         """Send ``uri`` what every analysis says about it now (``always``, or when it changed)."""
@@ -520,6 +536,12 @@ class Linter:
         if always or changed:
             version = next((own[uri] for own in self._own.values() if uri in own), None)
             self._send(uri, version, diagnostics)
+
+    def post(self, key: str, by_uri: dict[str, list[types.Diagnostic]]) -> None:
+        """Diagnostics of an analysis made outside the open documents (a closed file of the
+        workspace, :mod:`.workspace_scope`) under its own ``key``; ``{}`` withdraws them."""
+        for uri in self._board.post(key, by_uri) if by_uri else self._board.withdraw(key):
+            self._publish_uri(uri, always=False)
 
     def contributed(self, uri: str, path: str | None) -> list[tuple[Finding, Analysis]]:
         """The findings other documents' analyses made in the file at ``path`` (the document
@@ -547,8 +569,7 @@ class Linter:
         document's own, maybe newer than the last published one) in place of its key's."""
         if analysis is None:
             return self._board.merged(uri)
-        codec = self.server.workspace.position_codec
-        own = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
+        own = self._diagnostics_of(analysis)
         return self._board.merged_with(uri, analysis.snapshot.key, own.get(uri, []))
 
     def _report(self, analysis: Analysis) -> None:

@@ -37,7 +37,10 @@ from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import release_memory
 from graphlife.lsp.positions import client_to_char, span_to_range
 from graphlife.lsp.protocol import GraphlifeProtocol, serve_stdio
+from graphlife.lsp.rule_actions import TURN_OFF_OPTION, file_ignore_edit
+from graphlife.lsp.rule_links import COMMAND_OPTION, RULE_DOCUMENTATION_REQUEST, rule_page
 from graphlife.lsp.settings import Settings, configuration_params, from_initialization_options
+from graphlife.lsp.workspace_scope import WorkspaceScope
 
 if TYPE_CHECKING:
     from pygls.server import ServerErrors
@@ -69,6 +72,10 @@ class GraphlifeServer(LanguageServer):
         )
         self.settings = Settings(lambda message: log(self, message, types.MessageType.Warning))
         self.linter = Linter(self, self.settings)
+        #: The client's command that opens a rule's page (``initializationOptions``), for hover links.
+        self.rule_command: str | None = None
+        #: The client's command that adds a code to ``graphlife.ignore``, for the light bulb.
+        self.turn_off_command: str | None = None
 
     def report_server_error(self, error: Exception, source: ServerErrors) -> None:
         """pygls' own errors (bad JSON, unknown documents) go to the log, not to a pop-up."""
@@ -134,6 +141,13 @@ def create_server() -> GraphlifeServer:
     server = GraphlifeServer()
     linter = server.linter
     settings = server.settings
+    scope = WorkspaceScope(linter, lambda path: settings.option(path, "reportingScope") == "workspace")
+
+    def refresh_scope() -> None:
+        """reportingScope workspace: check the closed files of the workspace (:mod:`.workspace_scope`)."""
+        folders = [path for path in (fs_path(f.uri) for f in server.workspace.folders.values()) if path]
+        opened = [path for path in (fs_path(uri) for uri in server.workspace.text_documents) if path]
+        scope.refresh(folders, opened)
 
     def relint_all() -> None:
         for key in open_keys(server.workspace):
@@ -173,6 +187,8 @@ def create_server() -> GraphlifeServer:
     @_guarded(server, "initialize")
     def initialize(params: types.InitializeParams) -> None:
         settings.update(from_initialization_options(params.initialization_options), "initializationOptions", "init")
+        server.rule_command = client_command(params.initialization_options, COMMAND_OPTION)
+        server.turn_off_command = client_command(params.initialization_options, TURN_OFF_OPTION)
         for hook in INITIALIZE_HOOKS:  # features of their own modules (pull diagnostics)
             hook(server, params)
 
@@ -206,6 +222,7 @@ def create_server() -> GraphlifeServer:
         except Exception as exc:  # noqa: BLE001 - a broken engine must not stop settings and documents
             log_exception(server, "loading the checker", exc)
         relint_all()
+        refresh_scope()
         log(server, f"graphlife {__version__} language server ready", types.MessageType.Info)
 
     @server.feature(types.SHUTDOWN)
@@ -227,6 +244,9 @@ def create_server() -> GraphlifeServer:
         key = key_for(server.workspace, document.uri)
         linter.request(key, delay=0)
         edited_module(document.uri, key)  # its buffer (restored unsaved edits) now wins over the disk
+        path = fs_path(document.uri)
+        if path is not None:
+            scope.opened(path)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     @_guarded(server, "didChange")
@@ -251,6 +271,9 @@ def create_server() -> GraphlifeServer:
         if key_for(server.workspace, uri) == uri:
             linter.forget(uri, [uri])
             edited_module(uri, uri)  # its importers read the file on disk now, not the buffer
+            path = fs_path(uri) if uri.endswith(".py") else None
+            if path is not None:
+                scope.closed_or_changed(path)
 
     # -- notebooks -------------------------------------------------------------------------------------
 
@@ -287,17 +310,23 @@ def create_server() -> GraphlifeServer:
         elif isinstance(params.settings, dict) and "graphlife" in params.settings:
             settings.update(params.settings["graphlife"], "didChangeConfiguration (graphlife.*)", "client")
         relint_all()
+        refresh_scope()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     @_guarded(server, "didChangeWorkspaceFolders")
     async def workspace_folders_changed(params: types.DidChangeWorkspaceFoldersParams) -> None:
         await pull_configuration()  # pygls already updated the folder list; settings are per folder
         relint_all()
+        refresh_scope()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     @_guarded(server, "didChangeWatchedFiles")
     def watched_files(params: types.DidChangeWatchedFilesParams) -> None:
         modules = [change for change in params.changes if change.uri.endswith(".py")]
+        for change in modules:
+            changed = fs_path(change.uri)
+            if changed is not None:
+                scope.closed_or_changed(changed)  # a closed file of the workspace: its own check
         created = any(change.type == types.FileChangeType.Created for change in modules)
         if created:
             # A new file may be what an import names now (it resolved to nothing, or to a file
@@ -319,10 +348,15 @@ def create_server() -> GraphlifeServer:
         if located is None:
             return None
         analysis, segment, line, column = located
+        if not analysis.config.enable:
+            return None  # graphlife.enable: false switches hover off too, not only the squiggles
         # Bugs other open documents' analyses found in this file (it is a module they import).
         contributed = [] if analysis.snapshot.is_notebook else linter.contributed(segment.uri, analysis.snapshot.path)
-        modules = None if analysis.snapshot.is_notebook else linter.project_modules(analysis)
-        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed, modules)
+        modules = None
+        if not analysis.snapshot.is_notebook and analysis.stories is None:
+            modules = linter.project_modules(analysis)  # the first hover of this version tells the stories
+        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed, modules,
+                                              server.rule_command)
         if not markdown:
             return None
         rng = None
@@ -353,6 +387,8 @@ def create_server() -> GraphlifeServer:
         if start is None:
             return []
         analysis, segment, line, column = start
+        if not analysis.config.enable:
+            return []
         end_line, end_column = client_to_char(segment.lines, params.range.end, server.workspace.position_codec)
         start_pos, end_pos = (line, column), (end_line + segment.line_offset, end_column)
         fixes = {}
@@ -365,7 +401,8 @@ def create_server() -> GraphlifeServer:
                 except Exception as exc:  # noqa: BLE001 - a broken fix must not hide the others
                     log_exception(server, f"computing the fixes of {finding.code}", exc)
         listed = actions_mod.list_actions(
-            analysis, segment.uri, start_pos, end_pos, params.context.only, server.workspace.position_codec, fixes
+            analysis, segment.uri, start_pos, end_pos, params.context.only, server.workspace.position_codec, fixes,
+            server.turn_off_command,
         )
         if _supports(server, "text_document", "code_action", "resolve_support"):
             return listed
@@ -396,6 +433,12 @@ def create_server() -> GraphlifeServer:
                 whole = actions_mod.whole_document_edit(analysis, fixed, codec)
                 action.edit = actions_mod.workspace_edit(analysis, whole, document_changes)
             return action
+        if kind == "ignoreFile":
+            edit = file_ignore_edit(analysis.snapshot, str(data.get("code")))
+            per_uri = actions_mod.edits_for(analysis, [edit], codec) if edit is not None else None
+            if per_uri:
+                action.edit = actions_mod.workspace_edit(analysis, per_uri, document_changes)
+            return action
         finding = actions_mod.find_finding(analysis, data)
         if finding is None:
             log(server, f"{data.get('uri')}: {data.get('code')} is no longer reported there; nothing to do",
@@ -416,7 +459,19 @@ def create_server() -> GraphlifeServer:
             action.edit = actions_mod.workspace_edit(analysis, per_uri, document_changes)
         return action
 
+    @server.feature(RULE_DOCUMENTATION_REQUEST)
+    @_guarded(server, RULE_DOCUMENTATION_REQUEST)
+    def rule_documentation(params: Any) -> dict[str, str] | None:
+        code = params.get("code") if isinstance(params, dict) else getattr(params, "code", None)
+        return rule_page(code) if isinstance(code, str) else None
+
     return server
+
+
+def client_command(options: Any, key: str) -> str | None:
+    """A command of the client named in ``initializationOptions`` (:mod:`.rule_links`, :mod:`.rule_actions`)."""
+    command = options.get(key) if isinstance(options, dict) else None
+    return command if isinstance(command, str) and command else None
 
 
 def _warm_up() -> None:

@@ -12,8 +12,9 @@ Three sources, later ones winning for the keys they set:
 The editor's keys are graphlife's own (``enable``, ``select``, ``ignore``,
 ``severity``, ``lintOnChange``) plus the server's ``debounce`` (milliseconds),
 which is not a checker setting and is taken out before the rest goes to
-:meth:`Config.merged`. A broken setting is logged once and skipped; the others
-still apply.
+:meth:`Config.merged`, as are the :data:`EDITOR_OPTIONS` (``showSyntaxErrors``,
+``reportingScope``: what the server shows, per workspace folder). A broken
+setting is logged once and skipped; the others still apply.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ DEFAULT_DEBOUNCE = 0.3
 #: Seconds the checker may spend on one file before it skips what is left.
 DEFAULT_TIME_BUDGET = 5.0
 
+#: Settings of the editor that are about what the server shows, not about what the checker
+#: finds (so not :class:`Config` fields, and not valid in pyproject.toml): their defaults, and
+#: the values each may take (``None``: true or false).
+EDITOR_OPTIONS: dict[str, tuple[Any, tuple[str, ...] | None]] = {
+    "showSyntaxErrors": (True, None),
+    "reportingScope": ("file", ("file", "workspace")),
+}
+
 
 class Settings:
     """The editor's settings and the per-file :class:`Config` derived from them."""
@@ -49,6 +58,8 @@ class Settings:
         #: Multi-root workspaces: folder path -> (raw settings the client gave for that folder, source).
         self._folders: dict[str, tuple[dict[str, Any], str]] = {}
         self._folder_bases: dict[str, Config] = {}
+        self._options: dict[str, Any] = {}
+        self._folder_options: dict[str, dict[str, Any]] = {}
 
     def update(self, raw: Any, source: str, layer: str = "client") -> None:
         """Set one layer of editor settings (``"init"`` or ``"client"``) and recompute.
@@ -91,6 +102,37 @@ class Settings:
             folder: self._layered(["init", folder], {**self._layers, folder: layer}, keep_debounce=True)
             for folder, layer in self._folders.items()
         }
+        self._options = self._editor_options(["init", "client"], self._layers)
+        self._folder_options = {
+            folder: self._editor_options(["init", folder], {**self._layers, folder: layer})
+            for folder, layer in self._folders.items()
+        }
+
+    def _editor_options(self, order: list[str], layers: dict) -> dict[str, Any]:
+        """The :data:`EDITOR_OPTIONS` the layers set, later layers winning; a wrong value is
+        reported and skipped."""
+        options: dict[str, Any] = {}
+        for layer in order:
+            if layer not in layers:
+                continue
+            raw, source = layers[layer]
+            for name, (_, allowed) in EDITOR_OPTIONS.items():
+                if name not in raw:
+                    continue
+                value = raw[name]
+                if allowed is None and not isinstance(value, bool):
+                    self._problem(f"{source}: `{name}` must be true or false; ignored")
+                elif allowed is not None and value not in allowed:
+                    self._problem(f"{source}: `{name}` must be one of {', '.join(allowed)}; ignored")
+                else:
+                    options[name] = value
+        return options
+
+    def option(self, path: str | None, name: str) -> Any:
+        """An :data:`EDITOR_OPTIONS` value for a file: its workspace folder's, else the global one."""
+        folder = self._folder_of(path, self._folder_options)
+        options = self._folder_options[folder] if folder is not None else self._options
+        return options.get(name, EDITOR_OPTIONS[name][0])
 
     def _layered(self, order: list[str], layers: dict, keep_debounce: bool = False) -> Config:
         """A config built from ``Config()`` with the given layers applied in order."""
@@ -101,8 +143,10 @@ class Settings:
             raw, source = layers[layer]
             # The editor's layers replace each other key by key (a later answer that sets
             # `ignore` replaces the earlier `ignore`), where pyproject's layer adds to them.
+            # The EDITOR_OPTIONS are not checker settings (read by `_editor_options`).
             later_keys = {key for later in present[position + 1:] for key in layers[later][0]}
-            raw = {key: value for key, value in raw.items() if not (key in later_keys and key in _RULE_KEYS)}
+            raw = {key: value for key, value in raw.items()
+                   if key not in EDITOR_OPTIONS and not (key in later_keys and key in _RULE_KEYS)}
             debounce = raw.pop("debounce", None)
             if debounce is not None:
                 if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and 0 <= debounce <= 10_000:
@@ -126,11 +170,16 @@ class Settings:
 
     def editor_config_for(self, path: str | None) -> Config:
         """The editor's settings for a file: its workspace folder's (innermost) if it has any, else the global ones."""
-        if path:
-            folders = [f for f in self._folder_bases if path == f or path.startswith(f.rstrip(os.sep) + os.sep)]
-            if folders:
-                return self._folder_bases[max(folders, key=len)]
-        return self._base
+        folder = self._folder_of(path, self._folder_bases)
+        return self._folder_bases[folder] if folder is not None else self._base
+
+    @staticmethod
+    def _folder_of(path: str | None, folders: Mapping[str, Any]) -> str | None:
+        """The innermost of ``folders`` that holds ``path``."""
+        if not path:
+            return None
+        holding = [f for f in folders if path == f or path.startswith(f.rstrip(os.sep) + os.sep)]
+        return max(holding, key=len) if holding else None
 
     def config_for(self, path: str | None) -> Config:
         """The config for one file: the editor's settings with its pyproject.toml on top."""

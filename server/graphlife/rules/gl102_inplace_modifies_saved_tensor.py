@@ -17,7 +17,7 @@ in-place change it is gone, so torch refuses to compute a wrong gradient and
 raises in backward, far from the line that caused it.
 
 ## What torch says
-`RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [8, 4]], which is output 0 of SigmoidBackward0, is at version 1; expected version 0 instead.`
+`RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: [torch.FloatTensor [8, 4]], which is output 0 of Sigmoid, is at version 1; expected version 0 instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).`
 
 ## Example
 ```python

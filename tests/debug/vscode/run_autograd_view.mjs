@@ -107,7 +107,8 @@ async function main() {
     await page.waitForTimeout(4000);
     log("open train_debug.py (activates graphlife, so the session gets a tracker)");
     await page.locator(".explorer-viewlet .monaco-list-row", { hasText: "train_debug.py" }).first().click();
-    await until("graphlife to activate", async () => (await page.locator(".statusbar").innerText()).includes("graphlife"), 60_000);
+    // graphlife's status is a language status item (inside the Python one), so its log says it is up.
+    await until("graphlife to activate", () => graphlifeLog().includes("language server ready"), 60_000);
     log("start debugging to '# stop here'");
     await until("the debug session to start", async () => {
       await page.keyboard.press("Escape");

@@ -1,0 +1,100 @@
+// `graphlife.selectInterpreter`: a list of the Python 3.10+ interpreters found (each probed),
+// plus "Enter interpreter path..." for anything else. The choice goes to graphlife.interpreter
+// in the user settings (a machine setting: it names a file on this machine).
+
+import * as fs from "node:fs";
+import * as os from "node:os";
+
+import * as vscode from "vscode";
+
+import { findPythons, type FoundPython } from "./interpreterSearch";
+import { pythonApi } from "./pythonExtension";
+import { formatVersion, MINIMUM_PYTHON, probeInterpreter } from "./pythonVersion";
+
+interface PythonItem extends vscode.QuickPickItem {
+  executable?: string;
+}
+
+function listDir(folder: string): string[] {
+  try {
+    return fs.readdirSync(folder);
+  } catch {
+    return [];
+  }
+}
+
+async function knownEnvironments(log: vscode.LogOutputChannel): Promise<string[]> {
+  const api = await pythonApi(log);
+  if (!api) return [];
+  const out: string[] = [];
+  for (const env of api.environments.known) {
+    try {
+      const resolved = await api.environments.resolveEnvironment(env);
+      const executable = resolved?.executable.uri?.fsPath;
+      if (executable) out.push(executable);
+    } catch {
+      // an environment that does not resolve is simply not listed
+    }
+  }
+  return out;
+}
+
+async function probeAll(found: FoundPython[]): Promise<PythonItem[]> {
+  const probed = await Promise.all(found.map(async (python) => ({ python, result: await probeInterpreter({ command: [python.executable], source: "setting" }) })));
+  const items: PythonItem[] = [];
+  const seenReal = new Set<string>();
+  for (const { python, result } of probed) {
+    if (!result.ok) continue;
+    // python3 and python3.12 on PATH are often one interpreter: list it once.
+    const real = (() => {
+      try {
+        return fs.realpathSync(python.executable);
+      } catch {
+        return python.executable;
+      }
+    })();
+    if (seenReal.has(real) && python.where === "PATH") continue;
+    seenReal.add(real);
+    items.push({ label: `Python ${formatVersion(result.info.version)}`, description: python.executable, detail: python.where, executable: python.executable });
+  }
+  return items;
+}
+
+export async function selectInterpreter(log: vscode.LogOutputChannel): Promise<void> {
+  const pick = vscode.window.createQuickPick<PythonItem>();
+  pick.title = `Python ${formatVersion(MINIMUM_PYTHON)}+ for the graphlife language server`;
+  pick.placeholder = "Looking for Python interpreters...";
+  pick.busy = true;
+  const enter: PythonItem = { label: "$(folder-opened) Enter interpreter path...", alwaysShow: true };
+  pick.items = [enter];
+  pick.show();
+  const chosen = new Promise<PythonItem | undefined>((resolve) => {
+    pick.onDidAccept(() => resolve(pick.selectedItems[0]));
+    pick.onDidHide(() => resolve(undefined));
+  });
+  void (async () => {
+    const found = findPythons({
+      known: await knownEnvironments(log),
+      pathEnv: process.env.PATH,
+      platform: process.platform,
+      workspaceFolders: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
+      home: os.homedir(),
+      listDir,
+      exists: (file) => fs.existsSync(file),
+    });
+    const items = await probeAll(found);
+    pick.items = [...items, enter];
+    pick.busy = false;
+    pick.placeholder = items.length ? "Select an interpreter" : `No Python ${formatVersion(MINIMUM_PYTHON)}+ found; enter a path`;
+  })();
+  const item = await chosen;
+  pick.dispose();
+  if (!item) return;
+  let executable = item.executable;
+  if (!executable) {
+    const picked = await vscode.window.showOpenDialog({ title: pick.title, openLabel: "Use this Python", canSelectFiles: true, canSelectFolders: false, canSelectMany: false });
+    executable = picked?.[0]?.fsPath;
+  }
+  if (!executable) return;
+  await vscode.workspace.getConfiguration("graphlife").update("interpreter", [executable], vscode.ConfigurationTarget.Global);
+}

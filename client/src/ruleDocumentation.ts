@@ -1,0 +1,54 @@
+// `graphlife.showRuleDocumentation`: a rule's page, opened inside the editor.
+//
+// The pages ship with graphlife (the server answers `graphlife/ruleDocumentation` from
+// the rules' own documentation), so they open offline and always match the checker
+// that made the diagnostic. They are virtual markdown documents shown in VS Code's
+// markdown preview; hover links call the command with the rule code.
+
+import * as vscode from "vscode";
+
+import { ruleCodeOf, RULE_SCHEME, ruleUri } from "./ruleLinks";
+
+export interface RulePage {
+  code: string;
+  title: string;
+  markdown: string;
+}
+
+/** Asks the running server for a page; undefined when no server runs or the code is unknown. */
+export type RulePageSource = (code: string) => Promise<RulePage | undefined>;
+
+export function registerRuleDocumentation(context: vscode.ExtensionContext, pages: RulePageSource): void {
+  const provider: vscode.TextDocumentContentProvider = {
+    provideTextDocumentContent: async (uri) => {
+      const code = ruleCodeOf(uri.path);
+      const page = code ? await pages(code) : undefined;
+      return page?.markdown ?? `# ${code ?? uri.path}\n\ngraphlife could not load this rule's documentation: its language server is not running, or the code is unknown. \`graphlife rules\` in a terminal lists the rules.\n`;
+    },
+  };
+  context.subscriptions.push(
+    vscode.workspace.registerTextDocumentContentProvider(RULE_SCHEME, provider),
+    vscode.commands.registerCommand("graphlife.showRuleDocumentation", async (code?: unknown) => {
+      let wanted = typeof code === "string" ? code : Array.isArray(code) && typeof code[0] === "string" ? code[0] : undefined;
+      wanted ??= await vscode.window.showInputBox({ title: "graphlife rule", prompt: "A rule code, e.g. GL101", validateInput: (v) => (ruleCodeOf(v) ? undefined : "A code such as GL101") });
+      const normalized = wanted ? ruleCodeOf(wanted) : undefined;
+      if (!normalized) return;
+      // Beside the code: the user reads the page next to the line it explains.
+      await vscode.commands.executeCommand("markdown.showPreviewToSide", vscode.Uri.parse(ruleUri(normalized)));
+    }),
+  );
+}
+
+/** `graphlife.turnOffRule`: adds a code to `graphlife.ignore` (the workspace's settings when a folder is open). */
+export async function turnOffRule(code: unknown): Promise<void> {
+  const wanted = typeof code === "string" ? ruleCodeOf(code) : undefined;
+  if (!wanted) return;
+  const config = vscode.workspace.getConfiguration("graphlife");
+  const target = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+  const inspected = config.inspect<string[]>("ignore");
+  const current = (target === vscode.ConfigurationTarget.Workspace ? inspected?.workspaceValue : inspected?.globalValue) ?? [];
+  if (current.includes(wanted)) return;
+  await config.update("ignore", [...current, wanted], target);
+  const where = target === vscode.ConfigurationTarget.Workspace ? "this workspace's settings" : "your user settings";
+  void vscode.window.showInformationMessage(`graphlife: ${wanted} is turned off in ${where} (graphlife.ignore).`);
+}

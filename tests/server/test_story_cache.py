@@ -1,0 +1,55 @@
+"""The hover's stories are told once per version of a file: the mouse comes back to the same
+names, and on a file of thousands of lines each telling is a watched run of the whole file."""
+
+from __future__ import annotations
+
+from graphlife.analysis import stories
+from graphlife.analysis.stories import Stories, story_at
+
+SOURCE = """\
+import torch
+
+w = torch.randn(3, requires_grad=True)
+loss = (w * w).sum()
+loss.backward()
+"""
+
+
+def test_a_story_is_told_once_per_version(monkeypatch):
+    runs = []
+    real_run = stories._run
+
+    def counting_run(*args, **kwargs):
+        runs.append(args[3].target)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(stories, "_run", counting_run)
+    told = Stories(SOURCE)
+    first = told.at(5, 2)  # `loss` in `loss.backward()`
+    assert first is not None and "line 4" in first
+    assert told.at(5, 3) == first  # the same name, another character of it
+    assert told.at(5, 1) == first
+    assert len(runs) == 1
+    assert told.at(1, 1) is None  # `import`: nothing to tell, nothing run
+    assert len(runs) == 1
+    assert story_at(SOURCE, 5, 2) == first  # the uncached path says the same
+
+
+def test_the_cursor_finds_its_expression_without_walking_the_file_again(monkeypatch):
+    """After the first hover of a version, finding the expression under the cursor looks only at
+    that line's candidates (a walk of a 5,000-line tree costs a tenth of a second per hover)."""
+    told = Stories(SOURCE)
+    told.at(1, 1)  # parses and indexes
+    walks = []
+    real_walk = stories.ast.walk
+
+    def walk(node):
+        if isinstance(node, stories.ast.Module):  # a walk of the whole file (the engine may walk parts)
+            walks.append(node)
+        return real_walk(node)
+
+    monkeypatch.setattr(stories.ast, "walk", walk)
+    assert told.at(5, 2) is not None
+    assert told.at(4, 1) is not None  # `loss` where it is assigned
+    assert told.at(5, 7) is not None  # the word `backward`
+    assert walks == []
