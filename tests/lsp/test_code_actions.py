@@ -119,15 +119,16 @@ async def test_no_source_actions_in_the_light_bulb_only_quick_fixes(client: Lang
     assert not actions
 
 
-# GL201: `total` keeps every iteration's graph; its fixes store `loss.detach()` or `loss.item()`.
+# GL201: `history` keeps every iteration's graph; its fixes store `loss.detach()` (safe) or
+# `loss.item()`.
 KEPT_GRAPH = """\
 import torch
 model = torch.nn.Linear(3, 1)
-total = 0
+history = []
 for i in range(3):
     loss = model(torch.randn(3)).sum()
     loss.backward()
-    total += loss
+    history.append(loss)
 """
 
 

@@ -10,6 +10,7 @@ tuples and dicts add ``[i]`` / ``['key']``, an object's ``__dict__`` adds
 
 from __future__ import annotations
 
+import collections
 import gc
 import sys
 from dataclasses import dataclass
@@ -80,7 +81,11 @@ def _module_of(namespace: dict) -> ModuleType | None:
     return main if main is not None and main.__dict__ is namespace else None
 
 
-def _index_in(holder: list | tuple, target: Any) -> str | None:
+#: Sequences whose items are read by position (a `deque` of recent losses is one).
+_SEQUENCES = (list, tuple, collections.deque)
+
+
+def _index_in(holder: list | tuple | collections.deque, target: Any) -> str | None:
     for index, item in enumerate(holder):
         if item is target:
             return f"[{index}]"
@@ -123,7 +128,7 @@ def find_holders(targets: list[Any], ignore: set[int], frames: list[FrameType]) 
             paths[id(holder)] = (entry[0], [step, *entry[1]])
             next_level.append(holder)
             if id(value) in target_ids:
-                if isinstance(holder, (list, tuple)):
+                if isinstance(holder, _SEQUENCES):
                     items: Any = holder
                 else:
                     items = (holder if isinstance(holder, dict) else _instance_dict(holder) or {}).values()
@@ -148,7 +153,7 @@ def find_holders(targets: list[Any], ignore: set[int], frames: list[FrameType]) 
         for holder in referrers:
             if id(holder) in ignore or isinstance(holder, FrameType) or id(holder) in paths:
                 continue
-            if isinstance(holder, (list, tuple)):
+            if isinstance(holder, _SEQUENCES):
                 for value in level:
                     step = _index_in(holder, value)
                     if step is not None and paths[id(value)][0] not in found:
