@@ -76,40 +76,53 @@ def attribute_writes(tree: ast.AST) -> AttributeWrites:
                            tuple(collector.sites))
 
 
-class _WriteCollector(ast.NodeVisitor):
+class _WriteCollector:
+    """One walk of the code (iterative: a check of a large file walks every node once, and an
+    ``ast.NodeVisitor`` dispatch per node cost a tenth of the whole analysis there)."""
+
     def __init__(self) -> None:
         self.names: set[str] = set()
         self.contents: set[str] = set()
         self.any_name = False
         self.sites: list[ast.AST] = []
-        self._building: str | None = None  # the first parameter of the __init__ whose body this is
 
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        outer = self._building
-        params = node.args.posonlyargs + node.args.args
-        self._building = params[0].arg if node.name == "__init__" and params else None
-        for stmt in node.body:
-            self.visit(stmt)
-        self._building = None
-        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
-            if expr is not None:
-                self.visit(expr)
-        self._building = outer
+    def visit(self, root: ast.AST) -> None:
+        # Each entry: a node, and the first parameter of the `__init__` whose body it is directly in.
+        stack: list[tuple[ast.AST, str | None]] = [(root, None)]
+        pop, push = stack.pop, stack.append
+        function_kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
+        while stack:
+            node, building = pop()
+            kind = type(node)
+            if kind in function_kinds:
+                assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                params = node.args.posonlyargs + node.args.args
+                inner = params[0].arg if node.name == "__init__" and params else None
+                for stmt in node.body:
+                    push((stmt, inner))
+                for expr in (*node.decorator_list, *node.args.defaults, *node.args.kw_defaults):
+                    if expr is not None:
+                        push((expr, None))
+                continue
+            if kind is ast.Lambda or kind is ast.ClassDef:
+                building = None  # runs later (a hook), or is another object's code
+            elif kind is ast.Attribute:
+                assert isinstance(node, ast.Attribute)
+                self._attribute(node, building)
+            elif kind is ast.Subscript:
+                assert isinstance(node, ast.Subscript)
+                if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Attribute):
+                    self.contents.add(node.value.attr)
+                    self.sites.append(node)
+            elif kind is ast.Call:
+                assert isinstance(node, ast.Call)
+                self._call(node)
+            for child in ast.iter_child_nodes(node):
+                push((child, building))
 
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        outer, self._building = self._building, None
-        self.generic_visit(node)
-        self._building = outer
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        outer, self._building = self._building, None
-        self.generic_visit(node)
-        self._building = outer
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if isinstance(node.ctx, (ast.Store, ast.Del)) and not self._builds(node):
+    def _attribute(self, node: ast.Attribute, building: str | None) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and not (
+                building is not None and isinstance(node.value, ast.Name) and node.value.id == building):
             self.names.add(node.attr)
             self.sites.append(node)
             if node.attr == "__dict__":
@@ -117,15 +130,8 @@ class _WriteCollector(ast.NodeVisitor):
         if isinstance(node.ctx, ast.Load) and node.attr == "__dict__":
             self.any_name = True  # `obj.__dict__.update(...)`, `obj.__dict__[k] = v`
             self.sites.append(node)
-        self.generic_visit(node)
 
-    def visit_Subscript(self, node: ast.Subscript) -> None:
-        if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Attribute):
-            self.contents.add(node.value.attr)
-            self.sites.append(node)
-        self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
+    def _call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Name) and func.id in ("setattr", "delattr", "vars"):
             self.any_name = True
@@ -134,10 +140,6 @@ class _WriteCollector(ast.NodeVisitor):
               and isinstance(func.value, ast.Attribute)):
             self.contents.add(func.value.attr)
             self.sites.append(node)
-        self.generic_visit(node)
-
-    def _builds(self, node: ast.Attribute) -> bool:
-        return self._building is not None and isinstance(node.value, ast.Name) and node.value.id == self._building
 
 
 # -- values ---------------------------------------------------------------------------------------------
