@@ -1344,13 +1344,12 @@ def kl_divergence(interp: TorchEngine, state: State, args: list[Value], call: as
 
 def clear_container(state: State, ref: HeapRef) -> None:
     """``lst.clear()``, ``del lst[:]``: empty again (what was appended before no longer lives
-    through it). Marked, so that the leak rules know the container does not pile up."""
+    through it; GL201 sees from the values that the container does not pile up)."""
     obj = state.heap_write(ref.oid)
     obj.elem = None
     obj.attrs = {key: value for key, value in obj.attrs.items() if not key.startswith("[")}
     if obj.kind == "list":
         obj.attrs["__items__"] = TupleVal(())
-    obj.extra["cleared"] = True
 
 
 #: Methods of a module that return the module (or nothing) and change its mode, device, gradients.

@@ -350,8 +350,6 @@ class HeapObject:
         else:
             joined.elem = self.elem.join(other.elem)
         joined.frozen = join_tri(self.frozen, other.frozen)
-        if other.extra.get("cleared"):
-            joined.extra["cleared"] = True  # emptied on some path: the leak rules do not count on it piling up
         if self.opt_storages != other.opt_storages:
             if self.opt_storages is None or other.opt_storages is None:
                 joined.opt_storages = None

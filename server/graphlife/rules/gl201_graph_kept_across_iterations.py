@@ -234,8 +234,6 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
     escapes: dict[tuple[int, int], bool] = {}  # (container, scope) -> reachable from outside
     for store in data.pending:
         value = store.event.value
-        if store.oid is not None and store.oid in final.heap and final.heap[store.oid].extra.get("cleared"):
-            continue  # emptied again (`lst.clear()`, `del lst[:]`, an episode's log-probs): it does not pile up
         quiet = _outlived_loops_quiet(data, store)
         consumed_later = all(n in final.freed or n in final.may_freed for n in value.grad_fn)
         if quiet and consumed_later:
