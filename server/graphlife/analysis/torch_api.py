@@ -1319,6 +1319,9 @@ def call_distribution_method(interp: TorchEngine, state: State, ref: HeapRef, na
     parameters (:mod:`graphlife.analysis.distributions`)."""
     if name in distributions.SAMPLE_METHODS:
         return distributions.no_graph_sample(interp, call, name)
+    measured = distributions.measured_member(state, ref, name, args, list(call.args))
+    if measured is not None:
+        return apply_op(interp, state, measured.key, measured.inputs, measured.input_exprs, call)
     if name in distributions.DIFFERENTIABLE_METHODS:
         inputs = [*distributions.parameters_of(state, ref), *args]
         return apply_op(interp, state, f"Distribution.{name}", inputs, [None] * len(inputs), call)
@@ -1327,6 +1330,9 @@ def call_distribution_method(interp: TorchEngine, state: State, ref: HeapRef, na
 
 def distribution_property(interp: TorchEngine, state: State, ref: HeapRef, name: str, site: ast.AST) -> Value:
     """``dist.mean``, ``dist.probs``, ...: an op on the distribution's parameters."""
+    measured = distributions.measured_member(state, ref, name, [], [])
+    if measured is not None:
+        return apply_op(interp, state, measured.key, measured.inputs, measured.input_exprs, site)
     inputs = distributions.parameters_of(state, ref)
     return apply_op(interp, state, f"Distribution.{name}", inputs, [None] * len(inputs), site)
 
