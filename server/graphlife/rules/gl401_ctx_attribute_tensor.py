@@ -70,7 +70,7 @@ from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import merge_edits, segment, starts_its_line, unpacking_text
 
 ZH_CN = Translation(
-    """自定义 Function 的输入或输出张量被存成了 ctx 属性，而不是用 save_for_backward 保存。
+    """自定义 Function 的输入或输出张量被存成了 ctx 属性，而不是用 `ctx.save_for_backward` 保存。
 
 ## 它检查什么
 在自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中，当 `value` 是 forward 的输入张量或 forward 返回的张量时，标记 `ctx.name = value`。如果 forward 把某个输入当作张量使用（调用张量方法或属性、`@`、作为 `torch` 函数的第一个参数、`save_for_backward`、`Tensor` 类型注解），并且没有相反的证据（非张量的默认值、类型注解，或本文件某处 `apply` 调用中传入的字面量），这个输入就被视为张量。中间张量（`ctx.mask = x > 0`）和非张量（`ctx.scale = scale`、`ctx.shape = x.shape`）正是 ctx 属性的正确用法，不会被标记。
