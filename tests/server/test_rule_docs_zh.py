@@ -205,12 +205,13 @@ def test_in_language_gives_the_chinese_text_with_the_english_section_names() -> 
     assert rule.doc.languages == LANGUAGES == chinese.languages
 
 
-@pytest.mark.parametrize("tag", ["zh-CN", "zh-cn", "zh_CN.UTF-8", "zh-Hans", "zh"])
+@pytest.mark.parametrize("tag", ["zh-CN", "zh-cn", "zh_CN.UTF-8", "zh-Hans", "zh-Hans-CN", "zh_SG", "zh"])
 def test_simplified_chinese_locales_get_chinese(tag: str) -> None:
     assert language_of(tag) == SIMPLIFIED_CHINESE
 
 
-@pytest.mark.parametrize("tag", ["en", "en-US", "fr", "zh-TW", "zh-Hant", "", None, "C"])
+@pytest.mark.parametrize(
+    "tag", ["en", "en-US", "fr", "zh-TW", "zh_HK.UTF-8", "zh-Hant", "zh-Hant-CN", "", None, "C", "auto"])
 def test_other_languages_get_english(tag: str | None) -> None:
     rule = rule_by_code("GL102")
     assert rule is not None

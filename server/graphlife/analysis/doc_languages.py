@@ -24,10 +24,9 @@ ENGLISH = "en"
 SIMPLIFIED_CHINESE = "zh-CN"
 LANGUAGES = (ENGLISH, SIMPLIFIED_CHINESE)
 
-#: Locale tags (lower case, ``_`` read as ``-``) that mean Simplified Chinese: VS Code sends
-#: ``zh-cn``, a shell's ``LANG`` says ``zh_CN.UTF-8``. Traditional Chinese (``zh-tw``,
-#: ``zh-hant``) is not Simplified Chinese and gets English.
-_SIMPLIFIED_CHINESE_TAGS = ("zh-cn", "zh-hans", "zh-sg", "zh")
+#: Subtags of Chinese written in traditional characters (Taiwan, Hong Kong, Macau, ``Hant``):
+#: Simplified Chinese is not what their readers asked for, so they get English.
+_TRADITIONAL = frozenset({"tw", "hk", "mo", "hant"})
 
 #: The section headings of each translation, keyed by the English section title.
 HEADINGS: dict[str, dict[str, str]] = {
@@ -60,12 +59,14 @@ def severity_note(severity: str, language: str) -> str:
 
 
 def language_of(tag: str | None) -> str:
-    """The documentation language for a locale tag: ``zh-CN`` for Simplified Chinese
-    (``zh-cn``, ``zh_CN.UTF-8``, ``zh-Hans``), English for anything else, unknown or empty."""
-    if not tag:
+    """The documentation language for a locale tag: ``zh-CN`` for Simplified Chinese (``zh``,
+    ``zh-cn`` from VS Code, ``zh_CN.UTF-8`` from a shell, ``zh-Hans``, ``zh-Hans-CN``, ``zh_SG``),
+    English for anything else (``en_US``, ``fr``, ``C``, ``zh-TW``, ``zh-Hant``), unknown or empty."""
+    base = (tag or "").strip().split(".", 1)[0].split("@", 1)[0]  # zh_CN.UTF-8, sr_RS@latin
+    parts = [part.lower() for part in base.replace("_", "-").split("-") if part]
+    if not parts or parts[0] != "zh" or any(part in _TRADITIONAL for part in parts[1:]):
         return ENGLISH
-    normal = tag.split(".", 1)[0].split("@", 1)[0].replace("_", "-").strip().lower()
-    return SIMPLIFIED_CHINESE if normal in _SIMPLIFIED_CHINESE_TAGS else ENGLISH
+    return SIMPLIFIED_CHINESE
 
 
 def heading(section: str, language: str) -> str:
