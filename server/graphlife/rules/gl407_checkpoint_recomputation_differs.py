@@ -64,15 +64,57 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import CHECKPOINT_FUNCTIONS, Semantics
 from graphlife.findings import Message, MessageTemplate, Severity
+
+ZH_CN = Translation(
+    """被检查点包住的函数里，有重新计算时不会以同样方式重放的代码。
+
+## 它检查什么
+跟进传给 `torch.utils.checkpoint.checkpoint` 的函数（本文件中的函数、方法、类由本文件定义的模块、lambda），查找第二次运行时不会重复的东西：Python 的 `random`、`numpy.random`、时钟（`time.time()`、`datetime.now()`），以及函数自己修改的 `self` 属性或全局变量（例如调用计数器）。当这样的值决定了控制流（`if`、循环、条件表达式）或形状（切片、`range(...)`、`view`/`reshape` 的尺寸）时给出警告。在 `preserve_rng_state=False` 时，它还会对 torch 自己的随机操作和 dropout 给出警告：两次运行的掩码会不同。
+
+## 为什么这是问题？
+检查点会释放代码块的激活值，并在反向传播时把代码块再运行一遍来取回它们。torch 会为第二次运行恢复它自己的随机数状态（除非 `preserve_rng_state=False`），但不会恢复 Python 或 NumPy 的随机数状态，不会恢复时钟，也不会撤销第一次运行对属性的修改。当第二次运行走了另一个分支或产生了另一种形状时，非可重入版本会抛出 `CheckpointError`（只在两次抽样不同的那些训练步），而可重入版本会沿着一个并非前向传播所用的计算图做反向传播：梯度悄无声息地变成了另一个网络的梯度，或者形状对不上。
+
+## torch 的报错
+`torch.utils.checkpoint.CheckpointError: torch.utils.checkpoint: A different number of tensors was saved during the original forward and recomputation.`
+对于形状改变的可重入版本，
+`RuntimeError: Mismatch in shape: grad_output[0] has a shape of ... and output[0] has a shape of ...`
+而可重入版本走了另一个分支时，什么都不会报。
+
+## 示例
+```python
+class Block(nn.Module):
+    def forward(self, x):
+        if random.random() < self.drop_prob:   # 随机深度（stochastic depth）
+            return x
+        return x + self.mlp(x)
+
+h = checkpoint(block, h, use_reentrant=False)
+```
+
+## 改为
+```python
+class Block(nn.Module):
+    def forward(self, x):
+        keep = torch.rand(()) >= self.drop_prob   # torch 的随机数：重新计算时会被恢复
+        return x + self.mlp(x) * keep
+```
+用 torch 来抽取随机决定（它的状态会在重新计算前后保存并恢复），或者在被检查点包住的函数之外做出决定再作为参数传进去；计数器和其他状态修改放在被检查点包住的函数之外。
+
+## 修复的安全性
+没有自动修复：决定应该在哪里做出，由作者选择。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="2296a47e7d10",
+)
 
 RULE = Rule(
     code="GL407",
     name="checkpoint-recomputation-differs",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="A different number of tensors was saved during the original forward and recomputation",
 )
 
