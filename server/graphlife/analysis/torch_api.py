@@ -1061,8 +1061,10 @@ def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Valu
     function that escaped the engine may run meanwhile: it may be one of this module's hooks)."""
     interp.run_escaped(state)
     args = interp.run_pre_hooks(ref, args, state, call)
+    args = [interp.through_backward_hooks(ref, arg, state, call) for arg in args]
     output = _call_module_forward(interp, state, ref, args, kwargs, call, via_container=via_container)
-    return interp.run_forward_hooks(ref, args, output, state, call)
+    output = interp.run_forward_hooks(ref, args, output, state, call)
+    return interp.through_backward_hooks(ref, output, state, call)
 
 
 def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value],
@@ -1402,6 +1404,8 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         return NONE
     if name in ("register_forward_hook", "register_forward_pre_hook"):
         return interp.register_module_hook(ref, name, args, state, call)
+    if name in ("register_full_backward_hook", "register_full_backward_pre_hook"):
+        return interp.register_full_backward_hook(ref, args, state, call)
     if name in ("state_dict", "load_state_dict"):
         return UNKNOWN
     # Any other method (a backward hook's registration, `apply(fn)`, a method torch added): a
