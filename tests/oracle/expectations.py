@@ -205,7 +205,7 @@ _GL1XX = {
     ),
     "GL107": (RuntimeError, ("you can only change requires_grad flags of leaf variables",), True),
     "GL108": (TypeError, ("got an unexpected keyword argument 'retain_variables'",), True),
-    "GL109": (RuntimeError, ("Output 0 of BackwardHookFunction is a view and is being modified inplace",), True),
+    "GL110": (RuntimeError, ("Output 0 of BackwardHookFunction is a view and is being modified inplace",), True),
 }
 
 for _code, (_exc, _fragments, _at_marker) in _GL1XX.items():

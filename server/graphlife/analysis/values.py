@@ -120,7 +120,7 @@ class TensorVal(Value):
     scalar: bool = False
     #: An input or output of a module with a full backward hook, as its forward sees it or its
     #: call returns it: torch passes it through ``BackwardHookFunction``, which returns a view,
-    #: and an in-place change of that view raises (GL109). The call of the hooked module.
+    #: and an in-place change of that view raises (GL110). The call of the hooked module.
     hook_view: ast.AST | None = field(default=None, compare=False, hash=False)
 
     def join(self, other: Value) -> Value:

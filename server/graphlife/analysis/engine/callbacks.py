@@ -51,7 +51,7 @@ from graphlife.analysis.values import (
 HOOK_TABLES = {"register_forward_hook": "__forward_hooks__", "register_forward_pre_hook": "__forward_pre_hooks__"}
 
 #: Module methods whose hook makes torch wrap the module's inputs and outputs in
-#: ``BackwardHookFunction`` views (an in-place change of one raises: GL109).
+#: ``BackwardHookFunction`` views (an in-place change of one raises: GL110).
 FULL_BACKWARD_HOOK_METHODS = frozenset({"register_full_backward_hook", "register_full_backward_pre_hook"})
 #: Where a module keeps its full backward hooks (so that ``handle.remove()`` takes one off).
 FULL_BACKWARD_HOOKS = "__full_backward_hooks__"

@@ -92,7 +92,7 @@ out = features(images)
 )
 
 RULE = Rule(
-    code="GL109",
+    code="GL110",
     name="inplace-on-backward-hook-view",
     severity=Severity.ERROR,
     doc=RuleDoc(__doc__, zh_cn=ZH_CN),
@@ -100,7 +100,7 @@ RULE = Rule(
 )
 
 CHANGED = MessageTemplate(
-    "GL109.changed",
+    "GL110.changed",
     "`{change}` changes in place a tensor that a module with a full backward hook handed on (at `{hooked}`): "
     "torch passes it through `BackwardHookFunction`, whose output is a view it forbids changing in place, and "
     "raises here. Use the out-of-place form.",
