@@ -254,9 +254,14 @@ class Finding:
     def column(self) -> int:
         return self.span.column
 
-    def to_json(self, path: str | None = None) -> dict[str, Any]:
+    def to_json(self, path: str | None = None, language: str = "en") -> dict[str, Any]:
         """The JSON shape of `graphlife check --format json` (1-based positions). ``path`` is
-        the file checked; a finding in another file of the project names its own."""
+        the file checked; a finding in another file of the project names its own.
+
+        ``message``, related ``message`` and fix ``title`` stay English whatever the language
+        (scripts match on them); in another ``language`` the finding also has ``language`` and
+        ``localized_message``, each related place ``localized_message`` and each fix
+        ``localized_title`` (docs/OUTPUT_FORMATS.md)."""
         data: dict[str, Any] = {}
         checked = path
         path = self.span.path if self.span.path is not None else path
@@ -284,4 +289,11 @@ class Finding:
             ],
             fixes=[{"kind": f.kind, "title": f.title, "applicability": f.applicability.value} for f in self.fixes],
         )
+        if language != "en":
+            data["language"] = language
+            data["localized_message"] = localized(self.message, language)
+            for entry, related in zip(data["related"], self.related, strict=True):
+                entry["localized_message"] = localized(related.message, language)
+            for entry, fix in zip(data["fixes"], self.fixes, strict=True):
+                entry["localized_title"] = localized(fix.title, language)
         return data
