@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from graphlife import __version__
+from graphlife.cli_language import add_language_option, chosen_language
 from graphlife.config import CommandLineSettings, Config, config_for_path
 from graphlife.output.report import SEVERITY_RANK, FileReport, Note, RunResult, exit_status
 from graphlife.text_lines import source_lines, source_lines_keepends
@@ -399,7 +400,7 @@ def _result(args: argparse.Namespace, reports: list[FileReport], notes: list[Not
     notes.extend(Note(None, problem) for problem in problems)  # once per run, however many files
     readable = merge_project_findings([r for r in reports if not r.read_error])
     return RunResult(version=__version__, reports=readable, notes=notes, statistics=args.statistics,
-                     quiet=args.quiet, colour=colour)
+                     quiet=args.quiet, colour=colour, language=chosen_language(args))
 
 
 def _finish(args: argparse.Namespace, mode: str, reports: list[FileReport], notes: list[Note],
