@@ -16,10 +16,10 @@ def _gl101(published: types.PublishDiagnosticsParams) -> types.Diagnostic:
     return next(d for d in published.diagnostics if d.code == "GL101")
 
 
-async def _hover_text(client: LanguageClient, uri: str) -> str:
+async def _hover_text(client: LanguageClient, uri: str, line: int = DOUBLE_BACKWARD_LINE, character: int = 7) -> str:
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
-        position=types.Position(line=DOUBLE_BACKWARD_LINE, character=7)))
+        position=types.Position(line=line, character=character)))
     assert hover is not None
     return hover.contents.value
 
@@ -44,6 +44,8 @@ async def test_a_chinese_editor_reads_diagnostics_hovers_and_fixes_in_chinese(cl
     assert "**torch 的报错：**" in text
     assert "Trying to backward through the graph a second time" in text  # torch's own words, as it prints them
     assert "完整文档：`graphlife rules GL101`" in text
+    story = await _hover_text(client, uri, 3, 1)  # `loss = (w * w).sum()`: the tensor's graph-lifetime story
+    assert "**`loss`** — 计算图生命周期（graphlife）" in story and "- 计算图构建于第 4 行（2 个节点）" in story, story
 
     titles = await _action_titles(client, uri, diagnostic)
     assert "在这一行忽略 GL101" in titles and "在这个文件中忽略 GL101" in titles
