@@ -99,7 +99,7 @@ RULE = Rule(
 
 _SAVED = ("`{change_text}` {change}, but {what} saved at line {saved} for the backward at line {backward}, "
           "which will raise.")
-_SAVED_ZH = "`{change_text}` {change}，但{what}已在{saved}为{backward}的 backward 保存下来，那次 backward 会报错。"
+_SAVED_ZH = "`{change_text}` {change}，但 {what} 已在{saved}为{backward}的 backward 保存下来，那次 backward 会报错。"
 SAVED = MessageTemplate("GL102.saved", _SAVED, zh_cn=_SAVED_ZH)
 SAVED_BEFORE_STEP_CARRIED = MessageTemplate(
     "GL102.saved-before-step-carried",

@@ -130,6 +130,8 @@ IMPLICIT = MessageTemplate(
           "它 `should be passed explicitly`（并预告省略它将来会报错），"
     "而且仍然使用可重入版本；当没有输入需要梯度时，这个版本得不到梯度。请传入 `use_reentrant=False`。",
 )
+EXPLICIT_VARIANT = MessageTemplate("GL405.explicit-variant", "`use_reentrant=True`",
+                                   zh_cn="显式指定的 `use_reentrant=True` 模式")
 DEFAULT_VARIANT = MessageTemplate("GL405.default-variant", "the default reentrant variant", zh_cn="默认的可重入版本")
 NONE = MessageTemplate("GL405.none", "none", zh_cn="无")
 USE_TITLE = MessageTemplate("fix.use-non-reentrant", "Use `use_reentrant=False`", zh_cn="改用 `use_reentrant=False`")
@@ -339,7 +341,7 @@ def check_module(ctx: ModuleContext) -> None:
         shown = ", ".join(f"`{segment(ctx, i)}`" for i in inputs or [])
         fixes: list[FixRecipe] = []
         if no_input_grad:
-            variant = "`use_reentrant=True`" if explicit_true else DEFAULT_VARIANT()
+            variant = EXPLICIT_VARIANT() if explicit_true else DEFAULT_VARIANT()
             message = NO_INPUT_GRAD(name=name, variant=variant, inputs=shown or NONE())
             severity = Severity.WARNING
         else:
