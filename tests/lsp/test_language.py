@@ -4,7 +4,7 @@ its display language), overridden by the ``graphlife.language`` setting."""
 from __future__ import annotations
 
 import pytest
-from lsp_helpers import initialize, open_document, wait_for_log, wait_for_publish
+from lsp_helpers import initialize, open_document, replace_all, wait_for_log, wait_for_publish
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from sources import DOUBLE_BACKWARD, DOUBLE_BACKWARD_LINE
@@ -74,3 +74,15 @@ async def test_a_wrong_language_setting_is_logged_and_falls_back(client: Languag
     uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
     diagnostic = _gl101(await wait_for_publish(client, uri, version=1))
     assert diagnostic.message.startswith("`loss` backpropagates")  # no locale sent: English
+
+
+async def test_an_edit_above_moves_the_lines_the_chinese_message_names(client: LanguageClient, workdir):
+    """The unit cache replays the unchanged code's findings at their new lines: the typed line
+    arguments move, in every language the message is shown in."""
+    await initialize(client, locale="zh-cn")
+    uri = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
+    before = _gl101(await wait_for_publish(client, uri, version=1))
+    assert "第 4 行" in before.message and "第 5 行" in before.message
+    replace_all(client, uri, "# a comment above\n" + DOUBLE_BACKWARD, 2, DOUBLE_BACKWARD)
+    after = _gl101(await wait_for_publish(client, uri, version=2))
+    assert "第 5 行" in after.message and "第 6 行" in after.message and "第 4 行" not in after.message, after.message
