@@ -37,7 +37,7 @@ async def test_a_chinese_editor_reads_diagnostics_hovers_and_fixes_in_chinese(cl
     diagnostic = _gl101(await wait_for_publish(client, uri, version=1))
     assert "计算图" in diagnostic.message and "第 4 行" in diagnostic.message, diagnostic.message
     related = [info.message for info in diagnostic.related_information or []]
-    assert "计算图在此构建（`w * w`）" in related and "这次 backward 释放了计算图" in related
+    assert "计算图在此构建（`w * w`）" in related and "这次反向传播释放了计算图" in related
 
     text = await _hover_text(client, uri)
     assert "**GL101** backward-through-freed-graph · 错误" in text

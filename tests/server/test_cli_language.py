@@ -57,9 +57,9 @@ def test_lang_chooses_chinese_and_json_keeps_the_english_message(tmp_path: Path)
     assert finding["language"] == "zh-CN"
     assert finding["localized_message"].startswith("`loss` 要反向传播经过在第 4 行")
     related = [r["localized_message"] for r in finding["related"]]
-    assert related == ["计算图在此构建（`w * w`）", "这次 backward 释放了计算图"]
+    assert related == ["计算图在此构建（`w * w`）", "这次反向传播释放了计算图"]
     assert next((fix["title"], fix["localized_title"]) for fix in finding["fixes"]) == (
-        "Call one backward on `loss + loss`", "对 `loss + loss` 只调用一次 backward")
+        "Call one backward on `loss + loss`", "对 `loss + loss` 只调用一次 `backward()`")
 
 
 def test_the_option_beats_the_environment(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ GRADIENTS_DISABLED = MessageTemplate(
     zh_cn="它是在梯度记录关闭时（`{mode}`）计算的")
 A_GRAD = MessageTemplate(
     "why.a-grad", "a `.grad`, which has no graph unless a backward used `create_graph=True`",
-    zh_cn="它是一个 `.grad`，除非某次 backward 使用了 `create_graph=True`，否则它没有计算图")
+    zh_cn="它是一个 `.grad`，除非某次反向传播使用了 `create_graph=True`，否则它没有计算图")
 REENTRANT_CHECKPOINT = MessageTemplate(
     "why.reentrant-checkpoint",
     "the output of a reentrant `checkpoint` whose inputs do not require grad has no graph (pass `use_reentrant=False`)",

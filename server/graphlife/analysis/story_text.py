@@ -32,14 +32,14 @@ SAVES = MessageTemplate("story.saves", "- saves tensors for backward at {lines}"
                         zh_cn="- 在{lines}为反向传播保存了张量")
 FREED = MessageTemplate(
     "story.freed", "- **already freed** by the backward at line {lines}: a second backward through it raises",
-    zh_cn="- 已被{lines}的 backward **释放**：再次经过它反向传播会报错")
+    zh_cn="- 已被{lines}的反向传播 **释放**：再次经过它反向传播会报错")
 BACKPROPAGATED = MessageTemplate("story.backpropagated", "- backpropagated by the backward at {lines}",
-                                 zh_cn="- 被{lines}的 backward 反向传播")
+                                 zh_cn="- {lines}的反向传播会经过它（计算图被保留）")
 CONSUMED = MessageTemplate("story.consumed", "- consumed (and freed) by the backward at {lines}",
-                           zh_cn="- 被{lines}的 backward 使用（并释放）")
+                           zh_cn="- 被{lines}的反向传播使用（并释放）")
 NO_BACKWARD = MessageTemplate(
     "story.no-backward", "- no backward in this file reaches it: its saved tensors live as long as the tensor",
-    zh_cn="- 这个文件中没有 backward 会经过它：它保存的张量会和这个张量存活得一样久")
+    zh_cn="- 这个文件中没有反向传播会经过它：它保存的张量会和这个张量存活得一样久")
 KEPT_BY = MessageTemplate("story.kept-by", "- kept alive by {keepers}", zh_cn="- 被 {keepers} 保持存活")
 KEEPER = MessageTemplate("story.keeper", "`{name}` (line {line})", zh_cn="`{name}`（{line}）")
 CARRIED = MessageTemplate(
@@ -53,7 +53,7 @@ INFERENCE = MessageTemplate(
     "- an **inference tensor** (made under `torch.inference_mode()`): it cannot be saved for backward",
     zh_cn="- 一个**推理张量**（在 `torch.inference_mode()` 下创建）：它不能为反向传播保存")
 NO_GRAPH_RAISES = MessageTemplate("story.no-graph-raises", "- `{root}` has no graph: {why} — this backward raises",
-                                  zh_cn="- `{root}` 没有计算图：{why}——这次 backward 会报错")
+                                  zh_cn="- `{root}` 没有计算图：{why}——这次反向传播会报错")
 UNKNOWN = MessageTemplate(
     "story.unknown", "- the graph behind it is not known here (it comes from code graphlife cannot see)",
     zh_cn="- 这里不知道它背后的计算图（它来自 graphlife 看不到的代码）")
@@ -62,12 +62,12 @@ GRAPH_NODE = MessageTemplate("story.graph-node", "{n} graph node", zh_cn="{n} �
 GRAPH_NODES = MessageTemplate("story.graph-nodes", "{n} graph nodes", zh_cn="{n} 个计算图节点")
 PARTLY_FREED = MessageTemplate(
     "story.partly-freed", "- part of it was **already freed** by the backward at line {lines}: this raises",
-    zh_cn="- 其中一部分已被{lines}的 backward **释放**：这次会报错")
+    zh_cn="- 其中一部分已被{lines}的反向传播 **释放**：这次会报错")
 RETAINS = MessageTemplate("story.retains", "- `retain_graph=True`: the saved tensors stay alive after it",
                           zh_cn="- `retain_graph=True`：保存的张量在它之后仍然存活")
 FREES = MessageTemplate(
     "story.frees", "- frees the saved tensors of every node it walks (a later backward through them raises)",
-    zh_cn="- 释放它经过的每个节点保存的张量（之后再经过它们的 backward 会报错）")
+    zh_cn="- 释放它经过的每个节点保存的张量（之后再经过它们的反向传播会报错）")
 ACCUMULATES = MessageTemplate("story.accumulates", "- accumulates into `.grad` of {groups}",
                               zh_cn="- 把梯度累积到 {groups}的 `.grad` 中")
 GROUP = MessageTemplate("story.group", "{n} parameter group", zh_cn="{n} 组参数")

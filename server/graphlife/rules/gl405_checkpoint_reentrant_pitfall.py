@@ -118,7 +118,7 @@ NO_INPUT_GRAD = MessageTemplate(
     "`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
     "the checkpointed block get no gradients. Pass `use_reentrant=False`.",
     zh_cn="`{name}` 以{variant}运行，而它的输入都不可能需要梯度（{inputs}）：torch 会警告 "
-    "`None of the inputs have requires_grad=True. Gradients will be None`，被 checkpoint 包住的代码块里的参数"
+    "`None of the inputs have requires_grad=True. Gradients will be None`，被梯度检查点包住的代码块里的参数"
     "也得不到梯度。请传入 `use_reentrant=False`。",
 )
 IMPLICIT = MessageTemplate(
@@ -371,16 +371,16 @@ THROUGH_REENTRANT = MessageTemplate(
     "GL405.grad_through_reentrant",
     "`{call}` asks for gradients through the reentrant checkpoint at line {checkpoint} (`{checkpoint_by}`): "
     "torch raises here. Pass `use_reentrant=False` to that checkpoint.",
-    zh_cn="`{call}` 要求经过{checkpoint}（`{checkpoint_by}`）的可重入 checkpoint 求梯度：torch 会在这里报错。"
-    "请给那个 checkpoint 传入 `use_reentrant=False`。",
+    zh_cn="`{call}` 要求经过{checkpoint}（`{checkpoint_by}`）的可重入的梯度检查点求梯度：torch 会在这里报错。"
+    "请给那个梯度检查点传入 `use_reentrant=False`。",
 )
-THE_CHECKPOINT = MessageTemplate("GL405.the-checkpoint", "the reentrant checkpoint", zh_cn="可重入的 checkpoint")
+THE_CHECKPOINT = MessageTemplate("GL405.the-checkpoint", "the reentrant checkpoint", zh_cn="可重入的梯度检查点")
 USE_IN_CHECKPOINT_TITLE = MessageTemplate(
     "fix.non-reentrant-in-checkpoint", "Use `use_reentrant=False` in the checkpoint",
-                                          zh_cn="在这个 checkpoint 中改用 `use_reentrant=False`")
+                                          zh_cn="在这个梯度检查点中改用 `use_reentrant=False`")
 PASS_TO_CHECKPOINT_TITLE = MessageTemplate("fix.pass-non-reentrant-to-checkpoint",
                                            "Pass `use_reentrant=False` to the checkpoint",
-                                           zh_cn="给这个 checkpoint 传入 `use_reentrant=False`")
+                                           zh_cn="给这个梯度检查点传入 `use_reentrant=False`")
 
 
 @RULE.on(BackwardEvent)
