@@ -45,3 +45,6 @@ BUILT_FROM_NO_GRAD = MessageTemplate("why.built-from-no-grad", "built only from 
                                      zh_cn="它只由不需要梯度的张量计算得到")
 NOT_DIFFERENTIABLE = MessageTemplate("why.not-differentiable", "the result of `{op}`, which is not differentiable",
                                      zh_cn="它是 `{op}` 的结果，而该操作不可微")
+#: What GL102 calls the parameters a module saved for backward (not a reason: it shares this module
+#: as the engine's other words about tensors do).
+PARAMETERS_OF = MessageTemplate("what.parameters-of", "parameters of {module}", zh_cn="`{module}` 的参数")
