@@ -86,3 +86,14 @@ async def test_an_edit_above_moves_the_lines_the_chinese_message_names(client: L
     replace_all(client, uri, "# a comment above\n" + DOUBLE_BACKWARD, 2, DOUBLE_BACKWARD)
     after = _gl101(await wait_for_publish(client, uri, version=2))
     assert "第 5 行" in after.message and "第 6 行" in after.message and "第 4 行" not in after.message, after.message
+
+
+async def test_a_notebooks_messages_name_cells_in_chinese(client: LanguageClient, workdir):
+    from test_notebook import _open  # noqa: PLC0415 - the notebook the notebook tests open
+
+    await initialize(client, locale="zh-cn")
+    _, cells = _open(client, workdir)
+    last = await wait_for_publish(client, cells[3], version=1)
+    gl101 = _gl101(last)
+    # the graph built in cell 3 (line 1) and freed there (line 2): each named by its cell
+    assert "第 3 个单元格第 1 行" in gl101.message and "第 3 个单元格第 2 行" in gl101.message, gl101.message
