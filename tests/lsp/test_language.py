@@ -89,7 +89,7 @@ async def test_an_edit_above_moves_the_lines_the_chinese_message_names(client: L
 
 
 async def test_a_notebooks_messages_name_cells_in_chinese(client: LanguageClient, workdir):
-    from test_notebook import _open  # noqa: PLC0415 - the notebook the notebook tests open
+    from test_notebook import _open  # the notebook the notebook tests open
 
     await initialize(client, locale="zh-cn")
     _, cells = _open(client, workdir)
