@@ -6,10 +6,13 @@ import json
 import os
 from pathlib import Path
 
+import jsonschema
 import pytest
 from cli_helpers import DOUBLE_BACKWARD, run
 
 from graphlife import i18n
+
+SARIF_SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -80,7 +83,9 @@ def test_a_cached_result_is_not_read_in_another_language(tmp_path: Path) -> None
 def test_sarif_results_are_in_the_chosen_language(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(DOUBLE_BACKWARD)
     proc = run("check", "--language", "zh-cn", "--output-format", "sarif", "train.py", cwd=tmp_path, env=_env())
-    log = json.loads(proc.stdout)["runs"][0]
+    document = json.loads(proc.stdout)
+    jsonschema.validate(document, json.loads(SARIF_SCHEMA.read_text(encoding="utf-8")))  # what code scanning reads
+    log = document["runs"][0]
     assert log["language"] == "zh-CN"
     assert "计算图" in log["results"][0]["message"]["text"]
 
