@@ -123,8 +123,10 @@ export class AutogradInspector implements vscode.Disposable {
     }
     this.stale = false;
     this.view.message = vscode.l10n.t("Reading the autograd graph…");
-    // The probe writes its explanations in graphlife's language (graphlife.language, else VS Code's).
-    const language = currentLanguage();
+    // The probe writes its explanations in graphlife's language (graphlife.language, else VS Code's);
+    // English is its default, so an English expression stays the short one.
+    const chosen = currentLanguage();
+    const language = chosen === "en" ? undefined : chosen;
     try {
       const started = Date.now();
       const reply = await this.evaluateProbe(stop, probePath,
