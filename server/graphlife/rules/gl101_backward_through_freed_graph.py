@@ -61,19 +61,61 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import Node, State
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import MergeBackwards, RetainGraph
+from graphlife.rules import phrases
+from graphlife.rules.phrases import tensor_name
 from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
 from graphlife.rules.proofs.shared_graph import shared_graph_fix
+
+ZH_CN = Translation(
+    """一次反向传播走到了之前某次反向传播已经释放过的计算图节点。
+
+## 它检查什么
+沿着每一次反向传播（`loss.backward()`、`torch.autograd.backward`、`torch.autograd.grad`、`scaler.scale(loss).backward()`）走过它能到达的计算图，检查路上某个保存了张量的节点是否已被更早的、没有加 `retain_graph=True` 的反向传播用掉。跨越循环和函数的写法它都能看出来：同一个 loss 反向传播两次，两个 loss 共用一个编码器，GAN 的判别器那一步用了没有分离的 `fake`，以及从一轮迭代带到下一轮的状态（RNN 的隐藏状态、累加的张量、`self.h`）。
+
+## 为什么这是问题？
+反向传播会释放每个节点为它保存的张量，除非明确要求保留。第二次经过同一批节点的反向传播已经没有可用的数据，torch 只能终止程序——往往是在加载了好几分钟数据之后。如果是跨迭代保留的状态，报错出现在第二个 batch，因为这个状态仍然指向第一个 batch 的计算图。
+
+## torch 的报错
+`RuntimeError: Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.`
+
+## 示例
+```python
+hidden = None
+for x, y in batches:
+    out, hidden = lstm(x, hidden)
+    loss = criterion(out, y)
+    loss.backward()          # 第二个 batch：走进了第一个 batch 的计算图
+```
+
+## 改为
+```python
+hidden = None
+for x, y in batches:
+    if hidden is not None:
+        hidden = tuple(t.detach() for t in hidden)
+    out, hidden = lstm(x, hidden)
+    loss = criterion(out, y)
+    loss.backward()
+```
+GAN 的那一步里，给判别器传 `fake.detach()`；两个 loss 共用一张计算图时，把它们相加后只调用一次反向传播。在前一次反向传播上加 `retain_graph=True` 也能跑通，但会让所有保存的张量一直活到最后一次反向传播。
+
+## 修复的安全性
+安全：在循环开头分离每个跨迭代传递的变量（这样每一步只在自己的 batch 上训练——第二个 batch 不再报错后，代码本来就是这个意思）；GAN 的写法里，判别器用 `D(fake.detach())`，生成器重新算一次 `D(fake)`（两个网络各自用自己的 loss、用各自优化器刚更新过的权重训练）；两个共用计算图的 loss 相加后做一次反向传播（梯度相同，只是一次求和）。不安全：在前一次反向传播上加 `retain_graph=True`——它让那张计算图保存的每个张量都活到最后一次反向传播，而且如果中间有一次优化步，第二次反向传播照样会失败。只有引擎能证明它可行时才会提供这个修复，它从不是首选，`graphlife fix` 和“全部修复”在没有 `--unsafe-fixes` 时也不会应用它。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="e6c2b793ab4d",
+)
 
 RULE = Rule(
     code="GL101",
     name="backward-through-freed-graph",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="Trying to backward through the graph a second time",
 )
 
@@ -82,12 +124,21 @@ CARRIED = MessageTemplate(
     "`{root}` reaches the graph built at line {built} (`{built_by}`) in an earlier iteration, carried into this one "
     "by {name}; the backward at line {freed} already freed it{maybe}. Detach {name} at the top of the loop "
     "(line {loop}).",
+    zh_cn="`{root}` 会反向传播进上一次迭代中在{built}（`{built_by}`）构建的计算图，它经由 {name} 被带入本次迭代；"
+    "{freed}的 backward 已经释放了这张图{maybe}。请在循环开头（{loop}）对 {name} 调用 detach()。",
 )
 FREED = MessageTemplate(
     "GL101.freed",
     "`{root}` backpropagates through the graph built at line {built} (`{built_by}`), which the backward at "
     "line {freed} already freed{maybe}.",
+    zh_cn="`{root}` 要反向传播经过在{built}（`{built_by}`）构建的计算图，而{freed}的 backward 已经释放了它{maybe}。",
 )
+BUILT_HERE = MessageTemplate("GL101.built-here", "graph built here (`{built_by}`)", zh_cn="计算图在此构建（`{built_by}`）")
+FREED_HERE = MessageTemplate("GL101.freed-here", "this backward freed it", zh_cn="这次 backward 释放了计算图")
+MERGE_TITLE = MessageTemplate("fix.merge-backwards", "Call one backward on `{first} + {second}`",
+                              zh_cn="对 `{first} + {second}` 只调用一次 backward")
+RETAIN_TITLE = MessageTemplate("fix.retain-graph", "Keep the graph with `retain_graph=True` (keeps its memory alive)",
+                               zh_cn="用 `retain_graph=True` 保留计算图（其显存会一直占用）")
 
 
 @RULE.on(BackwardEvent)
@@ -107,23 +158,23 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
         return
     node = graph.nodes[candidates[-1]]
     freeing = state.freed.get(node.nid) or state.may_freed.get(node.nid)
-    root = ctx.text(event.root_expr) or "the tensor"
+    root = tensor_name(ctx.text(event.root_expr))
     built_line = ctx.line(node.site)
     freed_line = ctx.line(freeing) if freeing is not None else None
     carried = ctx.carried_names(set(candidates), state) if node.iteration and ctx.current_loop() is not None else []
     carried = [c for c in carried if c[0] != (root if isinstance(event.root_expr, ast.Name) else None)]
     carried = still_carried(carried)
     stmt = ctx.blame(event.stmt, event.root_expr)
-    maybe = "" if severity is Severity.ERROR else " on some paths"
+    maybe = phrases.maybe(severity is Severity.ERROR)
     if carried:
         loop = carried[0][1]
         message = CARRIED(root=root, built=built_line, built_by=node.line_desc, name=names_text(carried),
                           freed=freed_line, maybe=maybe, loop=ctx.line(loop))
     else:
         message = FREED(root=root, built=built_line, built_by=node.line_desc, freed=freed_line, maybe=maybe)
-    related = [Related(ctx.span(node.site), f"graph built here (`{node.line_desc}`)")]
+    related = [Related(ctx.span(node.site), BUILT_HERE(built_by=node.line_desc))]
     if freeing is not None:
-        related.append(Related(ctx.span(freeing), "this backward freed it"))
+        related.append(Related(ctx.span(freeing), FREED_HERE()))
     fixes = _fixes(event, ctx, node, freeing, carried, state)
     ctx.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)
 
@@ -142,13 +193,13 @@ def _fixes(event: BackwardEvent, ctx: RuleContext, node: Node, freeing: ast.AST 
         second_root = ctx.text(event.root_expr)
         if first_root and second_root:
             fixes.append(MergeBackwards(
-                title=f"Call one backward on `{first_root} + {second_root}`",
+                title=MERGE_TITLE(first=first_root, second=second_root),
                 first=ctx.span(freeing), second=ctx.span(event.stmt), first_root=first_root, second_root=second_root,
             ))
     if freeing is not None and isinstance(freeing, ast.stmt):
         call = _backward_call(freeing)
         if call is not None:
-            fixes.append(RetainGraph(title="Keep the graph with `retain_graph=True` (keeps its memory alive)",
+            fixes.append(RetainGraph(title=RETAIN_TITLE(),
                                      call=ctx.span(call)))
     return fixes
 

@@ -39,15 +39,45 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.findings import MessageTemplate, Severity
 from graphlife.recipes import ReplaceText
+
+ZH_CN = Translation(
+    """反向传播用了 `retain_variables=`，这是 torch 已经移除的关键字参数：调用会报错。
+
+## 它检查什么
+报告 `loss.backward(retain_variables=...)`、`torch.autograd.backward(..., retain_variables=...)` 和 `torch.autograd.grad(..., retain_variables=...)`。这是老教程（PyTorch 0.3 及更早）的写法，对应现在的 `retain_graph=`。
+
+## 为什么这是问题？
+这个关键字参数先是改名为 `retain_graph`，旧名字随后被移除，所以调用在算出任何梯度之前就报错——而此时第一个 batch 的整个前向传播已经跑完了。
+
+## torch 的报错
+`TypeError: Tensor.backward() got an unexpected keyword argument 'retain_variables'`
+
+## 示例
+```python
+loss.backward(retain_variables=True)
+```
+
+## 改为
+```python
+loss.backward(retain_graph=True)   # 如果后面没有反向传播还需要这张计算图，就不加这个参数
+```
+同一时代的其他遗留写法还能运行，但什么也不做：`Variable(t)` 返回的就是 `t` 本身，`Variable(t, requires_grad=True)` 是一个需要梯度的叶子张量，`volatile=True` 会被忽略（计算图照样会被记录；请用 `with torch.no_grad():`）。
+
+## 修复的安全性
+安全：`retain_graph=` 就是 torch 给 `retain_variables=` 起的新名字；计算图只在代码要求时被保留，调用正常运行而不再报错。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="71fb5bc6fdb6",
+)
 
 RULE = Rule(
     code="GL108",
     name="removed-autograd-keyword",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="got an unexpected keyword argument 'retain_variables'",
 )
 
@@ -55,7 +85,10 @@ REMOVED = MessageTemplate(
     "GL108.retain-variables",
     "`{call}` raises `TypeError`: torch removed the keyword `retain_variables`. Write `retain_graph={value}` "
     "(or drop it if no later backward goes through this graph).",
+    zh_cn="`{call}` 会抛出 `TypeError`：torch 已经移除了关键字参数 `retain_variables`。请写成 `retain_graph={value}`"
+    "（如果之后没有 backward 再经过这张计算图，就直接去掉它）。",
 )
+RETAIN_GRAPH_TITLE = MessageTemplate("fix.use-retain-graph", "Use `retain_graph=`", zh_cn="改用 `retain_graph=`")
 
 #: The autograd functions that took ``retain_variables`` (as ``Tensor.backward`` did).
 _FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
@@ -103,7 +136,7 @@ def check_module(ctx: ModuleContext) -> None:
             continue
         value = ast.get_source_segment(ctx.source, keyword.value) or "True"
         statement = ctx.semantics.statement_of(call)
-        fix = ReplaceText(title="Use `retain_graph=`", span=ctx.span(keyword), text=f"retain_graph={value}")
+        fix = ReplaceText(title=RETAIN_GRAPH_TITLE(), span=ctx.span(keyword), text=f"retain_graph={value}")
         ctx.reporter.report(RULE, ctx.span(statement if statement is not None else call),
                             REMOVED(call=ast.get_source_segment(ctx.source, call.func) or "backward", value=value),
                             fixes=(fix,))

@@ -37,18 +37,59 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent, OpaqueCallEvent, UnitEndEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import Severity
+from graphlife.findings import MessageTemplate, Severity
 from graphlife.recipes import DropKeyword
+
+ZH_CN = Translation(
+    """反向传播用了 `retain_graph=True`，但之后再也没有反向传播经过这张计算图。
+
+## 它检查什么
+记住每一次带 `retain_graph=True` 的反向传播，报告那些之后没有任何反向传播（或 `torch.autograd.grad`）再用到其计算图的调用。
+
+## 为什么这是问题？
+保留计算图会让它保存的每个激活值一直活着，直到指向其输出的最后一个引用消失——白白占用内存；而且这往往说明这个参数是为了让 GL101 不再报错才加上的，而不是真正修好了计算图。
+
+## torch 的报错
+不报错。
+
+## 示例
+```python
+loss.backward(retain_graph=True)
+optimizer.step()
+```
+
+## 改为
+```python
+loss.backward()
+optimizer.step()
+```
+
+## 修复的安全性
+安全：去掉 `retain_graph=True` 会让计算图更早被释放；之后没有反向传播再经过它，所以每个梯度都不变。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="7affbdb22865",
+)
 
 RULE = Rule(
     code="GL202",
     name="retain-graph-unneeded",
     severity=Severity.INFORMATION,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
+
+UNNEEDED = MessageTemplate(
+    "GL202.unneeded",
+    "`retain_graph=True` keeps the graph of `{root}` alive, "
+    "but no later backward goes through it: drop the argument to free the saved activations now.",
+    zh_cn="`retain_graph=True` 让 `{root}` 的计算图一直存活，但之后没有任何 backward 再经过它："
+    "去掉这个参数，保存的激活值就能立即释放。")
+THIS_BACKWARD = MessageTemplate("phrase.this-backward", "this backward", zh_cn="这次 backward")
+DROP_TITLE = MessageTemplate("fix.drop-retain-graph", "Remove `retain_graph=True`", zh_cn="去掉 `retain_graph=True`")
+
 
 
 @dataclass
@@ -115,9 +156,6 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
         if not any(ctx.graph.nodes[n].saves_certain for n in current.may):
             continue
         reported.add(id(stmt))
-        message = (
-            f"`retain_graph=True` keeps the graph of `{ctx.text(current.root_expr) or 'this backward'}` alive, "
-            "but no later backward goes through it: drop the argument to free the saved activations now."
-        )
-        fixes = [DropKeyword(title="Remove `retain_graph=True`", call=ctx.span(current.call), keyword="retain_graph")]
+        message = UNNEEDED(root=ctx.text(current.root_expr) or THIS_BACKWARD())
+        fixes = [DropKeyword(title=DROP_TITLE(), call=ctx.span(current.call), keyword="retain_graph")]
         ctx.report(RULE, ctx.span(stmt), message, fixes=fixes)

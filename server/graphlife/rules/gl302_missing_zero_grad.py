@@ -49,30 +49,71 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import StepEvent, UnitEndEvent, ZeroGradEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import UNSAFE, InsertBefore
 
+ZH_CN = Translation(
+    """训练循环每轮迭代都执行优化步，却从不重置梯度。
+
+## 它检查什么
+在循环中跟踪每个参数的 `.grad`：反向传播向其中累积，`step()` 使用它，而在下一次反向传播之前没有任何操作（`zero_grad()`、`p.grad = None`）重置它。报告那个 `step()`。梯度累积（每 k 步清零一次）没有问题。
+
+本文件中没有任何地方调用的训练步函数（`def train(self, batch)`，由另一个模块每个 batch 调用一次），如果它执行了反向传播和优化步，而它自身、它所在的类和模块都从不重置这些梯度，也会被报告：从第二次调用开始，它就有同样的问题。
+
+## 为什么这是问题？
+`backward()` 是往 `.grad` 上累加。不重置的话，每一步用的都是之前所有梯度之和：有效学习率越来越大，训练发散或停滞——而且不报任何错。
+
+## torch 的报错
+不报错。
+
+## 示例
+```python
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+## 改为
+```python
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+## 修复的安全性
+不安全：在循环开头加 `zero_grad()` 会改变每一步的更新量（梯度不再累积）；只在加 `--unsafe-fixes` 时应用。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="a5af80f8a60d",
+)
+
 RULE = Rule(
     code="GL302",
     name="missing-zero-grad",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 
 _SUM = ("so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each "
         "iteration.")
+_SUM_ZH = "因此每次 step 用的都是之前所有梯度的累加和。请在每次迭代开头调用 `optimizer.zero_grad()`。"
 NEVER_RESET = MessageTemplate(
     "GL302.never-reset",
     "Gradients are never reset: `{step}` applies the new gradients on top of the ones `{earlier}` (line {line}) "
     "already used, " + _SUM,
+    zh_cn="梯度从未清零：`{step}` 把新的梯度叠加在 `{earlier}`（{line}）已经用过的梯度之上，" + _SUM_ZH,
 )
 NEVER_RESET_NO_STEP = MessageTemplate(
     "GL302.never-reset-no-step",
     "Gradients are never reset: `{step}` applies the new gradients on top of the ones an earlier step already "
     "used, " + _SUM,
+    zh_cn="梯度从未清零：`{step}` 把新的梯度叠加在之前某次 step 已经用过的梯度之上，" + _SUM_ZH,
 )
 
 
@@ -81,7 +122,16 @@ CALLED_AGAIN = MessageTemplate(
     "Gradients are never reset: `{step}` applies the gradients of `{backward}` (line {line}), and nothing in "
     "`{function}` resets them, so from its second call on each step applies the sum of all earlier gradients. "
     "Call `{optimizer}.zero_grad()` before the backward.",
+    zh_cn="梯度从未清零：`{step}` 使用 `{backward}`（{line}）的梯度，而 `{function}` 中没有任何代码清零它们，"
+    "所以从第二次调用起，每次 step 用的都是之前所有梯度的累加和。请在 backward 之前调用 `{optimizer}.zero_grad()`。",
 )
+TOP_OF_LOOP_TITLE = MessageTemplate("fix.zero-grad-top-of-loop", "Call `{optimizer}.zero_grad()` at the top of the loop",
+                                    zh_cn="在循环开头调用 `{optimizer}.zero_grad()`")
+BEFORE_BACKWARD_TITLE = MessageTemplate("fix.zero-grad-before-backward", "Call `{optimizer}.zero_grad()` before the backward",
+                                        zh_cn="在 backward 之前调用 `{optimizer}.zero_grad()`")
+EARLIER_STEP = MessageTemplate("GL302.earlier-step", "an earlier step used these gradients",
+                               zh_cn="之前的某次 step 已经用过这些梯度")
+ADDS_TO = MessageTemplate("GL302.adds-to", "this backward adds to the gradients", zh_cn="这次 backward 会累加到梯度上")
 
 
 @dataclass
@@ -127,9 +177,9 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     if loop is not None and isinstance(body, list) and body:
         receiver = _optimizer_text(ctx, event.stmt)
         if receiver:
-            fixes.append(InsertBefore(title=f"Call `{receiver}.zero_grad()` at the top of the loop",
+            fixes.append(InsertBefore(title=TOP_OF_LOOP_TITLE(optimizer=receiver),
                                       applicability=UNSAFE, anchor=ctx.span(body[0]), code=f"{receiver}.zero_grad()"))
-    related = ([Related(ctx.span(earlier_step), "an earlier step used these gradients")]
+    related = ([Related(ctx.span(earlier_step), EARLIER_STEP())]
                if earlier_step is not None else [])
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
 
@@ -159,11 +209,11 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
         optimizer = _optimizer_text(ctx, step.stmt) or "optimizer"
         message = CALLED_AGAIN(step=ctx.text(step.call), backward=ctx.text(backward), line=ctx.line(backward),
                                function=function.name, optimizer=optimizer)
-        fixes: list[FixRecipe] = [InsertBefore(title=f"Call `{optimizer}.zero_grad()` before the backward",
+        fixes: list[FixRecipe] = [InsertBefore(title=BEFORE_BACKWARD_TITLE(optimizer=optimizer),
                                                anchor=ctx.span(backward), code=f"{optimizer}.zero_grad()",
                                                applicability=UNSAFE)]
         ctx.report(RULE, ctx.span(step.stmt), message,
-                   related=[Related(ctx.span(backward), "this backward adds to the gradients")], fixes=fixes)
+                   related=[Related(ctx.span(backward), ADDS_TO())], fixes=fixes)
 
 
 def _resets_elsewhere(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

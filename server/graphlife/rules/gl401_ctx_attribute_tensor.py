@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method, Names
 from graphlife.analysis.semantics.functions import (
@@ -63,18 +64,76 @@ from graphlife.analysis.semantics.functions import (
     saved_unpacking,
     walk_body,
 )
-from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.findings import FixRecipe, Line, MessageTemplate, Related, Severity, Span
 from graphlife.recipes import ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import merge_edits, segment, starts_its_line, unpacking_text
+
+ZH_CN = Translation(
+    """自定义 Function 的输入或输出张量被存成了 ctx 属性，而不是用 `ctx.save_for_backward` 保存。
+
+## 它检查什么
+在自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中，当 `value` 是 forward 的输入张量或 forward 返回的张量时，标记 `ctx.name = value`。如果 forward 把某个输入当作张量使用（调用张量方法或属性、`@`、作为 `torch` 函数的第一个参数、`save_for_backward`、`Tensor` 类型注解），并且没有相反的证据（非张量的默认值、类型注解，或本文件某处 `apply` 调用中传入的字面量），这个输入就被视为张量。中间张量（`ctx.mask = x > 0`）和非张量（`ctx.scale = scale`、`ctx.shape = x.shape`）正是 ctx 属性的正确用法，不会被标记。
+
+## 为什么这是问题？
+`ctx.save_for_backward` 会记录张量的版本号：在反向传播之前发生原地修改（优化步、在 forward 中更新的运行时 buffer、`x += 1`）时，torch 会报错，而不是悄悄算出错误的梯度。ctx 属性不受这种检查。把输出存到 ctx 上还会形成循环引用（output -> grad_fn -> ctx -> output），只有循环垃圾回收器才能释放它，于是激活值活得更久（如果调用了 `gc.disable()`，就是内存泄漏）。
+
+## torch 的报错
+不报错：发生原地修改后梯度悄悄出错（如果用了 `save_for_backward`，则会报 `one of the variables needed for gradient computation has been modified by an inplace operation`）。
+
+## 示例
+```python
+@staticmethod
+def forward(ctx, x, weight):
+    ctx.x = x
+    ctx.weight = weight
+    return x @ weight
+```
+
+## 改为
+```python
+@staticmethod
+def forward(ctx, x, weight):
+    ctx.save_for_backward(x, weight)
+    return x @ weight
+```
+并在 backward 中用 `x, weight = ctx.saved_tensors` 取回。
+
+## 修复的安全性
+安全：`ctx.save_for_backward` 为反向传播保留的是同一个张量，并让 torch 检查它没有被原地修改过。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="c06d11ab80c1",
+)
 
 RULE = Rule(
     code="GL401",
     name="ctx-attribute-tensor",
     severity=Severity.INFORMATION,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
+
+_KEEPS = "`{ctx}.{attr} = {name}` keeps the {role} tensor `{name}` of `{function}` as a ctx attribute: "
+_USE = " Use `{ctx}.save_for_backward({name})` and read it from `ctx.saved_tensors` in backward{read_at}."
+_USE_ZH = "请改用 `{ctx}.save_for_backward({name})`，并在 backward 中从 `ctx.saved_tensors` 读取它{read_at}。"
+OUTPUT_ON_CTX = MessageTemplate(
+    "GL401.output",
+    _KEEPS.replace("{role}", "output") + "an output stored on ctx makes a reference cycle (output -> grad_fn -> ctx -> "
+    "output) that only the cyclic garbage collector frees, and in-place changes to it are not detected." + _USE,
+    zh_cn="`{ctx}.{attr} = {name}` 把 `{function}` 的输出张量 `{name}` 存成了 ctx 的属性：存在 ctx 上的输出会形成循环引用"
+    "（output -> grad_fn -> ctx -> output），只有循环垃圾回收器才能释放它，而且对它的原地修改也检测不到。" + _USE_ZH,
+)
+INPUT_ON_CTX = MessageTemplate(
+    "GL401.input",
+    _KEEPS.replace("{role}", "input") + "an in-place change to it before backward (an optimizer step, a buffer "
+    "update, `+=`) is not detected and silently gives wrong gradients." + _USE,
+    zh_cn="`{ctx}.{attr} = {name}` 把 `{function}` 的输入张量 `{name}` 存成了 ctx 的属性：在 backward 之前对它的原地修改"
+    "（优化器 step、buffer 更新、`+=`）检测不到，会悄悄得到错误的梯度。" + _USE_ZH,
+)
+READ_AT = MessageTemplate("GL401.read-at", " (it reads `{attr}` at line {line})", zh_cn="（backward 在{line}读取 `{attr}`）")
+READS_HERE = MessageTemplate("GL401.reads-here", "backward reads `{ctx}.{attr}` here", zh_cn="backward 在这里读取 `{ctx}.{attr}`")
+SAVE_TITLE = MessageTemplate("fix.save-for-backward", "Save `{name}` with `save_for_backward`",
+                             zh_cn="用 `save_for_backward` 保存 `{name}`")
 
 #: Attributes and methods that, used on a forward input, show it is a tensor (arbitrary objects,
 #: process groups, meshes, metadata and modules have attributes too: only these count).
@@ -315,7 +374,7 @@ def _fix(
     if merged is None:
         return None
     span, text = merged
-    return ReplaceText(title=f"Save `{value.id}` with `save_for_backward`", span=span, text=text)
+    return ReplaceText(title=SAVE_TITLE(name=value.id), span=span, text=text)
 
 
 def _indent(ctx: ModuleContext, stmt: ast.stmt) -> str:
@@ -346,21 +405,13 @@ def check_module(ctx: ModuleContext) -> None:
                     if (value.id in outputs and method is fn.forward) or (
                         method is fn.setup_context and value.id in setup_outputs
                     ):
-                        role = "output"
-                        why = (
-                            "an output stored on ctx makes a reference cycle (output -> grad_fn -> ctx -> output) "
-                            "that only the cyclic garbage collector frees, and in-place changes to it are not detected"
-                        )
+                        template = OUTPUT_ON_CTX
                     elif (method is fn.forward and inputs.is_tensor(value.id)) or (
                         method is fn.setup_context
                         and value.id in setup_inputs
                         and inputs.is_tensor(setup_inputs[value.id])
                     ):
-                        role = "input"
-                        why = (
-                            "an in-place change to it before backward (an optimizer step, a buffer update, `+=`) "
-                            "is not detected and silently gives wrong gradients"
-                        )
+                        template = INPUT_ON_CTX
                     else:
                         continue
                     related = []
@@ -368,13 +419,9 @@ def check_module(ctx: ModuleContext) -> None:
                         back_ctx = fn.ctx_of(fn.backward)
                         reads = [n for n in walk_body(fn.backward) if ctx_attribute(n, back_ctx) == attr]
                         if reads:
-                            related.append(Related(ctx.span(reads[0]), f"backward reads `{back_ctx}.{attr}` here"))
-                    read_at = f" (it reads `{attr}` at line {related[0].span.line})" if related else ""
-                    message = (
-                        f"`{ctx_var}.{attr} = {value.id}` keeps the {role} tensor `{value.id}` of `{fn.name}` as a ctx "
-                        f"attribute: {why}. Use `{ctx_var}.save_for_backward({value.id})` and read it from "
-                        f"`ctx.saved_tensors` in backward{read_at}."
-                    )
+                            related.append(Related(ctx.span(reads[0]), READS_HERE(ctx=back_ctx, attr=attr)))
+                    read_at = READ_AT(attr=attr, line=Line(related[0].span.line)) if related else ""
+                    message = template(ctx=ctx_var, attr=attr, name=value.id, function=fn.name, read_at=read_at)
                     fix = _fix(ctx, fn, method, stmt, attr, value, ctx_var)
                     ctx.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=(fix,) if fix else ())
 

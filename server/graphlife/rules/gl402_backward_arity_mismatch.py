@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method, Names
 from graphlife.analysis.semantics.functions import (
@@ -62,15 +63,54 @@ from graphlife.analysis.semantics.functions import (
     takes_self_before_ctx,
     walk_body,
 )
-from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.findings import FixRecipe, Line, MessageTemplate, Related, Severity, Span
 from graphlife.recipes import ReplaceText
 from graphlife.rules.source_edits import def_line_span, segment
+
+ZH_CN = Translation(
+    """自定义 autograd Function 的 backward 返回的梯度个数与 forward 的输入个数不一致。
+
+## 它检查什么
+统计自定义 `torch.autograd.Function` 的 `forward` 的输入个数（`ctx` 之后的参数；传给 `apply` 的每个输入，不论是否以关键字传入），以及 `backward` 的每个 `return` 返回的值的个数。标记个数肯定不对的 `return`：返回值比输入少，或者比输入多且多出的值不是 `None`。列表算作一个值（torch 会把非元组包成一个单元素元组）。forward 有默认参数时，由本文件中的 `apply` 调用决定传入多少个输入。个数未知的情况（绑定到长度未知的元组的名字、forward 里的 `*args`、`apply(*args)`）从不标记。
+
+## 为什么这是问题？
+自动求导要求 forward 的每个输入恰好对应一个梯度（不是张量或不需要梯度的输入返回 `None`）。这个错误要到训练步第一次调用 `backward()` 时才暴露，往往是在数据加载都完成之后。
+
+## torch 的报错
+`RuntimeError: function ScaleBackward returned an incorrect number of gradients (expected 2, got 1)`
+（torch 2.13 只有在多出的末尾值全是 `None` 时才接受。）
+
+## 示例
+```python
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, factor):
+        ctx.factor = factor
+        return x * factor
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.factor
+```
+
+## 改为
+```python
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.factor, None
+```
+
+## 修复的安全性
+安全：为没有梯度的输入返回 `None`，或者用元组代替列表，正是 torch 所期望的；返回的梯度不变。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="b996ad2feadb",
+)
 
 RULE = Rule(
     code="GL402",
     name="backward-arity-mismatch",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="function ... returned an incorrect number of gradients",
 )
 
@@ -204,6 +244,27 @@ class _Kinds:
             return (TENSOR, 1)
         return None
 
+WRONG_COUNT = MessageTemplate(
+    "GL402.wrong-count",
+    "backward of `{function}` returns {gradients} here, but forward (line {line}) takes {inputs} after ctx "
+    "({names}): torch raises `RuntimeError: function {function}Backward returned an incorrect number of gradients "
+    "(expected {expected}, got {got})` at the first backward. Return one gradient per input, `None` for inputs that "
+    "need none.",
+    zh_cn="`{function}` 的 backward 在这里返回了 {gradients}，但 forward（{line}）在 ctx 之后接收 {inputs}（{names}）："
+    "第一次 backward 时 torch 会报错 `RuntimeError: function {function}Backward returned an incorrect number of "
+    "gradients (expected {expected}, got {got})`。请为每个输入返回一个梯度，不需要梯度的输入返回 `None`。",
+)
+ONE_GRADIENT = MessageTemplate("GL402.one-gradient", "{n} gradient", zh_cn="{n} 个梯度")
+GRADIENTS = MessageTemplate("GL402.gradients", "{n} gradients", zh_cn="{n} 个梯度")
+ONE_INPUT = MessageTemplate("GL402.one-input", "{n} input", zh_cn="{n} 个输入")
+INPUTS = MessageTemplate("GL402.inputs", "{n} inputs", zh_cn="{n} 个输入")
+FORWARD_TAKES = MessageTemplate("GL402.forward-takes", "forward of `{function}` takes {n} input(s)",
+                                zh_cn="`{function}` 的 forward 接收 {n} 个输入")
+PAD_TITLE = MessageTemplate("fix.pad-none", "Return `None` for the {missing} input(s) without a gradient",
+                            zh_cn="为没有梯度的 {missing} 个输入返回 `None`")
+TUPLE_TITLE = MessageTemplate("fix.return-tuple", "Return a tuple (a list counts as one gradient)",
+                              zh_cn="返回一个元组（列表只算作一个梯度）")
+
 
 def _bound_otherwise(node: ast.AST) -> set[str]:
     """Names a statement binds other than by ``name = value`` (loops, with, imports, walrus, except, del)."""
@@ -297,7 +358,7 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
             return None
         anchor = ctx.span(value.elts[-1])
         span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
-        return ReplaceText(title=f"Return `None` for the {missing} input(s) without a gradient", span=span, text=pad)
+        return ReplaceText(title=PAD_TITLE(missing=missing), span=span, text=pad)
     if isinstance(value, ast.List):
         if any(isinstance(e, ast.Starred) for e in value.elts) or len(value.elts) > target:
             return None
@@ -305,12 +366,12 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
         inner = ", ".join(segment(ctx, e) or "" for e in value.elts)
         extra = target - len(value.elts)
         text = "(" + inner + ", None" * extra + ("," if target == 1 else "") + ")"
-        return ReplaceText(title="Return a tuple (a list counts as one gradient)", span=span, text=text)
+        return ReplaceText(title=TUPLE_TITLE(), span=span, text=text)
     if kind[0] == "tuple":
         return None
     anchor = ctx.span(value)
     span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
-    return ReplaceText(title=f"Return `None` for the {missing} input(s) without a gradient", span=span, text=pad)
+    return ReplaceText(title=PAD_TITLE(missing=missing), span=span, text=pad)
 
 
 def check_module(ctx: ModuleContext) -> None:
@@ -342,21 +403,17 @@ def check_module(ctx: ModuleContext) -> None:
                 continue
             got = kind[1]
             inputs = ", ".join(f"`{n}`" for n in names)
-            message = (
-                f"backward of `{fn.name}` returns {got} gradient{'s' if got != 1 else ''} here, "
-                f"but forward (line {forward.lineno}) takes "
-                f"{shown} input{'s' if shown != '1' else ''} after ctx ({inputs}): torch raises "
-                f"`RuntimeError: function {fn.name}Backward returned an incorrect number of gradients "
-                f"(expected {shown}, got {got})` at the first backward. Return one gradient per input, "
-                f"`None` for inputs that need none."
-            )
+            message = WRONG_COUNT(
+                function=fn.name, got=got, gradients=(ONE_GRADIENT if got == 1 else GRADIENTS)(n=got),
+                line=Line(forward.lineno), expected=shown, inputs=(ONE_INPUT if shown == "1" else INPUTS)(n=shown),
+                names=inputs)
             fix = _pad_fix(ctx, ret, kind, max(counts))
             ctx.reporter.report(
                 RULE,
                 ctx.span(ret),
                 message,
                 severity=Severity.ERROR if every_path_wrong else Severity.WARNING,
-                related=(Related(def_line_span(ctx, forward), f"forward of `{fn.name}` takes {shown} input(s)"),),
+                related=(Related(def_line_span(ctx, forward), FORWARD_TAKES(function=fn.name, n=shown)),),
                 fixes=(fix,) if fix else (),
             )
 

@@ -54,18 +54,56 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import Names
 from graphlife.analysis.semantics.functions import call_params, takes_self_before_ctx
-from graphlife.findings import FixRecipe, Severity
+from graphlife.findings import FixRecipe, MessageTemplate, Severity
 from graphlife.recipes import OutOfPlace, ReplaceText
 from graphlife.rules.source_edits import line_indent, point, segment, starts_its_line
+
+ZH_CN = Translation(
+    """在自定义 Function 的 backward 中原地修改了 `grad_output`。
+
+## 它检查什么
+在 `backward` 的函数体中跟踪它的梯度参数（以及仍然是同一个张量或其视图的名字：`g = grad_output`、`g = grad_output.view(-1)`、`grad_output[:, 0]`），标记原地修改其中之一的语句：`g[mask] = 0`、`g *= 2`、`g.mul_(2)`、`torch.relu_(g)`、`out=g`、`F.relu(g, inplace=True)`。一个名字被重新绑定到新张量后（`g = grad_output.clone()`、`g = g * 2`）就不再跟踪；只在某一个分支上仍是梯度的名字，在分支之后也不再跟踪。
+
+## 为什么这是问题？
+`grad_output` 不归你所有：自动求导可能把同一个张量交给其他节点。在 `out = x + MyFn.apply(x)` 之后，跳跃连接收到的是同一个梯度张量；在 `y.sum()` 之后，它是一个全 1 的扩展（expand）张量，所有元素共用同一块内存：原地修改它，会悄悄改掉另一个分支的梯度（或者一次改掉所有元素）。什么错都不报，模型只是学到了别的东西。
+
+## torch 的报错
+通常不报错（对于 `.sum()` 的情形，torch 2.13 只会警告 `Use of index_put_ on expanded tensors is deprecated`）。算出的梯度与用 clone 过的 `grad_output` 算出的参考梯度不同。
+
+## 示例
+```python
+@staticmethod
+def backward(ctx, grad_output):
+    x, = ctx.saved_tensors
+    grad_output[x < 0] = 0
+    return grad_output
+```
+
+## 改为
+```python
+@staticmethod
+def backward(ctx, grad_output):
+    x, = ctx.saved_tensors
+    grad_input = grad_output.clone()
+    grad_input[x < 0] = 0
+    return grad_input
+```
+
+## 修复的安全性
+安全：修改 `grad_output` 的副本（或者用非原地写法计算）返回的梯度相同，而且不会破坏 torch 传进来的张量。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="8c1a7831dd18",
+)
 
 RULE = Rule(
     code="GL403",
     name="inplace-on-grad-output",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 
@@ -261,6 +299,18 @@ def _star_root(node: ast.expr, star_items: set[int]) -> str | None:
         else:
             return None
 
+CHANGED = MessageTemplate(
+    "GL403.changed",
+    "`{shown}` is the gradient `{function}.backward` received, changed in place here: autograd can hand "
+    "the same tensor to other branches (a skip connection `x + f(x)`, the expanded ones of `.sum()`), "
+    "whose gradients then silently change. Clone it first (`{name} = {name}.clone()`) or compute out of place.",
+    zh_cn="`{shown}` 是 `{function}.backward` 收到的梯度，却在这里被原地修改：autograd 可能把同一个张量交给其他分支"
+    "（残差连接 `x + f(x)`、`.sum()` 展开出的各个梯度），这些分支的梯度会因此被悄悄改掉。"
+    "请先克隆它（`{name} = {name}.clone()`），或改用非原地计算。",
+)
+CLONE_TITLE = MessageTemplate("fix.clone-gradient", "Clone `{name}` before changing it", zh_cn="在修改 `{name}` 之前先克隆它")
+OUT_OF_PLACE_TITLE = MessageTemplate("fix.compute-out-of-place", "Compute it out of place", zh_cn="改用非原地计算")
+
 
 def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr, star_items: set[int]) -> list[FixRecipe]:
     fixes: list[FixRecipe] = []
@@ -272,19 +322,19 @@ def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr, star
     if star and starts_its_line(ctx, stmt):
         indent = line_indent(ctx, stmt.lineno)
         clone = ReplaceText(
-            title=f"Clone `{star}` before changing it",
+            title=CLONE_TITLE(name=star),
             span=point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
             text=f"{star} = tuple(g.clone() if g is not None else g for g in {star})\n{indent}",
         )
     elif name.isidentifier() and starts_its_line(ctx, stmt):
         indent = line_indent(ctx, stmt.lineno)
         clone = ReplaceText(
-            title=f"Clone `{name}` before changing it",
+            title=CLONE_TITLE(name=name),
             span=point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
             text=f"{name} = {name}.clone()\n{indent}",
         )
     if standalone:
-        fixes.append(OutOfPlace(title="Compute it out of place", stmt=ctx.span(stmt)))
+        fixes.append(OutOfPlace(title=OUT_OF_PLACE_TITLE(), stmt=ctx.span(stmt)))
     if clone:
         fixes.append(clone)
     return fixes
@@ -306,12 +356,7 @@ def check_module(ctx: ModuleContext) -> None:
         flow.block(backward.body, frozenset(grads + ([star] if star else [])), True)
         for stmt, name, target in flow.found:
             shown = segment(ctx, target) or name
-            message = (
-                f"`{shown}` is the gradient `{fn.name}.backward` received, changed in place here: autograd can hand "
-                f"the same tensor to other branches (a skip connection `x + f(x)`, the expanded ones of `.sum()`), "
-                f"whose gradients then silently change. Clone it first (`{name} = {name}.clone()`) or compute "
-                f"out of place."
-            )
+            message = CHANGED(shown=shown, function=fn.name, name=name)
             ctx.reporter.report(RULE, ctx.span(stmt), message, fixes=_fixes(ctx, stmt, name, target, flow.star_items))
 
 

@@ -30,7 +30,29 @@ and, for gradients asked through a reentrant checkpoint,
 `RuntimeError: When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an ...`
 
 ## Example
-```python
+```pythonNO_INPUT_GRAD = MessageTemplate(
+    "GL405.no-input-grad",
+    "`{name}` runs {variant} on inputs that cannot require grad ({inputs}): torch warns "
+    "`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
+    "the checkpointed block get no gradients. Pass `use_reentrant=False`.",
+    zh_cn="`{name}` 以{variant}运行，而它的输入都不可能需要梯度（{inputs}）：torch 会警告 "
+    "`None of the inputs have requires_grad=True. Gradients will be None`，被 checkpoint 包住的代码块里的参数"
+    "也得不到梯度。请传入 `use_reentrant=False`。",
+)
+IMPLICIT = MessageTemplate(
+    "GL405.implicit",
+    "`{name}` without `use_reentrant=`: torch 2.13 warns that it `should be passed explicitly` "
+    "(omitting it is announced to raise) and still runs the reentrant variant, which gives no "
+    "gradients when no input requires grad. Pass `use_reentrant=False`.",
+    zh_cn="`{name}` 没有指定 `use_reentrant=`：torch 2.13 会警告它 `should be passed explicitly`（并预告省略它将来会报错），"
+    "而且仍然使用可重入版本；当没有输入需要梯度时，这个版本得不到梯度。请传入 `use_reentrant=False`。",
+)
+DEFAULT_VARIANT = MessageTemplate("GL405.default-variant", "the default reentrant variant", zh_cn="默认的可重入版本")
+NONE = MessageTemplate("GL405.none", "none", zh_cn="无")
+USE_TITLE = MessageTemplate("fix.use-non-reentrant", "Use `use_reentrant=False`", zh_cn="改用 `use_reentrant=False`")
+PASS_TITLE = MessageTemplate("fix.pass-non-reentrant", "Pass `use_reentrant=False`", zh_cn="传入 `use_reentrant=False`")
+
+
 def forward(self, x):
     h = checkpoint(self.block, x)
     return self.head(h)
@@ -56,6 +78,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleContext, RuleDoc
 from graphlife.analysis.semantics import CHECKPOINT_FUNCTIONS, CHECKPOINT_SEQUENTIAL, Names, Semantics
@@ -67,11 +90,47 @@ from graphlife.recipes import AddKeyword, ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import report_span, segment
 
+ZH_CN = Translation(
+    """`checkpoint` 没有传 `use_reentrant=`，或者可重入版本的输入都不需要梯度，或者通过它调用 `autograd.grad`。
+
+## 它检查什么
+标记没有传 `use_reentrant` 的 `torch.utils.checkpoint.checkpoint` 和 `checkpoint_sequential` 调用（不论以何种方式导入），报信息；以及使用可重入版本（显式指定或默认）、但被检查点包住的代码块没有任何输入可能需要梯度的调用，报警告：每个输入都是不带 `requires_grad=True` 新建的张量、`.detach()` 过的张量、非张量，或者只绑定到这些值的局部名字；在模块的 `forward(self, x)` 中，如果本文件中对该模块实例的每次调用都传入这样的张量，`x` 也算在内。还有一种报为错误：`torch.autograd.grad(...)` 或 `backward(inputs=...)` 的输入位于一个可重入检查点之后，而输出又经过这个检查点（例如对做了检查点的判别器（critic）的输入求梯度惩罚）。
+
+## 为什么这是问题？
+torch 2.13 仍然默认使用可重入版本，每次调用时只要没有 `use_reentrant` 就发出警告，并声明以后省略它将会报错。可重入版本只有在某个输入张量需要梯度时才记录梯度：对原始输入 batch 做检查点的代码块，它自己的参数完全得不到梯度（如果后面的层仍让 loss 带有计算图，这一切悄无声息；如果没有别的层提供计算图，则报 `element 0 of tensors does not require grad`）。它的反向传播只能从普通的 `.backward()` 发起：经过它的 `torch.autograd.grad` 和 `backward(inputs=...)` 都会报错。
+
+## torch 的报错
+`UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. ...`
+对于输入都不需要梯度的可重入版本，
+`UserWarning: None of the inputs have requires_grad=True. Gradients will be None`
+对于经过可重入检查点求梯度的情况，
+`RuntimeError: When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an ...`
+
+## 示例
+```python
+def forward(self, x):
+    h = checkpoint(self.block, x)
+    return self.head(h)
+```
+
+## 改为
+```python
+def forward(self, x):
+    h = checkpoint(self.block, x, use_reentrant=False)
+    return self.head(h)
+```
+
+## 修复的安全性
+安全：`use_reentrant=False` 重新计算的是同一个前向传播，并且参数也能得到梯度。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="b89f9f16e32c",
+)
+
 RULE = Rule(
     code="GL405",
     name="checkpoint-reentrant-pitfall",
     severity=Severity.INFORMATION,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly",
 )
 
@@ -175,7 +234,7 @@ def _insert_keyword(ctx: ModuleContext, call: ast.Call) -> FixRecipe | None:
         return None
     last = max((ctx.span(a) for a in arguments), key=lambda s: (s.end_line, s.end_column))
     at = Span(last.end_line, last.end_column, last.end_line, last.end_column)
-    return ReplaceText(title="Pass `use_reentrant=False`", span=at, text=", use_reentrant=False")
+    return ReplaceText(title=PASS_TITLE(), span=at, text=", use_reentrant=False")
 
 
 #: Where a ``checkpoint`` call is: a function's body or the module's.
@@ -279,27 +338,19 @@ def check_module(ctx: ModuleContext) -> None:
         shown = ", ".join(f"`{segment(ctx, i)}`" for i in inputs or [])
         fixes: list[FixRecipe] = []
         if no_input_grad:
-            variant = "`use_reentrant=True`" if explicit_true else "the default reentrant variant"
-            message = (
-                f"`{name}` runs {variant} on inputs that cannot require grad ({shown or 'none'}): torch warns "
-                f"`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
-                f"the checkpointed block get no gradients. Pass `use_reentrant=False`."
-            )
+            variant = "`use_reentrant=True`" if explicit_true else DEFAULT_VARIANT()
+            message = NO_INPUT_GRAD(name=name, variant=variant, inputs=shown or NONE())
             severity = Severity.WARNING
         else:
-            message = (
-                f"`{name}` without `use_reentrant=`: torch 2.13 warns that it `should be passed explicitly` "
-                f"(omitting it is announced to raise) and still runs the reentrant variant, which gives no "
-                f"gradients when no input requires grad. Pass `use_reentrant=False`."
-            )
+            message = IMPLICIT(name=name)
             severity = Severity.INFORMATION
         if explicit_true and keyword is not None:
             fixes.append(
-                ReplaceText(title="Use `use_reentrant=False`", span=ctx.span(keyword.value), text="False")
+                ReplaceText(title=USE_TITLE(), span=ctx.span(keyword.value), text="False")
             )
         else:
             fixes.append(
-                AddKeyword(title="Pass `use_reentrant=False`", call=ctx.span(node), keyword="use_reentrant",
+                AddKeyword(title=PASS_TITLE(), call=ctx.span(node), keyword="use_reentrant",
                            value="False")
             )
             insert = _insert_keyword(ctx, node)
@@ -317,7 +368,15 @@ THROUGH_REENTRANT = MessageTemplate(
     "GL405.grad_through_reentrant",
     "`{call}` asks for gradients through the reentrant checkpoint at line {checkpoint} (`{checkpoint_by}`): "
     "torch raises here. Pass `use_reentrant=False` to that checkpoint.",
+    zh_cn="`{call}` 要求经过{checkpoint}（`{checkpoint_by}`）的可重入 checkpoint 求梯度：torch 会在这里报错。"
+    "请给那个 checkpoint 传入 `use_reentrant=False`。",
 )
+THE_CHECKPOINT = MessageTemplate("GL405.the-checkpoint", "the reentrant checkpoint", zh_cn="可重入的 checkpoint")
+USE_IN_CHECKPOINT_TITLE = MessageTemplate("fix.non-reentrant-in-checkpoint", "Use `use_reentrant=False` in the checkpoint",
+                                          zh_cn="在这个 checkpoint 中改用 `use_reentrant=False`")
+PASS_TO_CHECKPOINT_TITLE = MessageTemplate("fix.pass-non-reentrant-to-checkpoint",
+                                           "Pass `use_reentrant=False` to the checkpoint",
+                                           zh_cn="给这个 checkpoint 传入 `use_reentrant=False`")
 
 
 @RULE.on(BackwardEvent)
@@ -343,7 +402,7 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
             call = "torch.autograd.grad(...)" if event.kind == "grad" else "backward(inputs=...)"
             message = THROUGH_REENTRANT(call=call, checkpoint=ctx.line(node.site), checkpoint_by=node.line_desc)
             ctx.report(RULE, ctx.span(event.stmt), message, severity=Severity.ERROR,
-                       related=[Related(ctx.span(node.site), "the reentrant checkpoint")],
+                       related=[Related(ctx.span(node.site), THE_CHECKPOINT())],
                        fixes=_non_reentrant_fix(ctx, node.site))
             return
 
@@ -355,11 +414,11 @@ def _non_reentrant_fix(ctx: RuleContext, site: ast.AST) -> list[FixRecipe]:
         return []
     for keyword in site.keywords:
         if keyword.arg == "use_reentrant":
-            return [ReplaceText(title="Use `use_reentrant=False` in the checkpoint", span=ctx.span(keyword.value),
+            return [ReplaceText(title=USE_IN_CHECKPOINT_TITLE(), span=ctx.span(keyword.value),
                                 text="False")]
     if any(keyword.arg is None for keyword in site.keywords):
         return []  # `**options` may already name it
-    return [AddKeyword(title="Pass `use_reentrant=False` to the checkpoint", call=ctx.span(site),
+    return [AddKeyword(title=PASS_TO_CHECKPOINT_TITLE(), call=ctx.span(site),
                        keyword="use_reentrant", value="False")]
 
 

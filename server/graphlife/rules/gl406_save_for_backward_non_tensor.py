@@ -20,7 +20,22 @@ mode is on; under `torch.no_grad()` torch 2.13 does not check).
 
 ## Example
 ```python
-@staticmethod
+@staticmethod_NOT_A_TENSOR = ("`{ctx}.save_for_backward` in `{function}.{method}` gets {names}, which {verb}: torch raises "
+                 "`TypeError: save_for_backward can only save variables, but argument {first} is of type {kind}` at "
+                 "`{function}.apply(...)`. Save only tensors; store `{text}` as `{ctx}.<name> = {text}`.")
+_NOT_A_TENSOR_ZH = ("`{function}.{method}` 中的 `{ctx}.save_for_backward` 收到了 {names}，{verb}："
+                    "调用 `{function}.apply(...)` 时 torch 会报错 `TypeError: save_for_backward can only save variables, "
+                    "but argument {first} is of type {kind}`。只保存张量；把 `{text}` 存为 `{ctx}.<name> = {text}`。")
+NOT_A_TENSOR = MessageTemplate("GL406.not-a-tensor", _NOT_A_TENSOR.replace("{verb}", "is not a tensor"),
+                               zh_cn=_NOT_A_TENSOR_ZH.replace("{verb}", "它不是张量"))
+NOT_TENSORS = MessageTemplate("GL406.not-tensors", _NOT_A_TENSOR.replace("{verb}", "are not tensors"),
+                              zh_cn=_NOT_A_TENSOR_ZH.replace("{verb}", "它们不是张量"))
+IS_KIND = MessageTemplate("GL406.is-kind", "`{text}` is {kind}", zh_cn="`{text}` 的类型是 {kind}")
+ONE_BY_ONE_TITLE = MessageTemplate("fix.save-one-by-one", "Pass the tensors one by one", zh_cn="把张量逐个传入")
+CTX_ATTRIBUTES_TITLE = MessageTemplate("fix.non-tensors-on-ctx", "Store the non-tensor values as ctx attributes",
+                                       zh_cn="把非张量的值存为 ctx 的属性")
+
+
 def forward(ctx, x, alpha):
     ctx.save_for_backward(x, alpha)
     return x * alpha
@@ -47,19 +62,55 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method
 from graphlife.analysis.semantics.functions import save_for_backward_calls, saved_unpacking, walk_body
-from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity, Span
 from graphlife.recipes import ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import line_indent, merge_edits, segment, starts_its_line, unpacking_text
+
+ZH_CN = Translation(
+    """传给 `ctx.save_for_backward` 的东西不是张量。
+
+## 它检查什么
+检查自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中的每个 `ctx.save_for_backward(...)`，标记肯定既不是张量也不是 `None` 的参数：数字、字符串、元组和列表、形状（`x.shape`、`x.size()`）、`x.item()`、`len(...)`，或者只绑定到这类值的名字。如果从 forward 本身就能确定这个值，报错误；如果它来自 forward 的某个输入，而本文件中每个 `apply` 调用都给这个输入传非张量字面量，则报警告（别的调用方可能会传张量）。
+
+## 为什么这是问题？
+`save_for_backward` 只保存张量（它跟踪张量的版本计数器来发现原地修改），其他东西一律拒绝。每个训练步的 `Fn.apply(...)` 都会因此失败（在某个输入需要梯度且处于梯度模式时；在 `torch.no_grad()` 下 torch 2.13 不做检查）。
+
+## torch 的报错
+`TypeError: save_for_backward can only save variables, but argument 1 is of type float`
+
+## 示例
+```python
+@staticmethod
+def forward(ctx, x, alpha):
+    ctx.save_for_backward(x, alpha)
+    return x * alpha
+```
+
+## 改为
+```python
+@staticmethod
+def forward(ctx, x, alpha):
+    ctx.save_for_backward(x)
+    ctx.alpha = alpha
+    return x * alpha
+```
+
+## 修复的安全性
+安全：逐个传入张量，把非张量的值留作 ctx 属性，保存的值完全相同。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="fce0cd344c93",
+)
 
 RULE = Rule(
     code="GL406",
     name="save-for-backward-non-tensor",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="save_for_backward can only save variables, but argument 1 is of type float",
 )
 
@@ -171,7 +222,7 @@ def _fix(
         elements = packed.elts
         if elements and not any(isinstance(e, ast.Starred) or is_non_tensor_literal(e) for e in elements):
             text = ", ".join(segment(ctx, e) or "" for e in elements)
-            return ReplaceText(title="Pass the tensors one by one", span=ctx.span(packed), text=text)
+            return ReplaceText(title=ONE_BY_ONE_TITLE(), span=ctx.span(packed), text=text)
     used = fn.ctx_attributes_used()
     moved = {i: _attr_name(call.args[i], i, used) for i in bad}
     kept = [segment(ctx, a) or "" for i, a in enumerate(call.args) if i not in moved]
@@ -203,7 +254,7 @@ def _fix(
     if merged is None:
         return None
     span, text = merged
-    return ReplaceText(title="Store the non-tensor values as ctx attributes", span=span, text=text)
+    return ReplaceText(title=CTX_ATTRIBUTES_TITLE(), span=span, text=text)
 
 
 def check_module(ctx: ModuleContext) -> None:
@@ -240,14 +291,10 @@ def check_module(ctx: ModuleContext) -> None:
                 text = segment(ctx, arg) or "?"
                 kind = _describe(_literal_for(fn, method, arg, calls))
                 names = ", ".join(f"`{segment(ctx, call.args[i])}`" for i in bad)
-                message = (
-                    f"`{ctx_var}.save_for_backward` in `{fn.name}.{method.name}` gets {names}, which "
-                    f"{'is not a tensor' if len(bad) == 1 else 'are not tensors'}: torch raises `TypeError: "
-                    f"save_for_backward can only save variables, but argument {first} is of type {kind}` at "
-                    f"`{fn.name}.apply(...)`. Save only tensors; store `{text}` as `{ctx_var}.<name> = {text}`."
-                )
+                message = (NOT_A_TENSOR if len(bad) == 1 else NOT_TENSORS)(
+                    ctx=ctx_var, function=fn.name, method=method.name, names=names, first=first, kind=kind, text=text)
                 fix = _fix(ctx, fn, target, call, sorted(bad), ctx_var) if isinstance(target, ast.stmt) else None
-                related = [Related(ctx.span(arg), f"`{text}` is {kind}")]
+                related = [Related(ctx.span(arg), IS_KIND(text=text, kind=kind))]
                 ctx.reporter.report(
                     RULE,
                     ctx.span(target),
