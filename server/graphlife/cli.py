@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TextIO
 from graphlife import __version__
 from graphlife.cli_language import add_language_option, chosen_language
 from graphlife.config import CommandLineSettings, Config, config_for_path
+from graphlife.findings import localized
 from graphlife.output.report import SEVERITY_RANK, FileReport, Note, RunResult, exit_status
 from graphlife.text_lines import source_lines, source_lines_keepends
 
@@ -424,7 +425,7 @@ def _finish(args: argparse.Namespace, mode: str, reports: list[FileReport], note
             for note in result.notes:  # also in the machine formats; here for the person at the terminal
                 if note.level == "error" or not args.quiet:
                     where = f"{note.path}: " if note.path is not None else ""
-                    print(f"graphlife: {where}{note.message}", file=sys.stderr)
+                    print(f"graphlife: {where}{localized(note.message, result.language)}", file=sys.stderr)
         if mode in ("fix", "diff"):
             failed_write = not _apply_fixes(result.reports, mode, configs, out, chosen_language(args))
         if not args.silent and not (mode == "diff" and args.output_format in ("text", "full")):

@@ -9,8 +9,8 @@ UTF-16 code units once more at its edge. Nothing else converts positions.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 
@@ -122,7 +122,7 @@ class Message(str):
     args: dict[str, MessageArg]
     zh_cn: str = ""
 
-    def __new__(cls, id: str, template: str, args: Mapping[str, MessageArg] | None = None,  # noqa: A002
+    def __new__(cls, id: str, template: str, args: Mapping[str, MessageArg] | None = None,
                 zh_cn: str = "") -> Message:
         args = dict(args or {})
         self = super().__new__(cls, _render(template, args, "en"))

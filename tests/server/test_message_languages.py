@@ -9,8 +9,8 @@ as plain English text fails here, with the rule that made it.
 from __future__ import annotations
 
 import importlib
-import re
 import pkgutil
+import re
 import string
 from pathlib import Path
 
@@ -100,7 +100,8 @@ def test_a_finding_renders_in_chinese_with_its_lines() -> None:
     chinese = finding.message.in_language("zh-CN")
     assert "计算图" in chinese and "第 17 行" in chinese and "第 9 行" in chinese
     assert str(finding.message) == finding.message.in_language("en")  # English stays what it was
-    assert [r.message.in_language("zh-CN") for r in finding.related if isinstance(r.message, Message)][0].startswith("计算图")
+    built_here = finding.related[0].message
+    assert isinstance(built_here, Message) and built_here.in_language("zh-CN").startswith("计算图")
 
 
 def test_a_line_of_another_file_names_it_in_both_languages() -> None:

@@ -37,7 +37,9 @@ FROZEN_MODULE = MessageTemplate(
 INDICES = MessageTemplate(
     "why.indices", "the indices `{op}` returns, which have no graph",
     zh_cn="它是 `{op}` 返回的索引，索引没有计算图")
-DETACHED = MessageTemplate("why.detached", "cut from its graph by `.detach()`", zh_cn="它已被 `.detach()` 从计算图上切断")
+DETACHED = MessageTemplate(
+    "why.detached", "cut from its graph by `.detach()`",
+    zh_cn="它已被 `.detach()` 从计算图上切断")
 NO_GRAD_REQUIRED = MessageTemplate("why.no-requires-grad", "it does not require grad", zh_cn="它不需要梯度")
 BUILT_FROM_NO_GRAD = MessageTemplate("why.built-from-no-grad", "built only from tensors that do not require grad",
                                      zh_cn="它只由不需要梯度的张量计算得到")

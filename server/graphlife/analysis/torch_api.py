@@ -14,8 +14,8 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis import distributions, growth, op_arguments, optable
+from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,

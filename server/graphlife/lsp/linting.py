@@ -522,10 +522,11 @@ class Linter:
         """The analysis's diagnostics per URI: its findings, and its syntax errors and skipped
         work (:mod:`.unanalyzed`), pushed or pulled alike."""
         codec = self.server.workspace.position_codec
-        by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
+        language = self.settings.language
+        by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines, language)
         show_syntax_errors = bool(self.settings.option(analysis.snapshot.path, "showSyntaxErrors"))
         for uri, diagnostics in unanalyzed_diagnostics(analysis.snapshot, analysis.syntax_errors, analysis.notes,
-                                                       codec, show_syntax_errors).items():
+                                                       codec, show_syntax_errors, language).items():
             by_uri.setdefault(uri, []).extend(diagnostics)
         return by_uri
 

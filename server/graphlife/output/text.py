@@ -71,7 +71,8 @@ def _write_report(report: FileReport, out: TextIO, paint: Painter, excerpts: boo
             out.write(f"        | {' ' * start}{paint('^' * (end - start), SEVERITY_COLOURS.get(severity, '0'))}\n")
         for related in finding["related"]:
             elsewhere = related.get("path", report.path) != report.path
-            where = f"{related['path']}:{related['line']}" if elsewhere else LINE(n=related["line"]).in_language(language)
+            here = LINE(n=related["line"]).in_language(language)
+            where = f"{related['path']}:{related['line']}" if elsewhere else here
             out.write(NOTE(where=where, message=shown_message(related)).in_language(language))
 
 
@@ -100,7 +101,9 @@ def _write_summary(result: RunResult, out: TextIO) -> None:
 
 # The words of the text formats, in English and Chinese (the findings bring their own).
 LINE = MessageTemplate("text.line", "line {n}", zh_cn="第 {n} 行")
-NOTE = MessageTemplate("text.note", "        = note: {where}: {message}\n", zh_cn="        = 说明：{where}：{message}\n")
+NOTE = MessageTemplate(
+    "text.note", "        = note: {where}: {message}\n",
+    zh_cn="        = 说明：{where}：{message}\n")
 FOUND = MessageTemplate("text.found", "\nFound {problems} ({detail}) in {files}.\n",
                         zh_cn="\n发现 {problems}（{detail}），共检查 {files}。\n")
 ALL_PASSED = MessageTemplate("text.all-passed", "All checks passed ({files}).\n", zh_cn="全部检查通过（{files}）。\n")
@@ -108,7 +111,8 @@ PROBLEM = MessageTemplate("text.problem", "{n} problem", zh_cn="{n} 个问题")
 PROBLEMS = MessageTemplate("text.problems", "{n} problems", zh_cn="{n} 个问题")
 FILE = MessageTemplate("text.file", "{n} file", zh_cn="{n} 个文件")
 FILES = MessageTemplate("text.files", "{n} files", zh_cn="{n} 个文件")
-PARTLY_ONE = MessageTemplate("text.partly-one", "{n} file was analyzed only in part (the time box); see the notes above.\n",
+PARTLY_ONE = MessageTemplate(
+    "text.partly-one", "{n} file was analyzed only in part (the time box); see the notes above.\n",
                              zh_cn="有 {n} 个文件只分析了一部分（超出了时间限制）；见上面的说明。\n")
 PARTLY = MessageTemplate("text.partly", "{n} files were analyzed only in part (the time box); see the notes above.\n",
                          zh_cn="有 {n} 个文件只分析了一部分（超出了时间限制）；见上面的说明。\n")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis.rule_api import GradMode
-from graphlife.findings import Severity, MessageTemplate
+from graphlife.findings import MessageTemplate, Severity
 
 
 def callee_name(call: ast.AST) -> str | None:

@@ -133,7 +133,9 @@ FREED = MessageTemplate(
     "line {freed} already freed{maybe}.",
     zh_cn="`{root}` 要反向传播经过在{built}（`{built_by}`）构建的计算图，而{freed}的 backward 已经释放了它{maybe}。",
 )
-BUILT_HERE = MessageTemplate("GL101.built-here", "graph built here (`{built_by}`)", zh_cn="计算图在此构建（`{built_by}`）")
+BUILT_HERE = MessageTemplate(
+    "GL101.built-here", "graph built here (`{built_by}`)",
+    zh_cn="计算图在此构建（`{built_by}`）")
 FREED_HERE = MessageTemplate("GL101.freed-here", "this backward freed it", zh_cn="这次 backward 释放了计算图")
 MERGE_TITLE = MessageTemplate("fix.merge-backwards", "Call one backward on `{first} + {second}`",
                               zh_cn="对 `{first} + {second}` 只调用一次 backward")

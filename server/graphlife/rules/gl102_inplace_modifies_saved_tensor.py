@@ -97,20 +97,23 @@ RULE = Rule(
     torch_message="one of the variables needed for gradient computation has been modified by an inplace operation",
 )
 
-_SAVED = "`{change_text}` {change}, but {what} saved at line {saved} for the backward at line {backward}, which will raise."
+_SAVED = ("`{change_text}` {change}, but {what} saved at line {saved} for the backward at line {backward}, "
+          "which will raise.")
 _SAVED_ZH = "`{change_text}` {change}，但{what}已在{saved}为{backward}的 backward 保存下来，那次 backward 会报错。"
 SAVED = MessageTemplate("GL102.saved", _SAVED, zh_cn=_SAVED_ZH)
 SAVED_BEFORE_STEP_CARRIED = MessageTemplate(
     "GL102.saved-before-step-carried",
     _SAVED + " The graph still to be backpropagated was built in an earlier iteration (carried state?): "
     "detach it or finish its backward first.",
-    zh_cn=_SAVED_ZH + "尚待反向传播的计算图是在之前的迭代中构建的（跨迭代传递的状态？）：请先 detach 它，或先完成它的 backward。",
+    zh_cn=_SAVED_ZH + "尚待反向传播的计算图是在之前的迭代中构建的（跨迭代保留的状态？）："
+    "请先 detach 它，或先完成它的 backward。",
 )
 SAVED_BEFORE_STEP = MessageTemplate(
     "GL102.saved-before-step",
     _SAVED + " That backward's graph was built before the step: run it before `{change_text}`, "
     "or build the graph again after the step.",
-    zh_cn=_SAVED_ZH + "那次 backward 的计算图是在 step 之前构建的：请在 `{change_text}` 之前执行它，或在 step 之后重新构建计算图。",
+    zh_cn=_SAVED_ZH + "那次 backward 的计算图是在 step 之前构建的：请在 `{change_text}` 之前执行它，"
+    "或在 step 之后重新构建计算图。",
 )
 #: What was saved, with its verb (English agrees it with the noun; Chinese needs none).
 OUTPUT_OF = MessageTemplate("GL102.what-output", "the output of `{op}` was", zh_cn="`{op}` 的输出")

@@ -118,9 +118,11 @@ LOST_HERE = MessageTemplate("GL104.lost-here", "the graph is lost here", zh_cn="
 KEEP_USE = MessageTemplate("fix.keep-graph-use", "Keep the graph: use `{expr}`", zh_cn="保留计算图：改用 `{expr}`")
 KEEP_USE_ITSELF = MessageTemplate("fix.keep-graph-use-itself", "Keep the graph: use `{expr}` itself",
                                   zh_cn="保留计算图：直接使用 `{expr}` 本身")
-KEEP_STACK = MessageTemplate("fix.keep-graph-stack", "Keep the graph: `torch.stack` the values instead of their `.item()`",
+KEEP_STACK = MessageTemplate(
+    "fix.keep-graph-stack", "Keep the graph: `torch.stack` the values instead of their `.item()`",
                              zh_cn="保留计算图：用 `torch.stack` 拼接这些值，而不是取它们的 `.item()`")
-NON_REENTRANT = MessageTemplate("fix.non-reentrant-flows", "Use `use_reentrant=False` (gradients flow to the parameters)",
+NON_REENTRANT = MessageTemplate(
+    "fix.non-reentrant-flows", "Use `use_reentrant=False` (gradients flow to the parameters)",
                                 zh_cn="使用 `use_reentrant=False`（梯度才能传到参数）")
 
 

@@ -110,7 +110,8 @@ MAYBE_NOT_A_LEAF = MessageTemplate(
     "优化器随后会报错 `can't optimize a non-leaf Tensor`。{note}",
 )
 THE_LEAF = MessageTemplate("GL105.the-leaf", "the leaf that requires grad", zh_cn="需要梯度的叶子张量")
-AFTER_CONVERSION = MessageTemplate("fix.requires-grad-after-conversion", "Apply `.requires_grad_()` after the conversion",
+AFTER_CONVERSION = MessageTemplate(
+    "fix.requires-grad-after-conversion", "Apply `.requires_grad_()` after the conversion",
                                    zh_cn="在转换之后再调用 `.requires_grad_()`")
 
 

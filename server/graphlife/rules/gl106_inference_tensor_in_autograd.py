@@ -114,11 +114,13 @@ UPDATED = MessageTemplate(
     "GL106.updated",
     "`{name}` was created under `torch.inference_mode()`; `{site}` updates it in place outside "
     "inference mode, which torch forbids. Create it under `torch.no_grad()` instead.{note}",
-    zh_cn="`{name}` 是在 `torch.inference_mode()` 下创建的；`{site}` 在推理模式之外对它做了原地更新，torch 不允许这样做。"
+    zh_cn="`{name}` 是在 `torch.inference_mode()` 下创建"
+          "的；`{site}` 在推理模式之外对它做了原地更新，torch 不允许这样做。"
     "请改在 `torch.no_grad()` 下创建它。{note}",
 )
 CREATED_HERE = MessageTemplate("GL106.created-here", "created in inference mode here", zh_cn="在推理模式下于此创建")
-NO_GRAD_TITLE = MessageTemplate("fix.inference-mode-to-no-grad", "Use `torch.no_grad()` instead of `torch.inference_mode()`",
+NO_GRAD_TITLE = MessageTemplate(
+    "fix.inference-mode-to-no-grad", "Use `torch.no_grad()` instead of `torch.inference_mode()`",
                                 zh_cn="用 `torch.no_grad()` 代替 `torch.inference_mode()`")
 CLONE_TITLE = MessageTemplate("fix.clone-saved", "Use `{expr}.clone()` here", zh_cn="在这里改用 `{expr}.clone()`")
 

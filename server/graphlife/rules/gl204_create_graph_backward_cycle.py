@@ -110,7 +110,8 @@ CYCLE = MessageTemplate(
     "GL204.cycle",
     "`backward(create_graph=True)` on `{root}` links each leaf and its `.grad` in a reference cycle that keeps "
     "the graph alive; use `torch.autograd.grad(..., create_graph=True)` to get the gradients instead.{reset}",
-    zh_cn="对 `{root}` 调用 `backward(create_graph=True)` 会让每个叶子张量和它的 `.grad` 形成循环引用，使计算图一直无法释放；"
+    zh_cn="对 `{root}` 调用 `backward(create_graph=True)"
+          "` 会让每个叶子张量和它的 `.grad` 形成循环引用，使计算图一直无法释放；"
     "请改用 `torch.autograd.grad(..., create_graph=True)` 来求梯度。{reset}",
 )
 RESET_NOTE = MessageTemplate(

@@ -89,7 +89,9 @@ CLEARS = MessageTemplate(
     "uses them: the step changes nothing. Move `zero_grad()` before the forward pass.",
     zh_cn="`{zero}` 在 `{step}` 使用梯度之前，就把 backward 刚算出的梯度清零了：这次 step 什么也没更新。"
     "请把 `zero_grad()` 移到前向传播之前。")
-SEES_ZEROED = MessageTemplate("GL301.sees-zeroed", "this step sees zeroed gradients", zh_cn="这次 step 看到的是已清零的梯度")
+SEES_ZEROED = MessageTemplate(
+    "GL301.sees-zeroed", "this step sees zeroed gradients",
+    zh_cn="这次 step 看到的是已清零的梯度")
 WHOSE_GRADIENTS = MessageTemplate("GL301.whose-gradients", "the backward whose gradients it clears",
                                   zh_cn="被它清掉梯度的那次 backward")
 MOVE_TITLE = MessageTemplate("fix.move-zero-grad", "Move `zero_grad()` before the backward",

@@ -125,9 +125,11 @@ CALLED_AGAIN = MessageTemplate(
     zh_cn="梯度从未清零：`{step}` 使用 `{backward}`（{line}）的梯度，而 `{function}` 中没有任何代码清零它们，"
     "所以从第二次调用起，每次 step 用的都是之前所有梯度的累加和。请在 backward 之前调用 `{optimizer}.zero_grad()`。",
 )
-TOP_OF_LOOP_TITLE = MessageTemplate("fix.zero-grad-top-of-loop", "Call `{optimizer}.zero_grad()` at the top of the loop",
+TOP_OF_LOOP_TITLE = MessageTemplate(
+    "fix.zero-grad-top-of-loop", "Call `{optimizer}.zero_grad()` at the top of the loop",
                                     zh_cn="在循环开头调用 `{optimizer}.zero_grad()`")
-BEFORE_BACKWARD_TITLE = MessageTemplate("fix.zero-grad-before-backward", "Call `{optimizer}.zero_grad()` before the backward",
+BEFORE_BACKWARD_TITLE = MessageTemplate(
+    "fix.zero-grad-before-backward", "Call `{optimizer}.zero_grad()` before the backward",
                                         zh_cn="在 backward 之前调用 `{optimizer}.zero_grad()`")
 EARLIER_STEP = MessageTemplate("GL302.earlier-step", "an earlier step used these gradients",
                                zh_cn="之前的某次 step 已经用过这些梯度")

@@ -120,18 +120,24 @@ OUTPUT_ON_CTX = MessageTemplate(
     "GL401.output",
     _KEEPS.replace("{role}", "output") + "an output stored on ctx makes a reference cycle (output -> grad_fn -> ctx -> "
     "output) that only the cyclic garbage collector frees, and in-place changes to it are not detected." + _USE,
-    zh_cn="`{ctx}.{attr} = {name}` 把 `{function}` 的输出张量 `{name}` 存成了 ctx 的属性：存在 ctx 上的输出会形成循环引用"
+    zh_cn="`{ctx}.{attr} = {name}` 把 `{function}` 的输出"
+          "张量 `{name}` 存成了 ctx 的属性：存在 ctx 上的输出会形成循环引用"
     "（output -> grad_fn -> ctx -> output），只有循环垃圾回收器才能释放它，而且对它的原地修改也检测不到。" + _USE_ZH,
 )
 INPUT_ON_CTX = MessageTemplate(
     "GL401.input",
     _KEEPS.replace("{role}", "input") + "an in-place change to it before backward (an optimizer step, a buffer "
     "update, `+=`) is not detected and silently gives wrong gradients." + _USE,
-    zh_cn="`{ctx}.{attr} = {name}` 把 `{function}` 的输入张量 `{name}` 存成了 ctx 的属性：在 backward 之前对它的原地修改"
+    zh_cn="`{ctx}.{attr} = {name}` 把 `{function}` 的输入张"
+          "量 `{name}` 存成了 ctx 的属性：在 backward 之前对它的原地修改"
     "（优化器 step、buffer 更新、`+=`）检测不到，会悄悄得到错误的梯度。" + _USE_ZH,
 )
-READ_AT = MessageTemplate("GL401.read-at", " (it reads `{attr}` at line {line})", zh_cn="（backward 在{line}读取 `{attr}`）")
-READS_HERE = MessageTemplate("GL401.reads-here", "backward reads `{ctx}.{attr}` here", zh_cn="backward 在这里读取 `{ctx}.{attr}`")
+READ_AT = MessageTemplate(
+    "GL401.read-at", " (it reads `{attr}` at line {line})",
+    zh_cn="（backward 在{line}读取 `{attr}`）")
+READS_HERE = MessageTemplate(
+    "GL401.reads-here", "backward reads `{ctx}.{attr}` here",
+    zh_cn="backward 在这里读取 `{ctx}.{attr}`")
 SAVE_TITLE = MessageTemplate("fix.save-for-backward", "Save `{name}` with `save_for_backward`",
                              zh_cn="用 `save_for_backward` 保存 `{name}`")
 

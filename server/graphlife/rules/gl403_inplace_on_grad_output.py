@@ -308,7 +308,9 @@ CHANGED = MessageTemplate(
     "（残差连接 `x + f(x)`、`.sum()` 展开出的各个梯度），这些分支的梯度会因此被悄悄改掉。"
     "请先克隆它（`{name} = {name}.clone()`），或改用非原地计算。",
 )
-CLONE_TITLE = MessageTemplate("fix.clone-gradient", "Clone `{name}` before changing it", zh_cn="在修改 `{name}` 之前先克隆它")
+CLONE_TITLE = MessageTemplate(
+    "fix.clone-gradient", "Clone `{name}` before changing it",
+    zh_cn="在修改 `{name}` 之前先克隆它")
 OUT_OF_PLACE_TITLE = MessageTemplate("fix.compute-out-of-place", "Compute it out of place", zh_cn="改用非原地计算")
 
 

@@ -119,7 +119,8 @@ MISBOUND = MessageTemplate(
     "`{function}.{method}` is not a @staticmethod and takes `{first}` before its ctx `{ctx}`: `{function}.apply(...)` "
     "passes the ctx as the first argument, so `{ctx}` gets an input (TypeError or wrong results). Declare it "
     "`@staticmethod` and drop `{first}`.",
-    zh_cn="`{function}.{method}` 不是 @staticmethod，并且在 ctx 参数 `{ctx}` 之前还有 `{first}`：`{function}.apply(...)` "
+    zh_cn="`{function}.{method}` 不是 @staticmethod，并且在 ctx 参"
+          "数 `{ctx}` 之前还有 `{first}`：`{function}.apply(...)` "
     "会把 ctx 作为第一个参数传入，于是 `{ctx}` 收到的是一个输入（TypeError 或错误的结果）。请把它声明为 "
     "`@staticmethod` 并去掉 `{first}`。",
 )
@@ -141,7 +142,8 @@ INSTANCE_RAISES = MessageTemplate(
     "`RuntimeError: Legacy autograd function with non-static forward method is deprecated` on every call. "
     "Use `{function}.apply(...)` instead.",
     zh_cn="`{function}()` 实例化了 autograd Function，并且调用了这个实例{where}：每次调用 torch 都会报错 "
-    "`RuntimeError: Legacy autograd function with non-static forward method is deprecated`。请改用 `{function}.apply(...)`。",
+    "`RuntimeError: Legacy autograd function with non-static forward method is deprecated"
+    "`。请改用 `{function}.apply(...)`。",
 )
 INSTANTIATED = MessageTemplate(
     "GL404.instantiated",

@@ -30,29 +30,7 @@ and, for gradients asked through a reentrant checkpoint,
 `RuntimeError: When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an ...`
 
 ## Example
-```pythonNO_INPUT_GRAD = MessageTemplate(
-    "GL405.no-input-grad",
-    "`{name}` runs {variant} on inputs that cannot require grad ({inputs}): torch warns "
-    "`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
-    "the checkpointed block get no gradients. Pass `use_reentrant=False`.",
-    zh_cn="`{name}` 以{variant}运行，而它的输入都不可能需要梯度（{inputs}）：torch 会警告 "
-    "`None of the inputs have requires_grad=True. Gradients will be None`，被 checkpoint 包住的代码块里的参数"
-    "也得不到梯度。请传入 `use_reentrant=False`。",
-)
-IMPLICIT = MessageTemplate(
-    "GL405.implicit",
-    "`{name}` without `use_reentrant=`: torch 2.13 warns that it `should be passed explicitly` "
-    "(omitting it is announced to raise) and still runs the reentrant variant, which gives no "
-    "gradients when no input requires grad. Pass `use_reentrant=False`.",
-    zh_cn="`{name}` 没有指定 `use_reentrant=`：torch 2.13 会警告它 `should be passed explicitly`（并预告省略它将来会报错），"
-    "而且仍然使用可重入版本；当没有输入需要梯度时，这个版本得不到梯度。请传入 `use_reentrant=False`。",
-)
-DEFAULT_VARIANT = MessageTemplate("GL405.default-variant", "the default reentrant variant", zh_cn="默认的可重入版本")
-NONE = MessageTemplate("GL405.none", "none", zh_cn="无")
-USE_TITLE = MessageTemplate("fix.use-non-reentrant", "Use `use_reentrant=False`", zh_cn="改用 `use_reentrant=False`")
-PASS_TITLE = MessageTemplate("fix.pass-non-reentrant", "Pass `use_reentrant=False`", zh_cn="传入 `use_reentrant=False`")
-
-
+```python
 def forward(self, x):
     h = checkpoint(self.block, x)
     return self.head(h)
@@ -133,6 +111,29 @@ RULE = Rule(
     doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly",
 )
+
+NO_INPUT_GRAD = MessageTemplate(
+    "GL405.no-input-grad",
+    "`{name}` runs {variant} on inputs that cannot require grad ({inputs}): torch warns "
+    "`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
+    "the checkpointed block get no gradients. Pass `use_reentrant=False`.",
+    zh_cn="`{name}` 以{variant}运行，而它的输入都不可能需要梯度（{inputs}）：torch 会警告 "
+    "`None of the inputs have requires_grad=True. Gradients will be None`，被 checkpoint 包住的代码块里的参数"
+    "也得不到梯度。请传入 `use_reentrant=False`。",
+)
+IMPLICIT = MessageTemplate(
+    "GL405.implicit",
+    "`{name}` without `use_reentrant=`: torch 2.13 warns that it `should be passed explicitly` "
+    "(omitting it is announced to raise) and still runs the reentrant variant, which gives no "
+    "gradients when no input requires grad. Pass `use_reentrant=False`.",
+    zh_cn="`{name}` 没有指定 `use_reentrant=`：torch 2.13 会警告"
+          "它 `should be passed explicitly`（并预告省略它将来会报错），"
+    "而且仍然使用可重入版本；当没有输入需要梯度时，这个版本得不到梯度。请传入 `use_reentrant=False`。",
+)
+DEFAULT_VARIANT = MessageTemplate("GL405.default-variant", "the default reentrant variant", zh_cn="默认的可重入版本")
+NONE = MessageTemplate("GL405.none", "none", zh_cn="无")
+USE_TITLE = MessageTemplate("fix.use-non-reentrant", "Use `use_reentrant=False`", zh_cn="改用 `use_reentrant=False`")
+PASS_TITLE = MessageTemplate("fix.pass-non-reentrant", "Pass `use_reentrant=False`", zh_cn="传入 `use_reentrant=False`")
 
 _FACTORIES = frozenset(
     "randn rand zeros ones empty full arange linspace logspace tensor randint randperm randn_like rand_like "
@@ -372,7 +373,8 @@ THROUGH_REENTRANT = MessageTemplate(
     "请给那个 checkpoint 传入 `use_reentrant=False`。",
 )
 THE_CHECKPOINT = MessageTemplate("GL405.the-checkpoint", "the reentrant checkpoint", zh_cn="可重入的 checkpoint")
-USE_IN_CHECKPOINT_TITLE = MessageTemplate("fix.non-reentrant-in-checkpoint", "Use `use_reentrant=False` in the checkpoint",
+USE_IN_CHECKPOINT_TITLE = MessageTemplate(
+    "fix.non-reentrant-in-checkpoint", "Use `use_reentrant=False` in the checkpoint",
                                           zh_cn="在这个 checkpoint 中改用 `use_reentrant=False`")
 PASS_TO_CHECKPOINT_TITLE = MessageTemplate("fix.pass-non-reentrant-to-checkpoint",
                                            "Pass `use_reentrant=False` to the checkpoint",

@@ -20,22 +20,7 @@ mode is on; under `torch.no_grad()` torch 2.13 does not check).
 
 ## Example
 ```python
-@staticmethod_NOT_A_TENSOR = ("`{ctx}.save_for_backward` in `{function}.{method}` gets {names}, which {verb}: torch raises "
-                 "`TypeError: save_for_backward can only save variables, but argument {first} is of type {kind}` at "
-                 "`{function}.apply(...)`. Save only tensors; store `{text}` as `{ctx}.<name> = {text}`.")
-_NOT_A_TENSOR_ZH = ("`{function}.{method}` 中的 `{ctx}.save_for_backward` 收到了 {names}，{verb}："
-                    "调用 `{function}.apply(...)` 时 torch 会报错 `TypeError: save_for_backward can only save variables, "
-                    "but argument {first} is of type {kind}`。只保存张量；把 `{text}` 存为 `{ctx}.<name> = {text}`。")
-NOT_A_TENSOR = MessageTemplate("GL406.not-a-tensor", _NOT_A_TENSOR.replace("{verb}", "is not a tensor"),
-                               zh_cn=_NOT_A_TENSOR_ZH.replace("{verb}", "它不是张量"))
-NOT_TENSORS = MessageTemplate("GL406.not-tensors", _NOT_A_TENSOR.replace("{verb}", "are not tensors"),
-                              zh_cn=_NOT_A_TENSOR_ZH.replace("{verb}", "它们不是张量"))
-IS_KIND = MessageTemplate("GL406.is-kind", "`{text}` is {kind}", zh_cn="`{text}` 的类型是 {kind}")
-ONE_BY_ONE_TITLE = MessageTemplate("fix.save-one-by-one", "Pass the tensors one by one", zh_cn="把张量逐个传入")
-CTX_ATTRIBUTES_TITLE = MessageTemplate("fix.non-tensors-on-ctx", "Store the non-tensor values as ctx attributes",
-                                       zh_cn="把非张量的值存为 ctx 的属性")
-
-
+@staticmethod
 def forward(ctx, x, alpha):
     ctx.save_for_backward(x, alpha)
     return x * alpha
@@ -113,6 +98,22 @@ RULE = Rule(
     doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="save_for_backward can only save variables, but argument 1 is of type float",
 )
+
+_NOT_A_TENSOR = ("`{ctx}.save_for_backward` in `{function}.{method}` gets {names}, which {verb}: torch raises "
+                 "`TypeError: save_for_backward can only save variables, but argument {first} is of type {kind}` at "
+                 "`{function}.apply(...)`. Save only tensors; store `{text}` as `{ctx}.<name> = {text}`.")
+_NOT_A_TENSOR_ZH = ("`{function}.{method}` 中的 `{ctx}.save_for_backward` 收到了 {names}，{verb}："
+                    "调用 `{function}.apply(...)` 时 torch 会报错"
+                    " `TypeError: save_for_backward can only save variables, "
+                    "but argument {first} is of type {kind}`。只保存张量；把 `{text}` 存为 `{ctx}.<name> = {text}`。")
+NOT_A_TENSOR = MessageTemplate("GL406.not-a-tensor", _NOT_A_TENSOR.replace("{verb}", "is not a tensor"),
+                               zh_cn=_NOT_A_TENSOR_ZH.replace("{verb}", "它不是张量"))
+NOT_TENSORS = MessageTemplate("GL406.not-tensors", _NOT_A_TENSOR.replace("{verb}", "are not tensors"),
+                              zh_cn=_NOT_A_TENSOR_ZH.replace("{verb}", "它们不是张量"))
+IS_KIND = MessageTemplate("GL406.is-kind", "`{text}` is {kind}", zh_cn="`{text}` 的类型是 {kind}")
+ONE_BY_ONE_TITLE = MessageTemplate("fix.save-one-by-one", "Pass the tensors one by one", zh_cn="把张量逐个传入")
+CTX_ATTRIBUTES_TITLE = MessageTemplate("fix.non-tensors-on-ctx", "Store the non-tensor values as ctx attributes",
+                                       zh_cn="把非张量的值存为 ctx 的属性")
 
 
 def _bound_only_to_non_tensors(method: Method, name: str) -> bool:

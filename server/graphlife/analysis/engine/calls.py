@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis import isolation, torch_api
+from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine.core import EngineCore, handles_expressions
 from graphlife.analysis.events import OpaqueCallEvent
 from graphlife.analysis.modules import is_namespace_key
