@@ -236,10 +236,12 @@ async function main() {
 
   await step("VS Code runs with the zh-cn display language", async () => {
     browser = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox", "--disable-gpu"] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 }, locale: "zh-CN" });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(dirs.ws)}`);
     await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
-    const language = await page.evaluate(() => document.documentElement.lang);
+    // The language of the NLS messages the workbench loaded (VS Code's `_VSCODE_NLS_LANGUAGE`,
+    // what it reports to extensions as `vscode.env.language`); English when no pack matched.
+    const language = await page.evaluate(() => globalThis._VSCODE_NLS_LANGUAGE ?? "en");
     if (language !== LOCALE) fail(`VS Code's display language is "${language}", not ${LOCALE}: the stand-in language pack was not used`);
   });
 
