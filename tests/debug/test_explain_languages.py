@@ -51,7 +51,8 @@ def test_explain_in_chinese_keeps_names_codes_and_torch_terms(environment):
     out = _printed(explain(loss, language="zh-CN", file=(out := io.StringIO())), out)
     assert "✖ loss: float32[] cpu  SumBackward0" in out
     assert "已被修改 SigmoidBackward0.result [3] = probs（保存时为 v0，现在为 v1）" in out
-    assert "backward() 会抛出 GL102，位于 SigmoidBackward0：`probs` 被 SigmoidBackward0 保存用于反向传播，之后又被原地修改" in out
+    assert ("backward() 会抛出 GL102，位于 SigmoidBackward0："
+            "`probs` 被 SigmoidBackward0 保存用于反向传播，之后又被原地修改") in out
     assert "请改用非原地写法" in out
     assert "would raise" not in out and "changed in place" not in out
     assert probs is not None
