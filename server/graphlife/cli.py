@@ -635,6 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
     lsp_p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (for debugging)")
     explain_p = add_parser("explain", help="explain an autograd error traceback (stdin or a file)")
     explain_p.add_argument("file", nargs="?", help="a file with the traceback; stdin when omitted")
+    add_language_option(explain_p)
     # `run` is dispatched before parsing (the program's own options follow it); listed for --help.
     add_parser("run", help="run a Python program, explaining autograd errors (graphlife run --help)", add_help=False)
     rules_p = add_parser("rules", help="list the rules, or explain one")
@@ -720,7 +721,7 @@ def _main(argv: list[str]) -> int:
     if args.command == "explain":
         from graphlife.debug.traceback_explain import main as explain_main  # noqa: PLC0415
 
-        return explain_main([args.file] if args.file else [])
+        return explain_main([args.file] if args.file else [], chosen_language(args))
     if args.command == "rules":
         return _run_rules(args)
     parser.error(f"unknown command {args.command}")  # exits with status 2

@@ -188,7 +188,8 @@ class MessageTemplate:
 
     id: str
     text: str
-    zh_cn: str = ""
+    #: Required: a template cannot be written in English only.
+    zh_cn: str
 
     def __call__(self, **args: MessageArg) -> Message:
         return Message(self.id, self.text, args, self.zh_cn)

@@ -19,8 +19,9 @@ import pytest
 import graphlife
 from graphlife.analysis import rule_api
 from graphlife.checker import check_source
-from graphlife.findings import Line, Message, MessageTemplate
+from graphlife.findings import Line, Message, MessageTemplate, localized
 from tests.fixturelib import FIXTURES_DIR
+from tests.server.test_rule_docs_zh import style_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 _FILES = sorted(FIXTURES_DIR.rglob("*.py")) + sorted((ROOT / "examples").glob("*.py"))
@@ -75,6 +76,9 @@ def test_one_id_one_text() -> None:
 
 
 def test_every_reported_text_is_translatable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every message, related text and fix title the rules report on the fixtures and examples
+    is a message with a Chinese text, and that text, filled with the real arguments, follows the
+    glossary's style (the rule documents' own check: spaces around code, full-width punctuation)."""
     seen: list[tuple[str, str, object]] = []
     original = rule_api.Reporter.report
 
@@ -91,6 +95,9 @@ def test_every_reported_text_is_translatable(monkeypatch: pytest.MonkeyPatch) ->
     english_only = sorted({f"{code} {what}: {text!r}" for code, what, text in seen
                            if not (isinstance(text, Message) and text.zh_cn)})
     assert not english_only, "\n".join(english_only)
+    badly_written = sorted({f"{code} {what}: {problem}" for code, what, text in seen
+                            for problem in style_problems(localized(text, "zh-CN"))})
+    assert not badly_written, "\n".join(badly_written)
 
 
 def test_a_finding_renders_in_chinese_with_its_lines() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import itertools
 import os
 import subprocess
 import sys
@@ -83,7 +84,7 @@ def inline_code(text: str) -> list[str]:
     spans: list[str] = []
     index = 0
     while (start := text.find("`", index)) != -1:
-        run = len(text) - len(text[start:].lstrip("`"))  # the opening run of backticks
+        run = len(text[start:]) - len(text[start:].lstrip("`"))  # the opening run of backticks
         fence = "`" * run
         end = text.find(fence, start + run)
         if end == -1:
@@ -125,6 +126,55 @@ def problems(english: str, chinese: str) -> list[str]:
     return found
 
 
+#: Full-width punctuation of Chinese prose (docs/zh-CN-GLOSSARY.md); no space goes next to it.
+_FULL_WIDTH = "，。：；？！（）、"
+#: ASCII punctuation that Chinese prose writes full-width.
+_HALF_WIDTH = ",;:?!()"
+
+
+def _is_chinese(char: str) -> bool:
+    return "\u4e00" <= char <= "\u9fff"
+
+
+def _code_spans_as_letters(line: str) -> str:
+    """``line`` with each inline code span replaced by one Latin letter (``C``)."""
+    out: list[str] = []
+    index = 0
+    while (start := line.find("`", index)) != -1:
+        run = len(line[start:]) - len(line[start:].lstrip("`"))
+        end = line.find("`" * run, start + run)
+        if end == -1:
+            break
+        out += [line[index:start], "C"]
+        index = end + run
+    return "".join([*out, line[index:]])
+
+
+def style_problems(text: str) -> list[str]:
+    """Where the prose of a Chinese documentation breaks the glossary's style: a Chinese character
+    touching Latin text or code without a space, ASCII punctuation next to Chinese, a space next to
+    full-width punctuation. Code blocks and headings are not prose; a code span counts as Latin text."""
+    found: list[str] = []
+    in_code = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or line.startswith("## "):
+            continue
+        prose = _code_spans_as_letters(line)
+        for left, right in itertools.pairwise(prose):
+            pair = left + right
+            if (_is_chinese(left) and right.isascii() and right.isalnum()) or (
+                    _is_chinese(right) and left.isascii() and left.isalnum()):
+                found.append(f"no space between Chinese and Latin text or code: {pair!r} in {line!r}")
+            if (_is_chinese(left) and right in _HALF_WIDTH) or (_is_chinese(right) and left in _HALF_WIDTH):
+                found.append(f"ASCII punctuation in Chinese prose: {pair!r} in {line!r}")
+            if (left == " " and right in _FULL_WIDTH) or (left in _FULL_WIDTH and right == " "):
+                found.append(f"a space next to full-width punctuation: {pair!r} in {line!r}")
+    return found
+
+
 # --------------------------------------------------------------------------- every translated rule
 
 
@@ -134,6 +184,12 @@ def test_translation_says_what_the_english_says(rule: Rule) -> None:
         f"{rule.code} has no Simplified Chinese documentation: add `ZH_CN = Translation(...)` next to its "
         "docstring (docs/CONVENTIONS.md, docs/zh-CN-GLOSSARY.md)")
     assert problems(rule.doc.user_text, rule.doc.zh_cn.text) == []
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_translation_follows_the_style_of_the_glossary(rule: Rule) -> None:
+    assert rule.doc.zh_cn is not None
+    assert style_problems(rule.doc.zh_cn.text) == []
 
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
@@ -168,6 +224,14 @@ def test_the_guard_catches_a_translation_that_drifted() -> None:
     assert problems(english, chinese.replace("## 修复的安全性", "## 修复"))  # a section torch's English lacks
     assert problems(english, chinese.split("## 修复的安全性")[0])  # a section missing
     assert problems(english + "\n\n## Notes\nmore.", chinese)  # the English grew a section
+
+
+def test_the_style_check_catches_what_the_glossary_rules_out() -> None:
+    assert style_problems("调用 `backward()` 时，计算图在第 3 行被释放。\n```python\nx = 1  # 第1行\n```") == []
+    assert style_problems("调用`backward()`时")  # no space around code
+    assert style_problems("在第3行")  # no space around a number
+    assert style_problems("计算图被释放,然后报错")  # an ASCII comma
+    assert style_problems("调用 `backward()` ，然后")  # a space before full-width punctuation
 
 
 def test_a_changed_english_no_longer_matches_its_fingerprint() -> None:

@@ -17,7 +17,7 @@ GRADIENTS_DISABLED = MessageTemplate(
     zh_cn="它是在梯度记录关闭时（`{mode}`）计算的")
 A_GRAD = MessageTemplate(
     "why.a-grad", "a `.grad`, which has no graph unless a backward used `create_graph=True`",
-    zh_cn="它是一个 `.grad`，除非某次 backward 使用了 `create_graph=True`，否则它没有计算图")
+    zh_cn="它是一个 `.grad`，除非某次反向传播使用了 `create_graph=True`，否则它没有计算图")
 REENTRANT_CHECKPOINT = MessageTemplate(
     "why.reentrant-checkpoint",
     "the output of a reentrant `checkpoint` whose inputs do not require grad has no graph (pass `use_reentrant=False`)",
@@ -45,3 +45,6 @@ BUILT_FROM_NO_GRAD = MessageTemplate("why.built-from-no-grad", "built only from 
                                      zh_cn="它只由不需要梯度的张量计算得到")
 NOT_DIFFERENTIABLE = MessageTemplate("why.not-differentiable", "the result of `{op}`, which is not differentiable",
                                      zh_cn="它是 `{op}` 的结果，而该操作不可微")
+#: What GL102 calls the parameters a module saved for backward (not a reason: it shares this module
+#: as the engine's other words about tensors do).
+PARAMETERS_OF = MessageTemplate("what.parameters-of", "parameters of {module}", zh_cn="`{module}` 的参数")

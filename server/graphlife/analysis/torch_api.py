@@ -1138,7 +1138,7 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
             saves.extend(saved_inputs(interp, state, cases, inputs, exprs, call, key))
             if all(c.params for c in cases):
                 saved_params = sorted(storages - {obj.extra.get("bias_storage")})
-                owner = f"parameters of {interp.text(call.func)}"
+                owner = reasons.PARAMETERS_OF(module=interp.text(call.func))
                 saves.extend(SavedRef(s, max(state.version_of(s)), "parameter", owner) for s in saved_params)
             if all(c.result for c in cases) and result.storage is not None:
                 version = max(state.version_of(result.storage))

@@ -87,6 +87,14 @@ IGNORE_FILE = MessageTemplate("action.ignore-file", "Ignore {code} in this file"
 IGNORE_NOTEBOOK = MessageTemplate("action.ignore-notebook", "Ignore {code} in this notebook",
                                   zh_cn="在这个笔记本中忽略 {code}")
 TURN_OFF = MessageTemplate("action.turn-off", "Turn off {code} in settings", zh_cn="在设置中关闭 {code}")
+#: What the log says when an action the client chose cannot be carried out any more.
+DOCUMENT_CLOSED = MessageTemplate("log.document-closed", "{uri}: the document is closed; nothing to fix",
+                                  zh_cn="{uri}：文档已关闭，没有可修复的内容")
+NO_LONGER_REPORTED = MessageTemplate("log.no-longer-reported",
+                                     "{uri}: {code} is no longer reported there; nothing to do",
+                                     zh_cn="{uri}：那里已不再报告 {code}，无需操作")
+CANNOT_APPLY = MessageTemplate("log.cannot-apply", "{code}: the fix `{title}` cannot be applied to this code",
+                               zh_cn="{code}：修复“{title}”无法应用到这段代码")
 FIX_ALL_HERE = MessageTemplate("action.fix-all-here", "Fix all graphlife problems", zh_cn="修复所有 graphlife 问题")
 FIX_ALL_SOURCE = MessageTemplate("action.fix-all", "graphlife: fix all auto-fixable problems",
                                  zh_cn="graphlife：修复所有可自动修复的问题")

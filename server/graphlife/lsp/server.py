@@ -418,7 +418,8 @@ def create_server() -> GraphlifeServer:
             return action
         analysis = await linter.fresh(key)
         if analysis is None:
-            log(server, f"{data.get('uri')}: the document is closed; nothing to fix", types.MessageType.Warning)
+            log(server, actions_mod.DOCUMENT_CLOSED(uri=str(data.get("uri"))).in_language(settings.language),
+                types.MessageType.Warning)
             return action
         codec = server.workspace.position_codec
         document_changes = _supports(server, "workspace", "workspace_edit", "document_changes")
@@ -442,8 +443,8 @@ def create_server() -> GraphlifeServer:
             return action
         finding = actions_mod.find_finding(analysis, data)
         if finding is None:
-            log(server, f"{data.get('uri')}: {data.get('code')} is no longer reported there; nothing to do",
-                types.MessageType.Info)
+            gone = actions_mod.NO_LONGER_REPORTED(uri=str(data.get("uri")), code=str(data.get("code")))
+            log(server, gone.in_language(settings.language), types.MessageType.Info)
             return action
         if kind == "ignore":
             edit = actions_mod.ignore_edit(analysis, finding)
@@ -453,8 +454,8 @@ def create_server() -> GraphlifeServer:
             chosen = next((fix for fix in fixes if fix.title == data.get("title")), None)
             edits = list(chosen.edits) if chosen is not None else []
             if chosen is None:
-                log(server, f"{finding.code}: the fix `{data.get('title')}` cannot be applied to this code",
-                    types.MessageType.Info)
+                refused = actions_mod.CANNOT_APPLY(code=finding.code, title=str(data.get("title")))
+                log(server, refused.in_language(settings.language), types.MessageType.Info)
         per_uri = actions_mod.edits_for(analysis, edits, codec) if edits else None
         if per_uri:
             action.edit = actions_mod.workspace_edit(analysis, per_uri, document_changes)

@@ -125,20 +125,20 @@ CARRIED = MessageTemplate(
     "by {name}; the backward at line {freed} already freed it{maybe}. Detach {name} at the top of the loop "
     "(line {loop}).",
     zh_cn="`{root}` 会反向传播进上一次迭代中在{built}（`{built_by}`）构建的计算图，它经由 {name} 被带入本次迭代；"
-    "{freed}的 backward 已经释放了这张图{maybe}。请在循环开头（{loop}）对 {name} 调用 detach()。",
+    "{freed}的反向传播已经释放了这张图{maybe}。请在循环开头（{loop}）对 {name} 调用 `detach()`。",
 )
 FREED = MessageTemplate(
     "GL101.freed",
     "`{root}` backpropagates through the graph built at line {built} (`{built_by}`), which the backward at "
     "line {freed} already freed{maybe}.",
-    zh_cn="`{root}` 要反向传播经过在{built}（`{built_by}`）构建的计算图，而{freed}的 backward 已经释放了它{maybe}。",
+    zh_cn="`{root}` 要反向传播经过在{built}（`{built_by}`）构建的计算图，而{freed}的反向传播已经释放了它{maybe}。",
 )
 BUILT_HERE = MessageTemplate(
     "GL101.built-here", "graph built here (`{built_by}`)",
     zh_cn="计算图在此构建（`{built_by}`）")
-FREED_HERE = MessageTemplate("GL101.freed-here", "this backward freed it", zh_cn="这次 backward 释放了计算图")
+FREED_HERE = MessageTemplate("GL101.freed-here", "this backward freed it", zh_cn="这次反向传播释放了计算图")
 MERGE_TITLE = MessageTemplate("fix.merge-backwards", "Call one backward on `{first} + {second}`",
-                              zh_cn="对 `{first} + {second}` 只调用一次 backward")
+                              zh_cn="对 `{first} + {second}` 只调用一次 `backward()`")
 RETAIN_TITLE = MessageTemplate("fix.retain-graph", "Keep the graph with `retain_graph=True` (keeps its memory alive)",
                                zh_cn="用 `retain_graph=True` 保留计算图（其显存会一直占用）")
 

@@ -99,21 +99,21 @@ RULE = Rule(
 
 _SAVED = ("`{change_text}` {change}, but {what} saved at line {saved} for the backward at line {backward}, "
           "which will raise.")
-_SAVED_ZH = "`{change_text}` {change}，但{what}已在{saved}为{backward}的 backward 保存下来，那次 backward 会报错。"
+_SAVED_ZH = "`{change_text}` {change}，但 {what}已在{saved}为{backward}的反向传播保存下来，那次反向传播会报错。"
 SAVED = MessageTemplate("GL102.saved", _SAVED, zh_cn=_SAVED_ZH)
 SAVED_BEFORE_STEP_CARRIED = MessageTemplate(
     "GL102.saved-before-step-carried",
     _SAVED + " The graph still to be backpropagated was built in an earlier iteration (carried state?): "
     "detach it or finish its backward first.",
     zh_cn=_SAVED_ZH + "尚待反向传播的计算图是在之前的迭代中构建的（跨迭代保留的状态？）："
-    "请先 detach 它，或先完成它的 backward。",
+    "请先分离它（`detach()`），或先完成它的反向传播。",
 )
 SAVED_BEFORE_STEP = MessageTemplate(
     "GL102.saved-before-step",
     _SAVED + " That backward's graph was built before the step: run it before `{change_text}`, "
     "or build the graph again after the step.",
-    zh_cn=_SAVED_ZH + "那次 backward 的计算图是在 step 之前构建的：请在 `{change_text}` 之前执行它，"
-    "或在 step 之后重新构建计算图。",
+    zh_cn=_SAVED_ZH + "那次反向传播的计算图是在优化步之前构建的：请在 `{change_text}` 之前执行它，"
+    "或在优化步之后重新构建计算图。",
 )
 #: What was saved, with its verb (English agrees it with the noun; Chinese needs none).
 OUTPUT_OF = MessageTemplate("GL102.what-output", "the output of `{op}` was", zh_cn="`{op}` 的输出")
@@ -126,7 +126,7 @@ UPDATES_THEM = MessageTemplate("GL102.updates-in-place", "updates them in place"
 CHANGES_IT = MessageTemplate("GL102.changes-in-place", "changes it in place", zh_cn="对它做了原地修改")
 SAVED_BY = MessageTemplate("GL102.saved-by", "saved here by `{op}`", zh_cn="由 `{op}` 在此保存")
 NEEDS_SAVED = MessageTemplate("GL102.needs-saved", "this backward needs the saved value",
-                              zh_cn="这次 backward 需要这个保存的值")
+                              zh_cn="这次反向传播需要这个保存的值")
 OUT_OF_PLACE = MessageTemplate("fix.out-of-place", "Use the out-of-place form", zh_cn="改用非原地（out-of-place）写法")
 
 

@@ -113,7 +113,7 @@ RULE.on(InplaceEvent)(note_inplace)  # the fix's proof needs the writes made wit
 
 NO_GRAPH = MessageTemplate(
     "GL104.no-graph", "`{name}` has no graph to backpropagate through: {reason}. Torch raises at this backward.",
-    zh_cn="`{name}` 没有可供反向传播的计算图：{reason}。torch 会在这次 backward 处报错。")
+    zh_cn="`{name}` 没有可供反向传播的计算图：{reason}。torch 会在这次反向传播处报错。")
 LOST_HERE = MessageTemplate("GL104.lost-here", "the graph is lost here", zh_cn="计算图在这里断开")
 KEEP_USE = MessageTemplate("fix.keep-graph-use", "Keep the graph: use `{expr}`", zh_cn="保留计算图：改用 `{expr}`")
 KEEP_USE_ITSELF = MessageTemplate("fix.keep-graph-use-itself", "Keep the graph: use `{expr}` itself",

@@ -86,7 +86,7 @@ REMOVED = MessageTemplate(
     "`{call}` raises `TypeError`: torch removed the keyword `retain_variables`. Write `retain_graph={value}` "
     "(or drop it if no later backward goes through this graph).",
     zh_cn="`{call}` 会抛出 `TypeError`：torch 已经移除了关键字参数 `retain_variables`。请写成 `retain_graph={value}`"
-    "（如果之后没有 backward 再经过这张计算图，就直接去掉它）。",
+    "（如果之后没有反向传播再经过这张计算图，就直接去掉它）。",
 )
 RETAIN_GRAPH_TITLE = MessageTemplate("fix.use-retain-graph", "Use `retain_graph=`", zh_cn="改用 `retain_graph=`")
 

@@ -121,14 +121,14 @@ KEEPS_SAVED = MessageTemplate(
     "GL201.keeps-saved",
     "`{target}` keeps the graph of `{value}` alive after the iteration, and no backward frees it: the activations "
     "saved at line {saved} (`{saved_by}`) pile up every iteration. Store `.item()` (a number) or `.detach()` instead.",
-    zh_cn="`{target}` 在本次迭代结束后仍让 `{value}` 的计算图存活，而且没有 backward 去释放它：{saved}（`{saved_by}`）"
+    zh_cn="`{target}` 在本次迭代结束后仍让 `{value}` 的计算图存活，而且没有反向传播去释放它：{saved}（`{saved_by}`）"
     "保存的激活值每次迭代都会累积下来。请改为保存 `.item()`（一个 Python 数）或 `.detach()`。",
 )
 KEEPS_NODES = MessageTemplate(
     "GL201.keeps-nodes",
     "`{target}` keeps the graph nodes of `{value}` alive after the iteration; its backward freed the saved "
     "activations, but the nodes still pile up each step. Store `.item()` or `.detach()` instead.",
-    zh_cn="`{target}` 在本次迭代结束后仍让 `{value}` 的计算图节点存活；它的 backward 已经释放了保存的激活值，"
+    zh_cn="`{target}` 在本次迭代结束后仍让 `{value}` 的计算图节点存活；它的反向传播已经释放了保存的激活值，"
     "但这些节点仍会每一步累积。请改为保存 `.item()` 或 `.detach()`。",
 )
 

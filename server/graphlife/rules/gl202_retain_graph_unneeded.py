@@ -85,9 +85,9 @@ UNNEEDED = MessageTemplate(
     "GL202.unneeded",
     "`retain_graph=True` keeps the graph of `{root}` alive, "
     "but no later backward goes through it: drop the argument to free the saved activations now.",
-    zh_cn="`retain_graph=True` 让 `{root}` 的计算图一直存活，但之后没有任何 backward 再经过它："
+    zh_cn="`retain_graph=True` 让 `{root}` 的计算图一直存活，但之后没有任何反向传播再经过它："
     "去掉这个参数，保存的激活值就能立即释放。")
-THIS_BACKWARD = MessageTemplate("phrase.this-backward", "this backward", zh_cn="这次 backward")
+THIS_BACKWARD = MessageTemplate("phrase.this-backward", "this backward", zh_cn="这次反向传播")
 DROP_TITLE = MessageTemplate("fix.drop-retain-graph", "Remove `retain_graph=True`", zh_cn="去掉 `retain_graph=True`")
 
 

@@ -96,8 +96,8 @@ GROWS = MessageTemplate(
     "This backward keeps the graph (`retain_graph=True`) and reaches the graph built at line {built} (`{built_by}`) "
     "in an earlier iteration{via}: the graph grows every step. Detach the carried state at the top of the loop and "
     "drop `retain_graph=True`.",
-    zh_cn="这次 backward 保留了计算图（`retain_graph=True`），并且{via}连到了之前迭代中在{built}（`{built_by}`）"
-    "构建的计算图：计算图每一步都在增长。请在循环开头 detach 跨迭代传递的状态，并去掉 `retain_graph=True`。",
+    zh_cn="这次反向传播保留了计算图（`retain_graph=True`），并且{via}连到了之前迭代中在{built}（`{built_by}`）"
+    "构建的计算图：计算图每一步都在增长。请在循环开头分离（`detach()`）跨迭代保留的状态，并去掉 `retain_graph=True`。",
 )
 
 THROUGH = MessageTemplate("GL203.through", " through {names}", zh_cn="经由 {names} ")

@@ -97,7 +97,7 @@ NO_BACKWARD = MessageTemplate(
     "GL205.no-backward",
     "This loop runs the model with gradients on but never calls backward: every forward records a graph "
     "and keeps activations for nothing. Wrap it in `with torch.inference_mode():` (or `torch.no_grad()`).",
-    zh_cn="这个循环在开启梯度记录的情况下运行模型，却从不调用 backward：每次前向传播都会记录计算图，"
+    zh_cn="这个循环在开启梯度记录的情况下运行模型，却从不调用 `backward()`：每次前向传播都会记录计算图，"
     "白白保留激活值。请用 `with torch.inference_mode():`（或 `torch.no_grad()`）包住它。")
 WRAP_TITLE = MessageTemplate("fix.wrap-loop-no-grad", "Wrap the loop in `with torch.no_grad():`",
                              zh_cn="用 `with torch.no_grad():` 包住这个循环")

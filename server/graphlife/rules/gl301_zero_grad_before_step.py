@@ -87,15 +87,15 @@ CLEARS = MessageTemplate(
     "GL301.clears",
     "`{zero}` clears the gradients the backward just computed, before `{step}` "
     "uses them: the step changes nothing. Move `zero_grad()` before the forward pass.",
-    zh_cn="`{zero}` 在 `{step}` 使用梯度之前，就把 backward 刚算出的梯度清零了：这次 step 什么也没更新。"
+    zh_cn="`{zero}` 在 `{step}` 使用梯度之前，就把反向传播刚算出的梯度清零了：这次优化步什么也没更新。"
     "请把 `zero_grad()` 移到前向传播之前。")
 SEES_ZEROED = MessageTemplate(
     "GL301.sees-zeroed", "this step sees zeroed gradients",
-    zh_cn="这次 step 看到的是已清零的梯度")
+    zh_cn="这次优化步看到的是已清零的梯度")
 WHOSE_GRADIENTS = MessageTemplate("GL301.whose-gradients", "the backward whose gradients it clears",
-                                  zh_cn="被它清掉梯度的那次 backward")
+                                  zh_cn="被它清掉梯度的那次反向传播")
 MOVE_TITLE = MessageTemplate("fix.move-zero-grad", "Move `zero_grad()` before the backward",
-                             zh_cn="把 `zero_grad()` 移到 backward 之前")
+                             zh_cn="把 `zero_grad()` 移到反向传播之前")
 
 
 

@@ -102,7 +102,7 @@ RULE = Rule(
 
 _SUM = ("so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each "
         "iteration.")
-_SUM_ZH = "因此每次 step 用的都是之前所有梯度的累加和。请在每次迭代开头调用 `optimizer.zero_grad()`。"
+_SUM_ZH = "因此每次优化步用的都是之前所有梯度的累加和。请在每次迭代开头调用 `optimizer.zero_grad()`。"
 NEVER_RESET = MessageTemplate(
     "GL302.never-reset",
     "Gradients are never reset: `{step}` applies the new gradients on top of the ones `{earlier}` (line {line}) "
@@ -113,7 +113,7 @@ NEVER_RESET_NO_STEP = MessageTemplate(
     "GL302.never-reset-no-step",
     "Gradients are never reset: `{step}` applies the new gradients on top of the ones an earlier step already "
     "used, " + _SUM,
-    zh_cn="梯度从未清零：`{step}` 把新的梯度叠加在之前某次 step 已经用过的梯度之上，" + _SUM_ZH,
+    zh_cn="梯度从未清零：`{step}` 把新的梯度叠加在之前某次优化步已经用过的梯度之上，" + _SUM_ZH,
 )
 
 
@@ -123,17 +123,17 @@ CALLED_AGAIN = MessageTemplate(
     "`{function}` resets them, so from its second call on each step applies the sum of all earlier gradients. "
     "Call `{optimizer}.zero_grad()` before the backward.",
     zh_cn="梯度从未清零：`{step}` 使用 `{backward}`（{line}）的梯度，而 `{function}` 中没有任何代码清零它们，"
-    "所以从第二次调用起，每次 step 用的都是之前所有梯度的累加和。请在 backward 之前调用 `{optimizer}.zero_grad()`。",
+    "所以从第二次调用起，每次优化步用的都是之前所有梯度的累加和。请在反向传播之前调用 `{optimizer}.zero_grad()`。",
 )
 TOP_OF_LOOP_TITLE = MessageTemplate(
     "fix.zero-grad-top-of-loop", "Call `{optimizer}.zero_grad()` at the top of the loop",
                                     zh_cn="在循环开头调用 `{optimizer}.zero_grad()`")
 BEFORE_BACKWARD_TITLE = MessageTemplate(
     "fix.zero-grad-before-backward", "Call `{optimizer}.zero_grad()` before the backward",
-                                        zh_cn="在 backward 之前调用 `{optimizer}.zero_grad()`")
+                                        zh_cn="在反向传播之前调用 `{optimizer}.zero_grad()`")
 EARLIER_STEP = MessageTemplate("GL302.earlier-step", "an earlier step used these gradients",
-                               zh_cn="之前的某次 step 已经用过这些梯度")
-ADDS_TO = MessageTemplate("GL302.adds-to", "this backward adds to the gradients", zh_cn="这次 backward 会累加到梯度上")
+                               zh_cn="之前的某次优化步已经用过这些梯度")
+ADDS_TO = MessageTemplate("GL302.adds-to", "this backward adds to the gradients", zh_cn="这次反向传播会累加到梯度上")
 
 
 @dataclass

@@ -95,7 +95,7 @@ NOT_A_LEAF = MessageTemplate(
     "GL303.not-a-leaf",
     "`{name}` is not a leaf (computed at line {line}), so `{name}.grad` is always None unless "
     "`{name}.retain_grad()` is called before the backward.",
-    zh_cn="`{name}` 不是叶子张量（在{line}计算得到），所以除非在 backward 之前调用 `{name}.retain_grad()`，"
+    zh_cn="`{name}` 不是叶子张量（在{line}计算得到），所以除非在反向传播之前调用 `{name}.retain_grad()`，"
     "否则 `{name}.grad` 永远是 None。",
 )
 RETAIN_TITLE = MessageTemplate("fix.retain-grad", "Call `{name}.retain_grad()` after it is computed",

@@ -113,10 +113,10 @@ UNSCALED = MessageTemplate(
     "The optimizer steps only every `{divisor}` iterations, so `{root}`'s gradients add up "
     "`{divisor}` times before each step: divide the loss by `{divisor}` first "
     "(the effective learning rate is that many times larger).",
-    zh_cn="优化器每 `{divisor}` 次迭代才 step 一次，所以 `{root}` 的梯度在每次 step 之前会累积 `{divisor}` 次："
+    zh_cn="优化器每 `{divisor}` 次迭代才执行一次优化步，所以 `{root}` 的梯度在每次优化步之前会累积 `{divisor}` 次："
     "请先把损失除以 `{divisor}`（否则等效学习率会放大同样的倍数）。")
 DIVIDE_TITLE = MessageTemplate("fix.divide-loss", "Divide `{root}` by `{divisor}` before the backward",
-                               zh_cn="在 backward 之前把 `{root}` 除以 `{divisor}`")
+                               zh_cn="在反向传播之前把 `{root}` 除以 `{divisor}`")
 
 
 

@@ -90,13 +90,13 @@ BYPASS = MessageTemplate(
     "`{change}` changes a tensor through `.data` after `{saved_by}` (line {saved}) saved it for the backward at "
     "line {backward}: `.data` skips the version check, so that backward silently uses the new values. Change it "
     "after the backward, under `torch.no_grad()`.",
-    zh_cn="`{change}` 在 `{saved_by}`（{saved}）为{backward}的 backward 保存该张量之后，又通过 `.data` 修改了它："
-    "`.data` 会跳过版本检查，所以那次 backward 会悄悄用上新的值。请在 backward 之后、在 `torch.no_grad()` 下修改它。",
+    zh_cn="`{change}` 在 `{saved_by}`（{saved}）为{backward}的反向传播保存该张量之后，又通过 `.data` 修改了它："
+    "`.data` 会跳过版本检查，所以那次反向传播会悄悄用上新的值。请在反向传播之后、在 `torch.no_grad()` 下修改它。",
 )
 SAVED_HERE = MessageTemplate("GL305.saved-here", "saved here", zh_cn="在此保存")
-USES_IT = MessageTemplate("GL305.uses-it", "this backward uses it", zh_cn="这次 backward 会用到它")
+USES_IT = MessageTemplate("GL305.uses-it", "this backward uses it", zh_cn="这次反向传播会用到它")
 MOVE_TITLE = MessageTemplate("fix.move-after-backward", "Move the change after the backward",
-                             zh_cn="把这次修改移到 backward 之后")
+                             zh_cn="把这次修改移到反向传播之后")
 
 
 @RULE.on(BackwardEvent)

@@ -115,7 +115,7 @@ RULE = Rule(
 
 _KEEPS = "`{ctx}.{attr} = {name}` keeps the {role} tensor `{name}` of `{function}` as a ctx attribute: "
 _USE = " Use `{ctx}.save_for_backward({name})` and read it from `ctx.saved_tensors` in backward{read_at}."
-_USE_ZH = "请改用 `{ctx}.save_for_backward({name})`，并在 backward 中从 `ctx.saved_tensors` 读取它{read_at}。"
+_USE_ZH = "请改用 `{ctx}.save_for_backward({name})`，并在 `backward` 中从 `ctx.saved_tensors` 读取它{read_at}。"
 OUTPUT_ON_CTX = MessageTemplate(
     "GL401.output",
     _KEEPS.replace("{role}", "output") + "an output stored on ctx makes a reference cycle (output -> grad_fn -> ctx -> "
@@ -129,15 +129,15 @@ INPUT_ON_CTX = MessageTemplate(
     _KEEPS.replace("{role}", "input") + "an in-place change to it before backward (an optimizer step, a buffer "
     "update, `+=`) is not detected and silently gives wrong gradients." + _USE,
     zh_cn="`{ctx}.{attr} = {name}` 把 `{function}` 的输入张"
-          "量 `{name}` 存成了 ctx 的属性：在 backward 之前对它的原地修改"
-    "（优化器 step、buffer 更新、`+=`）检测不到，会悄悄得到错误的梯度。" + _USE_ZH,
+          "量 `{name}` 存成了 ctx 的属性：在反向传播之前对它的原地修改"
+    "（优化步、buffer 更新、`+=`）检测不到，会悄悄得到错误的梯度。" + _USE_ZH,
 )
 READ_AT = MessageTemplate(
     "GL401.read-at", " (it reads `{attr}` at line {line})",
-    zh_cn="（backward 在{line}读取 `{attr}`）")
+    zh_cn="（`backward` 在{line}读取 `{attr}`）")
 READS_HERE = MessageTemplate(
     "GL401.reads-here", "backward reads `{ctx}.{attr}` here",
-    zh_cn="backward 在这里读取 `{ctx}.{attr}`")
+    zh_cn="`backward` 在这里读取 `{ctx}.{attr}`")
 SAVE_TITLE = MessageTemplate("fix.save-for-backward", "Save `{name}` with `save_for_backward`",
                              zh_cn="用 `save_for_backward` 保存 `{name}`")
 

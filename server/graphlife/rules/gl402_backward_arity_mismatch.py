@@ -250,8 +250,9 @@ WRONG_COUNT = MessageTemplate(
     "({names}): torch raises `RuntimeError: function {function}Backward returned an incorrect number of gradients "
     "(expected {expected}, got {got})` at the first backward. Return one gradient per input, `None` for inputs that "
     "need none.",
-    zh_cn="`{function}` 的 backward 在这里返回了 {gradients}，但 forward（{line}）在 ctx 之后接收 {inputs}（{names}）："
-    "第一次 backward 时 torch 会报错 `RuntimeError: function {function}Backward returned an incorrect number of "
+    zh_cn="`{function}` 的 `backward` 在这里返回了 {gradients}，"
+    "但 `forward`（{line}）在 ctx 之后接收 {inputs}（{names}）："
+    "第一次反向传播时 torch 会报错 `RuntimeError: function {function}Backward returned an incorrect number of "
     "gradients (expected {expected}, got {got})`。请为每个输入返回一个梯度，不需要梯度的输入返回 `None`。",
 )
 ONE_GRADIENT = MessageTemplate("GL402.one-gradient", "{n} gradient", zh_cn="{n} 个梯度")
@@ -259,7 +260,7 @@ GRADIENTS = MessageTemplate("GL402.gradients", "{n} gradients", zh_cn="{n} 个�
 ONE_INPUT = MessageTemplate("GL402.one-input", "{n} input", zh_cn="{n} 个输入")
 INPUTS = MessageTemplate("GL402.inputs", "{n} inputs", zh_cn="{n} 个输入")
 FORWARD_TAKES = MessageTemplate("GL402.forward-takes", "forward of `{function}` takes {n} input(s)",
-                                zh_cn="`{function}` 的 forward 接收 {n} 个输入")
+                                zh_cn="`{function}` 的 `forward` 接收 {n} 个输入")
 PAD_TITLE = MessageTemplate("fix.pad-none", "Return `None` for the {missing} input(s) without a gradient",
                             zh_cn="为没有梯度的 {missing} 个输入返回 `None`")
 TUPLE_TITLE = MessageTemplate("fix.return-tuple", "Return a tuple (a list counts as one gradient)",

@@ -118,7 +118,7 @@ NO_INPUT_GRAD = MessageTemplate(
     "`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
     "the checkpointed block get no gradients. Pass `use_reentrant=False`.",
     zh_cn="`{name}` 以{variant}运行，而它的输入都不可能需要梯度（{inputs}）：torch 会警告 "
-    "`None of the inputs have requires_grad=True. Gradients will be None`，被 checkpoint 包住的代码块里的参数"
+    "`None of the inputs have requires_grad=True. Gradients will be None`，被梯度检查点包住的代码块里的参数"
     "也得不到梯度。请传入 `use_reentrant=False`。",
 )
 IMPLICIT = MessageTemplate(
@@ -130,6 +130,8 @@ IMPLICIT = MessageTemplate(
           "它 `should be passed explicitly`（并预告省略它将来会报错），"
     "而且仍然使用可重入版本；当没有输入需要梯度时，这个版本得不到梯度。请传入 `use_reentrant=False`。",
 )
+EXPLICIT_VARIANT = MessageTemplate("GL405.explicit-variant", "`use_reentrant=True`",
+                                   zh_cn="显式指定的 `use_reentrant=True` 模式")
 DEFAULT_VARIANT = MessageTemplate("GL405.default-variant", "the default reentrant variant", zh_cn="默认的可重入版本")
 NONE = MessageTemplate("GL405.none", "none", zh_cn="无")
 USE_TITLE = MessageTemplate("fix.use-non-reentrant", "Use `use_reentrant=False`", zh_cn="改用 `use_reentrant=False`")
@@ -339,7 +341,7 @@ def check_module(ctx: ModuleContext) -> None:
         shown = ", ".join(f"`{segment(ctx, i)}`" for i in inputs or [])
         fixes: list[FixRecipe] = []
         if no_input_grad:
-            variant = "`use_reentrant=True`" if explicit_true else DEFAULT_VARIANT()
+            variant = EXPLICIT_VARIANT() if explicit_true else DEFAULT_VARIANT()
             message = NO_INPUT_GRAD(name=name, variant=variant, inputs=shown or NONE())
             severity = Severity.WARNING
         else:
@@ -369,16 +371,16 @@ THROUGH_REENTRANT = MessageTemplate(
     "GL405.grad_through_reentrant",
     "`{call}` asks for gradients through the reentrant checkpoint at line {checkpoint} (`{checkpoint_by}`): "
     "torch raises here. Pass `use_reentrant=False` to that checkpoint.",
-    zh_cn="`{call}` 要求经过{checkpoint}（`{checkpoint_by}`）的可重入 checkpoint 求梯度：torch 会在这里报错。"
-    "请给那个 checkpoint 传入 `use_reentrant=False`。",
+    zh_cn="`{call}` 要求经过{checkpoint}（`{checkpoint_by}`）的可重入的梯度检查点求梯度：torch 会在这里报错。"
+    "请给那个梯度检查点传入 `use_reentrant=False`。",
 )
-THE_CHECKPOINT = MessageTemplate("GL405.the-checkpoint", "the reentrant checkpoint", zh_cn="可重入的 checkpoint")
+THE_CHECKPOINT = MessageTemplate("GL405.the-checkpoint", "the reentrant checkpoint", zh_cn="可重入的梯度检查点")
 USE_IN_CHECKPOINT_TITLE = MessageTemplate(
     "fix.non-reentrant-in-checkpoint", "Use `use_reentrant=False` in the checkpoint",
-                                          zh_cn="在这个 checkpoint 中改用 `use_reentrant=False`")
+                                          zh_cn="在这个梯度检查点中改用 `use_reentrant=False`")
 PASS_TO_CHECKPOINT_TITLE = MessageTemplate("fix.pass-non-reentrant-to-checkpoint",
                                            "Pass `use_reentrant=False` to the checkpoint",
-                                           zh_cn="给这个 checkpoint 传入 `use_reentrant=False`")
+                                           zh_cn="给这个梯度检查点传入 `use_reentrant=False`")
 
 
 @RULE.on(BackwardEvent)

@@ -20,7 +20,7 @@ from graphlife.recipes import SAFE, CarriedName, DetachCarriedState
 from graphlife.rules.phrases import joined
 
 DETACH_TITLE = MessageTemplate("fix.detach-carried", "Detach {names} at the top of each iteration",
-                               zh_cn="在每次迭代开始时 detach {names}")
+                               zh_cn="在每次迭代开始时分离 {names}（`detach()`）")
 
 
 def detach_recipe(ctx: RuleContext, carried: list[tuple[str, ast.AST]], state: State,

@@ -742,7 +742,7 @@ AUTOGRAD_GRAD_MERGE_TITLE = MessageTemplate(
     "fix.autograd-grad-merge",
     "Get the gradients of `{what}` with `torch.autograd.grad(..., create_graph=True)` and add `{root}` to the next "
     "backward",
-    zh_cn="用 `torch.autograd.grad(..., create_graph=True)` 求 `{what}` 的梯度，并把 `{root}` 加到下一次 backward 中")
+    zh_cn="用 `torch.autograd.grad(..., create_graph=True)` 求 `{what}` 的梯度，并把 `{root}` 加到下一次反向传播中")
 
 
 def _recipe(

@@ -28,7 +28,7 @@ DETACH_EARLIER = MessageTemplate("fix.detach-earlier-step", "Use `{expr}.detach(
                                  zh_cn="在前一步中改用 `{expr}.detach()`")
 REBUILD_TITLE = MessageTemplate(
     "fix.rebuild-shared-graph", "Give `{module}` `{name}.detach()` here and call `{call}` again after the backward",
-    zh_cn="在这里给 `{module}` 传入 `{name}.detach()`，并在 backward 之后重新调用 `{call}`")
+    zh_cn="在这里给 `{module}` 传入 `{name}.detach()`，并在反向传播之后重新调用 `{call}`")
 
 
 def shared_graph_fix(event: BackwardEvent, ctx: RuleContext, node: Node, freeing: ast.AST | None) -> FixRecipe | None:
