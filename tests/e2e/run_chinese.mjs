@@ -15,7 +15,8 @@
 // of graphlife: the command titles from package.nls.zh-cn.json, the language status from
 // the l10n bundle, the log, the server's Chinese diagnostics and hover (the language
 // client sends the display language as `locale` in initialize), and the rule page from
-// docs/rules.zh-CN.md.
+// docs/rules.zh-CN.md; and that `graphlife.language: "en"` turns the diagnostics English
+// without a restart.
 //
 // A picture for the README (docs/screenshots/e2e-zh-hover.png) is written only when
 // GRAPHLIFE_E2E_SCREENSHOTS=1 asks for it. Without Chromium the test says SKIP and exits 0.
@@ -313,6 +314,20 @@ async function main() {
       if (Date.now() > deadline) fail("the rule page is not the Chinese one (no 它检查什么 heading)");
       await page.waitForTimeout(250);
     }
+  }, { fatal: false });
+
+  await step("graphlife.language: en in the workspace settings turns the diagnostics English without a restart", async () => {
+    const startsBefore = graphlifeLog().split(bundle["Starting the server with {0}; {1} server; {2}"].split("{0}")[0].trim()).length;
+    fs.mkdirSync(path.join(dirs.ws, ".vscode"), { recursive: true });
+    fs.writeFileSync(path.join(dirs.ws, ".vscode", "settings.json"), JSON.stringify({ "graphlife.language": "en" }));
+    await runCommand("View: Focus Problems");
+    await page.waitForFunction(
+      () => [...document.querySelectorAll(".markers-panel .monaco-list-row")].some((r) => r.textContent.includes("GL101") && /backpropagates/.test(r.textContent) && !/[\u4e00-\u9fff]/.test(r.textContent)),
+      null,
+      { timeout: 30_000 },
+    );
+    const startsAfter = graphlifeLog().split(bundle["Starting the server with {0}; {1} server; {2}"].split("{0}")[0].trim()).length;
+    if (startsAfter !== startsBefore) fail("changing graphlife.language restarted the server");
   }, { fatal: false });
 }
 
