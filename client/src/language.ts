@@ -8,14 +8,18 @@
 
 export type Language = "en" | "zh-cn";
 
-/** A VS Code locale ("zh-cn", "zh-CN", "zh-Hans", "zh-sg") as the language graphlife has for it; English otherwise. */
+/** Subtags of Chinese written in traditional characters: graphlife has no text for them. */
+const TRADITIONAL = new Set(["tw", "hk", "mo", "hant"]);
+
+/**
+ * A VS Code locale ("zh-cn", "zh-CN", "zh-Hans", "zh-sg") as the language graphlife has for it;
+ * English otherwise. The same reading as the server's (graphlife/i18n.py `normalize`), so the
+ * rule page the client opens and the messages the server writes never disagree.
+ */
 export function languageOfLocale(locale: string | undefined): Language {
-  const tag = (locale ?? "").trim().toLowerCase().replace(/_/g, "-");
-  const [primary, ...rest] = tag.split("-");
-  if (primary !== "zh") return "en";
-  // Simplified Chinese: zh, zh-cn, zh-sg, zh-hans(-*); Traditional (zh-tw, zh-hk, zh-hant) is not written yet.
-  if (rest.length === 0) return "zh-cn";
-  return ["cn", "sg", "hans", "my"].includes(rest[0]) ? "zh-cn" : "en";
+  const parts = (locale ?? "").trim().toLowerCase().split(".")[0].replace(/_/g, "-").split("-").filter(Boolean);
+  if (parts[0] !== "zh") return "en";
+  return parts.slice(1).some((part) => TRADITIONAL.has(part)) ? "en" : "zh-cn";
 }
 
 /** The setting's value (anything; a wrong one counts as "auto") with VS Code's display language. */

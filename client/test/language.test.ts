@@ -10,8 +10,8 @@ import { ruleDocumentFiles, ruleSection } from "../src/rulePages";
 import { statusLook } from "../src/statusLook";
 
 test("VS Code locales of Simplified Chinese are zh-cn; Traditional Chinese and other languages are English", () => {
-  for (const locale of ["zh-cn", "zh-CN", "zh", "zh-Hans", "zh-hans-cn", "zh_CN", "zh-sg"]) assert.equal(languageOfLocale(locale), "zh-cn", locale);
-  for (const locale of ["en", "en-us", "zh-tw", "zh-hk", "zh-Hant", "ja", "", undefined]) assert.equal(languageOfLocale(locale), "en", String(locale));
+  for (const locale of ["zh-cn", "zh-CN", "zh", "zh-Hans", "zh-hans-cn", "zh_CN", "zh_CN.UTF-8", "zh-sg"]) assert.equal(languageOfLocale(locale), "zh-cn", locale);
+  for (const locale of ["en", "en-us", "zh-tw", "zh-hk", "zh-mo", "zh-Hant", "zh-Hant-TW", "ja", "", undefined]) assert.equal(languageOfLocale(locale), "en", String(locale));
 });
 
 test("graphlife.language wins over the display language; auto (or a wrong value) follows it", () => {
