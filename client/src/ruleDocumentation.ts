@@ -17,7 +17,7 @@ import * as vscode from "vscode";
 import { currentLanguage } from "./currentLanguage";
 import type { Language } from "./language";
 import { ruleCodeOf, RULE_SCHEME, ruleUri } from "./ruleLinks";
-import { ruleDocumentFiles, ruleSection } from "./rulePages";
+import { rulePageMarkdown } from "./rulePages";
 
 export interface RulePage {
   code: string;
@@ -28,19 +28,13 @@ export interface RulePage {
 /** Asks the running server for a page; undefined when no server runs or the code is unknown. */
 export type RulePageSource = (code: string, language: Language) => Promise<RulePage | undefined>;
 
-/** The rule's section of the first packaged document of `files` that has one. */
-function packagedSection(files: string[], code: string): string | undefined {
-  for (const file of files) {
-    let text: string;
-    try {
-      text = fs.readFileSync(file, "utf8");
-    } catch {
-      continue; // not packaged (a build without the Chinese document): the next one
-    }
-    const section = ruleSection(text, code);
-    if (section) return section;
+/** A packaged file's text; undefined when it is not in the .vsix (a build without the Chinese document). */
+function readPackaged(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch {
+    return undefined;
   }
-  return undefined;
 }
 
 export function registerRuleDocumentation(context: vscode.ExtensionContext, pages: RulePageSource): void {
@@ -48,16 +42,14 @@ export function registerRuleDocumentation(context: vscode.ExtensionContext, page
     provideTextDocumentContent: async (uri) => {
       const code = ruleCodeOf(uri.path);
       const language: Language = new URLSearchParams(uri.query).get("language") === "zh-cn" ? "zh-cn" : "en";
-      const files = ruleDocumentFiles(context.extensionPath, language);
-      if (code && language === "zh-cn") {
-        const chinese = packagedSection(files.slice(0, 1), code);
-        if (chinese) return chinese;
-      }
-      const page = code ? await pages(code, language) : undefined;
-      if (page) return page.markdown;
-      const packaged = code ? packagedSection(files, code) : undefined;
+      const markdown = code
+        ? await rulePageMarkdown(code, language, context.extensionPath, {
+            readFile: readPackaged,
+            serverPage: async () => (await pages(code, language))?.markdown,
+          })
+        : undefined;
       return (
-        packaged ??
+        markdown ??
         `# ${code ?? uri.path}\n\n${vscode.l10n.t("graphlife could not load this rule's documentation: its language server is not running, or the code is unknown. `graphlife rules` in a terminal lists the rules.")}\n`
       );
     },

@@ -33,3 +33,33 @@ export function ruleSection(markdown: string, code: string): string | undefined 
   const section = lines.slice(start, end).map((line, i) => (heading[start + i] && line.startsWith("##") ? line.slice(1) : line));
   return section.join("\n").trimEnd() + "\n";
 }
+
+/** Where a rule page can come from: a packaged document's text (undefined when absent), the running server's page. */
+export interface RulePageSources {
+  readFile: (file: string) => string | undefined;
+  serverPage: () => Promise<string | undefined>;
+}
+
+/**
+ * A rule's page in `language`, from the first source that has it. Chinese: the packaged
+ * docs/rules.zh-CN.md, then the server (which may answer in English when it is an older
+ * graphlife), then docs/rules.md. English: the server (it always matches the checker that
+ * made the diagnostic), then docs/rules.md (no server running).
+ */
+export async function rulePageMarkdown(code: string, language: Language, extensionPath: string, sources: RulePageSources): Promise<string | undefined> {
+  const section = (files: string[]) => {
+    for (const file of files) {
+      const text = sources.readFile(file);
+      const found = text === undefined ? undefined : ruleSection(text, code);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  const files = ruleDocumentFiles(extensionPath, language);
+  const [first] = files;
+  if (language === "zh-cn") {
+    const chinese = section([first]);
+    if (chinese) return chinese;
+  }
+  return (await sources.serverPage()) ?? section(files);
+}

@@ -6,7 +6,7 @@ import { test } from "node:test";
 
 import { effectiveLanguage, languageOfLocale } from "../src/language";
 import { t, useTranslator } from "../src/l10n";
-import { ruleDocumentFiles, ruleSection } from "../src/rulePages";
+import { ruleDocumentFiles, rulePageMarkdown, ruleSection } from "../src/rulePages";
 import { statusLook } from "../src/statusLook";
 
 test("VS Code locales of Simplified Chinese are zh-cn; Traditional Chinese and other languages are English", () => {
@@ -77,4 +77,20 @@ test("the Chinese rule pages come from docs/rules.zh-CN.md, then docs/rules.md; 
 test("the .vsix carries the translations and both rule documents", () => {
   const ignore = fs.readFileSync(path.resolve(__dirname, "../../../.vscodeignore"), "utf8").split("\n");
   for (const entry of ["!package.nls.json", "!package.nls.*.json", "!l10n/**", "!docs/rules.md", "!docs/rules.zh-CN.md"]) assert.ok(ignore.includes(entry), entry);
+});
+
+test("a rule page: Chinese from docs/rules.zh-CN.md first, then the server, then docs/rules.md; English from the server, then docs/rules.md", async () => {
+  const chinese = "## GL101 backward-through-freed-graph\n\n### 它检查什么\n";
+  const english = "## GL101 backward-through-freed-graph\n\n### What it does\n";
+  const files = (present: Record<string, string>) => (file: string) => present[path.basename(file)];
+  const server = (page?: string) => () => Promise.resolve(page);
+  const page = (language: "en" | "zh-cn", readFile: (f: string) => string | undefined, serverPage: () => Promise<string | undefined>) =>
+    rulePageMarkdown("GL101", language, "/ext", { readFile, serverPage });
+  const both = files({ "rules.zh-CN.md": chinese, "rules.md": english });
+  assert.match((await page("zh-cn", both, server("from the server")))!, /它检查什么/);
+  assert.equal(await page("zh-cn", files({ "rules.md": english }), server("from the server")), "from the server");
+  assert.match((await page("zh-cn", files({ "rules.md": english }), server()))!, /What it does/);
+  assert.equal(await page("en", both, server("from the server")), "from the server");
+  assert.match((await page("en", both, server()))!, /What it does/);
+  assert.equal(await page("en", files({}), server()), undefined);
 });
