@@ -25,6 +25,7 @@ import ast
 from dataclasses import dataclass, field
 
 from graphlife.analysis.state import State
+from graphlife.analysis.tree_index import child_nodes
 from graphlife.analysis.values import UNKNOWN, HeapRef, TensorVal, TupleVal, Value
 
 #: Kinds of heap objects whose identity survives a write the engine did not see.
@@ -117,7 +118,7 @@ class _WriteCollector:
             elif kind is ast.Call:
                 assert isinstance(node, ast.Call)
                 self._call(node)
-            for child in ast.iter_child_nodes(node):
+            for child in child_nodes(node):
                 push((child, building))
 
     def _attribute(self, node: ast.Attribute, building: str | None) -> None:
@@ -285,7 +286,11 @@ def _root_chain(expr: ast.expr) -> tuple[str, list[str]] | None:
             return None
 
 
-class _EffectCollector(ast.NodeVisitor):
+class _EffectCollector:
+    """One iterative walk of a function's body (every node, nested functions and lambdas
+    included): an ``ast.NodeVisitor``'s dispatch per node was most of the cost of reading the
+    effects of each function a large file inlines."""
+
     def __init__(self) -> None:
         self.names: dict[str, set[str]] = {}
         self.contents: dict[str, set[str]] = {}
@@ -293,6 +298,37 @@ class _EffectCollector(ast.NodeVisitor):
         self.bound: set[str] = set()
         self.declared_global: set[str] = set()
         self.declared_nonlocal: set[str] = set()
+
+    def visit(self, root: ast.AST) -> None:
+        stack = [root]
+        pop, extend = stack.pop, stack.extend
+        while stack:
+            node = pop()
+            kind = type(node)
+            if kind is ast.Name:
+                assert isinstance(node, ast.Name)
+                if isinstance(node.ctx, (ast.Store, ast.Del)):
+                    self.bound.add(node.id)
+                continue
+            if kind is ast.Attribute:
+                assert isinstance(node, ast.Attribute)
+                if isinstance(node.ctx, (ast.Store, ast.Del)):
+                    self._write(node, whole_item=False)
+            elif kind is ast.Subscript:
+                assert isinstance(node, ast.Subscript)
+                if isinstance(node.ctx, (ast.Store, ast.Del)):
+                    self._write(node, whole_item=True)
+            elif kind is ast.Call:
+                assert isinstance(node, ast.Call)
+                self._call(node)
+            elif kind is ast.Global:
+                assert isinstance(node, ast.Global)
+                self.declared_global.update(node.names)
+            elif kind is ast.Nonlocal:
+                assert isinstance(node, ast.Nonlocal)
+                self.declared_nonlocal.update(node.names)
+                self.whole.update(node.names)  # a rebinding in the enclosing scope: what it held may change
+            extend(child_nodes(node))
 
     def _write(self, target: ast.expr, whole_item: bool) -> None:
         chain = _root_chain(target)
@@ -308,28 +344,7 @@ class _EffectCollector(ast.NodeVisitor):
         else:
             self.contents.setdefault(root, set()).add(attrs[0])
 
-    def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
-            self.bound.add(node.id)
-
-    def visit_Global(self, node: ast.Global) -> None:
-        self.declared_global.update(node.names)
-
-    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
-        self.declared_nonlocal.update(node.names)
-        self.whole.update(node.names)  # a rebinding in the enclosing scope: what it held may change
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
-            self._write(node, whole_item=False)
-        self.generic_visit(node)
-
-    def visit_Subscript(self, node: ast.Subscript) -> None:
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
-            self._write(node, whole_item=True)
-        self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
+    def _call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Attribute):
             chain = _root_chain(func.value)
@@ -352,4 +367,3 @@ class _EffectCollector(ast.NodeVisitor):
                     self.contents.setdefault(root, set()).add(attrs[0])
                 else:
                     self.whole.add(root)  # handed to other code, which may write it
-        self.generic_visit(node)
