@@ -159,7 +159,7 @@ class TreeIndex:
                 known = _class_facts(klass)
             fields, locatable, role = known
             if locatable and hasattr(parent, "lineno") and hasattr(parent, "end_lineno"):
-                located.append(parent)  # type: ignore[arg-type]  # it has a position: checked just above
+                located.append(parent)  # it has a position: checked just above
             bucket = by_kind.get(klass)
             if bucket is not None:
                 bucket.append(parent)
