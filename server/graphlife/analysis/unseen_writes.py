@@ -22,6 +22,7 @@ outside ``__init__`` assigns anywhere in a file; the value part
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from graphlife.analysis.state import State
@@ -178,7 +179,7 @@ def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, 
     obj = state.heap[oid]
     structural = obj.kind in STRUCTURAL_KINDS
     changed: dict[str, Value | None] = {}
-    for name, value in obj.attrs.items():
+    for name, value in _attributes_to_visit(obj.attrs, names):
         if name == "__children__" and structural:
             continue
         if names is not None and not names.touches(name):
@@ -215,6 +216,21 @@ def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, 
             writable.attrs[name] = new_value
     if names is None:
         writable.elem = new_element
+
+
+def _attributes_to_visit(attrs: dict[str, Value], names: AttributeWrites | None) -> Iterable[tuple[str, Value]]:
+    """The attributes :func:`weaken_object` may change or follow, in the object's order: all of
+    them, or only those ``names`` says are written or have their content changed. An escaped
+    hook that writes one attribute of a large object (a training engine's ``self``, hundreds of
+    attributes) is weakened at every call the engine cannot see into: the object's other
+    attributes are not looked at one by one then."""
+    if names is None or names.any_name:
+        return attrs.items()  # not changed while it is walked: the object is written after
+    wanted = names.names | names.contents
+    present = [name for name in wanted if name in attrs]
+    if len(present) <= 1:
+        return [(name, attrs[name]) for name in present]
+    return [(name, value) for name, value in attrs.items() if name in wanted]
 
 
 # -- what a function may write when it runs where the engine cannot follow it ---------------------------
