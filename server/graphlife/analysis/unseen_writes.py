@@ -22,6 +22,7 @@ outside ``__init__`` assigns anywhere in a file; the value part
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -246,7 +247,9 @@ class RootWrites:
     contents: frozenset[str] = frozenset()
     whole: bool = False
 
+    @functools.cached_property
     def as_attribute_writes(self) -> AttributeWrites:
+        """Made once per function's root: asked again at every call where the function may run unseen."""
         return AttributeWrites(self.names, self.contents, False)
 
 
