@@ -103,6 +103,16 @@ def run_checks(
     A finding in another file of the project honours that file's ``# graphlife: ignore``
     comments, and carries no fix: a fix edits the file checked (the other file's own check
     offers it when it finds the bug itself)."""
+    from graphlife.analysis.collector import fewer_collections  # noqa: PLC0415 (keeps import light)
+
+    with fewer_collections():
+        return _run_checks(source, config, time_budget, parse, unit_cache, modules=modules, path=path)
+
+
+def _run_checks(
+    source: str, config: Config | None, time_budget: float, parse: Parse, unit_cache: UnitCache | None,
+    *, modules: ModuleProvider | None, path: str | None,
+) -> CheckResult:
     from graphlife.analysis.interpreter import analyze_module  # noqa: PLC0415 (keeps import light)
     from graphlife.rules import all_rules  # noqa: PLC0415
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 
 from graphlife.project.limits import MAX_SOURCE_BYTES
@@ -83,6 +82,8 @@ def write_fixed_source(path: str, text: str, encoding: str) -> None:
     except (UnicodeEncodeError, LookupError) as exc:
         raise SourceError(f"the fix cannot be written in the file's encoding ({encoding}): {exc}") from exc
     folder = os.path.dirname(os.path.abspath(path))
+    import tempfile  # noqa: PLC0415 - here: a check that fixes nothing need not load it (start-up time)
+
     handle = tempfile.NamedTemporaryFile(dir=folder, prefix=".graphlife-fix-", delete=False)  # noqa: SIM115
     try:
         with handle:

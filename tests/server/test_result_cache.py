@@ -24,7 +24,7 @@ import graphlife
 from graphlife.analysis.tree_index import TreeIndex
 from graphlife.config import Config
 from graphlife.findings import Severity
-from graphlife.project import result_cache
+from graphlife.project import resolver, result_cache, sources
 from graphlife.project.provider import ProjectModules
 from graphlife.project.result_cache import ResultCache, default_cache_folder, settings_key, text_hash
 
@@ -120,8 +120,8 @@ def test_an_unchanged_import_is_not_read_again(project, monkeypatch):
     def no_reading(what: object) -> str:
         raise AssertionError(f"{what} was read again")
 
-    monkeypatch.setattr(result_cache, "file_digest", no_reading)
-    monkeypatch.setattr(result_cache, "listing_digest", no_reading)
+    monkeypatch.setattr(sources, "file_digest", no_reading)  # where the cache takes them from
+    monkeypatch.setattr(resolver, "listing_digest", no_reading)
     assert lookup_train(project) is not None
 
 

@@ -10,9 +10,11 @@ time; this test keeps the heavy imports out.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from graphlife.config import find_pyproject
@@ -53,3 +55,19 @@ def test_check_of_one_file_loads_no_server_fixer_torch_or_process_pool(tmp_path)
     assert not [name for name in loaded if name.split(".")[0] in NEVER or name in NEVER]
     if find_pyproject(tmp_path) is None:
         assert "tomllib" not in loaded and "tomli" not in loaded  # no settings file to read
+
+
+def test_check_answered_from_the_cache_loads_neither_engine_nor_parser(tmp_path):
+    """A file checked again unchanged is answered from the cache of results: that run loads
+    no engine, no parser and no tree index, and no temporary-file machinery (it writes nothing)."""
+    path = tmp_path / "train.py"
+    path.write_text(SMALL)
+    an_hour_ago = time.time_ns() - 3600 * 10**9
+    os.utime(path, ns=(an_hour_ago, an_hour_ago))  # a stat written just now proves nothing: it would be read
+    modules_after_check(path)  # fills the cache (and makes its folder in tmp_path)
+    os.utime(tmp_path, ns=(an_hour_ago, an_hour_ago))
+    modules_after_check(path)  # sees the folder's new stat once
+    loaded = modules_after_check(path)
+    assert "graphlife.project.result_cache" in loaded  # the cache answered
+    heavy = ("graphlife.analysis", "graphlife.checker", "graphlife.rules", "graphlife.project.sources", "tempfile")
+    assert not [name for name in loaded if name.startswith(heavy)]

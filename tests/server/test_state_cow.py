@@ -346,3 +346,37 @@ def test_a_large_map_is_shared_and_a_small_one_copied_whole():
     assert isinstance(large.env, CowMap) and isinstance(copy.env, CowMap)
     copy.env["n0"] = Number(-1)
     assert large.env["n0"] == Number(0) and copy.env["n0"] == Number(-1)
+
+
+def test_same_objects_answers_as_a_comparison_of_every_entry():
+    """The call memo asks whether a call left the heap as it was (every object the very same)
+    after every call it runs; between forks of one base it compares only the keys written since."""
+    def every_entry(a, b) -> bool:
+        return len(a) == len(b) and all(key in b and b[key] is value for key, value in a.items())
+
+    rng = random.Random(7)
+    values = [object() for _ in range(40)]
+    answers = {True: 0, False: 0}
+    for _ in range(400):
+        maps = [CowMap({key: values[key] for key in range(rng.randint(0, 30))})]
+        for _ in range(rng.randint(1, 30)):
+            current, roll = rng.choice(maps), rng.random()
+            key = rng.randint(0, 35)
+            if roll < 0.3:
+                maps.append(current.fork())
+            elif roll < 0.55:
+                current[key] = rng.choice(values)
+            elif roll < 0.6:
+                current[key] = current.get(key, values[0])  # written, but with the object it held
+            elif roll < 0.75:
+                current.pop(key, None)
+            elif roll < 0.77:
+                current.clear()
+            elif roll < 0.85:
+                current.compact()
+            a, b = rng.choice(maps), rng.choice(maps)
+            expected = every_entry(a, b)
+            assert cow_map.same_objects(a, b) is expected
+            assert cow_map.same_objects(dict(a.items()), dict(b.items())) is expected
+            answers[expected] += 1
+    assert answers[True] > 100 and answers[False] > 100  # both answers were exercised

@@ -27,10 +27,11 @@ removes repeated work that cannot change what the rules see.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
 from graphlife.analysis import scopes
+from graphlife.analysis.cow_map import same_objects
 from graphlife.analysis.engine_api import EngineParts
 from graphlife.analysis.state import State
 from graphlife.analysis.values import (
@@ -161,13 +162,8 @@ def _facts(interp: EngineParts) -> tuple[object, ...]:
     )
 
 
-def _same_heap(before: Mapping[int, HeapObject], after: Mapping[int, HeapObject]) -> bool:
-    if before is after:
-        return True
-    if len(before) != len(after):
-        return False
-    get = after.get
-    return all(get(oid) is obj for oid, obj in before.items())
+def _same_heap(before: MutableMapping[int, HeapObject], after: MutableMapping[int, HeapObject]) -> bool:
+    return same_objects(before, after)
 
 
 #: The state's facts about tensors (versions, gradients, freed graphs): a pure call leaves them.

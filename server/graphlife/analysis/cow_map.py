@@ -220,6 +220,22 @@ def _changed_since_common_base(a: CowMap, b: CowMap) -> set | None:
     return changed
 
 
+def same_objects(a: MutableMapping[Any, Any], b: MutableMapping[Any, Any]) -> bool:
+    """Does ``b`` hold exactly ``a``'s keys, each with the very same object? Two maps forked from
+    a common base are compared on the keys written since it (every other entry is shared), not
+    entry by entry: asked after every call the call memo runs, on heaps of thousands of objects."""
+    if a is b:
+        return True
+    if len(a) != len(b):
+        return False
+    if type(a) is CowMap and type(b) is CowMap:
+        changed = _changed_since_common_base(a, b)
+        if changed is not None:
+            return all(a.get(key, _MISSING) is b.get(key, _MISSING) for key in changed)
+    get = b.get
+    return all(get(key, _MISSING) is value for key, value in a.items())
+
+
 def join_maps(a: CowMap, b: CowMap, join: Callable[[Any, Any], Any]) -> CowMap:
     """``a`` and ``b`` joined key by key: an entry that is the same object in both is kept, the
     others are ``join(value_in_a, value_in_b)`` with ``None`` for a missing key. When the two

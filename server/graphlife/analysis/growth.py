@@ -59,7 +59,7 @@ def grows(graph: GraphStore, old: Value | None, new: Value, current: tuple[int, 
     if not targets:
         return False
     frontier = [nid for nid in new.grad_fn if nid not in old.grad_fn]
-    written_here = {id(node) for node in ast.walk(statement)}
+    written_here = _nodes_of(statement)
     seen: set[int] = set()
     for _ in range(_MAX_DEPTH):
         following: list[int] = []
@@ -75,3 +75,13 @@ def grows(graph: GraphStore, old: Value | None, new: Value, current: tuple[int, 
             following.extend(node.parents)
         frontier = following
     return False
+
+
+def _nodes_of(statement: ast.stmt) -> frozenset[int]:
+    """The ids of the nodes of ``statement``, kept on it: a write in a loop asks at every
+    iteration of every call that runs it, and the nodes of a statement never change."""
+    found: frozenset[int] | None = getattr(statement, "_graphlife_node_ids", None)
+    if found is None:
+        found = frozenset(id(node) for node in ast.walk(statement))
+        setattr(statement, "_graphlife_node_ids", found)  # noqa: B010 - a cache hung on the node
+    return found

@@ -84,6 +84,9 @@ class GraphStore:
         return must, may
 
 
+#: The version of a storage nothing bumped yet (one set for all: asked at every op that saves).
+_FIRST_VERSION = frozenset({0})
+
 #: The maps of a state that are shared between copies until written (see ``State.writable``).
 SHARED_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed")
 
@@ -180,7 +183,7 @@ class State:
 
     # -- versions ---------------------------------------------------------------------
     def version_of(self, storage: int) -> frozenset[int]:
-        return self.versions.get(storage, frozenset({0}))
+        return self.versions.get(storage, _FIRST_VERSION)
 
     def set_grads(self, storages: Iterable[int], status: str, site: ast.AST | None) -> None:
         for storage in storages:
@@ -282,7 +285,7 @@ def _merge_facts(a: dict[Any, Any], b: dict[Any, Any], join: Callable[[Any, Any]
 
 
 def _join_versions(a: frozenset[int] | None, b: frozenset[int] | None) -> frozenset[int]:
-    return (a or frozenset({0})) | (b or frozenset({0}))
+    return (a or _FIRST_VERSION) | (b or _FIRST_VERSION)
 
 
 #: Gradient statuses that hold what an earlier step already applied: the next backward adds on top.

@@ -22,9 +22,12 @@ outside ``__init__`` assigns anywhere in a file; the value part
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from graphlife.analysis.state import State
+from graphlife.analysis.tree_index import child_nodes
 from graphlife.analysis.values import UNKNOWN, HeapRef, TensorVal, TupleVal, Value
 
 #: Kinds of heap objects whose identity survives a write the engine did not see.
@@ -117,7 +120,7 @@ class _WriteCollector:
             elif kind is ast.Call:
                 assert isinstance(node, ast.Call)
                 self._call(node)
-            for child in ast.iter_child_nodes(node):
+            for child in child_nodes(node):
                 push((child, building))
 
     def _attribute(self, node: ast.Attribute, building: str | None) -> None:
@@ -177,7 +180,7 @@ def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, 
     obj = state.heap[oid]
     structural = obj.kind in STRUCTURAL_KINDS
     changed: dict[str, Value | None] = {}
-    for name, value in obj.attrs.items():
+    for name, value in _attributes_to_visit(obj.attrs, names):
         if name == "__children__" and structural:
             continue
         if names is not None and not names.touches(name):
@@ -220,6 +223,21 @@ def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, 
         writable.elem = new_element
 
 
+def _attributes_to_visit(attrs: dict[str, Value], names: AttributeWrites | None) -> Iterable[tuple[str, Value]]:
+    """The attributes :func:`weaken_object` may change or follow, in the object's order: all of
+    them, or only those ``names`` says are written or have their content changed. An escaped
+    hook that writes one attribute of a large object (a training engine's ``self``, hundreds of
+    attributes) is weakened at every call the engine cannot see into: the object's other
+    attributes are not looked at one by one then."""
+    if names is None or names.any_name:
+        return attrs.items()  # not changed while it is walked: the object is written after
+    wanted = names.names | names.contents
+    present = [name for name in wanted if name in attrs]
+    if len(present) <= 1:
+        return [(name, attrs[name]) for name in present]
+    return [(name, value) for name, value in attrs.items() if name in wanted]
+
+
 # -- what a function may write when it runs where the engine cannot follow it ---------------------------
 
 
@@ -233,7 +251,9 @@ class RootWrites:
     contents: frozenset[str] = frozenset()
     whole: bool = False
 
+    @functools.cached_property
     def as_attribute_writes(self) -> AttributeWrites:
+        """Made once per function's root: asked again at every call where the function may run unseen."""
         return AttributeWrites(self.names, self.contents, False)
 
 
@@ -289,7 +309,11 @@ def _root_chain(expr: ast.expr) -> tuple[str, list[str]] | None:
             return None
 
 
-class _EffectCollector(ast.NodeVisitor):
+class _EffectCollector:
+    """One iterative walk of a function's body (every node, nested functions and lambdas
+    included): an ``ast.NodeVisitor``'s dispatch per node was most of the cost of reading the
+    effects of each function a large file inlines."""
+
     def __init__(self) -> None:
         self.names: dict[str, set[str]] = {}
         self.contents: dict[str, set[str]] = {}
@@ -297,6 +321,37 @@ class _EffectCollector(ast.NodeVisitor):
         self.bound: set[str] = set()
         self.declared_global: set[str] = set()
         self.declared_nonlocal: set[str] = set()
+
+    def visit(self, root: ast.AST) -> None:
+        stack = [root]
+        pop, extend = stack.pop, stack.extend
+        while stack:
+            node = pop()
+            kind = type(node)
+            if kind is ast.Name:
+                assert isinstance(node, ast.Name)
+                if isinstance(node.ctx, (ast.Store, ast.Del)):
+                    self.bound.add(node.id)
+                continue
+            if kind is ast.Attribute:
+                assert isinstance(node, ast.Attribute)
+                if isinstance(node.ctx, (ast.Store, ast.Del)):
+                    self._write(node, whole_item=False)
+            elif kind is ast.Subscript:
+                assert isinstance(node, ast.Subscript)
+                if isinstance(node.ctx, (ast.Store, ast.Del)):
+                    self._write(node, whole_item=True)
+            elif kind is ast.Call:
+                assert isinstance(node, ast.Call)
+                self._call(node)
+            elif kind is ast.Global:
+                assert isinstance(node, ast.Global)
+                self.declared_global.update(node.names)
+            elif kind is ast.Nonlocal:
+                assert isinstance(node, ast.Nonlocal)
+                self.declared_nonlocal.update(node.names)
+                self.whole.update(node.names)  # a rebinding in the enclosing scope: what it held may change
+            extend(child_nodes(node))
 
     def _write(self, target: ast.expr, whole_item: bool) -> None:
         chain = _root_chain(target)
@@ -312,28 +367,7 @@ class _EffectCollector(ast.NodeVisitor):
         else:
             self.contents.setdefault(root, set()).add(attrs[0])
 
-    def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
-            self.bound.add(node.id)
-
-    def visit_Global(self, node: ast.Global) -> None:
-        self.declared_global.update(node.names)
-
-    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
-        self.declared_nonlocal.update(node.names)
-        self.whole.update(node.names)  # a rebinding in the enclosing scope: what it held may change
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
-            self._write(node, whole_item=False)
-        self.generic_visit(node)
-
-    def visit_Subscript(self, node: ast.Subscript) -> None:
-        if isinstance(node.ctx, (ast.Store, ast.Del)):
-            self._write(node, whole_item=True)
-        self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
+    def _call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Attribute):
             chain = _root_chain(func.value)
@@ -356,4 +390,3 @@ class _EffectCollector(ast.NodeVisitor):
                     self.contents.setdefault(root, set()).add(attrs[0])
                 else:
                     self.whole.add(root)  # handed to other code, which may write it
-        self.generic_visit(node)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from graphlife.analysis.blocks import parse_tolerant
 from graphlife.analysis.tree_index import TreeIndex
+from graphlife.project.digests import text_digest
 from graphlife.project.limits import MAX_SOURCE_BYTES
 from graphlife.text_lines import detect_encoding, source_lines
 
@@ -63,11 +64,6 @@ def decode_source(data: bytes) -> str:
         return data.decode(encoding)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
         raise UndecodableSource(f"not valid text in its declared encoding: {exc}") from exc
-
-
-def text_digest(text: str) -> str:
-    """The content hash of a module's text: the same for a buffer and the saved file holding it."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _bytes_digest(data: bytes) -> str:

@@ -128,6 +128,8 @@ class CallbackParts(EngineCore):
         if not isinstance(func, FunctionRef):
             return
         effects = function_effects(func.node)
+        if not effects.roots and not effects.globals:
+            return  # it writes nothing the engine tracks
         params = func.node.args.posonlyargs + func.node.args.args
         first = params[0].arg if params and func.bound_self is not None else None
         for root, writes in effects.roots.items():
@@ -137,7 +139,7 @@ class CallbackParts(EngineCore):
             if writes.whole:
                 weaken_object(state, target.oid)
             else:
-                weaken_object(state, target.oid, writes.as_attribute_writes())
+                weaken_object(state, target.oid, writes.as_attribute_writes)
         for name in effects.globals:
             if name in state.env:
                 state.env[name] = weaken_place(state, state.env[name])

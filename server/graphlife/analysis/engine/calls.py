@@ -249,9 +249,10 @@ class Calls(EngineCore):
         caller_inference, caller_assumed = state.inference_mode, state.grad_assumed
         state.adopt(after)
         state.env, state.grad_enabled = caller_env, caller_grad
-        for name, value in after.env.items():
-            if is_namespace_key(name) and name not in caller_env:
-                state.env[name] = value  # a module the callee imported is imported for all (sys.modules)
+        if any(is_namespace_key(name) for name in after.env.keys() - caller_env.keys()):
+            for name, value in after.env.items():
+                if is_namespace_key(name) and name not in caller_env:
+                    state.env[name] = value  # a module the callee imported is imported for all (sys.modules)
         if self.module_of(node) is self.module:
             for name in function_effects(node).globals:
                 if name in after.env:  # `global name` then an assignment: the module's name changed
@@ -285,7 +286,12 @@ class Calls(EngineCore):
         local = self.local_names(node)
         module = self.module_of(node)
         if module is self.module:
-            env = {name: value for name, value in state.env.items() if name not in local}
+            # The caller's names copied whole (in C), then the callee's locals taken out: a call
+            # from a module body with hundreds of names pays for its few locals only.
+            caller = state.env
+            env = dict(caller) if type(caller) is dict else dict(caller.items())
+            for name in local:
+                env.pop(name, None)
             for name, value in func.closure:
                 if name not in env and name not in local:
                     env[name] = value  # the enclosing function's name, as the function was made
