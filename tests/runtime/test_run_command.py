@@ -104,3 +104,23 @@ def test_with_sites_the_line_that_built_the_freed_graph_is_named(tmp_path: Path)
     built = (f"the freed graph was built at {tmp_path}/train.py:6 in train\n"
              "      hidden = torch.tanh(hidden * weights + 1)")
     assert built in ran.stderr
+
+
+def test_the_explanation_speaks_the_environments_language(tmp_path: Path) -> None:
+    """`LANG=zh_CN.UTF-8 graphlife run`: the explanation is Chinese, torch's own message stays as torch
+    prints it (what the user searches for), and the static finding is the checker's Chinese one."""
+    import os
+
+    (tmp_path / "train.py").write_text(_FREED)
+    env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES", "LANGUAGE")}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2] / "server"), NO_COLOR="1", LANG="zh_CN.UTF-8")
+    ran = subprocess.run([sys.executable, "-m", "graphlife", "run", "train.py"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert ran.returncode == 1
+    _, _, explanation = ran.stderr.partition("\ngraphlife: GL101 backward-through-freed-graph\n")
+    assert "Trying to backward through the graph a second time" in ran.stderr
+    assert f"在 {tmp_path}/train.py:8 in train 调用了反向传播" in explanation
+    assert f"调用自 {tmp_path}/train.py:10 in <module>" in explanation
+    assert "graphlife run --sites" in explanation and "构建计算图的那一行" in explanation
+    assert f"静态检查在 {tmp_path}/train.py:8 发现：GL101" in explanation
+    assert "backward was called" not in explanation and "static finding" not in explanation

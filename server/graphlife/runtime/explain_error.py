@@ -23,7 +23,9 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
+from graphlife import i18n
 from graphlife.debug.messages import classify
+from graphlife.findings import MessageTemplate, localized
 from graphlife.runtime.frames import frame_namespace, traceback_frames, user_frames
 from graphlife.runtime.sites import Site, SiteRecorder, node_site
 
@@ -35,51 +37,97 @@ MAX_CALLERS = 4
 _BACKWARD_FUNCTIONS = {"backward", "grad", "_engine_run_backward", "run_backward"}
 
 
-#: The static checker's lines for (path, line) places and the rule explained.
-StaticLines = Callable[[list[tuple[str, int]], str], list[str]]
+#: The static checker's lines for (path, line) places, the rule explained and the language.
+StaticLines = Callable[[list[tuple[str, int]], str, str], list[str]]
+
+# The explanation's own words, in both languages (torch's messages, paths and code stay as they are).
+WHY = MessageTemplate("run.why", "  Why: {text}", zh_cn="  原因：{text}")
+FIX = MessageTemplate("run.fix", "  Fix: {text}", zh_cn="  修复：{text}")
+NO_USER_FRAME = MessageTemplate("run.no-user-frame", "  (no frame of the traceback is in the program's own code)",
+                                zh_cn="  （回溯中没有一帧位于程序自己的代码里）")
+BACKWARD_AT = MessageTemplate("run.backward-at", "  backward was called at {where}",
+                              zh_cn="  在 {where} 调用了反向传播")
+RAISED_AT = MessageTemplate("run.raised-at", "  raised at {where}", zh_cn="  在 {where} 报错")
+CALLED_FROM = MessageTemplate("run.called-from", "  called from {where}", zh_cn="  调用自 {where}")
+SITES_HINT = MessageTemplate(
+    "run.sites-hint", "  (run with `graphlife run --sites` to also name the line that built the graph)",
+    zh_cn="  （用 `graphlife run --sites` 运行，还能指出构建计算图的那一行）",
+)
+SITES_HINT_CHANGED = MessageTemplate(
+    "run.sites-hint-changed",
+    "  (run with `graphlife run --sites` to also name the line that built the graph and the line that changed "
+    "the saved tensor)",
+    zh_cn="  （用 `graphlife run --sites` 运行，还能指出构建计算图的那一行，以及原地修改了保存的张量的那一行）",
+)
+SAVED_GRAPH_BUILT = MessageTemplate("run.saved-graph-built", "the graph that saved the changed tensor was built at",
+                                    zh_cn="保存了被修改张量的计算图构建于")
+CHANGED_BY_MODULE = MessageTemplate("run.changed-by-module",
+                                    "the saved tensor was changed in place by {module}, called at",
+                                    zh_cn="保存的张量被 {module} 原地修改，调用位置")
+CHANGED_AT = MessageTemplate("run.changed-at", "the saved tensor was changed in place at",
+                             zh_cn="保存的张量在此处被原地修改")
+FREED_GRAPH_BUILT = MessageTemplate("run.freed-graph-built", "the freed graph was built at",
+                                    zh_cn="已释放的计算图构建于")
+STATIC_NOTE = MessageTemplate("run.static-note", "  static check of {path}: {note}",
+                              zh_cn="  对 {path} 的静态检查：{note}")
+STATIC_FINDING = MessageTemplate("run.static-finding", "  static finding at {where}: {code} {name}: {message}",
+                                 zh_cn="  静态检查在 {where} 发现：{code} {name}：{message}")
+STATIC_SAME_RULE = MessageTemplate(
+    "run.static-same-rule", "  static finding at {where}: {code} {name} (the same rule): {message}",
+    zh_cn="  静态检查在 {where} 发现：{code} {name}（同一条规则）：{message}",
+)
+STATIC_ELSEWHERE = MessageTemplate("run.static-elsewhere", "  static finding of the same rule at {where}: {message}",
+                                   zh_cn="  静态检查在 {where} 发现同一条规则的问题：{message}")
+STATIC_NOTHING = MessageTemplate("run.static-nothing", "  the static checker reports nothing on this line of {path}",
+                                 zh_cn="  静态检查在 {path} 的这一行没有发现问题")
 
 
 def explain_exception(exc: BaseException, recorder: SiteRecorder | None = None, *,
-                      static: StaticLines | None = None, sites_hint: bool = True) -> str | None:
+                      static: StaticLines | None = None, sites_hint: bool = True,
+                      language: str | None = None) -> str | None:
     """The explanation of ``exc``, or None when it is not an autograd error graphlife knows.
 
     ``static`` replaces the checker run on the files of the frames (a notebook checks its cells
-    together); ``sites_hint`` says how to learn the building line when no recorder ran.
+    together); ``sites_hint`` says how to learn the building line when no recorder ran;
+    ``language`` (``"en"``, ``"zh-CN"``; the environment's when ``None``, as ``graphlife check``
+    reads it) is the language of the explanation around torch's own message.
     """
+    lang = i18n.normalize(language) or i18n.from_environment()
     message = str(exc)
     item = classify(message)
     if item is None:
         return None
+    texts = item.get(lang) if lang != i18n.ENGLISH else None
+    why, fix = (texts or item)["why"], (texts or item)["fix"]
     tb = exc.__traceback__
     mine = user_frames(tb)
     lines = [f"graphlife: {item['code']} {item['name']}"]
     if not mine:
-        lines += [f"  Why: {item['why']}", f"  Fix: {item['fix']}",
-                  "  (no frame of the traceback is in the program's own code)"]
+        lines += [WHY(text=why).in_language(lang), FIX(text=fix).in_language(lang), NO_USER_FRAME().in_language(lang)]
         return "\n".join(lines)
     frame, line = mine[0]
     call = _call_into_torch(tb, frame)
     is_backward = call is not None and call.f_code.co_name in _BACKWARD_FUNCTIONS
-    verb = "backward was called" if is_backward else "raised"
-    lines.append(f"  {verb} at {_where(frame, line)}")
+    at = BACKWARD_AT if is_backward else RAISED_AT
+    lines.append(at(where=_where(frame, line)).in_language(lang))
     lines += _source(frame.f_code.co_filename, line)
     for outer, outer_line in mine[1:1 + MAX_CALLERS]:
-        lines.append(f"  called from {_where(outer, outer_line)}")
+        lines.append(CALLED_FROM(where=_where(outer, outer_line)).in_language(lang))
     torch = _torch()
     roots = _tensor_arguments(call, torch) if call is not None and torch is not None else []
     lines.append("")
-    lines.append(_snapshot_text(frame, roots, message, predictions=is_backward))
+    lines.append(_snapshot_text(frame, roots, message, predictions=is_backward, language=lang))
     places = _graph_places(roots, item["code"], torch, recorder) if torch is not None else []
     if places:
         lines.append("")
         for label, site in places:
-            lines.append(f"  {label} {site}")
+            lines.append(f"  {localized(label, lang)} {site}")
             lines += _source(site.path, site.line)
     elif recorder is None and sites_hint and item["code"] in ("GL101", "GL102"):
-        lines += ["", "  (run with `graphlife run --sites` to also name the line that built the graph"
-                      + (" and the line that changed the saved tensor)" if item["code"] == "GL102" else ")")]
+        hint = SITES_HINT_CHANGED if item["code"] == "GL102" else SITES_HINT
+        lines += ["", hint().in_language(lang)]
     findings = (static or _static_lines)([(frame.f_code.co_filename, line), *((s.path, s.line) for _, s in places)],
-                                         item["code"])
+                                         item["code"], lang)
     if findings:
         lines += ["", *findings]
     return "\n".join(lines)
@@ -126,7 +174,8 @@ def _tensor_arguments(call: FrameType, torch: Any) -> list[Any]:
     return found
 
 
-def _snapshot_text(frame: FrameType, roots: list[Any], message: str, *, predictions: bool) -> str:
+def _snapshot_text(frame: FrameType, roots: list[Any], message: str, *, predictions: bool,
+                   language: i18n.Language) -> str:
     """The probe's report of ``frame``, narrowed to the problems and the tensors the call got."""
     from graphlife.debug import probe  # noqa: PLC0415 - the probe reads torch; load it only on an error
     from graphlife.debug.render import render_text  # noqa: PLC0415
@@ -139,7 +188,7 @@ def _snapshot_text(frame: FrameType, roots: list[Any], message: str, *, predicti
             name = "backward_root" if index == 0 else f"backward_root{index}"
             scope[name] = tensor
         root_names.append(name)
-    snap = probe.snapshot(scope, exception=message)
+    snap = probe.snapshot(scope, exception=message, language=language)
     blamed = {b for t in snap["tensors"] for b in (t.get("backward_prediction") or {}).get("blame_all", [])}
     exc = snap.get("exception") or {}
     if exc.get("blame"):
@@ -158,7 +207,7 @@ def _snapshot_text(frame: FrameType, roots: list[Any], message: str, *, predicti
             t["backward_prediction"] = None
     snap["tensors"] = sorted(kept, key=rank)[:MAX_TENSORS]
     snap["containers"] = [c for c in snap["containers"] if c.get("leak")]
-    text = render_text(snap)
+    text = render_text(snap, language=language)
     return "\n".join("  " + line if line else "" for line in text.splitlines())
 
 
@@ -191,15 +240,14 @@ def _graph_places(roots: list[Any], code: str, torch: Any, recorder: SiteRecorde
         built = _nearest_site(graphs, first, reach)
         if record["state"] == "modified":
             if built is not None:
-                places.append(("the graph that saved the changed tensor was built at", built))
+                places.append((SAVED_GRAPH_BUILT(), built))
             key = record.get("_key")
             changed = recorder.inplace.get(key[0]) if key else None
             if changed is not None and changed.version == record.get("version"):
-                label = f"the saved tensor was changed in place by {changed.module}, called at" if changed.module else (
-                    "the saved tensor was changed in place at")
+                label = CHANGED_BY_MODULE(module=changed.module) if changed.module else CHANGED_AT()
                 places.append((label, changed.site))
         elif built is not None:
-            places.append(("the freed graph was built at", built))
+            places.append((FREED_GRAPH_BUILT(), built))
         break
     return places
 
@@ -245,7 +293,7 @@ def _findings_for(path: str, static_findings: Any) -> tuple[list, str | None]:
         return [], f"the checker failed: {type(exc).__name__}: {exc}"
 
 
-def _static_lines(places: list[tuple[str, int]], code: str) -> list[str]:
+def _static_lines(places: list[tuple[str, int]], code: str, language: str = i18n.ENGLISH) -> list[str]:
     """The checker's findings on the lines named (saying when the same rule found it); else its
     findings of the same rule in the file that called into torch."""
     from graphlife.debug.traceback_explain import findings_on_line, static_findings  # noqa: PLC0415
@@ -258,19 +306,21 @@ def _static_lines(places: list[tuple[str, int]], code: str) -> list[str]:
             findings, note = _findings_for(path, static_findings)
             checked[path] = findings
             if note:
-                out.append(f"  static check of {path}: {note}")
+                out.append(STATIC_NOTE(path=path, note=note).in_language(language))
         for finding in findings_on_line(checked[path], line):
             where = f"{finding.span.path or path}:{finding.span.line}"
             if (finding.code, where) in seen:
                 continue
             seen.add((finding.code, where))
-            agrees = " (the same rule)" if finding.code == code else ""
-            out.append(f"  static finding at {where}: {finding.code} {finding.name}{agrees}: {finding.message}")
+            template = STATIC_SAME_RULE if finding.code == code else STATIC_FINDING
+            out.append(template(where=where, code=finding.code, name=finding.name,
+                                message=localized(finding.message, language)).in_language(language))
     if not out:
         path = places[0][0]
         for finding in [f for f in checked.get(path, []) if f.code == code][:3]:
             where = f"{finding.span.path or path}:{finding.span.line}"
-            out.append(f"  static finding of the same rule at {where}: {finding.message}")
+            out.append(STATIC_ELSEWHERE(where=where, message=localized(finding.message, language))
+                       .in_language(language))
     if not out:
-        out.append(f"  the static checker reports nothing on this line of {places[0][0]}")
+        out.append(STATIC_NOTHING(path=places[0][0]).in_language(language))
     return out

@@ -19,7 +19,7 @@ from typing import Any
 
 from graphlife import i18n
 from graphlife.findings import MessageTemplate
-from graphlife.runtime.explain_error import explain_exception
+from graphlife.runtime.explain_error import STATIC_FINDING, STATIC_SAME_RULE, explain_exception
 
 #: The classes the hook sees (then ``explain_exception`` decides, by torch's message).
 _HOOKED = (Exception,)
@@ -42,8 +42,8 @@ def _show_and_explain(shell: Any, etype: type, evalue: BaseException, tb: Any, t
     shell.showtraceback((etype, evalue, tb), tb_offset=tb_offset)
     cells = list(shell.user_ns.get("In", []))[1:]
     try:
-        text = explain_exception(evalue, static=lambda places, code: _static_in_cells(cells, places, code),
-                                 sites_hint=False)
+        text = explain_exception(evalue, sites_hint=False,
+                                 static=lambda places, code, language: _static_in_cells(cells, places, code, language))
     except Exception as failure:  # noqa: BLE001 - the user's error is shown already; never hide it
         text = f"graphlife: could not explain the error: {type(failure).__name__}: {failure}"
     if text:
@@ -98,7 +98,8 @@ class _CheckedCells:
         return cell_relative_text(text, self.cell_of, language)
 
 
-def _static_in_cells(cells: list[str], places: list[tuple[str, int]], code: str) -> list[str]:
+def _static_in_cells(cells: list[str], places: list[tuple[str, int]], code: str,
+                     language: str = "en") -> list[str]:
     """The findings on the failing lines, the cells run so far checked together (a cell alone
     lacks the model and the tensors earlier cells made). A place is a cell when the text the
     interpreter keeps for its file is the text of a cell."""
@@ -121,9 +122,10 @@ def _static_in_cells(cells: list[str], places: list[tuple[str, int]], code: str)
             continue
         for finding in checked.result.findings:
             if finding.span.path is None and finding.line - cell.line_offset == line:
-                agrees = " (the same rule)" if finding.code == code else ""
-                out.append(f"  static finding at In [{number}], line {line}: {finding.code} {finding.name}{agrees}: "
-                           f"{checked.message(finding.message)}")
+                template = STATIC_SAME_RULE if finding.code == code else STATIC_FINDING
+                where = IN_CELL(cell=number, line=line).in_language(language)
+                out.append(template(where=where, code=finding.code, name=finding.name,
+                                    message=checked.message(finding.message, language)).in_language(language))
     return out
 
 
