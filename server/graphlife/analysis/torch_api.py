@@ -20,6 +20,7 @@ from graphlife.analysis.events import (
     BackwardEvent,
     GradReadEvent,
     InplaceEvent,
+    NumpyEvent,
     OptimizerEvent,
     RequiresGradEvent,
     SavedEvent,
@@ -1548,6 +1549,9 @@ def _call_tensor_method(interp: TorchEngine, state: State, tensor: TensorVal, re
         return UNKNOWN  # an object of unknown kind (a distribution, a model): not a tensor method
     if name == "backward":
         return do_backward(interp, state, tensor, receiver_expr, kwargs, call, "backward", args=args)
+    if name == "numpy" and receiver_expr is not None and not args and not kwargs:
+        interp.emit(NumpyEvent(stmt=interp.current_stmt(), state=state, tensor=tensor, call=call,
+                               receiver=receiver_expr))
     if name in NUMBER_METHODS:
         return Number(None)
     if name == "detach":

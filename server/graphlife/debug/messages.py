@@ -80,6 +80,14 @@ MESSAGES: list[dict[str, Any]] = [
         "fix": "y = y.detach().requires_grad_() (or .detach() to drop the gradient).",
     },
     {
+        "code": "GL109",
+        "name": "numpy-of-tensor-requiring-grad",
+        "patterns": ["Can't call numpy() on Tensor that requires grad"],
+        "why": "A NumPy array cannot carry an autograd graph; with gradients on, torch refuses a tensor "
+               "that requires grad (a parameter, a model's output, a loss).",
+        "fix": "t.detach().numpy() (or .detach().cpu().numpy()), or compute the value under torch.no_grad().",
+    },
+    {
         "code": "GL402",
         "name": "backward-arity-mismatch",
         "patterns": ["returned an incorrect number of gradients"],
