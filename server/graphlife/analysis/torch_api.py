@@ -1423,6 +1423,10 @@ def call_optimizer_method(interp: TorchEngine, state: State, ref: HeapRef, name:
                           kwargs: dict[str, Value], call: ast.Call) -> Value:
     obj = state.heap[ref.oid]
     if name == "step":
+        closure = kwargs.get("closure", args[0] if args else None)
+        if isinstance(closure, FunctionRef):
+            run_step_closure(interp, state, closure, call)
+            obj = state.heap[ref.oid]
         interp.emit(StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
         for storage in sorted(obj.opt_storages or ()):
             state.bump(storage, interp.current_stmt())
@@ -1434,6 +1438,18 @@ def call_optimizer_method(interp: TorchEngine, state: State, ref: HeapRef, name:
         zero_grads(interp, state, obj.opt_storages, call, set_to_none=_set_to_none(args, kwargs))
         return NONE
     return UNKNOWN
+
+
+def run_step_closure(interp: TorchEngine, state: State, closure: FunctionRef, call: ast.Call) -> None:
+    """``optimizer.step(closure)``: torch calls the closure (which zeroes the gradients, runs the
+    forward and the backward, and returns the loss) with gradients on, before it updates the
+    parameters; LBFGS calls it again while it searches, so once is what every optimizer does."""
+    grad, assumed = state.grad_enabled, state.grad_assumed
+    state.grad_enabled, state.grad_assumed = True, False  # torch wraps it in `torch.enable_grad()`
+    try:
+        interp.call_function(closure, [], {}, state, call)
+    finally:
+        state.grad_enabled, state.grad_assumed = grad, assumed
 
 
 def _set_to_none(args: list[Value], kwargs: Mapping[str, Value]) -> Tri:
