@@ -14,7 +14,7 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import distributions, growth, op_arguments, optable
+from graphlife.analysis import distributions, growth, namedtuples, op_arguments, optable
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
@@ -667,6 +667,8 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         return ref
     if name == "collections.defaultdict":
         return make_defaultdict(interp, state, args[0] if args else None, call)
+    if name in namedtuples.NAMEDTUPLE_FACTORIES:
+        return namedtuples.make_namedtuple_class(interp, state, args, kwargs)
     if name in ("itertools.chain", "itertools.chain.from_iterable") and args:
         parts = list(args) if name == "itertools.chain" else [interp.iter_element(args[0], state)]
         return chained(interp, state, parts, call)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import isolation, torch_api
+from graphlife.analysis import isolation, namedtuples, torch_api
 from graphlife.analysis.engine.core import EngineCore, handles_expressions
 from graphlife.analysis.events import OpaqueCallEvent
 from graphlife.analysis.modules import is_namespace_key
@@ -28,6 +28,7 @@ from graphlife.analysis.values import (
     ClassRef,
     FunctionRef,
     HeapRef,
+    NamedTupleClass,
     Number,
     PartialCall,
     QualName,
@@ -112,6 +113,8 @@ class Calls(EngineCore):
             return self.attribute_value(args[0], _named_attribute(call, args[1].const), state)
         if isinstance(func, FunctionRef):
             return self.call_function(func, args, kwargs, state, call)
+        if isinstance(func, NamedTupleClass):
+            return func.instance(args, kwargs)
         if isinstance(func, ClassRef):
             if func.is_autograd_function:
                 self.unseen_call([*args, *kwargs.values()], state)
@@ -147,6 +150,8 @@ class Calls(EngineCore):
                 self.escape(values, state, later=False)
         elif canonical.startswith("torch.utils.checkpoint"):
             return
+        elif canonical in namedtuples.NAMEDTUPLE_FACTORIES:
+            return  # reads the field names it is given, writes nothing, runs nothing
         elif canonical.startswith(("torch.", "F.")):
             self.escape(values, state)
         else:

@@ -26,6 +26,7 @@ from graphlife.analysis.values import (
     FunctionRef,
     HeapRef,
     ImportedName,
+    NamedTupleVal,
     NoneValue,
     Number,
     QualName,
@@ -110,6 +111,8 @@ class Expressions(EngineCore):
             if method is not None:
                 return FunctionRef(node=method, key=id(method))
             return BoundMethod(receiver, expr.attr)
+        if isinstance(receiver, NamedTupleVal) and (field_value := receiver.item(expr.attr)) is not None:
+            return field_value
         if isinstance(receiver, ValuesIndices) and expr.attr in ("values", "indices"):
             return receiver.items[0 if expr.attr == "values" else 1]
         if isinstance(receiver, (TupleVal, Number, NoneValue)):
