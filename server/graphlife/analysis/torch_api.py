@@ -14,7 +14,7 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import distributions, growth, namedtuples, op_arguments, optable
+from graphlife.analysis import constants, distributions, growth, namedtuples, op_arguments, optable
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
@@ -432,6 +432,10 @@ def binop(interp: TorchEngine, state: State, op: ast.operator, left: Value, righ
         result = apply_op(interp, state, f"Tensor.__r{name}__", [right, left], [right_expr, left_expr], site)
         return mark_scalar(result) if _scalar_operands(right, left) and not isinstance(op, ast.MatMult) else result
     if isinstance(left, Number) and isinstance(right, Number):
+        if left.const is not None and right.const is not None:
+            folded = constants.fold_binop(op, left.const, right.const)
+            if folded is not constants.NOT_FOLDED:
+                return Number(folded)
         return Number(None)
     if isinstance(op, ast.Add) and isinstance(left, (HeapRef, TupleVal)) and isinstance(right, (HeapRef, TupleVal)):
         return concatenate(interp, state, left, right, site)

@@ -39,6 +39,10 @@ from graphlife.analysis.values import (
 
 #: Inlined calls nest at most this deep; a deeper call's result is unknown.
 MAX_INLINE_DEPTH = 6
+#: A function runs inlined within itself at most this many times in one chain of calls: a module
+#: built recursively (a tree of blocks whose ``__init__`` makes smaller trees down to ``level ==
+#: 1``, and whose ``forward`` calls theirs) is followed a few levels deep; past that, unknown.
+MAX_RECURSION = 3
 
 #: Grad-mode decorators by their text: the (grad enabled, inference mode) they set while the
 #: function runs (``None``: left as the caller's).
@@ -186,13 +190,14 @@ class Calls(EngineCore):
 
     def call_function(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
                       site: ast.AST) -> Value:
-        """Inline a function of this file with the caller's values (bounded depth, no recursion),
+        """Inline a function of this file with the caller's values (bounded depth, recursion a few levels deep),
         or run it apart (:mod:`graphlife.analysis.isolation`): then its code is read by that
         call's own record, not by the caller's, and an edit in it does not make the caller's
         record stale."""
         node = func.node
         calls = self.run_state.call_stack
-        if len(calls) >= MAX_INLINE_DEPTH or func.key in calls or isinstance(node, ast.AsyncFunctionDef):
+        too_deep = len(calls) >= MAX_INLINE_DEPTH or calls.count(func.key) >= MAX_RECURSION
+        if too_deep or isinstance(node, ast.AsyncFunctionDef):
             self.touch(node)
             return UNKNOWN
         if self.run_state.foreign_steps > self.foreign_budget and self.module_of(node) is not self.entry:
