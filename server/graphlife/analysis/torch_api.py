@@ -1108,6 +1108,10 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
         if param_grad:
             tensors = [*tensors, TensorVal(requires_grad=True, leaf=True, storage=None)]
         result = apply_op(interp, state, key, tensors, [None] * len(tensors), call, info=None)
+        if param_grad and isinstance(result, TensorVal) and len(result.grad_fn) == 1:
+            # Its backward fills its parameters' gradients, as a module the table knows does.
+            node = interp.run_state.graph.nodes[next(iter(result.grad_fn))]
+            node.leaves = node.leaves | storages
         return result if obj.extra.get("has_params") is not None or tensors else UNKNOWN
     flat: list[Value] = []
     for value in inputs:
