@@ -387,7 +387,7 @@ KINDS: dict[str, tuple[Callable[[Tree], Iterator[Mutant]], frozenset[str]]] = {
     "accumulate_append": (accumulate_append, frozenset({"GL201"})),
     "drop_item": (drop_item, frozenset({"GL201"})),
     "drop_detach": (drop_detach, frozenset({"GL101", "GL203", "GL201", "GL109"})),
-    "drop_no_grad": (drop_no_grad, frozenset({"GL205", "GL201", "GL103", "GL101", "GL102"})),
+    "drop_no_grad": (drop_no_grad, frozenset({"GL205", "GL201", "GL103", "GL101", "GL102", "GL109"})),
     "backward_twice": (backward_twice, frozenset({"GL101"})),
     "inplace_saved": (inplace_saved, frozenset({"GL102"})),
     "retain_variables": (retain_variables, frozenset({"GL108"})),
