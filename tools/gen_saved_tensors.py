@@ -22,7 +22,7 @@ Table format (see also ``server/graphlife/analysis/optable.py``)::
      "ops": {key: entry}}
 
 An entry has ``kind`` (function | method | property | functional | module |
-factory), ``inputs`` (names of the tensor arguments, in order), ``call`` (how it
+factory | distribution_method), ``inputs`` (names of the tensor arguments, in order), ``call`` (how it
 was called), ``differentiable``, ``view`` (shares input 0's storage without
 being input 0), ``inplace`` (bumps input 0's version) and ``cases``: one per
 pattern, a string with one character per input: ``1`` a tensor that requires
@@ -47,7 +47,13 @@ Optional entry fields: ``nondiff_inputs`` (integer/bool tensors),
 ``returns_tensor``, ``inplace_kwarg`` / ``inplace_arg`` with ``inplace_cases``
 (the cases of the in-place form), ``converts``, ``proxy`` (measured through a
 stand-in), ``requires_grad_kwarg`` (factories), ``variants`` (other call forms,
-e.g. ``torch.max`` ``dim``; modules' ``eval``).
+e.g. ``torch.max`` ``dim``; modules' ``eval``), ``parameters`` (distributions: the
+constructor's parameters in order, so that positional arguments can be named).
+
+``torch.distributions`` entries (kind ``distribution_method``) are keyed
+``Distribution.<Class>(<params>).<method or property>``: the constructor given those
+parameters by keyword, then the method; their inputs are the parameters, then the
+method's value argument.
 """
 
 from __future__ import annotations
@@ -126,6 +132,7 @@ class Spec:
     module_cls: type | None = None
     call_text: str | None = None  # how the call is shown when it is not the key itself
     eval_mode: bool = False  # modules: call after .eval() (BatchNorm, Dropout behave otherwise)
+    parameters: tuple[str, ...] = ()  # distributions: the constructor's parameters, in order
 
 
 def _resolve(key: str) -> Callable[..., Any]:
@@ -180,6 +187,86 @@ def factory(name: str, *args: Any, grad: bool = True, **kwargs: Any) -> Spec:
     spec = Spec("torch." + name, "factory", getattr(torch, name), args, kwargs)
     spec.ctor_kwargs = {"grad": grad}
     return spec
+
+
+def distribution_specs(cls_name: str, params: tuple[In, ...], value: In | None,
+                       methods: tuple[str, ...], properties: tuple[str, ...] = ()) -> list[Spec]:
+    """A ``torch.distributions`` class built from ``params`` (by keyword), then one method
+    or property of it, keyed ``Distribution.<Class>(<param,...>).<method>``.
+
+    Why the whole call is one op: the engine keeps a distribution as the parameter tensors
+    it was given and runs each method as an op on them (and on the method's argument), so
+    what matters is what the graph built by constructor *and* method keeps of those tensors
+    (``Normal.log_prob`` saves ``scale`` but not ``loc``; ``Categorical(logits=...)``
+    normalizes its logits in the constructor). Arguments are not validated (``validate_args
+    =False``): the small tensors are not in every support, and validation builds no graph.
+    """
+    cls = getattr(torch.distributions, cls_name)
+    names = [p.name for p in params]
+    signature = tuple(n for n in inspect.signature(cls.__init__).parameters if n not in ("self", "validate_args"))
+    head = f"Distribution.{cls_name}({','.join(names)})"
+    specs: list[Spec] = []
+
+    def build(*tensors: Any) -> Any:
+        return cls(**dict(zip(names, tensors[:len(names)])), validate_args=False)
+
+    for method in methods:
+        args: tuple = (*params, value) if method in _VALUE_METHODS and value is not None else params
+
+        def call(*tensors: Any, _method: str = method) -> Any:
+            return getattr(build(*tensors), _method)(*tensors[len(names):])
+
+        shown = ", ".join(f"{n}={n}" for n in names)
+        arg = "value" if len(args) > len(params) else ""
+        specs.append(Spec(f"{head}.{method}", "distribution_method", call, args,
+                          call_text=f"{cls_name}({shown}).{method}({arg})", parameters=signature))
+    for prop_name in properties:
+        def read(*tensors: Any, _prop: str = prop_name) -> Any:
+            return getattr(build(*tensors), _prop)
+
+        specs.append(Spec(f"{head}.{prop_name}", "distribution_method", read, params,
+                          call_text=f"{cls_name}({', '.join(f'{n}={n}' for n in names)}).{prop_name}",
+                          parameters=signature))
+    return specs
+
+
+#: Methods of a distribution that take a value (the rest take nothing we measure).
+_VALUE_METHODS = frozenset({"log_prob", "cdf", "icdf"})
+
+#: The distributions policy-gradient, actor-critic and VAE code build, with the methods it calls.
+_DIST_METHODS = ("log_prob", "entropy", "rsample", "sample")
+_DIST_PROPERTIES = ("mean", "stddev", "variance")
+#: Discrete distributions have no ``rsample`` (no reparameterization).
+_DISCRETE_METHODS = ("log_prob", "entropy", "sample")
+
+
+def _distribution_specs() -> list[Spec]:
+    unit = t("value", scalar=0.5)
+    return [
+        *distribution_specs("Normal", (t("loc", scalar=0.0), t("scale", scalar=1.0)), unit,
+                            (*_DIST_METHODS, "cdf"), _DIST_PROPERTIES),
+        *distribution_specs("LogNormal", (t("loc", scalar=0.0), t("scale", scalar=1.0)), unit,
+                            _DIST_METHODS, _DIST_PROPERTIES),
+        *distribution_specs("Laplace", (t("loc", scalar=0.0), t("scale", scalar=1.0)), unit,
+                            (*_DIST_METHODS, "cdf"), _DIST_PROPERTIES),
+        *distribution_specs("Uniform", (t("low", scalar=0.0), t("high", scalar=1.0)), unit,
+                            (*_DIST_METHODS, "cdf"), _DIST_PROPERTIES),
+        *distribution_specs("Beta", (t("concentration1", scalar=1.0), t("concentration0", scalar=1.0)), unit,
+                            _DIST_METHODS, _DIST_PROPERTIES),
+        *distribution_specs("Gamma", (t("concentration", scalar=1.0), t("rate", scalar=1.0)), unit,
+                            _DIST_METHODS, _DIST_PROPERTIES),
+        *distribution_specs("Exponential", (t("rate", scalar=1.0),), unit, _DIST_METHODS, _DIST_PROPERTIES),
+        *distribution_specs("Dirichlet", (t("concentration"),), t("value"), _DIST_METHODS, ("mean", "variance")),
+        *distribution_specs("Bernoulli", (t("probs"),), t("value"), _DISCRETE_METHODS, _DIST_PROPERTIES),
+        *distribution_specs("Bernoulli", (t("logits"),), t("value"), _DISCRETE_METHODS, _DIST_PROPERTIES),
+        *distribution_specs("Categorical", (t("probs"),), idx("value", (2,), 3), _DISCRETE_METHODS, ("probs",)),
+        *distribution_specs("Categorical", (t("logits"),), idx("value", (2,), 3), _DISCRETE_METHODS,
+                            ("probs", "logits")),
+        *distribution_specs("OneHotCategorical", (t("probs"),), t("value"), _DISCRETE_METHODS, ("probs",)),
+        *distribution_specs("OneHotCategorical", (t("logits"),), t("value"), _DISCRETE_METHODS, ("probs",)),
+        *distribution_specs("MultivariateNormal", (t("loc", (3,)), t("scale_tril", (3, 3))), t("value", (3,)),
+                            _DIST_METHODS, ("mean", "variance")),
+    ]
 
 
 def conv(name: str, convert: tuple | None, noop: tuple | None,
@@ -517,6 +604,8 @@ SPECS: list[Spec] = [
     factory("empty_like", t()), factory("zeros_like", t()), factory("ones_like", t()),
     factory("rand_like", t()), factory("randn_like", t()), factory("full_like", t(), 1.0),
     factory("randint_like", t(), 5, grad=False), factory("normal", 0.0, 1.0, (2, 3)),
+    # torch.distributions: constructor and method measured together (see distribution_specs)
+    *_distribution_specs(),
 ]
 
 
@@ -879,6 +968,8 @@ def build_entry(spec: Spec) -> dict | None:
         entry["shares_version"] = _shares_version(spec)
     if spec.proxy:
         entry["proxy"] = spec.proxy
+    if spec.parameters:
+        entry["parameters"] = list(spec.parameters)
     if spec.converts:
         entry["converts"] = _converts(spec)
     ip = _inplace_param(spec)

@@ -1,6 +1,6 @@
 """Runtime truth of the GL4xx rules (custom autograd Functions, checkpointing) under torch.
 
-Importing this module registers GL401-GL406 in :mod:`oracle.expectations`.
+Importing this module registers GL401-GL407 in :mod:`oracle.expectations`.
 
 - GL402: `RuntimeError: function <Cls>Backward returned an incorrect number of
   gradients`, where `<Cls>` is the Function whose backward holds the marked return.
@@ -27,6 +27,12 @@ Importing this module registers GL401-GL406 in :mod:`oracle.expectations`.
   changes `grad_output` in place and the gradients its optimizers step with
   differ from the reference; a good one changes none and steps with the same
   gradients.
+- GL407: the fixture runs twice: as written, and as a reference with
+  `torch.utils.checkpoint.checkpoint` replaced by a plain call of its function
+  (nothing recomputed). A bad fixture's recomputation does not replay its forward:
+  torch stops it (`CheckpointError`, a shape mismatch), or its optimizers step with
+  other gradients than the reference's. A good one runs clean and steps with the
+  same gradients.
 """
 
 from __future__ import annotations
@@ -322,6 +328,85 @@ def _gl403_good(fixture: Fixture, outcome: Outcome) -> list[str]:
     return problems
 
 
+# --------------------------------------------------------------------------- GL407
+
+
+@contextlib.contextmanager
+def _record_steps(run: GradRun, *, plain_checkpoint: bool):
+    """Record the gradients of every optimizer step; with ``plain_checkpoint``, ``checkpoint(fn, *args)``
+    just calls ``fn`` (the reference: the forward as written, nothing recomputed)."""
+    import torch.utils.checkpoint as checkpointing
+
+    original = checkpointing.checkpoint
+
+    def plain(function, *args, use_reentrant=None, context_fn=None, determinism_check=None, debug=None,
+              preserve_rng_state=True, **kwargs):
+        return function(*args, **kwargs)
+
+    def record(optimizer, args, kwargs):
+        run.steps.append([None if p.grad is None else p.grad.detach().clone()
+                          for group in optimizer.param_groups for p in group["params"]])
+
+    if plain_checkpoint:
+        checkpointing.checkpoint = plain
+    handle = register_optimizer_step_pre_hook(record)
+    try:
+        yield
+    finally:
+        handle.remove()
+        checkpointing.checkpoint = original
+
+
+def _close_steps(a: GradRun, b: GradRun) -> bool:
+    if len(a.steps) != len(b.steps):
+        return False
+    for left, right in zip(a.steps, b.steps):
+        if len(left) != len(right):
+            return False
+        for x, y in zip(left, right):
+            if (x is None) != (y is None) or (x is not None and not torch.allclose(x, y, rtol=1e-5, atol=1e-7)):
+                return False
+    return True
+
+
+def _run_gl407(fixture: Fixture) -> Outcome:
+    as_written, reference = GradRun(), GradRun()
+    reference.outcome = run_fixture(fixture.path, around=lambda: _record_steps(reference, plain_checkpoint=True))
+    as_written.outcome = run_fixture(fixture.path, around=lambda: _record_steps(as_written, plain_checkpoint=False))
+    _GRAD_RUNS.clear()
+    _GRAD_RUNS[str(fixture.path)] = (as_written, reference)
+    return as_written.outcome
+
+
+_RECOMPUTATION_ERRORS = ("A different number of tensors was saved", "Recomputed values for the following tensors",
+                         "Mismatch in shape")
+
+
+def _gl407_bad(fixture: Fixture, outcome: Outcome) -> list[str]:
+    as_written, reference = _GRAD_RUNS[str(fixture.path)]
+    if reference.outcome is not None and reference.outcome.raised:
+        return [f"the reference run (checkpoint as a plain call) failed: {reference.outcome.describe()}"]
+    if not reference.steps:
+        return ["the reference took no optimizer step, so no gradient could be compared"]
+    if outcome.raised:
+        if any(text in outcome.exc_message for text in _RECOMPUTATION_ERRORS):
+            return []
+        return [f"expected torch to reject the recomputation, but {outcome.describe()}"]
+    if _close_steps(as_written, reference):
+        return ["the optimizers stepped with the same gradients as without checkpoint: the recomputation replayed"]
+    return []
+
+
+def _gl407_good(fixture: Fixture, outcome: Outcome) -> list[str]:
+    as_written, reference = _GRAD_RUNS[str(fixture.path)]
+    problems = runs_clean()(fixture, outcome)
+    if not reference.steps:
+        problems.append("the reference took no optimizer step, so no gradient could be compared")
+    elif not _close_steps(as_written, reference):
+        problems.append("the optimizers stepped with other gradients than without checkpoint")
+    return problems
+
+
 # --------------------------------------------------------------------------- GL402, GL404, GL406, GL405
 
 
@@ -442,6 +527,14 @@ register(
     _gl405_bad,
     _gl405_good(),
     summary="UserWarning: use_reentrant should be passed explicitly / None of the inputs have requires_grad=True",
+)
+register(
+    "GL407",
+    _gl407_bad,
+    _gl407_good,
+    run=_run_gl407,
+    summary="the recomputation does not replay the forward: CheckpointError / shape mismatch, or optimizer steps "
+    "differ from the same code without checkpoint",
 )
 register(
     "GL406",

@@ -206,6 +206,7 @@ _GL1XX = {
     "GL107": (RuntimeError, ("you can only change requires_grad flags of leaf variables",), True),
     "GL108": (TypeError, ("got an unexpected keyword argument 'retain_variables'",), True),
     "GL109": (RuntimeError, ("Can't call numpy() on Tensor that requires grad",), True),
+    "GL110": (RuntimeError, ("Output 0 of BackwardHookFunction is a view and is being modified inplace",), True),
 }
 
 for _code, (_exc, _fragments, _at_marker) in _GL1XX.items():

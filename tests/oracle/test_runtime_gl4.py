@@ -1,4 +1,4 @@
-"""GL401-GL406 fixtures under torch (the truths live in ``oracle.expect_gl4``).
+"""GL401-GL407 fixtures under torch (the truths live in ``oracle.expect_gl4``).
 
 The fixture tests run here only while ``oracle.expectations.load_all`` does not
 import ``oracle.expect_gl4`` itself; when it does, the generic
@@ -16,7 +16,7 @@ import pytest
 from fixturelib import fixture_paths, load_fixture
 from oracle.expectations import load_all
 
-CODES = {f"GL40{i}" for i in range(1, 7)}
+CODES = {f"GL40{i}" for i in range(1, 8)}
 load_all()  # what the generic test_runtime_truth.py runs
 _LOADED_BY_HARNESS = "oracle.expect_gl4" in sys.modules
 _PATHS = fixture_paths(codes=CODES)
@@ -24,7 +24,7 @@ _PATHS = fixture_paths(codes=CODES)
 
 @pytest.mark.parametrize("path", _PATHS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_gl4_fixture_runtime_truth(path) -> None:
-    from oracle import expect_gl4  # noqa: F401 - registers GL401-GL406
+    from oracle import expect_gl4  # noqa: F401 - registers GL401-GL407
     from oracle.expectations import EXPECTATIONS
 
     fixture = load_fixture(path)

@@ -192,6 +192,18 @@ def test_composites_and_recurrent_modules():
     assert case("nn.MultiheadAttention", "111").params
 
 
+def test_distributions_save_what_torch_saves():
+    # Normal.log_prob keeps the scale for backward, not the mean: (value - loc) ** 2 saves the
+    # difference, log(scale) and scale ** 2 save the scale.
+    log_prob = case("Distribution.Normal(loc,scale).log_prob", "110")
+    assert log_prob.saved == (1,) and log_prob.requires_grad
+    # Categorical(logits=...) normalizes in its constructor; log_prob keeps what log_softmax made.
+    assert case("Distribution.Categorical(logits).log_prob", "10").saves_anything
+    # sample() runs without a graph, for every distribution.
+    assert not case("Distribution.Normal(loc,scale).sample", "11").requires_grad
+    assert optable.lookup("Distribution.Normal(loc,scale).log_prob").parameters == ("loc", "scale")
+
+
 def test_same_memory_without_version_check_is_kept_apart():
     # torch.kron saves _unsafe_view's of its inputs: alive, but in-place changes go unnoticed.
     kron = case("torch.kron", "11")
@@ -295,8 +307,8 @@ def _expected(info, case, target) -> bool:
 
 
 ORACLE_GROUPS = {"functions": ("function",), "methods": ("method", "property"),
-                 "functional": ("functional",), "modules": ("module",)}
-ORACLE_MINIMUM = {"functions": 1000, "methods": 1000, "functional": 300, "modules": 150}
+                 "functional": ("functional",), "modules": ("module",), "distributions": ("distribution_method",)}
+ORACLE_MINIMUM = {"functions": 1000, "methods": 1000, "functional": 300, "modules": 150, "distributions": 150}
 
 
 @pytest.mark.parametrize("group", sorted(ORACLE_GROUPS))

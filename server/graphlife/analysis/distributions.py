@@ -13,15 +13,22 @@ has a graph, and a loss made only from samples cannot be backpropagated (use
 The calls themselves are made in :mod:`graphlife.analysis.torch_api` (they are ops on
 the parameters); this module says what a distribution is and holds.
 
-What these ops save for backward is not measured (unlike the op table), so their
-nodes save an unknown set: the rules that need saved tensors stay quiet on them,
-and the ones that need only the graph (kept graphs, no graph at all) work.
+What a method keeps for backward is measured from torch like every other op
+(``tools/gen_saved_tensors.py``, keys ``Distribution.<Class>(<params>).<method>``):
+``Normal(mu, sigma).log_prob(a)`` saves ``sigma`` but not ``mu``, so an in-place
+change to ``sigma`` before the backward raises and one to ``mu`` does not. A
+distribution, parameter set or method the table lacks gives a node that saves an
+unknown set: the rules that need saved tensors stay quiet on it, and the ones that
+need only the graph (kept graphs, no graph at all) still work.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
+from functools import cache
 
+from graphlife.analysis import optable
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.state import State
 from graphlife.analysis.values import UNKNOWN, HeapRef, TensorVal, TupleVal, Value
@@ -60,7 +67,66 @@ def make_distribution(interp: TorchEngine, state: State, name: str, args: list[V
     for key, value in kwargs.items():
         obj.attrs[key] = value
     obj.attrs["__params__"] = TupleVal((*args, *kwargs.values()))
+    obj.attrs["__args__"] = TupleVal(tuple(args))
+    # How the user wrote each parameter, so a finding can name the tensor a method saved.
+    obj.extra["argument_texts"] = tuple(call.args)
+    obj.extra["keyword_texts"] = {kw.arg: kw.value for kw in call.keywords if kw.arg is not None}
     return ref
+
+
+@dataclass(frozen=True)
+class MeasuredMember:
+    """A method or property of a distribution as the op table measured it: its key, its inputs
+    in the table's order (the parameters, then the method's arguments) and how the user wrote
+    each parameter (``None`` where unknown)."""
+
+    key: str
+    inputs: list[Value]
+    input_exprs: list[ast.expr | None]
+
+
+def measured_member(state: State, ref: HeapRef, member: str, args: list[Value],
+                    arg_exprs: list[ast.expr | None]) -> MeasuredMember | None:
+    """The op table's entry for ``dist.member(*args)``, when torch was measured for this
+    distribution built from these parameters; else None.
+
+    The constructor's positional arguments are named by its signature (recorded in the table),
+    so ``Normal(mu, sigma)`` and ``Normal(loc=mu, scale=sigma)`` find the same entry."""
+    obj = state.heap.get(ref.oid)
+    signature = _signatures().get(obj.cls) if obj is not None and obj.kind == "distribution" else None
+    if obj is None or signature is None:
+        return None
+    positional = obj.attrs.get("__args__")
+    if not isinstance(positional, TupleVal) or len(positional.items) > len(signature):
+        return None
+    given: dict[str, Value] = dict(zip(signature, positional.items))
+    for name in signature:
+        if name in obj.attrs and name not in given:
+            given[name] = obj.attrs[name]
+    named = [name for name in signature if name in given]
+    key = f"Distribution.{obj.cls}({','.join(named)}).{member}"
+    info = optable.lookup(key)
+    inputs = [*(given[name] for name in named), *args]
+    if info is None or len(info.inputs) != len(inputs):
+        return None
+    written: dict[str, ast.expr] = dict(zip(signature, obj.extra.get("argument_texts", ())))
+    written.update(obj.extra.get("keyword_texts", {}))
+    exprs = [*(written.get(name) for name in named), *arg_exprs]
+    return MeasuredMember(key, inputs, exprs)
+
+
+@cache
+def _signatures() -> dict[str, tuple[str, ...]]:
+    """Class name -> its constructor's parameters, for every distribution the op table measured."""
+    found: dict[str, tuple[str, ...]] = {}
+    measured = optable.keys()
+    for key in measured:
+        if key.startswith("Distribution.") and "(" in key:
+            cls = key[len("Distribution."):].split("(", 1)[0]
+            info = optable.lookup(key) if cls not in found else None
+            if info is not None and info.parameters:
+                found[cls] = info.parameters
+    return found
 
 
 def parameters_of(state: State, ref: HeapRef, depth: int = 0) -> list[Value]:

@@ -134,6 +134,15 @@ class TorchEngine(Protocol):
         """A method of an autograd Function's ``ctx`` (``save_for_backward``)."""
         ...
 
+    def register_full_backward_hook(self, module: HeapRef, args: list[Value], state: State,
+                                    site: ast.AST) -> Value:
+        """``module.register_full_backward_hook(fn)``: the handle."""
+        ...
+
+    def through_backward_hooks(self, module: HeapRef, value: Value, state: State, site: ast.AST) -> Value:
+        """An input or output of ``module`` as torch hands it on when a full backward hook is registered."""
+        ...
+
     def remove_hook(self, handle: HeapRef, state: State) -> Value:
         """``handle.remove()`` of a hook handle."""
         ...

@@ -99,7 +99,7 @@ class OpInfo:
     """One table entry: how an op treats autograd (see tools/gen_saved_tensors.py)."""
 
     key: str
-    kind: str  # function | method | property | functional | module | factory
+    kind: str  # function | method | property | functional | module | factory | distribution_method
     inputs: tuple[str, ...]
     call: str
     differentiable: bool
@@ -115,6 +115,7 @@ class OpInfo:
     outputs: int = 1
     returns_tensor: bool = True
     proxy: str | None = None  # measured through a stand-in (see the generator)
+    parameters: tuple[str, ...] = ()  # distributions: the constructor's parameters, in order
     _cases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
     _inplace_cases: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
     _variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
@@ -190,6 +191,7 @@ def _info(key: str, raw: Mapping[str, Any]) -> OpInfo:
         outputs=int(raw.get("outputs", 1)),
         returns_tensor=bool(raw.get("returns_tensor", True)),
         proxy=raw.get("proxy"),
+        parameters=tuple(raw.get("parameters", ())),
         _cases=raw.get("cases", {}),
         _inplace_cases=raw.get("inplace_cases", {}),
         _variants=raw.get("variants", {}),

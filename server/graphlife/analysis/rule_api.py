@@ -39,6 +39,14 @@ from typing import (
     cast,
 )
 
+from graphlife.analysis.doc_languages import (
+    ENGLISH,
+    SIMPLIFIED_CHINESE,
+    Translation,
+    heading,
+    language_of,
+    severity_note,
+)
 from graphlife.analysis.events import Event
 from graphlife.analysis.positions import node_span
 from graphlife.analysis.semantics import GradSwitch, Semantics, semantics_of
@@ -76,13 +84,40 @@ AnyHook = Callable[[Event, "RuleContext"], None]
 
 @dataclass(frozen=True)
 class RuleDoc:
-    """A rule's documentation split into its sections."""
+    """A rule's documentation split into its sections, in one language.
+
+    Built from the English docstring and its translations (``RuleDoc(__doc__, zh_cn=ZH_CN)``,
+    see :mod:`graphlife.analysis.doc_languages`); :meth:`in_language` gives the same interface
+    over the text of another language. Section titles are always the English ones:
+    ``section("What torch says")`` finds ``## torch 的报错`` in the Chinese text."""
 
     text: str
+    #: The Simplified Chinese documentation, written next to the English docstring.
+    zh_cn: Translation | None = None
+    #: The language of :attr:`text` (one of :data:`~graphlife.analysis.doc_languages.LANGUAGES`).
+    language: str = ENGLISH
+    #: For a translated view, the English documentation it came from.
+    english: RuleDoc | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages this rule's documentation is written in, English first."""
+        source = self.english or self
+        return (ENGLISH, SIMPLIFIED_CHINESE) if source.zh_cn is not None else (ENGLISH,)
+
+    def in_language(self, language: str) -> RuleDoc:
+        """The documentation in ``language`` (``"en"`` or ``"zh-CN"``; a locale tag such as
+        ``zh-cn`` works too): English for any other language, and when the rule has no
+        translation into it yet."""
+        source = self.english or self
+        if language_of(language) == SIMPLIFIED_CHINESE and source.zh_cn is not None:
+            return RuleDoc(source.zh_cn.text, zh_cn=source.zh_cn, language=SIMPLIFIED_CHINESE, english=source)
+        return source
 
     def section(self, title: str) -> str:
-        """The body of one ``## Title`` section (empty when missing)."""
-        pattern = re.compile(rf"^## {re.escape(title)}\s*$(.*?)(?=^## |\Z)", re.MULTILINE | re.DOTALL)
+        """The body of one section, named by its English title (empty when missing)."""
+        shown = heading(title, self.language)
+        pattern = re.compile(rf"^## {re.escape(shown)}\s*$(.*?)(?=^## |\Z)", re.MULTILINE | re.DOTALL)
         match = pattern.search(self.text)
         return match.group(1).strip() if match else ""
 
@@ -145,9 +180,11 @@ class Rule:
         """The rule's heading anchor in docs/rules.md."""
         return f"{self.code.lower()}-{self.name}"
 
-    def markdown(self) -> str:
-        """The rule's user documentation (``graphlife rules CODE``, the editor's rule page)."""
-        return f"**{self.code} {self.name}** (default severity: {self.severity.value})\n\n{self.doc.user_text}"
+    def markdown(self, language: str = ENGLISH) -> str:
+        """The rule's user documentation (``graphlife rules CODE``, the editor's rule page), in
+        ``language`` when the rule is documented in it (see :meth:`RuleDoc.in_language`)."""
+        doc = self.doc.in_language(language)
+        return f"**{self.code} {self.name}**{severity_note(self.severity.value, doc.language)}\n\n{doc.user_text}"
 
 
 def hooks_by_event(rules: Iterable[Rule]) -> dict[type[Event], list[AnyHook]]:

@@ -1068,8 +1068,10 @@ def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Valu
     function that escaped the engine may run meanwhile: it may be one of this module's hooks)."""
     interp.run_escaped(state)
     args = interp.run_pre_hooks(ref, args, state, call)
+    args = [interp.through_backward_hooks(ref, arg, state, call) for arg in args]
     output = _call_module_forward(interp, state, ref, args, kwargs, call, via_container=via_container)
-    return interp.run_forward_hooks(ref, args, output, state, call)
+    output = interp.run_forward_hooks(ref, args, output, state, call)
+    return interp.through_backward_hooks(ref, output, state, call)
 
 
 def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value],
@@ -1330,6 +1332,9 @@ def call_distribution_method(interp: TorchEngine, state: State, ref: HeapRef, na
     parameters (:mod:`graphlife.analysis.distributions`)."""
     if name in distributions.SAMPLE_METHODS:
         return distributions.no_graph_sample(interp, call, name)
+    measured = distributions.measured_member(state, ref, name, args, list(call.args))
+    if measured is not None:
+        return apply_op(interp, state, measured.key, measured.inputs, measured.input_exprs, call)
     if name in distributions.DIFFERENTIABLE_METHODS:
         inputs = [*distributions.parameters_of(state, ref), *args]
         return apply_op(interp, state, f"Distribution.{name}", inputs, [None] * len(inputs), call)
@@ -1338,6 +1343,9 @@ def call_distribution_method(interp: TorchEngine, state: State, ref: HeapRef, na
 
 def distribution_property(interp: TorchEngine, state: State, ref: HeapRef, name: str, site: ast.AST) -> Value:
     """``dist.mean``, ``dist.probs``, ...: an op on the distribution's parameters."""
+    measured = distributions.measured_member(state, ref, name, [], [])
+    if measured is not None:
+        return apply_op(interp, state, measured.key, measured.inputs, measured.input_exprs, site)
     inputs = distributions.parameters_of(state, ref)
     return apply_op(interp, state, f"Distribution.{name}", inputs, [None] * len(inputs), site)
 
@@ -1407,6 +1415,8 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         return NONE
     if name in ("register_forward_hook", "register_forward_pre_hook"):
         return interp.register_module_hook(ref, name, args, state, call)
+    if name in ("register_full_backward_hook", "register_full_backward_pre_hook"):
+        return interp.register_full_backward_hook(ref, args, state, call)
     if name in ("state_dict", "load_state_dict"):
         return UNKNOWN
     # Any other method (a backward hook's registration, `apply(fn)`, a method torch added): a

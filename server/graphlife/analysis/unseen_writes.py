@@ -204,9 +204,13 @@ def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, 
         weaken_object(state, element.oid, None, depth + 1, seen)
     elif element is not None:
         new_element = weakened(element)
-    if not changed and (new_element == element and type(new_element) is type(element)):
+    # Unseen code given the whole module may remove a backward hook (or register one).
+    unhook = names is None and obj.backward_hooked is not None and obj.kind == "module" and obj.backward_hooked
+    if not changed and not unhook and (new_element == element and type(new_element) is type(element)):
         return
     writable = state.heap_write(oid)
+    if unhook:
+        writable.backward_hooked = None
     for name, new_value in changed.items():
         if new_value is None:
             del writable.attrs[name]

@@ -118,6 +118,10 @@ class TensorVal(Value):
     #: Certainly one element (a full reduction, a loss with its default reduction, arithmetic
     #: of such values and numbers): ``.item()`` works on it (GL201's ``.item()`` fix).
     scalar: bool = False
+    #: An input or output of a module with a full backward hook, as its forward sees it or its
+    #: call returns it: torch passes it through ``BackwardHookFunction``, which returns a view,
+    #: and an in-place change of that view raises (GL110). The call of the hooked module.
+    hook_view: ast.AST | None = field(default=None, compare=False, hash=False)
 
     def join(self, other: Value) -> Value:
         if self == other:
@@ -339,6 +343,9 @@ class HeapObject:
     elem: Value | None = None
     site: ast.AST | None = None
     frozen: Tri = False  # requires_grad_(False) on every parameter
+    #: For modules: a full backward hook is registered (``register_full_backward_hook``):
+    #: True on every path, None on some (or unseen code may have removed it).
+    backward_hooked: Tri = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def referents(self) -> list[Value]:
@@ -363,6 +370,7 @@ class HeapObject:
             elem=self.elem,
             site=self.site,
             frozen=self.frozen,
+            backward_hooked=self.backward_hooked,
             extra=dict(self.extra),
         )
 
@@ -386,6 +394,7 @@ class HeapObject:
         else:
             joined.elem = self.elem.join(other.elem)
         joined.frozen = join_tri(self.frozen, other.frozen)
+        joined.backward_hooked = join_tri(self.backward_hooked, other.backward_hooked)
         if self.opt_storages != other.opt_storages:
             if self.opt_storages is None or other.opt_storages is None:
                 joined.opt_storages = None

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import Node, State
@@ -69,11 +70,50 @@ from graphlife.recipes import MergeBackwards, RetainGraph
 from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
 from graphlife.rules.proofs.shared_graph import shared_graph_fix
 
+ZH_CN = Translation(
+    """一次反向传播走到了之前某次反向传播已经释放过的计算图节点。
+
+## 它检查什么
+沿着每一次反向传播（`loss.backward()`、`torch.autograd.backward`、`torch.autograd.grad`、`scaler.scale(loss).backward()`）走过它能到达的计算图，检查路上某个保存了张量的节点是否已被更早的、没有加 `retain_graph=True` 的反向传播用掉。跨越循环和函数的写法它都能看出来：同一个 loss 反向传播两次，两个 loss 共用一个编码器，GAN 的判别器那一步用了没有分离的 `fake`，以及从一轮迭代带到下一轮的状态（RNN 的隐藏状态、累加的张量、`self.h`）。
+
+## 为什么这是问题？
+反向传播会释放每个节点为它保存的张量，除非明确要求保留。第二次经过同一批节点的反向传播已经没有可用的数据，torch 只能终止程序——往往是在加载了好几分钟数据之后。如果是跨迭代保留的状态，报错出现在第二个 batch，因为这个状态仍然指向第一个 batch 的计算图。
+
+## torch 的报错
+`RuntimeError: Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.`
+
+## 示例
+```python
+hidden = None
+for x, y in batches:
+    out, hidden = lstm(x, hidden)
+    loss = criterion(out, y)
+    loss.backward()          # 第二个 batch：走进了第一个 batch 的计算图
+```
+
+## 改为
+```python
+hidden = None
+for x, y in batches:
+    if hidden is not None:
+        hidden = tuple(t.detach() for t in hidden)
+    out, hidden = lstm(x, hidden)
+    loss = criterion(out, y)
+    loss.backward()
+```
+GAN 的那一步里，给判别器传 `fake.detach()`；两个 loss 共用一张计算图时，把它们相加后只调用一次反向传播。在前一次反向传播上加 `retain_graph=True` 也能跑通，但会让所有保存的张量一直活到最后一次反向传播。
+
+## 修复的安全性
+安全：在循环开头分离每个跨迭代传递的变量（这样每一步只在自己的 batch 上训练——第二个 batch 不再报错后，代码本来就是这个意思）；GAN 的写法里，判别器用 `D(fake.detach())`，生成器重新算一次 `D(fake)`（两个网络各自用自己的 loss、用各自优化器刚更新过的权重训练）；两个共用计算图的 loss 相加后做一次反向传播（梯度相同，只是一次求和）。不安全：在前一次反向传播上加 `retain_graph=True`——它让那张计算图保存的每个张量都活到最后一次反向传播，而且如果中间有一次优化步，第二次反向传播照样会失败。只有引擎能证明它可行时才会提供这个修复，它从不是首选，`graphlife fix` 和“全部修复”在没有 `--unsafe-fixes` 时也不会应用它。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="e6c2b793ab4d",
+)
+
 RULE = Rule(
     code="GL101",
     name="backward-through-freed-graph",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="Trying to backward through the graph a second time",
 )
 

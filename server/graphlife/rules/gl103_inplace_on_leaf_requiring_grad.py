@@ -41,17 +41,51 @@ The in-place statement on the leaf.
 
 from __future__ import annotations
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import Related, Severity
 from graphlife.recipes import WrapNoGrad
 from graphlife.rules.base import grad_mode_severity
 
+ZH_CN = Translation(
+    """在启用梯度时原地修改了一个需要梯度的叶子张量。
+
+## 它检查什么
+在记录梯度期间，报告对需要梯度的叶子张量（参数，或用 `requires_grad=True` 创建的张量）所做的原地操作（`w -= lr * w.grad`、`p.add_(...)`、`p.zero_()`、`p.clamp_()`、`w[0] = 0`）。在 `with torch.no_grad():`、`torch.inference_mode()`、`@torch.no_grad()` 修饰的函数里更新，或通过 `.data` 更新，都没有问题。
+
+只有在启用梯度时 torch 才会报这个错。如果一个函数在本文件里没有任何地方调用，它会在不知道调用方的情况下单独分析（调用方可能在 `torch.no_grad()` 下运行它），这时的诊断是一个警告，并会说明这一点；其他情况下是错误。
+
+## 为什么这是问题？
+自动求导无法记录对叶子张量的原地修改，而梯度正是累积到这个叶子上的，所以 torch 在更新那一行就报错。手写 SGD 循环最先碰到这个问题。
+
+## torch 的报错
+`RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.`
+
+## 示例
+```python
+for p in model.parameters():
+    p -= lr * p.grad
+```
+
+## 改为
+```python
+with torch.no_grad():
+    for p in model.parameters():
+        p -= lr * p.grad
+```
+
+## 修复的安全性
+安全：用 `with torch.no_grad():` 包住更新，权重的变化量完全相同，只是这次更新不会被记录进计算图。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="96b3acda6576",
+)
+
 RULE = Rule(
     code="GL103",
     name="inplace-on-leaf-requiring-grad",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="a leaf Variable that requires grad is being used in an in-place operation.",
 )
 

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent, InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal, TupleVal
@@ -62,11 +63,45 @@ from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.recipes import ReplaceText, StackInsteadOfItems
 from graphlife.rules.proofs.no_grad import no_grad_fixes, note_inplace
 
+ZH_CN = Translation(
+    """对一个肯定没有计算图的值做反向传播。
+
+## 它检查什么
+报告根节点不可能需要梯度的反向传播：它是在 `torch.no_grad()` 或 `torch.inference_mode()` 下算出来的，被 `.detach()` 切断了，从 Python 数字或数组重新包装而来（`torch.tensor(loss.item())`、`torch.from_numpy(...)`），由一个参数全部冻结、输入也不需要梯度的模型算出，或者是不可导操作（`argmax`、比较运算）的结果。诊断信息会指出计算图是在哪里丢掉的；如果是 `no_grad`，还会指出关掉梯度的那个代码块或装饰器。
+
+## 为什么这是问题？
+没有计算图可以反向传播，也就没有任何张量能得到梯度。torch 在调用反向传播时报错。
+
+## torch 的报错
+`RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn`
+
+## 示例
+```python
+with torch.no_grad():
+    loss = criterion(model(x), y)
+loss.backward()
+```
+
+## 改为
+```python
+loss = criterion(model(x), y)
+loss.backward()
+```
+`loss.item()` 只用来打日志，并放在反向传播之后；`no_grad` 留给评估。
+
+快速修复会撤销切断计算图的那一步：`x.detach()` -> `x`，`torch.tensor(x.item())` -> `x`，`use_reentrant=False`；`no_grad` / `inference_mode` / `set_grad_enabled(False)` 代码块会被拆掉、`@torch.no_grad()` 装饰器会被去掉，但只在别处都不需要它们时才这样做：这个代码块或函数不在其他地方运行（只有一个调用方，或者一路直线执行到反向传播），而且里面没有依赖“梯度已关闭”的操作（原地更新权重、`.numpy()`、优化步）。
+
+## 修复的安全性
+安全：每个修复都保留反向传播需要的计算图，程序算出的其他东西一概不变——用 `x` 代替 `x.detach()` 或 `torch.tensor(x.item())`，用这些值的 `torch.stack` 代替由它们的 `.item()` 组成的张量，`use_reentrant=False`，在别处都不需要时去掉 `no_grad` 代码块或装饰器；对于和评估共用的辅助函数，则把 `no_grad` 移到评估的调用处（每处调用算出的东西和以前一样）。原来的代码在反向传播时就会报错，所以此前并没有任何东西通过这个值训练过。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="dbb0fbac0470",
+)
+
 RULE = Rule(
     code="GL104",
     name="backward-without-grad",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="element 0 of tensors does not require grad and does not have a grad_fn",
 )
 

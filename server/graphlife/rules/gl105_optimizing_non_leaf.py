@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import OptimizerEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
@@ -52,11 +53,44 @@ from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import LeafAfterConversion
 from graphlife.rules.base import grad_mode_severity
 
+ZH_CN = Translation(
+    """把一个非叶子张量交给了优化器。
+
+## 它检查什么
+报告优化器的构造（`torch.optim.SGD([...])`、参数组字典）收到的是由叶子张量*算出来*的张量而不是叶子本身：`torch.randn(..., requires_grad=True) * 0.01`、`.double()`、`.cuda()`，或者一个确实做了转换的 `.to(...)`（对 CPU 张量调用 `.to("cpu")` 返回的就是叶子本身，所以没问题）。转换确定发生时报错误，取决于运行时的设备或 dtype 时报警告。
+
+只有在启用梯度时 torch 才会报这个错。如果一个函数在本文件里没有任何地方调用，它会在不知道调用方的情况下单独分析（调用方可能在 `torch.no_grad()` 下运行它），这时的诊断是一个警告，并会说明这一点；其他情况下是错误。
+
+## 为什么这是问题？
+只有叶子张量会累积 `.grad`。优化器要更新的那个张量，梯度永远是 `None`，所以 torch 在构造优化器时就拒绝了。
+
+## torch 的报错
+`ValueError: can't optimize a non-leaf Tensor`
+
+## 示例
+```python
+w = torch.randn(10, 5, requires_grad=True) * 0.01
+opt = torch.optim.SGD([w], lr=0.1)
+```
+
+## 改为
+```python
+w = (torch.randn(10, 5) * 0.01).requires_grad_()
+opt = torch.optim.SGD([w], lr=0.1)
+```
+或者在一次调用里同时用 `device=`/`dtype=` 和 `requires_grad=True` 创建它，或者用 `nn.Parameter` 包起来。
+
+## 修复的安全性
+安全：在转换之后调用 `.requires_grad_()`，让交给优化器的张量就是程序计算时用的那个叶子；数值完全相同。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="876f7b8a1626",
+)
+
 RULE = Rule(
     code="GL105",
     name="optimizing-non-leaf",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="can't optimize a non-leaf Tensor",
 )
 

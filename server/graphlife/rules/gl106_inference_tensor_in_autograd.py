@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import InplaceEvent, SavedEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
@@ -55,11 +56,47 @@ from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.recipes import CloneTensor, InferenceModeToNoGrad
 from graphlife.rules.base import grad_mode_severity
 
+ZH_CN = Translation(
+    """在 `torch.inference_mode()` 下创建的张量被保存用于反向传播，或在推理模式之外被原地修改。
+
+## 它检查什么
+跟踪在 `torch.inference_mode()` 里创建的张量（缓存、embedding 表、目标值、归一化统计量）。报告会把这种张量保存下来用于反向传播的操作（传进 `Linear`，或与需要梯度的张量相乘），以及在推理模式之外对它的原地更新。
+
+只有在启用梯度时 torch 才会报这个错。如果一个函数在本文件里没有任何地方调用，它会在不知道调用方的情况下单独分析（调用方可能在 `torch.no_grad()` 下运行它），这时的诊断是一个警告，并会说明这一点；其他情况下是错误。
+
+## 为什么这是问题？
+推理张量没有版本计数器，自动求导事后无法检查它们；因此 torch 拒绝为反向传播保存它们，也拒绝在推理模式之外原地修改它们。
+
+## torch 的报错
+`RuntimeError: Inference tensors cannot be saved for backward. To work around you can make a clone to get a normal tensor and use it in autograd.`
+或 `RuntimeError: Inplace update to inference tensor outside InferenceMode is not allowed.`
+
+## 示例
+```python
+with torch.inference_mode():
+    stats = encoder(reference_batch)
+out = head(stats)          # Linear 为计算权重梯度保存了它的输入
+```
+
+## 改为
+```python
+with torch.no_grad():
+    stats = encoder(reference_batch)
+out = head(stats)
+```
+或者在推理模式之外写 `head(stats.clone())`。
+
+## 修复的安全性
+安全：用 `torch.no_grad()` 代替 `torch.inference_mode()`，或者在推理张量进入自动求导的地方加 `.clone()`，得到的是数值相同的普通张量。clone 可能只是第一步：之后引擎可能会看到同一个推理张量的下一处使用，下一轮 `graphlife fix` 也会给它加上 clone。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="1819ec13dd79",
+)
+
 RULE = Rule(
     code="GL106",
     name="inference-tensor-in-autograd",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="Inference tensors cannot be saved for backward",
 )
 

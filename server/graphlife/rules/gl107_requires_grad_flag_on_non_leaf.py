@@ -42,17 +42,50 @@ The `.requires_grad = ...` assignment or `.requires_grad_(False)` call.
 
 from __future__ import annotations
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import RequiresGradEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import MessageTemplate, Related, Severity
 from graphlife.recipes import SAFE, UNSAFE, DetachRequiresGrad
 from graphlife.rules.base import grad_mode_severity
 
+ZH_CN = Translation(
+    """在由需要梯度的张量算出的张量上设置 `requires_grad`。
+
+## 它检查什么
+当 `y` 不是叶子张量（它是由需要梯度的张量算出来的，典型的是对抗样本的写法 `x_adv = x + delta; x_adv.requires_grad = True`）时，报告 `y.requires_grad = ...`（不论赋什么值）和 `y.requires_grad_(False)`。对这样的张量调用 `y.requires_grad_()` 可以运行（它本来就需要梯度）；在叶子张量、参数，或在 `no_grad` 下算出的张量上设置这个标志也都可以。
+
+只有在启用梯度时 torch 才会报这个错。如果一个函数在本文件里没有任何地方调用，它会在不知道调用方的情况下单独分析（调用方可能在 `torch.no_grad()` 下运行它），这时的诊断是一个警告，并会说明这一点；其他情况下是错误。
+
+## 为什么这是问题？
+计算出来的张量，`requires_grad` 由它的计算图决定；只有叶子张量才有自己的标志。torch 在赋值那一行就报错。
+
+## torch 的报错
+`RuntimeError: you can only change requires_grad flags of leaf variables.`
+
+## 示例
+```python
+x_adv = x + delta
+x_adv.requires_grad = True
+```
+
+## 改为
+```python
+x_adv = (x + delta).detach().requires_grad_()
+```
+（如果本意是阻止梯度回传，就写 `y = y.detach()`。）
+
+## 修复的安全性
+安全：对 `y.requires_grad = False` 改为 `y = y.detach()`（正是代码想要的）。不安全：对 `True` 改为 `y = y.detach().requires_grad_()`——`y` 变成了叶子张量，算出它的那些部分不再通过它得到训练。只在加 `--unsafe-fixes` 时应用。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="3862bf2711fc",
+)
+
 RULE = Rule(
     code="GL107",
     name="requires-grad-flag-on-non-leaf",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="you can only change requires_grad flags of leaf variables.",
 )
 

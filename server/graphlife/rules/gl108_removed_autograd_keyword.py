@@ -39,15 +39,45 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.findings import MessageTemplate, Severity
 from graphlife.recipes import ReplaceText
+
+ZH_CN = Translation(
+    """反向传播用了 `retain_variables=`，这是 torch 已经移除的关键字参数：调用会报错。
+
+## 它检查什么
+报告 `loss.backward(retain_variables=...)`、`torch.autograd.backward(..., retain_variables=...)` 和 `torch.autograd.grad(..., retain_variables=...)`。这是老教程（PyTorch 0.3 及更早）的写法，对应现在的 `retain_graph=`。
+
+## 为什么这是问题？
+这个关键字参数先是改名为 `retain_graph`，旧名字随后被移除，所以调用在算出任何梯度之前就报错——而此时第一个 batch 的整个前向传播已经跑完了。
+
+## torch 的报错
+`TypeError: Tensor.backward() got an unexpected keyword argument 'retain_variables'`
+
+## 示例
+```python
+loss.backward(retain_variables=True)
+```
+
+## 改为
+```python
+loss.backward(retain_graph=True)   # 如果后面没有反向传播还需要这张计算图，就不加这个参数
+```
+同一时代的其他遗留写法还能运行，但什么也不做：`Variable(t)` 返回的就是 `t` 本身，`Variable(t, requires_grad=True)` 是一个需要梯度的叶子张量，`volatile=True` 会被忽略（计算图照样会被记录；请用 `with torch.no_grad():`）。
+
+## 修复的安全性
+安全：`retain_graph=` 就是 torch 给 `retain_variables=` 起的新名字；计算图只在代码要求时被保留，调用正常运行而不再报错。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="71fb5bc6fdb6",
+)
 
 RULE = Rule(
     code="GL108",
     name="removed-autograd-keyword",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="got an unexpected keyword argument 'retain_variables'",
 )
 

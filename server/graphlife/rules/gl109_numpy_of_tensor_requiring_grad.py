@@ -38,17 +38,48 @@ The statement with the `.numpy()` call.
 
 from __future__ import annotations
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import NumpyEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import MessageTemplate, Severity
 from graphlife.recipes import ReplaceText
 from graphlife.rules.base import grad_mode_severity
 
+ZH_CN = Translation(
+    """对需要梯度的张量调用了 `.numpy()`：torch 会报错。
+
+## 它检查什么
+在记录梯度期间，报告对需要梯度的张量 `t` 调用的 `t.numpy()`：参数、用 `requires_grad=True` 创建的叶子张量，或者由它们算出的值（模型的输出、损失、优势值、用 `rsample` 采样的动作），经过 `.cpu()` 或 `.to(...)` 之后也算，因为它们保留计算图。在 `torch.no_grad()` 下 torch 允许这样做。
+
+## 为什么这是问题？
+NumPy 数组无法携带自动求导的计算图，所以 torch 宁可拒绝转换，也不会悄悄丢掉梯度。常见的原因是漏写了 `.detach()`：用于记录、绘图或传给环境的值直接取自训练用的计算图。
+
+## torch 的报错
+`RuntimeError: Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.`
+
+## 示例
+```python
+delta = td_target - value_net(states)
+advantages = compute_gae(delta.numpy())
+```
+
+## 改为
+```python
+delta = td_target - value_net(states)
+advantages = compute_gae(delta.detach().numpy())   # 或者在 torch.no_grad() 下计算 `delta`
+```
+
+## 修复的安全性
+安全：`.detach()` 给出相同的值但不带计算图，这正是 `.numpy()` 需要的，也是 torch 的报错信息所要求的；通过这个张量训练的部分不受影响。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="692e7140700b",
+)
+
 RULE = Rule(
     code="GL109",
     name="numpy-of-tensor-requiring-grad",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="Can't call numpy() on Tensor that requires grad",
 )
 

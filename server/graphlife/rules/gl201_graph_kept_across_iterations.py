@@ -57,6 +57,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import cast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import (
     BackwardEvent,
     LoopEndEvent,
@@ -69,11 +70,44 @@ from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
 from graphlife.findings import FixRecipe, Message, MessageTemplate, Related, Severity
 from graphlife.recipes import SAFE, UNSAFE, UseDetach, UseItem
 
+ZH_CN = Translation(
+    """带着计算图的张量被存到了比本轮迭代活得更久的地方。
+
+## 它检查什么
+报告带计算图的张量被存到会在循环迭代之间越积越多的地方：追加到循环之前创建的列表里（`losses.append(loss)`、模块级的日志），每次存在一个新键下，或者加进一个累计值（`total += loss`）。用 `.item()`、`float()`、`.detach()` 得到的值，或者本来就没有计算图的值，都没有问题；每一步之后重新清空的容器（`lst.clear()`、`del lst[:]`）也没问题。反复覆盖同一个位置（`self.last = h`、`history["loss"] = out`）只保留一轮迭代的计算图，而不是每轮一张（在 torch 上实测，内存占用并不增长），所以不报告。同一步里稍后有反向传播会用掉其计算图的存储也不报告（按时间步收集状态、供截断 BPTT 反向传播的循环；在解码步上做 `loss += ...`、循环结束后再反向传播），函数自己创建并持有的容器也不报告（U-Net 的跳跃连接，每层一项）：这些计算图都属于同一步的计算。
+
+## 为什么这是问题？
+存起来的张量会让它的整张计算图一直活着。如果没有任何反向传播用掉这张计算图（评估循环收集输出、为了监控保留激活值），每一轮迭代保存的每个激活值都会留在内存里，直到进程内存耗尽（警告）。如果本轮的反向传播确实用掉了它，激活值会被释放，但计算图节点——以及一连串 `+=` 加法——仍然每一步都在堆积（信息）。
+
+## torch 的报错
+不报错：内存持续增长，直到 `CUDA out of memory`，或者进程被系统杀掉。
+
+## 示例
+```python
+losses = []
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    losses.append(loss)
+```
+
+## 改为
+```python
+    losses.append(loss.item())      # 记日志用 Python 数字就够了
+    # 或者用 losses.append(loss.detach()) 保留一个张量
+```
+
+## 修复的安全性
+安全：在容器里存 `value.detach()`，数值相同，只是不带计算图。不安全：分离一个累计值（`total = total + loss`，或者一步步传下去的平均值）——后面的 loss 可能是由它算出来的，并通过它训练；以及存 `value.item()`——容器里变成了 Python 数字，而对存储的值做 stack 或搬到其他设备的代码并不预期这种情况。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="58bc370a75c0",
+)
+
 RULE = Rule(
     code="GL201",
     name="graph-kept-across-iterations",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 

@@ -37,16 +37,47 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent, OpaqueCallEvent, UnitEndEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import Severity
 from graphlife.recipes import DropKeyword
 
+ZH_CN = Translation(
+    """反向传播用了 `retain_graph=True`，但之后再也没有反向传播经过这张计算图。
+
+## 它检查什么
+记住每一次带 `retain_graph=True` 的反向传播，报告那些之后没有任何反向传播（或 `torch.autograd.grad`）再用到其计算图的调用。
+
+## 为什么这是问题？
+保留计算图会让它保存的每个激活值一直活着，直到指向其输出的最后一个引用消失——白白占用内存；而且这往往说明这个参数是为了让 GL101 不再报错才加上的，而不是真正修好了计算图。
+
+## torch 的报错
+不报错。
+
+## 示例
+```python
+loss.backward(retain_graph=True)
+optimizer.step()
+```
+
+## 改为
+```python
+loss.backward()
+optimizer.step()
+```
+
+## 修复的安全性
+安全：去掉 `retain_graph=True` 会让计算图更早被释放；之后没有反向传播再经过它，所以每个梯度都不变。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="7affbdb22865",
+)
+
 RULE = Rule(
     code="GL202",
     name="retain-graph-unneeded",
     severity=Severity.INFORMATION,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 

@@ -42,17 +42,52 @@ The backward call with `retain_graph=True`.
 
 from __future__ import annotations
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import UNSAFE
 from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
 
+ZH_CN = Translation(
+    """跨迭代传递的状态没有 `detach()`，又加了 `retain_graph=True`：计算图每一步都在变大。
+
+## 它检查什么
+报告循环中带 `retain_graph=True` 的反向传播，它通过跨迭代传递的状态（RNN 的隐藏状态、滑动平均、`self.memory`）走到了之前迭代中构建的计算图节点。
+
+## 为什么这是问题？
+每一步的反向传播都要走完整个历史：内存和反向传播时间每一步线性增长（总量是平方级），直到训练慢得走不动或者直接崩掉。如果后面还有优化步，旧迭代保存的参数会被修改，GL102 也会报出来。
+
+## torch 的报错
+不报错（如果有优化步，则是 GL102 的原地操作版本号错误）。
+
+## 示例
+```python
+for x in stream:
+    h = cell(x, h)
+    loss = h.pow(2).mean()
+    loss.backward(retain_graph=True)
+```
+
+## 改为
+```python
+for x in stream:
+    h = cell(x, h.detach())
+    loss = h.pow(2).mean()
+    loss.backward()
+```
+
+## 修复的安全性
+不安全：在循环开头分离传递的状态（并去掉 `retain_graph=True`）可以让内存有上界，但每一步的梯度会止于当前迭代，而不再一路回溯到之前的所有迭代——训练的内容变了。只在加 `--unsafe-fixes` 时应用。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="394a5c92c0db",
+)
+
 RULE = Rule(
     code="GL203",
     name="carried-state-grows-graph",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 

@@ -49,6 +49,7 @@ The `.backward(create_graph=True)` call.
 
 from __future__ import annotations
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import (
     BackwardEvent,
     GradReadEvent,
@@ -60,11 +61,46 @@ from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Severity, Span
 from graphlife.rules.proofs import create_graph
 
+ZH_CN = Translation(
+    """`.backward(create_graph=True)` 在张量和它的梯度之间造成了循环引用。
+
+## 它检查什么
+报告 `.backward(create_graph=True)`（以及 `torch.autograd.backward(..., create_graph=True)`）。当梯度落在一个不是参数的叶子张量上（每个 batch 的输入，带 `requires_grad=True`），或落在 `.grad` 没有在每一步被重置为 `None` 的参数上时，报警告；当反向传播到达的每个参数的梯度都在反向传播之前被 `zero_grad()` 设为 `None` 时，报信息。
+
+## 为什么这是问题？
+使用 `create_graph=True` 时，`.grad` 本身带有一张引用该叶子张量的计算图，而叶子张量又引用着它的 `.grad`：这个循环让计算图、输入和梯度都一直活着。torch 会对此发出警告。
+
+## torch 的报错
+`UserWarning: Using backward() with create_graph=True will create a reference cycle between the parameter and its gradient which can cause a memory leak.`
+
+## 示例
+```python
+x.requires_grad_()
+loss = model(x).sum()
+loss.backward(create_graph=True)
+penalty = x.grad.pow(2).sum()
+```
+
+## 改为
+```python
+(grad,) = torch.autograd.grad(loss, x, create_graph=True)
+penalty = grad.pow(2).sum()
+```
+如果优化步也需要 loss 自己的梯度（梯度惩罚和 loss 一起训练），就把 loss 加到后面的那次反向传播里：`(loss + penalty).backward()`。
+
+快速修复会做这些改写（对参数列表的推导式则改为遍历返回的梯度），但只在引擎能证明程序算出的值不变时才做：反向传播之后紧接着读取的 `.grad`，在反向传播之前是空的；而且在 `.grad` 被重置之前，没有其他代码用到反向传播原本留在 `.grad` 里的东西（见 docs/FIX_RECIPES.md）。
+
+## 修复的安全性
+安全：只有在引擎能证明程序算出的值不变时（docs/FIX_RECIPES.md 说明了如何判断），才会提供 `torch.autograd.grad(..., create_graph=True)`：梯度作为返回值给出，而不是留在 `.grad` 里，每一处对它们的读取也都会相应改写。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="0d356724b087",
+)
+
 RULE = Rule(
     code="GL204",
     name="create-graph-backward-cycle",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="Using backward() with create_graph=True will create a reference cycle",
 )
 

@@ -43,16 +43,51 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent, LoopEndEvent, UnitEndEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import Severity
 from graphlife.recipes import WrapNoGrad
 
+ZH_CN = Translation(
+    """循环里运行模型的前向传播却从不调用反向传播，白白记录了计算图。
+
+## 它检查什么
+报告这样的循环：在启用梯度时调用模型，从不调用反向传播，之后也没有反向传播用到它的计算图——出现在评估代码里（模型被设为 `eval()` 模式，或者循环所在函数的名字表明是 evaluate / validate / test / predict / infer）。
+
+## 为什么这是问题？
+每次前向传播都会记录计算图，并为一个永远不会到来的反向传播保存激活值：更慢，也更占内存，毫无用处。
+
+## torch 的报错
+不报错。
+
+## 示例
+```python
+model.eval()
+for x, y in val_loader:
+    correct += (model(x).argmax(1) == y).sum().item()
+```
+
+## 改为
+```python
+model.eval()
+with torch.inference_mode():
+    for x, y in val_loader:
+        correct += (model(x).argmax(1) == y).sum().item()
+```
+（如果结果还要参与之后的计算图，用 `torch.no_grad()`。）
+
+## 修复的安全性
+安全：在从不调用反向传播的循环外面包一层 `with torch.no_grad():`，输出完全相同，只是不再保留它们的计算图。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="ea91681b18d8",
+)
+
 RULE = Rule(
     code="GL205",
     name="eval-without-no-grad",
     severity=Severity.INFORMATION,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 

@@ -37,16 +37,49 @@ The `zero_grad()` call between backward and step.
 
 from __future__ import annotations
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import StepEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Related, Severity
 from graphlife.recipes import UNSAFE, MoveStatementBefore
 
+ZH_CN = Translation(
+    """`zero_grad()` 放在了 `backward()` 和 `step()` 之间：优化步用的是清零后的梯度。
+
+## 它检查什么
+在循环中跟踪每个参数的梯度：反向传播填充它，`zero_grad()`（优化器的或模型的，或 `p.grad = None`）清空它，`step()` 使用它。报告那个把反向传播刚算出的梯度、在本该使用它们的 `step()` 之前清空的 `zero_grad()`。
+
+## 为什么这是问题？
+优化步看到的是零（或 `None`），参数永远不会变：模型悄无声息地什么也没学到。
+
+## torch 的报错
+不报错。
+
+## 示例
+```python
+loss.backward()
+optimizer.zero_grad()
+optimizer.step()
+```
+
+## 改为
+```python
+optimizer.zero_grad()
+loss.backward()
+optimizer.step()
+```
+
+## 修复的安全性
+不安全：把 `zero_grad()` 移到反向传播之前，优化步才会真正应用梯度——这正是修复本身，但它改变了训练的内容，所以只在加 `--unsafe-fixes` 时应用。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="917e323f8961",
+)
+
 RULE = Rule(
     code="GL301",
     name="zero-grad-before-step",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 

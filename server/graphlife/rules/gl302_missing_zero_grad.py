@@ -49,16 +49,54 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import StepEvent, UnitEndEvent, ZeroGradEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import UNSAFE, InsertBefore
 
+ZH_CN = Translation(
+    """训练循环每轮迭代都执行优化步，却从不重置梯度。
+
+## 它检查什么
+在循环中跟踪每个参数的 `.grad`：反向传播向其中累积，`step()` 使用它，而在下一次反向传播之前没有任何操作（`zero_grad()`、`p.grad = None`）重置它。报告那个 `step()`。梯度累积（每 k 步清零一次）没有问题。
+
+本文件中没有任何地方调用的训练步函数（`def train(self, batch)`，由另一个模块每个 batch 调用一次），如果它执行了反向传播和优化步，而它自身、它所在的类和模块都从不重置这些梯度，也会被报告：从第二次调用开始，它就有同样的问题。
+
+## 为什么这是问题？
+`backward()` 是往 `.grad` 上累加。不重置的话，每一步用的都是之前所有梯度之和：有效学习率越来越大，训练发散或停滞——而且不报任何错。
+
+## torch 的报错
+不报错。
+
+## 示例
+```python
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+## 改为
+```python
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+```
+
+## 修复的安全性
+不安全：在循环开头加 `zero_grad()` 会改变每一步的更新量（梯度不再累积）；只在加 `--unsafe-fixes` 时应用。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="a5af80f8a60d",
+)
+
 RULE = Rule(
     code="GL302",
     name="missing-zero-grad",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 

@@ -42,16 +42,52 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import GradReadEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import InsertAfter
 
+ZH_CN = Translation(
+    """读取一个非叶子张量的 `.grad`，却从未调用 `retain_grad()`。
+
+## 它检查什么
+报告对 `t.grad` 的读取：`t` 是由需要梯度的张量算出来的（激活值、归一化后的输入、隐藏状态），所以它不是叶子张量，而且在反向传播之前没有调用 `t.retain_grad()`。
+
+## 为什么这是问题？
+自动求导只在叶子张量上保存 `.grad`。读到的永远是 `None`：基于它的显著性图（saliency map）、梯度范数日志和 FGSM 步骤都会悄悄出错，或者在后面崩掉。
+
+## torch 的报错
+`UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be populated during autograd.backward().`
+
+## 示例
+```python
+h = model.encoder(x)
+loss = model.head(h).sum()
+loss.backward()
+print(h.grad.norm())
+```
+
+## 改为
+```python
+h = model.encoder(x)
+h.retain_grad()
+loss = model.head(h).sum()
+loss.backward()
+```
+或者用 `torch.autograd.grad(loss, h)`。
+
+## 修复的安全性
+安全：在张量算出之后立即调用 `retain_grad()`，`.grad` 就会保存代码要读取的梯度；其他一切不变。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="4faad50e8068",
+)
+
 RULE = Rule(
     code="GL303",
     name="nonleaf-grad-read",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
 )
 

@@ -41,17 +41,51 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import HeapRef
 from graphlife.findings import FixRecipe, Severity
 from graphlife.recipes import UNSAFE, InsertBefore
 
+ZH_CN = Translation(
+    """梯度累积（每 k 轮迭代执行一次优化步）却没有把 loss 除以 k。
+
+## 它检查什么
+报告这样的反向传播：所在循环每 k 轮迭代才执行一次优化步（`if (i + 1) % k == 0: optimizer.step()`），而它反向传播的 loss 的计算图里没有按 Python 数字做缩放（`loss / k`、`loss * (1 / k)`、`loss /= k`）。
+
+## 为什么这是问题？
+k 次反向传播在 `.grad` 里累加，所以每个优化步用的是平均梯度的 k 倍：有效学习率比预期大了 k 倍。
+
+## torch 的报错
+不报错。
+
+## 示例
+```python
+loss = criterion(model(x), y)
+loss.backward()
+if (i + 1) % accum_steps == 0:
+    optimizer.step()
+    optimizer.zero_grad()
+```
+
+## 改为
+```python
+loss = criterion(model(x), y) / accum_steps
+loss.backward()
+```
+
+## 修复的安全性
+不安全：把 loss 除以累积的步数会改变每次更新的大小（调好的学习率可能已经把这一点抵消了）；只在加 `--unsafe-fixes` 时应用。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="725351f2fc3b",
+)
+
 RULE = Rule(
     code="GL304",
     name="accumulation-without-scaling",
     severity=Severity.INFORMATION,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 

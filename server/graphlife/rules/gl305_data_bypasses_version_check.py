@@ -38,16 +38,50 @@ The statement changing `.data` in place.
 
 from __future__ import annotations
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import MessageTemplate, Related, Severity
 from graphlife.recipes import UNSAFE, MoveStatementAfter
 
+ZH_CN = Translation(
+    """通过 `.data` 原地修改了一个待执行计算图所保存的张量：不报错，但梯度是错的。
+
+## 它检查什么
+报告通过 `.data` 做的原地修改（`w.data.clamp_(...)`、`p.data.mul_(...)`、`h.data /= norm`），被修改的张量被某张计算图保存、供之后执行的反向传播使用。
+
+## 为什么这是问题？
+`.data` 绕过了版本计数器，torch 无法发现保存的值已经变了：反向传播会悄悄地用新值计算梯度——本该由 GL102 报出的错误，变成了一个训练错了的模型。
+
+## torch 的报错
+不报错。
+
+## 示例
+```python
+out = model(x)
+model.fc.weight.data.clamp_(-0.01, 0.01)   # 计算图保存的是旧的权重
+out.sum().backward()
+```
+
+## 改为
+```python
+out.sum().backward()
+optimizer.step()
+with torch.no_grad():
+    model.fc.weight.clamp_(-0.01, 0.01)    # 放在反向传播之后，并受版本号检查
+```
+
+## 修复的安全性
+不安全：把 `.data` 修改移到反向传播之后会改变梯度（变成正确的梯度）；只在加 `--unsafe-fixes` 时应用。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="6fe2e5b7d50a",
+)
+
 RULE = Rule(
     code="GL305",
     name="data-bypasses-version-check",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 

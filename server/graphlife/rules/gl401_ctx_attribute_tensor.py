@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method, Names
 from graphlife.analysis.semantics.functions import (
@@ -68,11 +69,47 @@ from graphlife.recipes import ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import merge_edits, segment, starts_its_line, unpacking_text
 
+ZH_CN = Translation(
+    """自定义 Function 的输入或输出张量被存成了 ctx 属性，而不是用 `ctx.save_for_backward` 保存。
+
+## 它检查什么
+在自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中，当 `value` 是 forward 的输入张量或 forward 返回的张量时，标记 `ctx.name = value`。如果 forward 把某个输入当作张量使用（调用张量方法或属性、`@`、作为 `torch` 函数的第一个参数、`save_for_backward`、`Tensor` 类型注解），并且没有相反的证据（非张量的默认值、类型注解，或本文件某处 `apply` 调用中传入的字面量），这个输入就被视为张量。中间张量（`ctx.mask = x > 0`）和非张量（`ctx.scale = scale`、`ctx.shape = x.shape`）正是 ctx 属性的正确用法，不会被标记。
+
+## 为什么这是问题？
+`ctx.save_for_backward` 会记录张量的版本号：在反向传播之前发生原地修改（优化步、在 forward 中更新的运行时 buffer、`x += 1`）时，torch 会报错，而不是悄悄算出错误的梯度。ctx 属性不受这种检查。把输出存到 ctx 上还会形成循环引用（output -> grad_fn -> ctx -> output），只有循环垃圾回收器才能释放它，于是激活值活得更久（如果调用了 `gc.disable()`，就是内存泄漏）。
+
+## torch 的报错
+不报错：发生原地修改后梯度悄悄出错（如果用了 `save_for_backward`，则会报 `one of the variables needed for gradient computation has been modified by an inplace operation`）。
+
+## 示例
+```python
+@staticmethod
+def forward(ctx, x, weight):
+    ctx.x = x
+    ctx.weight = weight
+    return x @ weight
+```
+
+## 改为
+```python
+@staticmethod
+def forward(ctx, x, weight):
+    ctx.save_for_backward(x, weight)
+    return x @ weight
+```
+并在 backward 中用 `x, weight = ctx.saved_tensors` 取回。
+
+## 修复的安全性
+安全：`ctx.save_for_backward` 为反向传播保留的是同一个张量，并让 torch 检查它没有被原地修改过。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="c06d11ab80c1",
+)
+
 RULE = Rule(
     code="GL401",
     name="ctx-attribute-tensor",
     severity=Severity.INFORMATION,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 

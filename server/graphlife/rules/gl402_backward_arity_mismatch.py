@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method, Names
 from graphlife.analysis.semantics.functions import (
@@ -66,11 +67,50 @@ from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.recipes import ReplaceText
 from graphlife.rules.source_edits import def_line_span, segment
 
+ZH_CN = Translation(
+    """自定义 autograd Function 的 backward 返回的梯度个数与 forward 的输入个数不一致。
+
+## 它检查什么
+统计自定义 `torch.autograd.Function` 的 `forward` 的输入个数（`ctx` 之后的参数；传给 `apply` 的每个输入，不论是否以关键字传入），以及 `backward` 的每个 `return` 返回的值的个数。标记个数肯定不对的 `return`：返回值比输入少，或者比输入多且多出的值不是 `None`。列表算作一个值（torch 会把非元组包成一个单元素元组）。forward 有默认参数时，由本文件中的 `apply` 调用决定传入多少个输入。个数未知的情况（绑定到长度未知的元组的名字、forward 里的 `*args`、`apply(*args)`）从不标记。
+
+## 为什么这是问题？
+自动求导要求 forward 的每个输入恰好对应一个梯度（不是张量或不需要梯度的输入返回 `None`）。这个错误要到训练步第一次调用 `backward()` 时才暴露，往往是在数据加载都完成之后。
+
+## torch 的报错
+`RuntimeError: function ScaleBackward returned an incorrect number of gradients (expected 2, got 1)`
+（torch 2.13 只有在多出的末尾值全是 `None` 时才接受。）
+
+## 示例
+```python
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, factor):
+        ctx.factor = factor
+        return x * factor
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.factor
+```
+
+## 改为
+```python
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.factor, None
+```
+
+## 修复的安全性
+安全：为没有梯度的输入返回 `None`，或者用元组代替列表，正是 torch 所期望的；返回的梯度不变。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="b996ad2feadb",
+)
+
 RULE = Rule(
     code="GL402",
     name="backward-arity-mismatch",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="function ... returned an incorrect number of gradients",
 )
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import Names
 from graphlife.analysis.semantics.functions import call_params, takes_self_before_ctx
@@ -61,11 +62,48 @@ from graphlife.findings import FixRecipe, Severity
 from graphlife.recipes import OutOfPlace, ReplaceText
 from graphlife.rules.source_edits import line_indent, point, segment, starts_its_line
 
+ZH_CN = Translation(
+    """在自定义 Function 的 backward 中原地修改了 `grad_output`。
+
+## 它检查什么
+在 `backward` 的函数体中跟踪它的梯度参数（以及仍然是同一个张量或其视图的名字：`g = grad_output`、`g = grad_output.view(-1)`、`grad_output[:, 0]`），标记原地修改其中之一的语句：`g[mask] = 0`、`g *= 2`、`g.mul_(2)`、`torch.relu_(g)`、`out=g`、`F.relu(g, inplace=True)`。一个名字被重新绑定到新张量后（`g = grad_output.clone()`、`g = g * 2`）就不再跟踪；只在某一个分支上仍是梯度的名字，在分支之后也不再跟踪。
+
+## 为什么这是问题？
+`grad_output` 不归你所有：自动求导可能把同一个张量交给其他节点。在 `out = x + MyFn.apply(x)` 之后，跳跃连接收到的是同一个梯度张量；在 `y.sum()` 之后，它是一个全 1 的扩展（expand）张量，所有元素共用同一块内存：原地修改它，会悄悄改掉另一个分支的梯度（或者一次改掉所有元素）。什么错都不报，模型只是学到了别的东西。
+
+## torch 的报错
+通常不报错（对于 `.sum()` 的情形，torch 2.13 只会警告 `Use of index_put_ on expanded tensors is deprecated`）。算出的梯度与用 clone 过的 `grad_output` 算出的参考梯度不同。
+
+## 示例
+```python
+@staticmethod
+def backward(ctx, grad_output):
+    x, = ctx.saved_tensors
+    grad_output[x < 0] = 0
+    return grad_output
+```
+
+## 改为
+```python
+@staticmethod
+def backward(ctx, grad_output):
+    x, = ctx.saved_tensors
+    grad_input = grad_output.clone()
+    grad_input[x < 0] = 0
+    return grad_input
+```
+
+## 修复的安全性
+安全：修改 `grad_output` 的副本（或者用非原地写法计算）返回的梯度相同，而且不会破坏 torch 传进来的张量。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="8c1a7831dd18",
+)
+
 RULE = Rule(
     code="GL403",
     name="inplace-on-grad-output",
     severity=Severity.WARNING,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
 

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import FunctionClass, Method, Semantics, is_classmethod, is_static
 from graphlife.analysis.semantics.functions import takes_self_before_ctx, target_key
@@ -62,11 +63,55 @@ from graphlife.findings import FixRecipe, Related, Severity, Span
 from graphlife.recipes import ReplaceText
 from graphlife.rules.source_edits import def_line_span, line_indent, merge_edits, point, report_span
 
+ZH_CN = Translation(
+    """以旧式写法使用自定义 autograd Function：实例化后调用，或者方法不是静态方法。
+
+## 它检查什么
+对本文件中 `torch.autograd.Function` 的每个子类：
+- 标记被调用的实例：`Fn()(x)`，或者 `f = Fn()` / `self.f = Fn()` 且本文件中调用了 `f(...)` / `self.f(...)`（错误，报在实例化处）；只创建不调用的实例（例如 `Fn().apply(x)`）报信息（torch 已弃用这种写法）；
+- 标记没有 `@staticmethod` 的 `forward` / `backward`（信息：torch 2.13 仍会通过 `Fn.apply` 运行它们，`apply` 把 `ctx` 作为第一个参数传入；如果方法接收 `self`，*同时*又把第二个参数当作 ctx 使用，`apply` 会把参数绑错，这时报警告）。
+
+## 为什么这是问题？
+从 PyTorch 1.3 起，Function 不再实例化：`Fn.apply(...)` 创建 ctx 并调用静态方法。调用实例的话，每次调用都会报错。
+
+## torch 的报错
+`RuntimeError: Legacy autograd function with non-static forward method is deprecated. Please use new-style autograd function with static forward method.`
+（在 `Fn()` 处还有 `DeprecationWarning: ... should not be instantiated`）
+
+## 示例
+```python
+class Clip(torch.autograd.Function):
+    def forward(self, x):
+        self.save_for_backward(x)
+        return x.clamp(-1, 1)
+    ...
+
+y = Clip()(x)
+```
+
+## 改为
+```python
+class Clip(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clamp(-1, 1)
+    ...
+
+y = Clip.apply(x)
+```
+
+## 修复的安全性
+安全：`Function.apply` 和以 `ctx` 为第一个参数的静态方法，是同一个计算在 torch 所支持的形式下的写法。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="bfec15cbac80",
+)
+
 RULE = Rule(
     code="GL404",
     name="legacy-function",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="Legacy autograd function with non-static forward method is deprecated",
 )
 

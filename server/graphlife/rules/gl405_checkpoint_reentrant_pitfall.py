@@ -56,6 +56,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleContext, RuleDoc
 from graphlife.analysis.semantics import CHECKPOINT_FUNCTIONS, CHECKPOINT_SEQUENTIAL, Names, Semantics
@@ -67,11 +68,47 @@ from graphlife.recipes import AddKeyword, ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import report_span, segment
 
+ZH_CN = Translation(
+    """`checkpoint` 没有传 `use_reentrant=`，或者可重入版本的输入都不需要梯度，或者通过它调用 `autograd.grad`。
+
+## 它检查什么
+标记没有传 `use_reentrant` 的 `torch.utils.checkpoint.checkpoint` 和 `checkpoint_sequential` 调用（不论以何种方式导入），报信息；以及使用可重入版本（显式指定或默认）、但被检查点包住的代码块没有任何输入可能需要梯度的调用，报警告：每个输入都是不带 `requires_grad=True` 新建的张量、`.detach()` 过的张量、非张量，或者只绑定到这些值的局部名字；在模块的 `forward(self, x)` 中，如果本文件中对该模块实例的每次调用都传入这样的张量，`x` 也算在内。还有一种报为错误：`torch.autograd.grad(...)` 或 `backward(inputs=...)` 的输入位于一个可重入检查点之后，而输出又经过这个检查点（例如对做了检查点的判别器（critic）的输入求梯度惩罚）。
+
+## 为什么这是问题？
+torch 2.13 仍然默认使用可重入版本，每次调用时只要没有 `use_reentrant` 就发出警告，并声明以后省略它将会报错。可重入版本只有在某个输入张量需要梯度时才记录梯度：对原始输入 batch 做检查点的代码块，它自己的参数完全得不到梯度（如果后面的层仍让 loss 带有计算图，这一切悄无声息；如果没有别的层提供计算图，则报 `element 0 of tensors does not require grad`）。它的反向传播只能从普通的 `.backward()` 发起：经过它的 `torch.autograd.grad` 和 `backward(inputs=...)` 都会报错。
+
+## torch 的报错
+`UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. ...`
+对于输入都不需要梯度的可重入版本，
+`UserWarning: None of the inputs have requires_grad=True. Gradients will be None`
+对于经过可重入检查点求梯度的情况，
+`RuntimeError: When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an ...`
+
+## 示例
+```python
+def forward(self, x):
+    h = checkpoint(self.block, x)
+    return self.head(h)
+```
+
+## 改为
+```python
+def forward(self, x):
+    h = checkpoint(self.block, x, use_reentrant=False)
+    return self.head(h)
+```
+
+## 修复的安全性
+安全：`use_reentrant=False` 重新计算的是同一个前向传播，并且参数也能得到梯度。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="b89f9f16e32c",
+)
+
 RULE = Rule(
     code="GL405",
     name="checkpoint-reentrant-pitfall",
     severity=Severity.INFORMATION,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly",
 )
 

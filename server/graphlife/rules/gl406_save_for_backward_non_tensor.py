@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method
 from graphlife.analysis.semantics.functions import save_for_backward_calls, saved_unpacking, walk_body
@@ -55,11 +56,46 @@ from graphlife.recipes import ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import line_indent, merge_edits, segment, starts_its_line, unpacking_text
 
+ZH_CN = Translation(
+    """传给 `ctx.save_for_backward` 的东西不是张量。
+
+## 它检查什么
+检查自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中的每个 `ctx.save_for_backward(...)`，标记肯定既不是张量也不是 `None` 的参数：数字、字符串、元组和列表、形状（`x.shape`、`x.size()`）、`x.item()`、`len(...)`，或者只绑定到这类值的名字。如果从 forward 本身就能确定这个值，报错误；如果它来自 forward 的某个输入，而本文件中每个 `apply` 调用都给这个输入传非张量字面量，则报警告（别的调用方可能会传张量）。
+
+## 为什么这是问题？
+`save_for_backward` 只保存张量（它跟踪张量的版本计数器来发现原地修改），其他东西一律拒绝。每个训练步的 `Fn.apply(...)` 都会因此失败（在某个输入需要梯度且处于梯度模式时；在 `torch.no_grad()` 下 torch 2.13 不做检查）。
+
+## torch 的报错
+`TypeError: save_for_backward can only save variables, but argument 1 is of type float`
+
+## 示例
+```python
+@staticmethod
+def forward(ctx, x, alpha):
+    ctx.save_for_backward(x, alpha)
+    return x * alpha
+```
+
+## 改为
+```python
+@staticmethod
+def forward(ctx, x, alpha):
+    ctx.save_for_backward(x)
+    ctx.alpha = alpha
+    return x * alpha
+```
+
+## 修复的安全性
+安全：逐个传入张量，把非张量的值留作 ctx 属性，保存的值完全相同。
+""",  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
+    translates="fce0cd344c93",
+)
+
 RULE = Rule(
     code="GL406",
     name="save-for-backward-non-tensor",
     severity=Severity.ERROR,
-    doc=RuleDoc(__doc__),
+    doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="save_for_backward can only save variables, but argument 1 is of type float",
 )
 

@@ -44,10 +44,17 @@ from graphlife.analysis.values import (
     TensorVal,
     TupleVal,
     Value,
+    replace,
 )
 
 #: Where a module keeps its hooks, by the method that registers them.
 HOOK_TABLES = {"register_forward_hook": "__forward_hooks__", "register_forward_pre_hook": "__forward_pre_hooks__"}
+
+#: Module methods whose hook makes torch wrap the module's inputs and outputs in
+#: ``BackwardHookFunction`` views (an in-place change of one raises: GL110).
+FULL_BACKWARD_HOOK_METHODS = frozenset({"register_full_backward_hook", "register_full_backward_pre_hook"})
+#: Where a module keeps its full backward hooks (so that ``handle.remove()`` takes one off).
+FULL_BACKWARD_HOOKS = "__full_backward_hooks__"
 
 #: Module methods that register code torch runs during backward (run where the engine cannot follow).
 BACKWARD_HOOK_METHODS = frozenset({
@@ -166,6 +173,38 @@ class CallbackParts(EngineCore):
         handle_obj.extra["table"] = table
         return handle
 
+    def register_full_backward_hook(self, module: HeapRef, args: list[Value], state: State,
+                                    site: ast.AST) -> Value:
+        """``module.register_full_backward_hook(fn)``: ``fn`` runs during backward, where the engine
+        does not follow it (it escapes); from now on torch passes the module's inputs and outputs
+        through ``BackwardHookFunction`` (:meth:`through_backward_hooks`)."""
+        self.escape(args, state)
+        hook = args[0] if args else UNKNOWN
+        obj = state.heap_write(module.oid)
+        current = obj.attrs.get(FULL_BACKWARD_HOOKS)
+        items = current.items if isinstance(current, Callbacks) else frozenset()
+        obj.attrs[FULL_BACKWARD_HOOKS] = Callbacks(items | {hook})
+        obj.backward_hooked = True
+        handle = self.new_object(state, "hook_handle", site)
+        handle_obj = state.heap[handle.oid]
+        handle_obj.attrs["__module__"] = module
+        handle_obj.attrs["__hook__"] = hook
+        handle_obj.extra["table"] = FULL_BACKWARD_HOOKS
+        return handle
+
+    def through_backward_hooks(self, module: HeapRef, value: Value, state: State, site: ast.AST) -> Value:
+        """What the module's forward gets, or its call returns, when a full backward hook is
+        registered: each tensor that requires grad becomes a view made by ``BackwardHookFunction``
+        (same storage; only where the hook is certainly registered and gradients are on)."""
+        obj = state.heap.get(module.oid)
+        if obj is None or obj.backward_hooked is not True or state.grad_enabled is not True:
+            return value
+        if isinstance(value, TensorVal) and value.requires_grad is True and value.certain:
+            return replace(value, hook_view=site)
+        if isinstance(value, TupleVal):
+            return TupleVal(tuple(self.through_backward_hooks(module, item, state, site) for item in value.items))
+        return value
+
     def remove_hook(self, handle: HeapRef, state: State) -> Value:
         """``handle.remove()``: the hook no longer runs."""
         obj = state.heap.get(handle.oid)
@@ -175,7 +214,11 @@ class CallbackParts(EngineCore):
         if isinstance(module, HeapRef) and module.oid in state.heap and isinstance(table, str):
             current = state.heap[module.oid].attrs.get(table)
             if isinstance(current, Callbacks) and hook in current.items:
-                state.heap_write(module.oid).attrs[table] = Callbacks(current.items - {hook})
+                writable = state.heap_write(module.oid)
+                left = current.items - {hook}
+                writable.attrs[table] = Callbacks(left)
+                if table == FULL_BACKWARD_HOOKS and not left:
+                    writable.backward_hooked = False
         return NONE
 
     def module_hooks(self, module: HeapRef, table: str, state: State) -> list[FunctionRef]:
