@@ -48,3 +48,20 @@ def test_what_is_not_certain_leaves_both_branches() -> None:
     for test in ("MODE // 0 == 1", "MODE * 0.5 == 1.5", "len(__file__) > 3"):
         findings = _codes(TWICE.format(mode=3, test=test))
         assert [code for code, _, _ in findings] == ["GL101"], test  # the branch may run
+
+
+def test_a_counter_in_a_loop_is_not_one_iterations_value() -> None:
+    """The body's second run stands for every later iteration: `step` is not 1 there."""
+    source = """import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1)
+step = 0
+for x in [torch.randn(8, 4) for _ in range(8)]:
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    if step % 4 == 3:
+        loss.backward()
+    step += 1
+"""
+    assert [(code, line) for code, line, _ in _codes(source)] == [("GL101", 10)]

@@ -5,7 +5,10 @@ itself recursively, ``if mode == "train":`` after ``mode = "train"``: the branch
 certain when both sides are known numbers or strings, and taking only that branch keeps the
 modules and graphs it builds known (both branches joined would make them unknown).
 Only small, exact values are folded: an ``int`` result stays within ``SMALL_INT``, a string
-within ``MAX_TEXT``; anything else is an unknown number, as before.
+within ``MAX_TEXT``; anything else is an unknown number, as before. Arithmetic is not folded
+inside a loop (the engine's second run of a loop body stands for every later iteration, so a
+counter must not hold one iteration's value there); comparisons are, as the first run of a
+body is the first iteration.
 """
 
 from __future__ import annotations

@@ -432,7 +432,9 @@ def binop(interp: TorchEngine, state: State, op: ast.operator, left: Value, righ
         result = apply_op(interp, state, f"Tensor.__r{name}__", [right, left], [right_expr, left_expr], site)
         return mark_scalar(result) if _scalar_operands(right, left) and not isinstance(op, ast.MatMult) else result
     if isinstance(left, Number) and isinstance(right, Number):
-        if left.const is not None and right.const is not None:
+        # Not in a loop: the engine runs a loop's body for the first iteration, then once for all
+        # the later ones, so a counter (`step += 1`) must not carry the second iteration's value.
+        if left.const is not None and right.const is not None and not interp.run_state.loop_stack:
             folded = constants.fold_binop(op, left.const, right.const)
             if folded is not constants.NOT_FOLDED:
                 return Number(folded)
