@@ -65,6 +65,8 @@ FACTORIES = {
     "full_like", "normal", "logspace", "Tensor", "FloatTensor", "LongTensor",
 }
 CONVERSIONS = {"to", "cuda", "cpu", "double", "float", "half", "bfloat16", "type", "long", "int", "bool"}
+#: NumPy functions that turn a tensor into an array (through ``Tensor.__array__``, i.e. ``.numpy()``).
+NUMPY_CONVERSIONS = frozenset({"numpy.array", "numpy.asarray", "numpy.asanyarray"})
 NUMBER_METHODS = {
     "item", "tolist", "numpy", "__float__", "__int__", "dim", "size", "numel", "nelement", "ndimension", "element_size",
     "is_contiguous", "data_ptr", "get_device", "stride",
@@ -675,6 +677,12 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         return make_defaultdict(interp, state, args[0] if args else None, call)
     if name in namedtuples.NAMEDTUPLE_FACTORIES:
         return namedtuples.make_namedtuple_class(interp, state, args, kwargs)
+    if name in NUMPY_CONVERSIONS and args and isinstance(args[0], TensorVal) and not args[0].opaque:
+        if call.args and not isinstance(call.args[0], ast.Starred):
+            # NumPy converts a tensor through `Tensor.__array__`, which is `.numpy()`.
+            interp.emit(NumpyEvent(stmt=interp.current_stmt(), state=state, tensor=args[0], call=call,
+                                   receiver=call.args[0]))
+        return UNKNOWN
     if name in ("itertools.chain", "itertools.chain.from_iterable") and args:
         parts = list(args) if name == "itertools.chain" else [interp.iter_element(args[0], state)]
         return chained(interp, state, parts, call)

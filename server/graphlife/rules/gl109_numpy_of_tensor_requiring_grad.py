@@ -1,8 +1,9 @@
 """`.numpy()` is called on a tensor that requires grad: torch raises.
 
 ## What it does
-Reports `t.numpy()` where `t` requires grad and gradients are on: a parameter, a
-leaf created with `requires_grad=True`, or a value computed from one (a model's
+Reports `t.numpy()` (and `np.array(t)`, `np.asarray(t)`, which call it) where `t`
+requires grad and gradients are on: a parameter, a leaf created with
+`requires_grad=True`, or a value computed from one (a model's
 output, a loss, an advantage, an action sampled with `rsample`), also through
 `.cpu()` or `.to(...)`, which keep the graph. Under `torch.no_grad()` torch lets
 it through.
@@ -49,7 +50,7 @@ ZH_CN = Translation(
     """对需要梯度的张量调用了 `.numpy()`：torch 会报错。
 
 ## 它检查什么
-在记录梯度期间，报告对需要梯度的张量 `t` 调用的 `t.numpy()`：参数、用 `requires_grad=True` 创建的叶子张量，或者由它们算出的值（模型的输出、损失、优势值、用 `rsample` 采样的动作），经过 `.cpu()` 或 `.to(...)` 之后也算，因为它们保留计算图。在 `torch.no_grad()` 下 torch 允许这样做。
+在记录梯度期间，报告对需要梯度的张量 `t` 调用的 `t.numpy()`（以及会调用它的 `np.array(t)`、`np.asarray(t)`）：参数、用 `requires_grad=True` 创建的叶子张量，或者由它们算出的值（模型的输出、损失、优势值、用 `rsample` 采样的动作），经过 `.cpu()` 或 `.to(...)` 之后也算，因为它们保留计算图。在 `torch.no_grad()` 下 torch 允许这样做。
 
 ## 为什么这是问题？
 NumPy 数组无法携带自动求导的计算图，所以 torch 宁可拒绝转换，也不会悄悄丢掉梯度。常见的原因是漏写了 `.detach()`：用于记录、绘图或传给环境的值直接取自训练用的计算图。
@@ -72,7 +73,7 @@ advantages = compute_gae(delta.detach().numpy())   # 或者在 torch.no_grad() �
 ## 修复的安全性
 安全：`.detach()` 给出相同的值但不带计算图，这正是 `.numpy()` 需要的，也是 torch 的报错信息所要求的；通过这个张量训练的部分不受影响。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="692e7140700b",
+    translates="1d982af8ead6",
 )
 
 RULE = Rule(
@@ -86,7 +87,7 @@ RULE = Rule(
 REQUIRES_GRAD = MessageTemplate(
     "GL109.requires-grad",
     "`{call}` raises: `{tensor}` requires grad, and a NumPy array cannot keep its graph. "
-    "Write `{tensor}.detach().numpy()`.{note}",
+    "Detach it first: `{tensor}.detach()`.{note}",
 )
 
 
