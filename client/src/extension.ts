@@ -11,11 +11,14 @@ import { StatusBar } from "./languageStatus";
 import { isPythonExtensionInstalled, pythonApi } from "./pythonExtension";
 import { registerRuleDocumentation, turnOffRule } from "./ruleDocumentation";
 import { ServerManager } from "./server";
+import { useTranslator } from "./l10n";
 import { changeKind } from "./settings";
 
 let manager: ServerManager | undefined;
 
 export function activate(context: vscode.ExtensionContext): void {
+  // The modules without a `vscode` import translate through this (l10n.ts).
+  useTranslator((message, ...args) => vscode.l10n.t(message, ...args));
   const log = vscode.window.createOutputChannel("graphlife", { log: true });
   const status = new StatusBar();
   manager = new ServerManager(context, log, status);
@@ -23,7 +26,7 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(log, status, server);
 
   context.subscriptions.push(
-    vscode.commands.registerCommand("graphlife.restart", () => server.restart("asked by the user", true)),
+    vscode.commands.registerCommand("graphlife.restart", () => server.restart(vscode.l10n.t("asked by the user"), true)),
     vscode.commands.registerCommand("graphlife.showLogs", () => log.show()),
     vscode.commands.registerCommand("graphlife.selectInterpreter", () => selectInterpreter(log)),
     vscode.commands.registerCommand("graphlife.turnOffRule", turnOffRule),
@@ -34,16 +37,16 @@ export function activate(context: vscode.ExtensionContext): void {
       if (kind.interpreter || kind.launch || kind.server) void server.configurationChanged((section) => event.affectsConfiguration(section));
     }),
     // Trust lifts the restriction on a workspace-level graphlife.interpreter.
-    vscode.workspace.onDidGrantWorkspaceTrust(() => server.restart("the workspace is now trusted")),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => server.restart(vscode.l10n.t("the workspace is now trusted"))),
   );
 
-  registerRuleDocumentation(context, (code) => server.ruleDocumentation(code));
+  registerRuleDocumentation(context, (code, language) => server.ruleDocumentation(code, language));
 
   // The inspector is another module's job; its failure must not take the diagnostics down.
   try {
     registerAutogradInspector(context, log);
   } catch (error) {
-    log.error(`The Autograd debug view could not start: ${String(error)}`);
+    log.error(vscode.l10n.t("The Autograd debug view could not start: {0}", String(error)));
   }
 
   // Not awaited: activation must not wait for a Python process (or the Python extension) to come up.
@@ -69,7 +72,7 @@ async function followPythonExtension(context: vscode.ExtensionContext, server: S
     const api = await pythonApi(log);
     // Restarts only when the interpreter resolved now differs (a pinned setting still wins).
     listener = api?.environments.onDidChangeActiveEnvironmentPath(() => {
-      void server.interpreterInputsChanged("the Python extension's active environment changed");
+      void server.interpreterInputsChanged(vscode.l10n.t("the Python extension's active environment changed"));
     });
   };
   let present = isPythonExtensionInstalled();
@@ -79,7 +82,9 @@ async function followPythonExtension(context: vscode.ExtensionContext, server: S
       if (isPythonExtensionInstalled() === present) return;
       present = !present;
       void subscribe();
-      if (!interpreterPinned()) void server.restart(`the Python extension was ${present ? "installed" : "removed"}`);
+      if (!interpreterPinned()) {
+        void server.restart(present ? vscode.l10n.t("the Python extension was installed") : vscode.l10n.t("the Python extension was removed"));
+      }
     }),
   );
   await subscribe();

@@ -7,6 +7,8 @@
 // extension, wants that one, and a silent fallback to another Python would hide
 // their mistake.
 
+import { t } from "./l10n";
+
 export type InterpreterSource = "setting" | "python-extension" | "path";
 
 export interface InterpreterCandidate {
@@ -56,7 +58,7 @@ export function parseInterpreterSetting(setting: unknown): { command: string[]; 
   }
   return {
     command: [],
-    problem: `graphlife.interpreter must be a list of strings such as ["/usr/bin/python3"]; got ${JSON.stringify(setting)}. Ignoring it.`,
+    problem: t('graphlife.interpreter must be a list of strings such as ["/usr/bin/python3"]; got {0}. Ignoring it.', JSON.stringify(setting)),
   };
 }
 
@@ -67,7 +69,7 @@ export function chooseInterpreter(inputs: InterpreterInputs): InterpreterChoice 
   if (parsed.command.length > 0) {
     const command = parsed.command.map((part) => expandVariables(part, inputs));
     if (command.some((part) => part.includes("${workspaceFolder}"))) {
-      problems.push("graphlife.interpreter uses ${workspaceFolder}, but no folder is open.");
+      problems.push(t("graphlife.interpreter uses {0}, but no folder is open.", "${workspaceFolder}"));
     }
     return { candidates: [{ command, source: "setting" }], problems };
   }
@@ -81,11 +83,11 @@ export function chooseInterpreter(inputs: InterpreterInputs): InterpreterChoice 
 export function describeSource(source: InterpreterSource): string {
   switch (source) {
     case "setting":
-      return "the graphlife.interpreter setting";
+      return t("the graphlife.interpreter setting");
     case "python-extension":
-      return "the Python extension's active environment";
+      return t("the Python extension's active environment");
     case "path":
-      return "PATH";
+      return t("PATH");
   }
 }
 

@@ -39,6 +39,22 @@ async function knownEnvironments(log: vscode.LogOutputChannel): Promise<string[]
   return out;
 }
 
+/** Where a Python was found, as the picker's detail line says it. */
+function whereText(where: FoundPython["where"]): string {
+  switch (where) {
+    case "Python extension":
+      return vscode.l10n.t("Python extension");
+    case "PATH":
+      return "PATH";
+    case "workspace":
+      return vscode.l10n.t("workspace");
+    case "pyenv":
+      return "pyenv";
+    case "conda":
+      return "conda";
+  }
+}
+
 async function probeAll(found: FoundPython[]): Promise<PythonItem[]> {
   const probed = await Promise.all(found.map(async (python) => ({ python, result: await probeInterpreter({ command: [python.executable], source: "setting" }) })));
   const items: PythonItem[] = [];
@@ -55,17 +71,17 @@ async function probeAll(found: FoundPython[]): Promise<PythonItem[]> {
     })();
     if (seenReal.has(real) && python.where === "PATH") continue;
     seenReal.add(real);
-    items.push({ label: `Python ${formatVersion(result.info.version)}`, description: python.executable, detail: python.where, executable: python.executable });
+    items.push({ label: `Python ${formatVersion(result.info.version)}`, description: python.executable, detail: whereText(python.where), executable: python.executable });
   }
   return items;
 }
 
 export async function selectInterpreter(log: vscode.LogOutputChannel): Promise<void> {
   const pick = vscode.window.createQuickPick<PythonItem>();
-  pick.title = `Python ${formatVersion(MINIMUM_PYTHON)}+ for the graphlife language server`;
-  pick.placeholder = "Looking for Python interpreters...";
+  pick.title = vscode.l10n.t("Python {0}+ for the graphlife language server", formatVersion(MINIMUM_PYTHON));
+  pick.placeholder = vscode.l10n.t("Looking for Python interpreters...");
   pick.busy = true;
-  const enter: PythonItem = { label: "$(folder-opened) Enter interpreter path...", alwaysShow: true };
+  const enter: PythonItem = { label: `$(folder-opened) ${vscode.l10n.t("Enter interpreter path...")}`, alwaysShow: true };
   pick.items = [enter];
   pick.show();
   const chosen = new Promise<PythonItem | undefined>((resolve) => {
@@ -85,14 +101,14 @@ export async function selectInterpreter(log: vscode.LogOutputChannel): Promise<v
     const items = await probeAll(found);
     pick.items = [...items, enter];
     pick.busy = false;
-    pick.placeholder = items.length ? "Select an interpreter" : `No Python ${formatVersion(MINIMUM_PYTHON)}+ found; enter a path`;
+    pick.placeholder = items.length ? vscode.l10n.t("Select an interpreter") : vscode.l10n.t("No Python {0}+ found; enter a path", formatVersion(MINIMUM_PYTHON));
   })();
   const item = await chosen;
   pick.dispose();
   if (!item) return;
   let executable = item.executable;
   if (!executable) {
-    const picked = await vscode.window.showOpenDialog({ title: pick.title, openLabel: "Use this Python", canSelectFiles: true, canSelectFolders: false, canSelectMany: false });
+    const picked = await vscode.window.showOpenDialog({ title: pick.title, openLabel: vscode.l10n.t("Use this Python"), canSelectFiles: true, canSelectFolders: false, canSelectMany: false });
     executable = picked?.[0]?.fsPath;
   }
   if (!executable) return;

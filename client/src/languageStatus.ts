@@ -45,7 +45,7 @@ export class StatusBar implements vscode.Disposable {
     this.item.detail = look.detail;
     this.item.severity = look.error ? vscode.LanguageStatusSeverity.Error : vscode.LanguageStatusSeverity.Information;
     this.item.busy = this.state === "starting";
-    this.item.command = { title: "Show Logs", command: "graphlife.showLogs", tooltip: this.detail ?? look.detail };
+    this.item.command = { title: vscode.l10n.t("Show Logs"), command: "graphlife.showLogs", tooltip: this.detail ?? look.detail };
   }
 
   dispose(): void {

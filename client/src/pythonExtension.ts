@@ -18,7 +18,7 @@ export async function pythonApi(log: vscode.LogOutputChannel): Promise<PythonExt
   try {
     return await PythonExtension.api();
   } catch (error) {
-    log.warn(`The Python extension is installed but its API is not available: ${String(error)}`);
+    log.warn(vscode.l10n.t("The Python extension is installed but its API is not available: {0}", String(error)));
     return undefined;
   }
 }
@@ -31,9 +31,9 @@ export async function activeInterpreter(api: PythonExtension | undefined, resour
     const resolved = await api.environments.resolveEnvironment(envPath);
     const executable = resolved?.executable.uri?.fsPath;
     if (executable) return executable;
-    log.warn(`The Python extension's active environment (${envPath.path}) has no Python executable.`);
+    log.warn(vscode.l10n.t("The Python extension's active environment ({0}) has no Python executable.", envPath.path));
   } catch (error) {
-    log.warn(`Could not read the Python extension's active environment: ${String(error)}`);
+    log.warn(vscode.l10n.t("Could not read the Python extension's active environment: {0}", String(error)));
   }
   return undefined;
 }

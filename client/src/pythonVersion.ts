@@ -6,6 +6,7 @@
 import { execFile } from "node:child_process";
 
 import type { InterpreterCandidate } from "./interpreter";
+import { t } from "./l10n";
 
 export const MINIMUM_PYTHON: readonly [number, number] = [3, 10];
 
@@ -86,17 +87,17 @@ export async function probeInterpreter(candidate: InterpreterCandidate, runner: 
   const shown = candidate.command.join(" ");
   const result = await runner(candidate.command, ["-I", "-c", PROBE_CODE]);
   if (result.spawnError === "ENOENT" || result.spawnError === "EACCES") {
-    return { ok: false, candidate, reason: "missing", message: `\`${shown}\` was not found (${result.spawnError}).` };
+    return { ok: false, candidate, reason: "missing", message: t("`{0}` was not found ({1}).", shown, result.spawnError) };
   }
   const info = parseProbeOutput(result.stdout);
   if (!info) {
-    const detail = (result.stderr || result.stdout || result.spawnError || "no output").trim().split(/\r?\n/).slice(-3).join(" ");
+    const detail = (result.stderr || result.stdout || result.spawnError || t("no output")).trim().split(/\r?\n/).slice(-3).join(" ");
     // A Python 2 or a very old 3 fails on the probe itself; say what it is when we can tell.
     const version = parseVersionString(result.stderr);
     if (/SyntaxError|invalid syntax/.test(result.stderr) && version === undefined) {
-      return { ok: false, candidate, reason: "too-old", message: `\`${shown}\` is too old to run the probe (Python ${formatVersion(MINIMUM_PYTHON)}+ is needed): ${detail}` };
+      return { ok: false, candidate, reason: "too-old", message: t("`{0}` is too old to run the probe (Python {1}+ is needed): {2}", shown, formatVersion(MINIMUM_PYTHON), detail) };
     }
-    return { ok: false, candidate, reason: "broken", message: `\`${shown}\` did not run as Python: ${detail}` };
+    return { ok: false, candidate, reason: "broken", message: t("`{0}` did not run as Python: {1}", shown, detail) };
   }
   if (!isSupported(info.version)) {
     return {
@@ -104,7 +105,7 @@ export async function probeInterpreter(candidate: InterpreterCandidate, runner: 
       candidate,
       reason: "too-old",
       info,
-      message: `\`${shown}\` is Python ${formatVersion(info.version)}; graphlife needs Python ${formatVersion(MINIMUM_PYTHON)} or newer.`,
+      message: t("`{0}` is Python {1}; graphlife needs Python {2} or newer.", shown, formatVersion(info.version), formatVersion(MINIMUM_PYTHON)),
     };
   }
   return { ok: true, candidate, info };

@@ -8,7 +8,10 @@ export function ruleCodeOf(text: string): string | undefined {
   return /^GL\d{3}$/.test(name) ? name : undefined;
 }
 
-/** The virtual document of a rule's page (the `.md` makes VS Code treat it as markdown). */
-export function ruleUri(code: string): string {
-  return `${RULE_SCHEME}:/${code}.md`;
+/**
+ * The virtual document of a rule's page (the `.md` makes VS Code treat it as markdown).
+ * The language is part of the address, so a page opened after a language change is a new document.
+ */
+export function ruleUri(code: string, language: "en" | "zh-cn" = "en"): string {
+  return `${RULE_SCHEME}:/${code}.md${language === "en" ? "" : `?language=${language}`}`;
 }

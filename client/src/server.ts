@@ -51,7 +51,7 @@ import {
 class GraphlifeClient extends LanguageClient {
   override error(message: string, data?: unknown, showNotification: boolean | "force" = true): void {
     if (isCleanExit(message)) {
-      this.info("The server process ended normally (exit code 0).");
+      this.info(vscode.l10n.t("The server process ended normally (exit code 0)."));
       return;
     }
     super.error(message, data, showNotification);
@@ -91,7 +91,7 @@ export class ServerManager implements vscode.Disposable {
   restart(reason: string, userAsked = false): Promise<void> {
     if (userAsked) this.lastNotified = undefined;
     return this.enqueue(async () => {
-      this.log.info(`Restarting the server: ${reason}`);
+      this.log.info(vscode.l10n.t("Restarting the server: {0}", reason));
       await this.doStop();
       await this.doStart();
     });
@@ -115,12 +115,12 @@ export class ServerManager implements vscode.Disposable {
         () => launchKey(this.clientSettings(this.defaultResource())) !== this.startedWith,
       );
       if (plan.relaunch) {
-        this.log.info("Restarting the server: graphlife.importStrategy, graphlife.path or graphlife.args changed");
+        this.log.info(vscode.l10n.t("Restarting the server: graphlife.importStrategy, graphlife.path or graphlife.args changed"));
         await this.doStop();
         await this.doStart();
         return;
       }
-      if (plan.change) await this.follow("graphlife.interpreter changed", plan.change);
+      if (plan.change) await this.follow(vscode.l10n.t("graphlife.interpreter changed"), plan.change);
       if (plan.push) await this.pushSettings();
     });
   }
@@ -139,27 +139,35 @@ export class ServerManager implements vscode.Disposable {
       return;
     }
     if (change.kind === "restart") {
-      this.log.info(`Restarting the server: ${reason}`);
+      this.log.info(vscode.l10n.t("Restarting the server: {0}", reason));
       await this.doStop();
       await this.doStart();
       return;
     }
-    const to = change.to ? `${change.to.command.join(" ")} from ${describeSource(change.to.source)}` : "another Python";
-    let message =
-      `${reason}: ${describeSource(change.from.source)} no longer names an interpreter, and graphlife does not switch ` +
-      `to ${to} on its own. The server keeps running on ${this.interpreterDescription}; run 'graphlife: Restart Server' to switch.`;
+    const to = change.to ? vscode.l10n.t("{0} from {1}", change.to.command.join(" "), describeSource(change.to.source)) : vscode.l10n.t("another Python");
+    let message = vscode.l10n.t(
+      "{0}: {1} no longer names an interpreter, and graphlife does not switch to {2} on its own. The server keeps running on {3}; run 'graphlife: Restart Server' to switch.",
+      reason,
+      describeSource(change.from.source),
+      to,
+      this.interpreterDescription,
+    );
     if (change.from.source === "setting" && vscode.env.remoteName) {
       message +=
-        " In a remote window (code-server, SSH, WSL, a container) VS Code ignores graphlife.interpreter in the local User settings " +
-        "(it is a machine setting): set it in the Remote settings.";
+        " " +
+        vscode.l10n.t(
+          "In a remote window (code-server, SSH, WSL, a container) VS Code ignores graphlife.interpreter in the local User settings (it is a machine setting): set it in the Remote settings.",
+        );
     }
     this.log.warn(message);
     if (this.reportedProblems.has(message)) return;
     this.reportedProblems.add(message);
     if (!shouldNotify(this.clientSettings(undefined).showNotifications, "warning")) return;
-    void vscode.window.showWarningMessage(message, "Restart Server", "Show Logs").then((choice) => {
-      if (choice === "Restart Server") void this.restart("asked by the user", true);
-      if (choice === "Show Logs") this.log.show();
+    const restartServer = vscode.l10n.t("Restart Server");
+    const showLogs = vscode.l10n.t("Show Logs");
+    void vscode.window.showWarningMessage(message, restartServer, showLogs).then((choice) => {
+      if (choice === restartServer) void this.restart(vscode.l10n.t("asked by the user"), true);
+      if (choice === showLogs) this.log.show();
     });
   }
 
@@ -212,13 +220,14 @@ export class ServerManager implements vscode.Disposable {
   }
 
   /** A rule's page from the running server (`graphlife/ruleDocumentation`). */
-  async ruleDocumentation(code: string): Promise<RulePage | undefined> {
+  async ruleDocumentation(code: string, language: string): Promise<RulePage | undefined> {
     const client = this.client;
     if (!client || !client.isRunning()) return undefined;
     try {
-      return (await client.sendRequest<RulePage | null>("graphlife/ruleDocumentation", { code })) ?? undefined;
+      // `language`: a server that writes pages in several languages may use it; others ignore it.
+      return (await client.sendRequest<RulePage | null>("graphlife/ruleDocumentation", { code, language })) ?? undefined;
     } catch (error) {
-      this.log.warn(`The rule page of ${code} could not be loaded: ${String(error)}`);
+      this.log.warn(vscode.l10n.t("The rule page of {0} could not be loaded: {1}", code, String(error)));
       return undefined;
     }
   }
@@ -235,8 +244,9 @@ export class ServerManager implements vscode.Disposable {
     if (this.reportedProblems.has(message)) return;
     this.reportedProblems.add(message);
     if (!shouldNotify(this.clientSettings(undefined).showNotifications, "warning")) return;
-    void vscode.window.showWarningMessage(message, "Manage Workspace Trust").then((choice) => {
-      if (choice === "Manage Workspace Trust") void vscode.commands.executeCommand("workbench.trust.manage");
+    const manageTrust = vscode.l10n.t("Manage Workspace Trust");
+    void vscode.window.showWarningMessage(message, manageTrust).then((choice) => {
+      if (choice === manageTrust) void vscode.commands.executeCommand("workbench.trust.manage");
     });
   }
 
@@ -262,7 +272,7 @@ export class ServerManager implements vscode.Disposable {
     const choice = await this.resolveChoice(resource);
     for (const problem of choice.problems) this.log.warn(problem);
     const probe = await findWorkingInterpreter(choice.candidates);
-    for (const failure of probe.failures) this.log.warn(`Interpreter from ${describeSource(failure.candidate.source)}: ${failure.message}`);
+    for (const failure of probe.failures) this.log.warn(vscode.l10n.t("Interpreter from {0}: {1}", describeSource(failure.candidate.source), failure.message));
     return { choice, probe };
   }
 
@@ -275,7 +285,7 @@ export class ServerManager implements vscode.Disposable {
     if (chosen.path.length > 0) {
       // graphlife.path: the user's own graphlife executable; no interpreter to resolve.
       const launch = pathLaunch(chosen.path, chosen.args, process.env);
-      this.interpreterDescription = `${chosen.path.join(" ")} (graphlife.path)`;
+      this.interpreterDescription = vscode.l10n.t("{0} (graphlife.path)", chosen.path.join(" "));
       await this.launch(launch, resource, undefined);
       return;
     }
@@ -285,9 +295,9 @@ export class ServerManager implements vscode.Disposable {
       const detail = probe.failures.map((f) => f.message).join(" ");
       const tooOld = probe.failures.some((f) => f.reason === "too-old");
       const headline = tooOld
-        ? `graphlife needs Python ${formatVersion(MINIMUM_PYTHON)}+ to run its language server.`
-        : `graphlife could not find Python ${formatVersion(MINIMUM_PYTHON)}+ to run its language server.`;
-      const message = `${headline} Tried ${describeSource(source)}: ${detail}`;
+        ? vscode.l10n.t("graphlife needs Python {0}+ to run its language server.", formatVersion(MINIMUM_PYTHON))
+        : vscode.l10n.t("graphlife could not find Python {0}+ to run its language server.", formatVersion(MINIMUM_PYTHON));
+      const message = vscode.l10n.t("{0} Tried {1}: {2}", headline, describeSource(source), detail);
       this.log.error(message);
       this.status.set("no-interpreter", message);
       void this.notifyInterpreterProblem(message);
@@ -300,7 +310,7 @@ export class ServerManager implements vscode.Disposable {
       extraArgs: chosen.args,
     });
     if (launch.warning) this.log.warn(launch.warning);
-    this.interpreterDescription = `Python ${formatVersion(info.version)} at ${info.executable} (from ${describeSource(candidate.source)})`;
+    this.interpreterDescription = vscode.l10n.t("Python {0} at {1} (from {2})", formatVersion(info.version), info.executable, describeSource(candidate.source));
     await this.launch(launch, resource, { candidates: choice.candidates, used: candidate });
   }
 
@@ -309,10 +319,13 @@ export class ServerManager implements vscode.Disposable {
     const result = await defaultRunner(command, ["-c", IMPORT_PROBE_CODE]);
     const version = parseImportProbe(result.stdout);
     if (version) {
-      this.log.info(`graphlife.importStrategy is fromEnvironment: running graphlife ${version} from ${executable}'s environment.`);
+      this.log.info(vscode.l10n.t("graphlife.importStrategy is fromEnvironment: running graphlife {0} from {1}'s environment.", version, executable));
       return true;
     }
-    const message = `graphlife.importStrategy is fromEnvironment, but ${executable} cannot import graphlife; running the graphlife bundled with the extension. Install graphlife in that environment (pip install graphlife) to use its version.`;
+    const message = vscode.l10n.t(
+      "graphlife.importStrategy is fromEnvironment, but {0} cannot import graphlife; running the graphlife bundled with the extension. Install graphlife in that environment (pip install graphlife) to use its version.",
+      executable,
+    );
     this.log.warn(message);
     if (!this.reportedProblems.has(message) && shouldNotify(this.clientSettings(undefined).showNotifications, "warning")) {
       void vscode.window.showWarningMessage(message);
@@ -322,7 +335,7 @@ export class ServerManager implements vscode.Disposable {
   }
 
   private async launch(launch: ServerLaunch, resource: vscode.Uri | undefined, running: RunningInterpreter | undefined): Promise<void> {
-    this.log.info(`Starting the server with ${this.interpreterDescription}; ${launch.layout} server; ${launch.command} ${launch.args.join(" ")}`);
+    this.log.info(vscode.l10n.t("Starting the server with {0}; {1} server; {2}", this.interpreterDescription, launch.layout, `${launch.command} ${launch.args.join(" ")}`));
     this.log.debug(`PYTHONPATH=${launch.env.PYTHONPATH ?? ""}`);
 
     const folder = vscode.workspace.workspaceFolders?.[0];
@@ -364,18 +377,20 @@ export class ServerManager implements vscode.Disposable {
           this.crashes = this.crashes.filter((t) => now - t < 180_000);
           this.crashes.push(now);
           if (this.crashes.length <= 3) {
-            this.log.warn(`The graphlife server stopped unexpectedly; restarting it (${this.crashes.length}/3).`);
+            this.log.warn(vscode.l10n.t("The graphlife server stopped unexpectedly; restarting it ({0}/3).", this.crashes.length));
             return { action: CloseAction.Restart };
           }
           this.running = undefined;
-          this.status.set("failed", "The server stopped. See the logs.");
-          this.log.error("The graphlife server stopped unexpectedly; see the lines above. Run 'graphlife: Restart Server' to try again.");
+          this.status.set("failed", vscode.l10n.t("The server stopped. See the logs."));
+          this.log.error(vscode.l10n.t("The graphlife server stopped unexpectedly; see the lines above. Run 'graphlife: Restart Server' to try again."));
           if (!shouldNotify(this.clientSettings(undefined).showNotifications, "error")) return { action: CloseAction.DoNotRestart };
+          const showLogs = vscode.l10n.t("Show Logs");
+          const restartServer = vscode.l10n.t("Restart Server");
           void vscode.window
-            .showErrorMessage("The graphlife language server stopped. The log says why.", "Show Logs", "Restart Server")
+            .showErrorMessage(vscode.l10n.t("The graphlife language server stopped. The log says why."), showLogs, restartServer)
             .then((choice) => {
-              if (choice === "Show Logs") this.log.show();
-              if (choice === "Restart Server") void this.restart("asked after a crash", true);
+              if (choice === showLogs) this.log.show();
+              if (choice === restartServer) void this.restart(vscode.l10n.t("asked after a crash"), true);
             });
           return { action: CloseAction.DoNotRestart };
         },
@@ -393,7 +408,7 @@ export class ServerManager implements vscode.Disposable {
     } catch (error) {
       this.client = undefined;
       this.status.set("failed", String(error));
-      this.log.error(`The server did not start: ${String(error)}`);
+      this.log.error(vscode.l10n.t("The server did not start: {0}", String(error)));
       return;
     }
     this.lastNotified = undefined;
@@ -408,7 +423,7 @@ export class ServerManager implements vscode.Disposable {
     try {
       if (client.needsStop()) await client.stop(5000);
     } catch (error) {
-      this.log.warn(`Stopping the server: ${String(error)}`);
+      this.log.warn(vscode.l10n.t("Stopping the server: {0}", String(error)));
     }
     await client.dispose().catch(() => undefined);
     this.status.set("stopped");
@@ -419,8 +434,10 @@ export class ServerManager implements vscode.Disposable {
     if (this.lastNotified === message) return;
     this.lastNotified = message;
     if (!shouldNotify(this.clientSettings(undefined).showNotifications, "error")) return;
-    const choice = await vscode.window.showErrorMessage(message, "Select Interpreter", "Show Logs");
-    if (choice === "Select Interpreter") await vscode.commands.executeCommand("graphlife.selectInterpreter");
-    if (choice === "Show Logs") this.log.show();
+    const selectInterpreter = vscode.l10n.t("Select Interpreter");
+    const showLogs = vscode.l10n.t("Show Logs");
+    const choice = await vscode.window.showErrorMessage(message, selectInterpreter, showLogs);
+    if (choice === selectInterpreter) await vscode.commands.executeCommand("graphlife.selectInterpreter");
+    if (choice === showLogs) this.log.show();
   }
 }

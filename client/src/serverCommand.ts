@@ -11,6 +11,7 @@
 import * as path from "node:path";
 
 import type { PythonInfo } from "./pythonVersion";
+import { t } from "./l10n";
 
 export interface ServerLaunch {
   command: string;
@@ -84,9 +85,11 @@ export function serverLaunch(
     if (exists(compiled)) {
       entries.push(compiled);
     } else {
-      warning =
-        `This build of graphlife has no compiled libraries for Python ${info.version[0]}.${info.version[1]} (${tag}); ` +
-        "diagnostics work, quick fixes need libcst importable from the interpreter.";
+      warning = t(
+        "This build of graphlife has no compiled libraries for Python {0} ({1}); diagnostics work, quick fixes need libcst importable from the interpreter.",
+        `${info.version[0]}.${info.version[1]}`,
+        tag,
+      );
     }
     entries.push(path.join(bundled, "libs", "common"), bundled);
   } else {

@@ -1,11 +1,12 @@
 // Editor settings -> what the language server is told. No `vscode` import (node tests).
 //
 // The server reads `enable`, `select`, `ignore`, `severity`, `lintOnChange`, `debounce`
-// (graphlife/config.py), `showSyntaxErrors` and `reportingScope` (graphlife/lsp/settings.py). They go out as `initializationOptions: {settings}` on start
+// (graphlife/config.py), `showSyntaxErrors`, `reportingScope` and `language` (graphlife/lsp/settings.py). They go out as `initializationOptions: {settings}` on start
 // and as the answer to `workspace/configuration` for section `graphlife`. Values of
 // the wrong shape are dropped here with a message, so the log says which setting the
 // user has to fix instead of the server guessing.
 
+import { t } from "./l10n";
 import { type InterpreterChange, type InterpreterChoice, interpreterChange, type RunningInterpreter } from "./interpreter";
 
 export const SEVERITY_LEVELS = ["error", "warning", "information", "hint", "off"] as const;
@@ -20,10 +21,15 @@ export interface ServerSettings {
   debounce: number; // ms after the last change before the server analyzes again
   showSyntaxErrors: boolean;
   reportingScope: ReportingScope;
+  /** The language of the server's messages and hovers: `auto` follows the `locale` VS Code sends in initialize. */
+  language: LanguageSetting;
 }
 
 export const REPORTING_SCOPES = ["file", "workspace"] as const;
 export type ReportingScope = (typeof REPORTING_SCOPES)[number];
+
+export const LANGUAGE_SETTINGS = ["auto", "en", "zh-cn"] as const;
+export type LanguageSetting = (typeof LANGUAGE_SETTINGS)[number];
 
 export const DEFAULT_SETTINGS: ServerSettings = {
   enable: true,
@@ -34,10 +40,11 @@ export const DEFAULT_SETTINGS: ServerSettings = {
   debounce: 300,
   showSyntaxErrors: true,
   reportingScope: "file",
+  language: "auto",
 };
 
 /** The keys of `graphlife.*` that the server uses; the rest (interpreter, trace) stay in the client. */
-export const SERVER_KEYS = ["enable", "select", "ignore", "severity", "lintOnChange", "debounce", "showSyntaxErrors", "reportingScope"] as const;
+export const SERVER_KEYS = ["enable", "select", "ignore", "severity", "lintOnChange", "debounce", "showSyntaxErrors", "reportingScope", "language"] as const;
 
 export type SettingReader = (key: string) => unknown;
 
@@ -47,7 +54,7 @@ function codes(key: string, value: unknown, problems: string[]): string[] {
   if (value === undefined || value === null) return [];
   const list = typeof value === "string" ? [value] : value;
   if (!Array.isArray(list) || !list.every((v) => typeof v === "string")) {
-    problems.push(`graphlife.${key} must be a list of rule codes or prefixes such as ["GL1", "GL203"]; ignoring ${JSON.stringify(value)}.`);
+    problems.push(t('graphlife.{0} must be a list of rule codes or prefixes such as ["GL1", "GL203"]; ignoring {1}.', key, JSON.stringify(value)));
     return [];
   }
   const out: string[] = [];
@@ -55,7 +62,7 @@ function codes(key: string, value: unknown, problems: string[]): string[] {
     const code = raw.trim().toUpperCase();
     if (code === "") continue;
     if (!CODE.test(code)) {
-      problems.push(`graphlife.${key}: "${raw}" is not a graphlife rule code or prefix (GL, GL1, GL101, ...); ignoring it.`);
+      problems.push(t('graphlife.{0}: "{1}" is not a graphlife rule code or prefix (GL, GL1, GL101, ...); ignoring it.', key, raw));
       continue;
     }
     out.push(code);
@@ -66,21 +73,21 @@ function codes(key: string, value: unknown, problems: string[]): string[] {
 function bool(key: string, value: unknown, fallback: boolean, problems: string[]): boolean {
   if (value === undefined || value === null) return fallback;
   if (typeof value === "boolean") return value;
-  problems.push(`graphlife.${key} must be true or false; using ${fallback}.`);
+  problems.push(t("graphlife.{0} must be true or false; using {1}.", key, fallback));
   return fallback;
 }
 
 function milliseconds(key: string, value: unknown, fallback: number, problems: string[]): number {
   if (value === undefined || value === null) return fallback;
   if (typeof value === "number" && Number.isFinite(value) && value >= 0 && value <= 5000) return value;
-  problems.push(`graphlife.${key} must be a number of milliseconds between 0 and 5000; using ${fallback}.`);
+  problems.push(t("graphlife.{0} must be a number of milliseconds between 0 and 5000; using {1}.", key, fallback));
   return fallback;
 }
 
 function severity(value: unknown, problems: string[]): Record<string, SeverityLevel> {
   if (value === undefined || value === null) return {};
   if (typeof value !== "object" || Array.isArray(value)) {
-    problems.push(`graphlife.severity must map rule codes or prefixes to ${SEVERITY_LEVELS.join("/")}, e.g. {"GL2": "information"}; ignoring it.`);
+    problems.push(t('graphlife.severity must map rule codes or prefixes to {0}, e.g. {1}; ignoring it.', SEVERITY_LEVELS.join("/"), '{"GL2": "information"}'));
     return {};
   }
   const out: Record<string, SeverityLevel> = {};
@@ -88,11 +95,11 @@ function severity(value: unknown, problems: string[]): Record<string, SeverityLe
     const code = rawCode.trim().toUpperCase();
     const level = typeof rawLevel === "string" ? rawLevel.trim().toLowerCase() : rawLevel;
     if (!CODE.test(code)) {
-      problems.push(`graphlife.severity: "${rawCode}" is not a graphlife rule code or prefix; ignoring it.`);
+      problems.push(t('graphlife.severity: "{0}" is not a graphlife rule code or prefix; ignoring it.', rawCode));
       continue;
     }
     if (typeof level !== "string" || !(SEVERITY_LEVELS as readonly string[]).includes(level)) {
-      problems.push(`graphlife.severity: ${JSON.stringify(rawLevel)} for ${code} is not one of ${SEVERITY_LEVELS.join(", ")}; ignoring it.`);
+      problems.push(t("graphlife.severity: {0} for {1} is not one of {2}; ignoring it.", JSON.stringify(rawLevel), code, SEVERITY_LEVELS.join(", ")));
       continue;
     }
     out[code] = level as SeverityLevel;
@@ -112,21 +119,27 @@ export function serverSettings(read: SettingReader): { settings: ServerSettings;
     debounce: milliseconds("debounce", read("debounce"), DEFAULT_SETTINGS.debounce, problems),
     showSyntaxErrors: bool("showSyntaxErrors", read("showSyntaxErrors"), DEFAULT_SETTINGS.showSyntaxErrors, problems),
     reportingScope: oneOf("reportingScope", read("reportingScope"), REPORTING_SCOPES, DEFAULT_SETTINGS.reportingScope, problems),
+    language: oneOf("language", lowerCase(read("language")), LANGUAGE_SETTINGS, DEFAULT_SETTINGS.language, problems),
   };
   return { settings, problems };
+}
+
+/** `zh-CN` as written by hand is the `zh-cn` of the enum. */
+function lowerCase(value: unknown): unknown {
+  return typeof value === "string" ? value.trim().toLowerCase() : value;
 }
 
 function oneOf<T extends string>(key: string, value: unknown, allowed: readonly T[], fallback: T, problems: string[]): T {
   if (value === undefined || value === null) return fallback;
   if (typeof value === "string" && (allowed as readonly string[]).includes(value)) return value as T;
-  problems.push(`graphlife.${key} must be one of ${allowed.join(", ")}; using ${fallback}.`);
+  problems.push(t("graphlife.{0} must be one of {1}; using {2}.", key, allowed.join(", "), fallback));
   return fallback;
 }
 
 function strings(key: string, value: unknown, problems: string[]): string[] {
   if (value === undefined || value === null) return [];
   if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.map((v) => v.trim()).filter((v) => v !== "");
-  problems.push(`graphlife.${key} must be a list of strings; ignoring ${JSON.stringify(value)}.`);
+  problems.push(t("graphlife.{0} must be a list of strings; ignoring {1}.", key, JSON.stringify(value)));
   return [];
 }
 
@@ -273,8 +286,8 @@ export function restrictedModeMessage(
     if (named(value)) ignored.push(`graphlife.${key} (${JSON.stringify(value)})`);
   }
   if (ignored.length === 0) return undefined;
-  return (
-    `Restricted Mode: graphlife ignored ${ignored.join(" and ")} from this workspace's settings and runs the server another way. ` +
-    "Trust the workspace to use them, or set them in your user settings."
+  return t(
+    "Restricted Mode: graphlife ignored {0} from this workspace's settings and runs the server another way. Trust the workspace to use them, or set them in your user settings.",
+    ignored.join(t(" and ")),
   );
 }

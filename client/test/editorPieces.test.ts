@@ -19,6 +19,7 @@ test("rule pages are virtual markdown documents named by the code", () => {
   assert.equal(ruleCodeOf("/GL102.md"), "GL102");
   assert.equal(ruleCodeOf("E501"), undefined);
   assert.equal(ruleUri("GL101"), "graphlife-rule:/GL101.md");
+  assert.equal(ruleUri("GL101", "zh-cn"), "graphlife-rule:/GL101.md?language=zh-cn", "a page in another language is another document");
 });
 
 test("only exit code 0 is a clean exit", () => {

@@ -30,7 +30,11 @@ interface Manifest {
 }
 
 const root = path.resolve(__dirname, "../../..");
-const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")) as Manifest;
+/** package.json as an English user reads it: its `%key%` strings replaced from package.nls.json. */
+const english = JSON.parse(fs.readFileSync(path.join(root, "package.nls.json"), "utf8")) as Record<string, string>;
+const manifest = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"), (_key, value: unknown) =>
+  typeof value === "string" && /^%[\w.-]+%$/.test(value) ? (english[value.slice(1, -1)] ?? value) : value,
+) as Manifest;
 const properties = manifest.contributes.configuration.properties;
 
 test("every server setting and the client settings are declared with a description", () => {

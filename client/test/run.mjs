@@ -29,6 +29,8 @@ if (tests.length === 0) {
 fs.rmSync(outRoot, { recursive: true, force: true });
 await esbuild.build({
   ...common,
+  // The compiler API (the l10n tests read client/src's syntax tree) is loaded from node_modules, not bundled.
+  external: [...common.external, "typescript"],
   entryPoints: tests,
   outbase: testRoot,
   outdir: outRoot,

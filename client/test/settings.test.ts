@@ -44,6 +44,7 @@ test("settings map to initializationOptions.settings with the server's key names
       debounce: 120,
       showSyntaxErrors: true,
       reportingScope: "file",
+      language: "auto",
     },
     // The commands hover links and the light bulb may use.
     ruleDocumentationCommand: "graphlife.showRuleDocumentation",
@@ -135,4 +136,15 @@ test("Restricted Mode says which workspace settings were ignored, and only then"
   assert.match(message, /^Restricted Mode: graphlife ignored graphlife\.interpreter \(\["\/ws\/\.venv\/bin\/python"\]\) and graphlife\.path/);
   const folder = restrictedModeMessage(false, () => ({ workspaceFolderValue: ["/ws/py"] })) ?? "";
   assert.match(folder, /graphlife\.interpreter/);
+});
+
+test("graphlife.language goes to the server as auto, en or zh-cn; a hand-written zh-CN is zh-cn; anything else is auto with a message", () => {
+  assert.equal(serverSettings(reader({})).settings.language, "auto");
+  assert.equal(serverSettings(reader({ language: "zh-CN" })).settings.language, "zh-cn");
+  assert.equal(serverSettings(reader({ language: "en" })).settings.language, "en");
+  const broken = serverSettings(reader({ language: "fr" }));
+  assert.equal(broken.settings.language, "auto");
+  assert.match(broken.problems[0], /graphlife\.language must be one of auto, en, zh-cn; using auto/);
+  assert.equal(configurationAnswer("graphlife.language", serverSettings(reader({ language: "zh-cn" })).settings), "zh-cn");
+  assert.deepEqual(changeKind((section) => section === "graphlife.language"), { interpreter: false, launch: false, server: true });
 });

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from graphlife.analysis import skipped_notes as skipped
 from graphlife.config import Config
 from graphlife.findings import Finding
 from graphlife.project.limits import MAX_SOURCE_BYTES
@@ -110,10 +111,10 @@ def run_checks(
     if not config.enable:
         return result
     if len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
-        result.notes.append(f"file is larger than {MAX_SOURCE_BYTES // 1_000_000} MB; not analyzed")
+        result.notes.append(skipped.TOO_LARGE(megabytes=MAX_SOURCE_BYTES // 1_000_000))
         return result
     if "\x00" in source:
-        result.notes.append("file contains NUL bytes (binary?); not analyzed")
+        result.notes.append(skipped.NUL_BYTES())
         return result
 
     parsed = parse(source)

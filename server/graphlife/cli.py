@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from graphlife import __version__
+from graphlife.cli_language import add_language_option, chosen_language
 from graphlife.config import CommandLineSettings, Config, config_for_path
+from graphlife.findings import localized
 from graphlife.output.report import SEVERITY_RANK, FileReport, Note, RunResult, exit_status
 from graphlife.text_lines import source_lines, source_lines_keepends
 
@@ -46,17 +48,18 @@ def read_source(path: str) -> str:
 
 #: One file to check: its path, its settings, the mode (check, fix, diff), whether the cache
 #: of results is used, its text when it was not read from the path (standard input), and
-#: whether the fixes that change behaviour are applied too (``--unsafe-fixes``).
-Job = tuple[str, Config, str, bool, str | None, bool]
+#: whether the fixes that change behaviour are applied too (``--unsafe-fixes``), and the
+#: language of the messages (:mod:`graphlife.i18n`).
+Job = tuple[str, Config, str, bool, str | None, bool, str]
 
 
 def _check_one(job: Job) -> FileReport:
-    path, config, mode, use_cache, text, unsafe = job
+    path, config, mode, use_cache, text, unsafe, language = job
     from graphlife.checker import check_source, project_modules  # noqa: PLC0415
 
     report = FileReport(path=path, settings_problems=list(config.problems))
     if path.endswith(".ipynb"):
-        return _check_notebook(path, config, report, text, mode, unsafe)
+        return _check_notebook(path, config, report, text, mode, unsafe, language)
     from graphlife.source_files import read_source_file  # noqa: PLC0415
 
     if text is None:
@@ -68,13 +71,13 @@ def _check_one(job: Job) -> FileReport:
         source, report.encoding = read.text, read.encoding
     else:
         source = text
-    cached = _cached_report(path, source, config) if use_cache and mode == "check" else None
+    cached = _cached_report(path, source, config, language) if use_cache and mode == "check" else None
     if cached is not None:
         return cached
     modules = project_modules(path if text is None else os.path.abspath(path), config, _shared_sources())
     result = check_source(source, path, config, modules=modules)
     report.lines = source_lines(source)
-    report.findings = [f.to_json(path) for f in result.findings]
+    report.findings = [f.to_json(path, language) for f in result.findings]
     for other in {f.span.path for f in result.findings} - {None}:
         report.other_lines[str(other)] = modules.lines_of(str(other)) or []
     report.notes.extend(f"cannot analyze {where} (imported): {reason}" for where, reason in modules.unreadable.items())
@@ -88,7 +91,7 @@ def _check_one(job: Job) -> FileReport:
     elif mode in ("fix", "diff") and result.syntax_errors:
         report.notes.append("not fixed: the file has a syntax error")
     if use_cache and mode == "check" and not any("time box" in note for note in result.notes):
-        _store_report(report, source, config, modules)
+        _store_report(report, source, config, modules, language)
     return report
 
 
@@ -105,17 +108,18 @@ def _result_cache(folder: str) -> ResultCache:
     return ResultCache(Path(folder))
 
 
-def _cache_keys(path: str, source: str, config: Config) -> tuple[ResultCache, str, str]:
+def _cache_keys(path: str, source: str, config: Config, language: str) -> tuple[ResultCache, str, str]:
     """The cache for ``path`` (at its project's root), the hash of its text, and the settings
     key; the current folder and the spelling of ``path`` are part of it, as findings in other
     files spell their paths like it (relative to the current folder, or absolute)."""
     from graphlife.project.result_cache import default_cache_folder, settings_key, text_hash  # noqa: PLC0415
 
     cache = _result_cache(str(default_cache_folder(path)))
-    return cache, text_hash(source), f"{settings_key(config)}:{os.getcwd()}:{path}"
+    key = f"{settings_key(config)}:{os.getcwd()}:{path}"
+    return cache, text_hash(source), key if language == "en" else f"{key}:{language}"  # the messages it keeps
 
 
-def _from_cache(path: str, config: Config) -> FileReport | None:
+def _from_cache(path: str, config: Config, language: str) -> FileReport | None:
     """The cached report of a Python file (not a notebook), or ``None`` to check it."""
     if path.endswith(".ipynb"):
         return None
@@ -123,16 +127,16 @@ def _from_cache(path: str, config: Config) -> FileReport | None:
         source = read_source(path)
     except (OSError, ValueError):
         return None  # the check reports why it cannot be read
-    report = _cached_report(path, source, config)
+    report = _cached_report(path, source, config, language)
     if report is not None:
         report.settings_problems = list(config.problems)
     return report
 
 
-def _cached_report(path: str, source: str, config: Config) -> FileReport | None:
+def _cached_report(path: str, source: str, config: Config, language: str) -> FileReport | None:
     """The report of an earlier run, when the file, every module it imported and the settings
     are unchanged."""
-    cache, text, settings = _cache_keys(path, source, config)
+    cache, text, settings = _cache_keys(path, source, config, language)
     hit = cache.lookup(path, text, settings)
     if hit is None or not isinstance(hit.payload, dict):
         return None
@@ -146,8 +150,8 @@ def _cached_report(path: str, source: str, config: Config) -> FileReport | None:
     return report
 
 
-def _store_report(report: FileReport, source: str, config: Config, modules: ProjectModules) -> None:
-    cache, text, settings = _cache_keys(report.path, source, config)
+def _store_report(report: FileReport, source: str, config: Config, modules: ProjectModules, language: str) -> None:
+    cache, text, settings = _cache_keys(report.path, source, config, language)
     payload = {name: getattr(report, name) for name in _CACHED_FIELDS}
     cache.store(report.path, text, settings, modules.dependencies(), payload, folders=modules.folders_searched())
     for warning in cache.warnings():
@@ -195,12 +199,12 @@ def merge_project_findings(reports: list[FileReport]) -> list[FileReport]:
 
 
 def _check_notebook(path: str, config: Config, report: FileReport, text: str | None = None, mode: str = "check",
-                    unsafe: bool = False) -> FileReport:
+                    unsafe: bool = False, language: str = "en") -> FileReport:
     """A notebook's code cells, analyzed together in cell order; findings point into their cell
     (and fixed cell by cell). Only nbformat 4 notebooks of a Python kernel are checked (a note
     says why another is not)."""
     from graphlife.checker import check_source  # noqa: PLC0415
-    from graphlife.lsp.notebooks import CellText, cell_relative_lines, join_cells  # noqa: PLC0415
+    from graphlife.lsp.notebooks import CellText, cell_relative_lines, cell_relative_text, join_cells  # noqa: PLC0415
     from graphlife.notebook_format import why_not_checked  # noqa: PLC0415
     from graphlife.source_files import check_readable  # noqa: PLC0415
 
@@ -243,13 +247,18 @@ def _check_notebook(path: str, config: Config, report: FileReport, text: str | N
 
     report.lines = source_lines(source)
     for finding in result.findings:
-        data = finding.to_json(path)
+        data = finding.to_json(path, language)
         data["message"] = cell_relative_lines(data["message"], segment_for_line)  # "line 48" -> "line 3 (cell 6)"
+        if language != "en":
+            data["localized_message"] = cell_relative_text(finding.message, segment_for_line, language)
         data["cell"], data["cell_line"] = locate(finding.line)
         for related in data["related"]:
             related["cell"], related["cell_line"] = locate(related["line"])
             if "message" in related:
                 related["message"] = cell_relative_lines(related["message"], segment_for_line)
+        for related, place in zip(data["related"], finding.related, strict=True):
+            if "localized_message" in related:
+                related["localized_message"] = cell_relative_text(place.message, segment_for_line, language)
         report.findings.append(data)
     report.syntax_errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
     report.syntax_error_cells = [locate(e.line) for e in result.syntax_errors]
@@ -298,10 +307,12 @@ def _run_check(args: argparse.Namespace, mode: str) -> int:
     use_cache = mode == "check" and not args.no_cache
     # Files whose results are in the cache are answered here: a project checked again
     # unchanged starts no worker process and analyzes nothing.
-    known = {path: report for path in files if (report := _from_cache(path, configs[path])) is not None} \
+    language = chosen_language(args)
+    known = {path: report for path in files if (report := _from_cache(path, configs[path], language)) is not None} \
         if use_cache else {}
     unsafe = bool(getattr(args, "unsafe_fixes", False))
-    jobs: list[Job] = [(path, configs[path], mode, use_cache, None, unsafe) for path in files if path not in known]
+    jobs: list[Job] = [(path, configs[path], mode, use_cache, None, unsafe, language)
+                       for path in files if path not in known]
     if jobs:
         load_engine()
     if len(jobs) > 3 and (os.cpu_count() or 1) > 1:
@@ -361,7 +372,8 @@ def _run_check_stdin(args: argparse.Namespace, mode: str, command_line: CommandL
         return 2
     load_engine()
     unsafe = bool(getattr(args, "unsafe_fixes", False))
-    report = _check_one((name, config, "diff" if mode == "fix" else mode, False, text, unsafe))
+    language = chosen_language(args)
+    report = _check_one((name, config, "diff" if mode == "fix" else mode, False, text, unsafe, language))
     if mode != "fix":
         return _finish(args, mode, [report], [], {name: config})
     fixed = report.fixed_source if report.fixed_source is not None else text
@@ -370,7 +382,7 @@ def _run_check_stdin(args: argparse.Namespace, mode: str, command_line: CommandL
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_broken_pipe()
-    remaining = _check_one((name, config, "check", False, fixed, False))
+    remaining = _check_one((name, config, "check", False, fixed, False, language))
     result = _result(args, [remaining], [], colour=False)
     from graphlife.output import write  # noqa: PLC0415
 
@@ -389,7 +401,7 @@ def _result(args: argparse.Namespace, reports: list[FileReport], notes: list[Not
     notes.extend(Note(None, problem) for problem in problems)  # once per run, however many files
     readable = merge_project_findings([r for r in reports if not r.read_error])
     return RunResult(version=__version__, reports=readable, notes=notes, statistics=args.statistics,
-                     quiet=args.quiet, colour=colour)
+                     quiet=args.quiet, colour=colour, language=chosen_language(args))
 
 
 def _finish(args: argparse.Namespace, mode: str, reports: list[FileReport], notes: list[Note],
@@ -413,9 +425,9 @@ def _finish(args: argparse.Namespace, mode: str, reports: list[FileReport], note
             for note in result.notes:  # also in the machine formats; here for the person at the terminal
                 if note.level == "error" or not args.quiet:
                     where = f"{note.path}: " if note.path is not None else ""
-                    print(f"graphlife: {where}{note.message}", file=sys.stderr)
+                    print(f"graphlife: {where}{localized(note.message, result.language)}", file=sys.stderr)
         if mode in ("fix", "diff"):
-            failed_write = not _apply_fixes(result.reports, mode, configs, out)
+            failed_write = not _apply_fixes(result.reports, mode, configs, out, chosen_language(args))
         if not args.silent and not (mode == "diff" and args.output_format in ("text", "full")):
             write(args.output_format, result, out)
         out.flush()
@@ -441,7 +453,8 @@ def _quiet_broken_pipe() -> None:
         os.close(devnull)
 
 
-def _apply_fixes(reports: list[FileReport], mode: str, configs: dict[str, Config], out: TextIO) -> bool:
+def _apply_fixes(reports: list[FileReport], mode: str, configs: dict[str, Config], out: TextIO,
+                 language: str = "en") -> bool:
     """Print or write the fixes; ``False`` when a fix could not be written (said on stderr)."""
     import difflib  # noqa: PLC0415
 
@@ -476,7 +489,7 @@ def _apply_fixes(reports: list[FileReport], mode: str, configs: dict[str, Config
         for index, report in enumerate(reports):
             if report.fixed_source is not None:
                 reports[index] = _check_one((report.path, configs.get(report.path, Config()), "check", False, None,
-                                             False))
+                                             False, language))
     return not failed
 
 
@@ -488,10 +501,11 @@ def _run_rules(args: argparse.Namespace) -> int:
         if rule is None:
             print(f"graphlife: unknown rule {args.code}", file=sys.stderr)
             return 2
-        print(rule.markdown())
+        print(rule.markdown(chosen_language(args)))
         return 0
+    language = chosen_language(args)
     for rule in all_rules():
-        print(f"{rule.code}  {rule.name:<40} {rule.severity.value:<12} {rule.doc.summary}")
+        print(f"{rule.code}  {rule.name:<40} {rule.severity.value:<12} {rule.doc.in_language(language).summary}")
     return 0
 
 
@@ -599,6 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
                             help="print the findings only (no summary, no notes on standard error)")
         status.add_argument("-s", "--silent", action="store_true",
                             help="print nothing; the exit status still says what was found")
+        add_language_option(p)
         p.add_argument("--no-cache", action="store_true",
                        help="analyze every file again (results are otherwise kept in .graphlife_cache/ at the "
                             "project root and reused while the file, the modules it imports and the settings "
@@ -620,10 +635,12 @@ def build_parser() -> argparse.ArgumentParser:
     lsp_p.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio (for debugging)")
     explain_p = add_parser("explain", help="explain an autograd error traceback (stdin or a file)")
     explain_p.add_argument("file", nargs="?", help="a file with the traceback; stdin when omitted")
+    add_language_option(explain_p)
     # `run` is dispatched before parsing (the program's own options follow it); listed for --help.
     add_parser("run", help="run a Python program, explaining autograd errors (graphlife run --help)", add_help=False)
     rules_p = add_parser("rules", help="list the rules, or explain one")
     rules_p.add_argument("code", nargs="?")
+    add_language_option(rules_p)
     return parser
 
 
@@ -704,7 +721,7 @@ def _main(argv: list[str]) -> int:
     if args.command == "explain":
         from graphlife.debug.traceback_explain import main as explain_main  # noqa: PLC0415
 
-        return explain_main([args.file] if args.file else [])
+        return explain_main([args.file] if args.file else [], chosen_language(args))
     if args.command == "rules":
         return _run_rules(args)
     parser.error(f"unknown command {args.command}")  # exits with status 2

@@ -9,7 +9,8 @@ UTF-16 code units once more at its edge. Nothing else converts positions.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 
@@ -50,13 +51,30 @@ class Span:
 @dataclass(frozen=True)
 class Line:
     """A line of the file named in a message (``line 12``): a typed argument, so that the
-    language server's unit cache moves it with the code, as it moves a :class:`Span`."""
+    language server's unit cache moves it with the code, as it moves a :class:`Span`.
+
+    In English the template writes ``line {built}`` and the argument renders as ``12`` (or
+    ``12 of layers.py``); Chinese puts the file first and the number inside the phrase, so a
+    Chinese template writes ``{built}`` alone and the argument renders as the whole phrase
+    (``第 12 行``, ``layers.py 第 16 行``)."""
 
     number: int
     #: Another file of the project (see :class:`Span`); ``None`` is the file being checked.
     path: str | None = None
+    #: In a notebook: the cell the line is in, the number then counting in the cell.
+    cell: int | None = None
 
     def __str__(self) -> str:
+        return self.in_language("en")
+
+    def in_language(self, language: str) -> str:
+        """The line as a message in ``language`` names it (see the class docstring)."""
+        if language == "zh-CN":
+            where = f"{_file_name(self.path)} " if self.path is not None else ""
+            cell = f"第 {self.cell} 个单元格" if self.cell is not None else ""
+            return f"{where}{cell}第 {self.number} 行"
+        if self.cell is not None:
+            return f"{self.number} (cell {self.cell})"
         if self.path is None:
             return str(self.number)
         return f"{self.number} of {_file_name(self.path)}"
@@ -64,10 +82,14 @@ class Line:
     def seen_from(self, here: str | None, checked: str | None) -> str:
         """The line as a message in file ``here`` names it (``None``: the file checked, whose
         path is ``checked``): the bare number in the same file, with the file's name in another."""
+        return str(self.located(here, checked))
+
+    def located(self, here: str | None, checked: str | None) -> Line:
+        """This line as a finding in file ``here`` names it: no file when it is in ``here``,
+        else the file it is in (``checked`` when the line's own path is ``None``)."""
         if self.path == here:
-            return str(self.number)
-        there = self.path if self.path is not None else checked
-        return f"{self.number} of {_file_name(there)}" if there else str(self.number)
+            return Line(self.number)
+        return Line(self.number, self.path if self.path is not None else checked)
 
 
 def _file_name(path: str) -> str:
@@ -75,41 +97,102 @@ def _file_name(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-#: What a message template may be filled with: text, numbers, lines (``None`` reads "None").
+#: What a message template may be filled with: text, numbers, lines (``None`` reads "None"), and
+#: other messages (a phrase that is itself translated: ``{maybe}`` = " on some paths").
 MessageArg = str | int | Line | None
 
 
-@dataclass(frozen=True)
-class Message:
-    """A finding's message as a template and typed arguments, rendered to text once (``str``).
+class Message(str):
+    """A message as its English text that also knows how to say itself in another language.
 
-    ``id`` names the template (``GL101.carried``); ``template`` is ``str.format`` text with
-    named fields; ``args`` fill them. Lines are :class:`Line` arguments, never digits inside
-    the text, so whoever moves findings to new lines (the unit cache) moves them exactly."""
+    It *is* the English text (a ``str``): every front end, script and test that reads
+    ``finding.message``, ``related.message`` or ``fix.title`` keeps reading the English it
+    always read. It also keeps its template's ``id``, the typed ``args`` and the Chinese
+    template, so a front end renders it in the user's language at its edge
+    (:meth:`in_language`, :func:`localized`). Lines are :class:`Line` arguments, never
+    digits inside the text, so whoever moves findings to new lines (the unit cache) moves
+    them exactly (:meth:`with_args`). An argument may be a message itself (a translated
+    phrase); it renders in the same language.
+
+    String operations (``+``, slicing) give plain English ``str``: a front end localizes a
+    message before it changes it."""
 
     id: str
     template: str
-    args: dict[str, MessageArg] = field(default_factory=dict)
+    args: dict[str, MessageArg]
+    zh_cn: str = ""
 
-    def __str__(self) -> str:
-        return self.template.format_map(self.args)
+    def __new__(cls, id: str, template: str, args: Mapping[str, MessageArg] | None = None,
+                zh_cn: str = "") -> Message:
+        args = dict(args or {})
+        self = super().__new__(cls, _render(template, args, "en"))
+        self.id, self.template, self.args, self.zh_cn = id, template, args, zh_cn
+        return self
 
-    def seen_from(self, here: str | None, checked: str | None) -> str:
-        """The text as a finding in file ``here`` shows it (:meth:`Line.seen_from`)."""
-        args = {key: value.seen_from(here, checked) if isinstance(value, Line) else value
-                for key, value in self.args.items()}
-        return self.template.format_map(args)
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The checker runs in another process: a pickled message must arrive with its template.
+        return (Message, (self.id, self.template, self.args, self.zh_cn))
+
+    def __repr__(self) -> str:
+        return f"Message({self.id!r}, {str(self)!r})"
+
+    def in_language(self, language: str) -> str:
+        """The text in ``language`` (``"en"`` or ``"zh-CN"``); English when the template has
+        no text in that language."""
+        if language == "zh-CN" and self.zh_cn:
+            return _render(self.zh_cn, self.args, language)
+        return str(self)
+
+    def with_args(self, args: Mapping[str, MessageArg]) -> Message:
+        """The same template with other arguments (the unit cache's moved lines)."""
+        return Message(self.id, self.template, args, self.zh_cn)
+
+    def map_lines(self, change: Callable[[Line], Line]) -> Message:
+        """The message with every :class:`Line` argument (also in nested messages) changed."""
+        def one(value: MessageArg) -> MessageArg:
+            if isinstance(value, Line):
+                return change(value)
+            if isinstance(value, Message):
+                return value.map_lines(change)
+            return value
+        return self.with_args({key: one(value) for key, value in self.args.items()})
+
+    def seen_from(self, here: str | None, checked: str | None) -> Message:
+        """The message as a finding in file ``here`` shows it (:meth:`Line.located`)."""
+        return self.map_lines(lambda line: line.located(here, checked))
+
+
+def _render(template: str, args: Mapping[str, MessageArg], language: str) -> str:
+    def one(value: MessageArg) -> object:
+        if isinstance(value, (Line, Message)):
+            return value.in_language(language)
+        return value
+    return template.format_map({key: one(value) for key, value in args.items()})
+
+
+def localized(text: str, language: str) -> str:
+    """``text`` in ``language`` when it is a :class:`Message`; other text as it is."""
+    return text.in_language(language) if isinstance(text, Message) else text
 
 
 @dataclass(frozen=True)
 class MessageTemplate:
-    """A rule's message with named fields; calling it with the fields gives the :class:`Message`."""
+    """A message with named fields in English and Simplified Chinese, side by side so that
+    neither changes without the other; calling it with the fields gives the :class:`Message`.
+
+    Both texts have exactly the same fields (a test checks every template). The Chinese
+    is written as Chinese PyTorch users write about autograd (docs/zh-CN-GLOSSARY.md), not
+    word for word; torch's own messages stay quoted in English, as torch prints them. A
+    :class:`Line` field renders as the whole phrase in Chinese (``第 12 行``): write ``{built}``
+    where the English writes ``line {built}``."""
 
     id: str
     text: str
+    #: Required: a template cannot be written in English only.
+    zh_cn: str
 
     def __call__(self, **args: MessageArg) -> Message:
-        return Message(self.id, self.text, args)
+        return Message(self.id, self.text, args, self.zh_cn)
 
 
 @dataclass(frozen=True)
@@ -172,9 +255,14 @@ class Finding:
     def column(self) -> int:
         return self.span.column
 
-    def to_json(self, path: str | None = None) -> dict[str, Any]:
+    def to_json(self, path: str | None = None, language: str = "en") -> dict[str, Any]:
         """The JSON shape of `graphlife check --format json` (1-based positions). ``path`` is
-        the file checked; a finding in another file of the project names its own."""
+        the file checked; a finding in another file of the project names its own.
+
+        ``message``, related ``message`` and fix ``title`` stay English whatever the language
+        (scripts match on them); in another ``language`` the finding also has ``language`` and
+        ``localized_message``, each related place ``localized_message`` and each fix
+        ``localized_title`` (docs/OUTPUT_FORMATS.md)."""
         data: dict[str, Any] = {}
         checked = path
         path = self.span.path if self.span.path is not None else path
@@ -202,4 +290,11 @@ class Finding:
             ],
             fixes=[{"kind": f.kind, "title": f.title, "applicability": f.applicability.value} for f in self.fixes],
         )
+        if language != "en":
+            data["language"] = language
+            data["localized_message"] = localized(self.message, language)
+            for entry, related in zip(data["related"], self.related, strict=True):
+                entry["localized_message"] = localized(related.message, language)
+            for entry, fix in zip(data["fixes"], self.fixes, strict=True):
+                entry["localized_title"] = localized(fix.title, language)
         return data

@@ -113,8 +113,11 @@ def test_table_is_plain_data_with_every_field():
     codes = [m["code"] for m in MESSAGES]
     assert len(codes) == len(set(codes)) and set(codes) == set(CASES)
     for item in MESSAGES:
-        assert set(item) == {"code", "name", "patterns", "why", "fix"}
+        assert set(item) == {"code", "name", "patterns", "why", "fix", "zh-CN"}
         assert item["patterns"] and all(isinstance(p, str) and p for p in item["patterns"])
+        # The Chinese inspector says the same two things; code spans are code in both languages.
+        assert set(item["zh-CN"]) == {"why", "fix"}
+        assert all(any("\u4e00" <= c <= "\u9fff" for c in text) for text in item["zh-CN"].values()), item["code"]
     assert classify("ValueError: something else") is None
     assert nn  # the module is imported for the fixtures' sake only
 

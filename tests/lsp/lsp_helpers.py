@@ -87,6 +87,7 @@ async def initialize(
     debounce_ms: int | None = 50,
     rule_command: str | None = None,
     turn_off_command: str | None = None,
+    locale: str | None = None,
 ) -> types.InitializeResult:
     """``initialize`` + ``initialized`` and wait until the server said it is ready.
 
@@ -94,7 +95,8 @@ async def initialize(
     the client answers to ``workspace/configuration`` for the ``graphlife`` section.
     A short debounce keeps the suite fast unless a test is about the debounce.
     ``rule_command``, ``turn_off_command``: the client's commands for a rule page and for
-    adding a code to ``graphlife.ignore`` (VS Code's client names both).
+    adding a code to ``graphlife.ignore`` (VS Code's client names both). ``locale``: the
+    client's display language, as VS Code sends it (``zh-cn``).
     """
     if settings is None:
         settings = {} if debounce_ms is None else {"debounce": debounce_ms}
@@ -109,6 +111,7 @@ async def initialize(
         initialization_options=options,
         root_uri=root.as_uri() if root else None,
         workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)] if root else None,
+        locale=locale,
     )
     result = await client.initialize_session(params)
     await wait_for_log(client, "language server ready")

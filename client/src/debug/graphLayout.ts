@@ -2,7 +2,9 @@
 // one layer below its deepest parent, so the root is on top and edges run down),
 // one barycenter sweep to reduce crossings, then plain SVG. Pure, for node tests.
 
+import { t } from "../l10n";
 import { escapeHtml, formatShape } from "./format";
+import { stateText } from "./stateText";
 import type { GraphDrawing } from "./snapshot";
 
 export interface PlacedNode {
@@ -25,6 +27,13 @@ const LAYER_GAP = 56;
 const NODE_GAP = 18;
 const MARGIN = 20;
 const CHAR_WIDTH = 7.2;
+
+/** The drawn width of a label: a CJK character (U+2E80 and up, as in the Chinese legend) is about twice a Latin one. */
+function textWidth(text: string): number {
+  let width = 0;
+  for (const char of text) width += (char.codePointAt(0) ?? 0) >= 0x2e80 ? 2 * CHAR_WIDTH : CHAR_WIDTH;
+  return width;
+}
 
 export function layout(g: GraphDrawing): Layout {
   const ids = g.nodes.map((n) => n.id);
@@ -102,10 +111,11 @@ export function renderSvg(g: GraphDrawing): string {
   let lx = 10;
   for (const state of ["ok", "modified", "freed", "hooked", "leaf"]) {
     const s = STATE_STYLE[state];
-    const text = state === "leaf" ? "leaf (AccumulateGrad)" : `saved ${state}`;
+    const words = state === "leaf" ? t("leaf (AccumulateGrad)") : t("saved {0}", stateText(state));
+    const text = escapeHtml(words);
     out.push(`<rect x="${lx}" y="6" width="14" height="14" fill="${s.fill}" stroke="${s.stroke}"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/>`);
     out.push(`<text x="${lx + 18}" y="17" fill="currentColor">${text}</text>`);
-    lx += 18 + Math.ceil(text.length * CHAR_WIDTH) + 16;
+    lx += 18 + Math.ceil(textWidth(words)) + 16;
   }
   out.push(`<g transform="translate(0 ${legendHeight})">`);
   for (const [a, b] of g.edges) {

@@ -6,6 +6,8 @@
 import * as fs from "node:fs";
 import * as vscode from "vscode";
 
+import { currentLanguage } from "../currentLanguage";
+
 import { firstSentence } from "./format";
 import { exceptionHtml, graphHtml, staleHtml } from "./panelHtml";
 import {
@@ -106,7 +108,7 @@ export class AutogradInspector implements vscode.Disposable {
       if (this.view.visible || stop.exception) await this.probe(generation);
       else this.stale = true;
     } catch (err) {
-      this.log.warn(`autograd view: ${String(err)}`);
+      this.log.warn(vscode.l10n.t("autograd view: {0}", String(err)));
     }
   }
 
@@ -116,16 +118,20 @@ export class AutogradInspector implements vscode.Disposable {
     if (!stop || stop.frameId === undefined) return;
     const probePath = this.probePath();
     if (!probePath) {
-      this.show(undefined, "graphlife: probe.py not found in the extension");
+      this.show(undefined, vscode.l10n.t("graphlife: probe.py not found in the extension"));
       return;
     }
     this.stale = false;
-    this.view.message = "Reading the autograd graph…";
+    this.view.message = vscode.l10n.t("Reading the autograd graph…");
+    // The probe writes its explanations in graphlife's language (graphlife.language, else VS Code's);
+    // English is its default, so an English expression stays the short one.
+    const chosen = currentLanguage();
+    const language = chosen === "en" ? undefined : chosen;
     try {
       const started = Date.now();
       const reply = await this.evaluateProbe(stop, probePath,
-        () => snapshotExpression(probePath, stop.exception),
-        (source) => inlineSnapshotExpression(source, probePath, stop.exception));
+        () => snapshotExpression(probePath, stop.exception, language),
+        (source) => inlineSnapshotExpression(source, probePath, stop.exception, language));
       if (generation !== this.generation) return;
       const snap = parseSnapshot(reply.result);
       this.log.debug(`autograd probe: ${snap.tensors.length} tensors in ${snap.elapsed_ms} ms (round trip ${Date.now() - started} ms)`);
@@ -136,8 +142,8 @@ export class AutogradInspector implements vscode.Disposable {
       if (snap.exception?.code) void vscode.commands.executeCommand("graphlife.autograd.focus");
     } catch (err) {
       if (generation !== this.generation) return;
-      this.log.warn(`autograd probe failed: ${String(err)}`);
-      this.show(undefined, `Could not read the autograd graph: ${String(err).slice(0, 200)}`);
+      this.log.warn(vscode.l10n.t("autograd probe failed: {0}", String(err)));
+      this.show(undefined, vscode.l10n.t("Could not read the autograd graph: {0}", String(err).slice(0, 200)));
     }
   }
 
@@ -150,7 +156,7 @@ export class AutogradInspector implements vscode.Disposable {
         return await evaluate(byPath());
       } catch (err) {
         if (!probeMissing(err)) throw err;
-        this.log.info("autograd view: the debuggee cannot read probe.py; sending it inline");
+        this.log.info(vscode.l10n.t("autograd view: the debuggee cannot read probe.py; sending it inline"));
         this.inline.add(stop.session.id);
       }
     }
@@ -204,9 +210,9 @@ export class AutogradInspector implements vscode.Disposable {
     this.hover?.dispose();
     this.hover = undefined;
     if (this.panel && this.pictureHtml) {
-      this.panel.webview.html = staleHtml(this.pictureHtml, "The program ran on: this picture is from the last stop. It is redrawn at the next stop.");
+      this.panel.webview.html = staleHtml(this.pictureHtml, vscode.l10n.t("The program ran on: this picture is from the last stop. It is redrawn at the next stop."));
     }
-    this.show(undefined, vscode.debug.activeDebugSession ? "Running — the view fills when the program stops." : undefined);
+    this.show(undefined, vscode.debug.activeDebugSession ? vscode.l10n.t("Running — the view fills when the program stops.") : undefined);
   }
 
   /** The view became visible: probe a stop that happened while it was hidden. */
@@ -255,7 +261,7 @@ export class AutogradInspector implements vscode.Disposable {
 
   async refresh(): Promise<void> {
     if (!this.stop) {
-      void vscode.window.showInformationMessage("graphlife: the Autograd view fills when a Python debug session stops.");
+      void vscode.window.showInformationMessage(vscode.l10n.t("graphlife: the Autograd view fills when a Python debug session stops."));
       return;
     }
     await this.probe(++this.generation);
@@ -269,39 +275,39 @@ export class AutogradInspector implements vscode.Disposable {
       void this.drawGraph(undefined, name);
       return;
     }
-    this.panel.webview.html = staleHtml(this.pictureHtml, `\`${name}\` is not in the frame of this stop: this picture is from an earlier stop.`);
+    this.panel.webview.html = staleHtml(this.pictureHtml, vscode.l10n.t("{0} is not in the frame of this stop: this picture is from an earlier stop.", `\`${name}\``));
   }
 
   async drawGraph(row?: Row, tensorName?: string): Promise<void> {
     const stop = this.stop;
     const probePath = this.probePath();
     if (!stop || stop.frameId === undefined || !probePath) {
-      void vscode.window.showInformationMessage("graphlife: stop a Python debug session to draw an autograd graph.");
+      void vscode.window.showInformationMessage(vscode.l10n.t("graphlife: stop a Python debug session to draw an autograd graph."));
       return;
     }
     let name = row?.tensorName ?? tensorName;
     if (!name) {
       const candidates = (this.snapshot?.tensors ?? []).filter((t) => t.graph).map((t) => t.name);
-      name = candidates.length <= 1 ? candidates[0] : await vscode.window.showQuickPick(candidates, { placeHolder: "Tensor whose graph to draw" });
+      name = candidates.length <= 1 ? candidates[0] : await vscode.window.showQuickPick(candidates, { placeHolder: vscode.l10n.t("Tensor whose graph to draw") });
       if (!name) return;
     }
     try {
       const tensor = name;
       const reply = await this.evaluateProbe(stop, probePath, () => graphExpression(probePath, tensor), (source) => inlineGraphExpression(source, probePath, tensor));
-      this.showPanel(`Autograd: ${name}`, graphHtml(parseGraph(reply.result)));
+      this.showPanel(vscode.l10n.t("Autograd: {0}", name), graphHtml(parseGraph(reply.result)));
       this.drawn = tensor;
     } catch (err) {
-      void vscode.window.showErrorMessage(`graphlife: could not draw the graph of ${name}: ${String(err).slice(0, 200)}`);
+      void vscode.window.showErrorMessage(vscode.l10n.t("graphlife: could not draw the graph of {0}: {1}", name, String(err).slice(0, 200)));
     }
   }
 
   explainException(): void {
     const snap = this.snapshot;
     if (!snap?.exception) {
-      void vscode.window.showInformationMessage("graphlife: the program is not stopped on an exception.");
+      void vscode.window.showInformationMessage(vscode.l10n.t("graphlife: the program is not stopped on an exception."));
       return;
     }
-    this.showPanel(snap.exception.code ? `${snap.exception.code}: ${firstSentence(snap.exception.message).slice(0, 40)}` : "Exception", exceptionHtml(snap));
+    this.showPanel(snap.exception.code ? `${snap.exception.code}: ${firstSentence(snap.exception.message).slice(0, 40)}` : vscode.l10n.t("Exception"), exceptionHtml(snap));
     this.drawn = undefined;
   }
 

@@ -1,13 +1,14 @@
 // The HTML of the picture panel (graph or exception explanation). Pure; no scripts
 // run in the webview, so the content security policy allows inline styles only.
 
+import { t } from "../l10n";
 import { escapeHtml, firstSentence } from "./format";
 import { renderSvg } from "./graphLayout";
 import type { GraphDrawing, Snapshot } from "./snapshot";
 
 function page(title: string, body: string): string {
   return `<!DOCTYPE html>
-<html lang="en"><head><meta charset="UTF-8">
+<html lang="${t("en")}"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:;">
 <title>${escapeHtml(title)}</title>
 <style>
@@ -20,24 +21,24 @@ function page(title: string, body: string): string {
 }
 
 export function graphHtml(g: GraphDrawing): string {
-  const note = g.truncated ? `<p class="note">The graph is larger than what is drawn (first ${g.nodes.length} nodes).</p>` : "";
+  const note = g.truncated ? `<p class="note">${escapeHtml(t("The graph is larger than what is drawn (first {0} nodes).", g.nodes.length))}</p>` : "";
   const body = g.nodes.length
-    ? `<h1>Autograd graph of <code>${escapeHtml(g.name)}</code></h1>${note}<div class="picture">${renderSvg(g)}</div>`
-    : `<h1><code>${escapeHtml(g.name)}</code> has no graph</h1><p>It is a leaf or was computed without autograd.</p>`;
-  return page(`Autograd graph: ${g.name}`, body);
+    ? `<h1>${t("Autograd graph of {0}", `<code>${escapeHtml(g.name)}</code>`)}</h1>${note}<div class="picture">${renderSvg(g)}</div>`
+    : `<h1>${t("{0} has no graph", `<code>${escapeHtml(g.name)}</code>`)}</h1><p>${escapeHtml(t("It is a leaf or was computed without autograd."))}</p>`;
+  return page(t("Autograd graph: {0}", g.name), body);
 }
 
 export function exceptionHtml(snap: Snapshot): string {
   const e = snap.exception;
-  if (!e) return page("No exception", "<p>The program is not stopped on an exception.</p>");
-  const title = e.code ? `${e.code} ${e.name}` : "Not an autograd error graphlife knows";
-  const parts = [`<h1>${escapeHtml(title)}</h1>`, `<h2>What torch says</h2><p><code>${escapeHtml(firstSentence(e.message))}</code></p>`];
-  if (e.why) parts.push(`<h2>Why</h2><p>${escapeHtml(e.why)}</p>`);
-  if (e.fix) parts.push(`<h2>Fix</h2><p>${escapeHtml(e.fix)}</p>`);
-  if (e.blame) parts.push(`<h2>In this frame</h2><p>The live objects point at <code>${escapeHtml(e.blame)}</code>.</p>`);
+  if (!e) return page(t("No exception"), `<p>${escapeHtml(t("The program is not stopped on an exception."))}</p>`);
+  const title = e.code ? `${e.code} ${e.name}` : t("Not an autograd error graphlife knows");
+  const parts = [`<h1>${escapeHtml(title)}</h1>`, `<h2>${escapeHtml(t("What torch says"))}</h2><p><code>${escapeHtml(firstSentence(e.message))}</code></p>`];
+  if (e.why) parts.push(`<h2>${escapeHtml(t("Why"))}</h2><p>${escapeHtml(e.why)}</p>`);
+  if (e.fix) parts.push(`<h2>${escapeHtml(t("Fix"))}</h2><p>${escapeHtml(e.fix)}</p>`);
+  if (e.blame) parts.push(`<h2>${escapeHtml(t("In this frame"))}</h2><p>${t("The live objects point at {0}.", `<code>${escapeHtml(e.blame)}</code>`)}</p>`);
   const failing = snap.tensors.filter((t) => t.backward_prediction && !t.backward_prediction.ok && t.backward_prediction.code);
   if (failing.length) {
-    parts.push("<h2>What a backward would do now</h2><ul>");
+    parts.push(`<h2>${escapeHtml(t("What a backward would do now"))}</h2><ul>`);
     for (const t of failing.slice(0, 10)) {
       const p = t.backward_prediction!;
       parts.push(`<li><code>${escapeHtml(t.name)}</code>: ${escapeHtml(p.code ?? "")} — ${escapeHtml(p.explanation)}</li>`);

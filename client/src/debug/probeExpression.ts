@@ -19,8 +19,13 @@ export function pyString(text: string): string {
 
 const NAMESPACE = "{**globals(), **locals()}";
 
-export function snapshotExpression(probePath: string, exception?: string): string {
-  const extra = exception ? `, exception=${pyString(exception)}` : "";
+/** The keyword arguments after the namespace: the exception's message, the language of the explanations. */
+function snapshotKeywords(exception?: string, language?: string): string {
+  return (exception ? `, exception=${pyString(exception)}` : "") + (language ? `, language=${pyString(language)}` : "");
+}
+
+export function snapshotExpression(probePath: string, exception?: string, language?: string): string {
+  const extra = snapshotKeywords(exception, language);
   return `__import__('runpy').run_path(${pyString(probePath)})['snapshot_json'](${NAMESPACE}${extra})`;
 }
 
@@ -37,8 +42,8 @@ export function inlineProbe(source: string, probePath: string): string {
   return `(lambda g: (exec(compile(${pyString(source)}, ${pyString(probePath)}, 'exec'), g), g)[1])({'__name__': '<graphlife-probe>'})`;
 }
 
-export function inlineSnapshotExpression(source: string, probePath: string, exception?: string): string {
-  const extra = exception ? `, exception=${pyString(exception)}` : "";
+export function inlineSnapshotExpression(source: string, probePath: string, exception?: string, language?: string): string {
+  const extra = snapshotKeywords(exception, language);
   return `${inlineProbe(source, probePath)}['snapshot_json'](${NAMESPACE}${extra})`;
 }
 

@@ -2,6 +2,8 @@
 // "graphlife.probe/1"). Types only, plus a parser that refuses anything else, so a
 // probe/client version mismatch shows as a message instead of a broken view.
 
+import { t } from "../l10n";
+
 export type Severity = "error" | "warning" | "information" | null;
 export type SavedState = "ok" | "modified" | "freed" | "hooked";
 
@@ -115,13 +117,13 @@ export function parseSnapshot(text: string): Snapshot {
   try {
     data = JSON.parse(text);
   } catch {
-    throw new Error(`the probe did not return JSON: ${text.slice(0, 200)}`);
+    throw new Error(t("the probe did not return JSON: {0}", text.slice(0, 200)));
   }
   const snap = data as Partial<Snapshot>;
   if (!snap || typeof snap !== "object" || snap.schema !== SCHEMA) {
-    throw new Error(`unexpected probe output (schema ${String((snap as { schema?: unknown })?.schema)})`);
+    throw new Error(t("unexpected probe output (schema {0})", String((snap as { schema?: unknown })?.schema)));
   }
-  if (snap.error) throw new Error(`the probe failed: ${snap.error}`);
+  if (snap.error) throw new Error(t("the probe failed: {0}", snap.error));
   return {
     ...snap,
     tensors: Array.isArray(snap.tensors) ? snap.tensors : [],
@@ -133,7 +135,7 @@ export function parseSnapshot(text: string): Snapshot {
 
 export function parseGraph(text: string): GraphDrawing {
   const data = JSON.parse(text) as GraphDrawing;
-  if (data.error) throw new Error(`the probe failed: ${data.error}`);
+  if (data.error) throw new Error(t("the probe failed: {0}", data.error));
   if (!Array.isArray(data.nodes) || !Array.isArray(data.edges)) throw new Error("unexpected graph output");
   return data;
 }

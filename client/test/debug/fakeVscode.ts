@@ -4,6 +4,8 @@
 
 import Module from "node:module";
 
+import { t as english } from "../../src/l10n";
+
 export interface Recorded {
   info: string[];
   errors: string[];
@@ -65,7 +67,16 @@ export const fake = {
       return { dispose: () => (entry.disposed = true) };
     },
   },
-  workspace: { textDocuments: [] as { uri: { fsPath: string }; lineCount: number; lineAt(n: number): { text: string } }[] },
+  workspace: {
+    textDocuments: [] as { uri: { fsPath: string }; lineCount: number; lineAt(n: number): { text: string } }[],
+    /** `graphlife.*` settings the code under test reads (graphlife.language). */
+    settings: {} as Record<string, unknown>,
+    getConfiguration: (section: string) => ({ get: (key: string) => fake.workspace.settings[`${section}.${key}`] }),
+  },
+  /** VS Code's display language (`vscode.env.language`). */
+  env: { language: "en" },
+  /** English, as VS Code formats a message without a bundle. */
+  l10n: { t: english },
   commands: { executeCommand: (c: string) => { recorded.commands.push(c); return Promise.resolve(undefined); } },
   debug: { activeDebugSession: undefined as unknown },
 };

@@ -81,6 +81,28 @@ test("a breakpoint stop evaluates the probe in the top user frame with repl + ra
   assert.deepEqual(tree.getChildren(), []);  // cleared as soon as the program moves
 });
 
+test("the probe explains in graphlife's language: VS Code's display language, unless graphlife.language says otherwise", async () => {
+  const { inspector } = await setup();
+  const expressionFor = async (id: string) => {
+    const session = fakeSession(id, () => Promise.resolve({ result: snapshotText() }));
+    inspector.tracker(session as never).onDidSendMessage!(stopped("breakpoint", 3));
+    await settle();
+    return session.requests.find((r) => r.command === "evaluate")!.args.expression as string;
+  };
+  try {
+    fake.env.language = "zh-cn";
+    assert.match(await expressionFor("zh1"), /\['snapshot_json'\]\(\{\*\*globals\(\), \*\*locals\(\)\}, language="zh-cn"\)$/);
+    fake.workspace.settings["graphlife.language"] = "en";
+    assert.match(await expressionFor("zh2"), /\['snapshot_json'\]\(\{\*\*globals\(\), \*\*locals\(\)\}\)$/);
+    fake.env.language = "en";
+    fake.workspace.settings["graphlife.language"] = "zh-cn";
+    assert.match(await expressionFor("zh3"), /language="zh-cn"\)$/);
+  } finally {
+    fake.env.language = "en";
+    delete fake.workspace.settings["graphlife.language"];
+  }
+});
+
 test("an exception stop passes the message, leads with the explanation and adds the hover", async () => {
   recorded.hovers.length = 0;
   recorded.commands.length = 0;

@@ -28,6 +28,7 @@ import ast
 from dataclasses import dataclass
 from functools import cache
 
+from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis import optable
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.state import State
@@ -147,7 +148,7 @@ def parameters_of(state: State, ref: HeapRef, depth: int = 0) -> list[Value]:
 
 def no_graph_sample(interp: TorchEngine, call: ast.AST, method: str) -> TensorVal:
     return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=call, desc=interp.text(call),
-                     why=f"drawn by `{method}()`, which never has a graph (`rsample()` has one)", why_site=call)
+                     why=reasons.DISTRIBUTION_SAMPLE(method=method), why_site=call)
 
 
 def is_distribution(state: State, value: Value) -> bool:

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from graphlife.analysis import no_graph_reasons as reasons
+from graphlife.analysis import story_text
 from graphlife.analysis.blocks import parse_tolerant
 from graphlife.analysis.events import BackwardEvent, StoreEvent
 from graphlife.analysis.positions import byte_to_char_column
@@ -209,45 +211,42 @@ def _tensor_story(recorder: _Recorder, graph: GraphStore, target: ast.AST, place
         return None
     name = ast.unparse(target)
     value, state = tensors[-1]
-    out = [f"**`{name}`** — graph lifetime (graphlife)"]
-    requires = {True: "yes", False: "no", None: "depends on the path"}[value.requires_grad]
-    leaf = {True: "a leaf", False: "not a leaf (computed)", None: "a leaf on some paths"}[value.leaf]
-    out.append(f"- requires grad: **{requires}**; {leaf}")
+    out: list[str] = [story_text.TENSOR_TITLE(name=name)]
+    requires = {True: story_text.YES, False: story_text.NO, None: story_text.DEPENDS}[value.requires_grad]()
+    leaf = {True: story_text.A_LEAF, False: story_text.NOT_A_LEAF, None: story_text.LEAF_SOMETIMES}[value.leaf]()
+    out.append(story_text.REQUIRES(requires=requires, leaf=leaf))
     if value.requires_grad is False and value.why:
-        out.append(f"- no graph: {value.why}")
+        out.append(story_text.NO_GRAPH(why=value.why))
     roots = set(value.grad_fn)  # the latest evaluation (the second unrolled iteration shows carried state)
     if roots:
         _, reach = graph.reach(frozenset(roots), False)
         built = _sorted({place(graph.nodes[n].site) for n in reach})
         saving = _sorted({place(graph.nodes[n].site) for n in reach if graph.nodes[n].saves_certain})
-        out.append(
-            f"- graph built at line{'s' if len(built) > 1 else ''} {_lines(built)}"
-            f" ({len(reach)} node{'s' if len(reach) != 1 else ''})"
-        )
+        nodes = (story_text.NODE if len(reach) == 1 else story_text.NODES)(n=len(reach))
+        out.append(story_text.BUILT(lines=_lines(built, word=True), nodes=nodes))
         if saving:
-            out.append(f"- saves tensors for backward at line{'s' if len(saving) > 1 else ''} {_lines(saving)}")
+            out.append(story_text.SAVES(lines=_lines(saving, word=True)))
         freed = _freed_lines(state, reach, place)
         if freed:
-            out.append(
-                f"- **already freed** by the backward at line {_lines(freed)}: a second backward through it raises"
-            )
+            out.append(story_text.FREED(lines=_lines(freed)))
         consumers = _sorted({
             place(e.stmt) for e in recorder.backwards
             if (e.may & reach) and (place(e.stmt).path is not None or e.stmt.lineno >= getattr(target, "lineno", 0))
         })
         if consumers:
             retain = any(e.retain_graph for e in recorder.backwards if e.may & reach)
-            verb = "backpropagated" if retain else "consumed (and freed)"
-            out.append(f"- {verb} by the backward at line{'s' if len(consumers) > 1 else ''} {_lines(consumers)}")
+            used = story_text.BACKPROPAGATED if retain else story_text.CONSUMED
+            out.append(used(lines=_lines(consumers, word=True)))
         elif not freed:
-            out.append("- no backward in this file reaches it: its saved tensors live as long as the tensor")
+            out.append(story_text.NO_BACKWARD())
         keepers = sorted({
             (e.target, place(e.stmt))
             for e in recorder.stores
             if isinstance(e.value, TensorVal) and set(e.value.grad_fn) & reach
         }, key=lambda kept: (kept[0], _order(kept[1])))
         if keepers:
-            out.append("- kept alive by " + ", ".join(f"`{t}` (line {ln})" for t, ln in keepers[:MAX_LISTED]))
+            kept = [story_text.KEEPER(name=t, line=ln) for t, ln in keepers[:MAX_LISTED]]
+            out.append(story_text.KEPT_BY(keepers=story_text.story_list(kept)))
         iterations = {graph.nodes[n].iteration for n in reach if graph.nodes[n].iteration}
         if len(iterations) > 1:
             newest = max(iterations)
@@ -256,19 +255,13 @@ def _tensor_story(recorder: _Recorder, graph: GraphStore, target: ast.AST, place
                 for n in reach
                 if graph.nodes[n].iteration and graph.nodes[n].iteration < newest
             })
-            out.append(
-                f"- reaches the graph of an earlier loop iteration (built at line {_lines(carried)}):"
-                " state carried across iterations"
-            )
+            out.append(story_text.CARRIED(lines=_lines(carried)))
     if value.storage is not None and state.bumps.get(value.storage):
         changes = _sorted({place(site) for _, site in state.bumps[value.storage] if hasattr(site, "lineno")})
-        out.append(
-            f"- changed in place at line{'s' if len(changes) > 1 else ''} {_lines(changes)}"
-            f" (version {max(state.version_of(value.storage))})"
-        )
+        out.append(story_text.CHANGED(lines=_lines(changes, word=True), version=max(state.version_of(value.storage))))
     if value.inference:
-        out.append("- an **inference tensor** (made under `torch.inference_mode()`): it cannot be saved for backward")
-    return "\n".join(out)
+        out.append(story_text.INFERENCE())
+    return story_text.story(out)
 
 
 def _backward_story(recorder: _Recorder, graph: GraphStore, call: ast.Call, place: Place) -> str | None:
@@ -278,30 +271,28 @@ def _backward_story(recorder: _Recorder, graph: GraphStore, call: ast.Call, plac
     event = events[-1]
     func = call.func  # `<root>.backward` (_node_at picks no other call)
     root = ast.unparse(func.value if isinstance(func, ast.Attribute) else func)
-    out = [f"**`{root}.backward()`** — graph lifetime (graphlife)"]
+    out: list[str] = [story_text.BACKWARD_TITLE(root=root)]
     if not event.may:
         if isinstance(event.root, TensorVal) and event.root.requires_grad is False:
-            why = event.root.why or "it does not require grad"
-            out.append(f"- `{root}` has no graph: {why} — this backward raises")
+            why = event.root.why or reasons.NO_GRAD_REQUIRED()
+            out.append(story_text.NO_GRAPH_RAISES(root=root, why=why))
         else:
-            out.append("- the graph behind it is not known here (it comes from code graphlife cannot see)")
-        return "\n".join(out)
+            out.append(story_text.UNKNOWN())
+        return story_text.story(out)
     built = _sorted({place(graph.nodes[n].site) for n in event.may})
-    out.append(
-        f"- walks {len(event.may)} graph node{'s' if len(event.may) != 1 else ''}"
-        f" built at line{'s' if len(built) > 1 else ''} {_lines(built)}"
-    )
+    nodes = (story_text.GRAPH_NODE if len(event.may) == 1 else story_text.GRAPH_NODES)(n=len(event.may))
+    out.append(story_text.WALKS(nodes=nodes, lines=_lines(built, word=True)))
     freed_before = _freed_lines(event.state, event.may, place)
     if freed_before:
-        out.append(f"- part of it was **already freed** by the backward at line {_lines(freed_before)}: this raises")
+        out.append(story_text.PARTLY_FREED(lines=_lines(freed_before)))
     if event.retain_graph is True:
-        out.append("- `retain_graph=True`: the saved tensors stay alive after it")
+        out.append(story_text.RETAINS())
     else:
-        out.append("- frees the saved tensors of every node it walks (a later backward through them raises)")
+        out.append(story_text.FREES())
     if event.leaves:
         groups = len(event.leaves)
-        out.append(f"- accumulates into `.grad` of {groups} parameter group{'s' if groups != 1 else ''}")
-    return "\n".join(out)
+        out.append(story_text.ACCUMULATES(groups=(story_text.GROUP if groups == 1 else story_text.GROUPS)(n=groups)))
+    return story_text.story(out)
 
 
 def _freed_lines(state: State, nodes: Iterable[int], place: Place) -> list[Line]:
@@ -318,7 +309,5 @@ def _sorted(lines: Iterable[Line]) -> list[Line]:
     return sorted(lines, key=_order)
 
 
-def _lines(lines: list[Line]) -> str:
-    if len(lines) > 6:
-        return ", ".join(str(line) for line in lines[:6]) + ", …"
-    return ", ".join(str(line) for line in lines)
+def _lines(lines: list[Line], word: bool = False) -> str:
+    return story_text.line_list(lines, word=word)

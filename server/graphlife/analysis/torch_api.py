@@ -15,6 +15,7 @@ import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from graphlife.analysis import constants, distributions, growth, namedtuples, op_arguments, optable
+from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
@@ -253,13 +254,13 @@ def _why_no_graph(interp: TorchEngine, state: State, key: str, info: optable.OpI
     """Why an op's result has no graph (for GL104's messages), and where that was decided."""
     if state.grad_enabled is False:
         mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
-        return f"computed while gradients were disabled (`{mode}`)", interp.current_stmt()
+        return reasons.GRADIENTS_DISABLED(mode=mode), interp.current_stmt()
     if info is not None and not info.differentiable:
-        return f"the result of `{key.split('.')[-1]}`, which is not differentiable", site
+        return reasons.NOT_DIFFERENTIABLE(op=key.split('.')[-1]), site
     source = next((t for t in tensors if t.why), None)
     if source is not None:
         return source.why, source.why_site
-    return "built only from tensors that do not require grad", site
+    return reasons.BUILT_FROM_NO_GRAD(), site
 
 
 def param_storages(tensor: TensorVal, state: State) -> frozenset[int]:
@@ -536,7 +537,7 @@ def tensor_attribute(interp: TorchEngine, state: State, tensor: TensorVal, expr:
         grad = TensorVal(requires_grad=grad_needs, leaf=True if grad_needs is False else None, storage=None,
                          origin=expr, desc=interp.text(expr),
                          grad_of=param_storages(tensor, state) if tensor.leaf else frozenset(),
-                         why="a `.grad`, which has no graph unless a backward used `create_graph=True`", why_site=expr)
+                         why=reasons.A_GRAD(), why_site=expr)
         return replace(grad.join(NONE), grad_of=grad.grad_of)
     if attr in ("T", "mT", "H", "mH"):
         return apply_op(interp, state, f"Tensor.{attr}", [tensor], [expr.value], expr)
@@ -639,8 +640,7 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         ):
             return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=call,
                              desc=interp.text(call),
-                             why="the output of a reentrant `checkpoint` whose inputs do not require grad has no graph "
-                                 "(pass `use_reentrant=False`)", why_site=call)
+                             why=reasons.REENTRANT_CHECKPOINT(), why_site=call)
         if isinstance(fn, FunctionRef):
             output = interp.call_function(fn, args[1:], {}, state, call)
         elif isinstance(fn, HeapRef):
@@ -667,7 +667,7 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
                                                                origin=call, desc=interp.text(call), opaque=True)
         return TensorVal(requires_grad=flag, leaf=True, storage=base.storage, origin=call, desc=interp.text(call),
                          created_with_grad=call if flag else None, dtype=base.dtype, device=base.device,
-                         why="wrapped by `Variable(...)` without `requires_grad=True`", why_site=call)
+                         why=reasons.VARIABLE_WITHOUT_GRAD(), why_site=call)
     if name == "collections.deque" and "maxlen" not in kwargs and len(args) < 2:
         # Unbounded, a deque grows as a list does; with `maxlen` it keeps the last few (not modeled).
         ref = interp.new_object(state, "list", call)
@@ -877,9 +877,9 @@ def make_factory(interp: TorchEngine, state: State, short: str, args: list[Value
     why = ""
     if not flag:
         if short in ("tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor"):
-            why = f"a new tensor made by `torch.{short}(...)`, which copies values and drops the graph"
+            why = reasons.COPIED_TENSOR(factory=short)
         else:
-            why = f"a new tensor from `torch.{short}(...)` without `requires_grad=True`"
+            why = reasons.NEW_TENSOR(factory=short)
     return TensorVal(
         requires_grad=flag, leaf=True, storage=interp.fresh(), origin=call, desc=interp.text(call),
         created_with_grad=call if flag else None, dtype=dtype, device=device, inference=inference,
@@ -1161,7 +1161,7 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
             saves.extend(saved_inputs(interp, state, cases, inputs, exprs, call, key))
             if all(c.params for c in cases):
                 saved_params = sorted(storages - {obj.extra.get("bias_storage")})
-                owner = f"parameters of {interp.text(call.func)}"
+                owner = reasons.PARAMETERS_OF(module=interp.text(call.func))
                 saves.extend(SavedRef(s, max(state.version_of(s)), "parameter", owner) for s in saved_params)
             if all(c.result for c in cases) and result.storage is not None:
                 version = max(state.version_of(result.storage))
@@ -1176,7 +1176,7 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
         if param_grad is True:
             result = replace(result, requires_grad=True, leaf=False)
     if isinstance(result, TensorVal) and result.requires_grad is False and frozen and state.grad_enabled is not False:
-        why = f"computed by `{interp.text(call.func)}`, whose parameters are all frozen (`requires_grad=False`)"
+        why = reasons.FROZEN_MODULE(module=interp.text(call.func))
         result = replace(result, why=why, why_site=call)
     if obj.extra.get("reduces_to_one"):
         result = mark_scalar(result)
@@ -1531,7 +1531,7 @@ def with_indices(interp: TorchEngine, short: str, result: Value, rest_args: list
     if short not in _WITH_INDICES and not (short in _WITH_INDICES_GIVEN_DIM and given_dim):
         return result
     indices = TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=call, desc=interp.text(call),
-                        dtype="int64", why=f"the indices `{short}` returns, which have no graph", why_site=call)
+                        dtype="int64", why=reasons.INDICES(op=short), why_site=call)
     return ValuesIndices((result, indices))
 
 
@@ -1603,7 +1603,7 @@ def _call_tensor_method(interp: TorchEngine, state: State, tensor: TensorVal, re
     if name == "detach":
         return TensorVal(requires_grad=False, leaf=True, storage=tensor.storage, inference=tensor.inference,
                          origin=call, desc=interp.text(call), dtype=tensor.dtype, device=tensor.device,
-                         why="cut from its graph by `.detach()`", why_site=call)
+                         why=reasons.DETACHED(), why_site=call)
     if name == "detach_":
         detached = TensorVal(requires_grad=False, leaf=True, storage=tensor.storage, origin=call, desc=tensor.desc)
         rebind(interp, state, receiver_expr, detached)

@@ -56,7 +56,7 @@ from graphlife.analysis.run_state import CallFrame, RunState
 from graphlife.analysis.state import State
 from graphlife.analysis.unseen_writes import attribute_write_names
 from graphlife.analysis.values import ClassRef, FunctionRef, TupleVal, Value
-from graphlife.findings import Line, Span
+from graphlife.findings import Line, Message, Span
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _MODULE = "module"  # the module body's entry (its tree is a new object in every version)
@@ -511,6 +511,8 @@ class _LineMover:
             return self.span(value)
         if isinstance(value, Line):
             return value if value.path is not None else Line(self.line(value.number))
+        if isinstance(value, Message):  # a str, but its Line arguments move
+            return value.with_args({key: self.value(item) for key, item in value.args.items()})
         if isinstance(value, dict):
             return {key: self.value(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):

@@ -4,6 +4,10 @@
 or Jupyter, what the VS Code "Autograd" view shows. Importing this package does
 not import torch (the language server and CLI import ``graphlife`` freely); the
 probe only uses the torch the program already imported.
+
+The report is in English or Simplified Chinese: ``explain(loss, language="zh-CN")``,
+or, without ``language=``, the environment's language as gettext reads it
+(``LANGUAGE``, ``LC_ALL``, ``LC_MESSAGES``, ``LANG``), as the ``graphlife`` CLI does.
 """
 
 from __future__ import annotations
@@ -11,6 +15,24 @@ from __future__ import annotations
 import sys
 from types import FrameType, ModuleType
 from typing import Any, TextIO
+
+from graphlife.i18n import CHINESE, ENGLISH, Language, from_environment, parse_choice
+
+#: The note printed when explain() runs in torch's own frame (pdb after a crash), per language.
+_OWN_FRAME_NOTE = {
+    ENGLISH: "(explaining {func} at {file}:{line}, the frame that called into torch: torch's own frame holds "
+          "torch's arguments, not your names)",
+    CHINESE: "（解释的是 {file}:{line} 处的 {func}，即调用 torch 的那个栈帧：torch 自己的栈帧里是 torch 的参数，"
+             "不是你的变量名）",
+}
+
+
+def report_language(language: str | None = None) -> Language:
+    """The language of the report: ``language`` (``"en"``, ``"zh-CN"``, any case; ``"auto"``
+    or ``None``: the environment's). An unknown name raises ``ValueError`` naming the choices,
+    rather than quietly printing English."""
+    chosen = parse_choice(language) if language is not None else None
+    return chosen if chosen is not None else from_environment()
 
 
 def _probe() -> ModuleType:
@@ -68,21 +90,25 @@ def _stacks_being_debugged(frame: FrameType) -> list[list[FrameType]]:
     return chains
 
 
-def explain(*objects: Any, namespace: dict | None = None, file: TextIO | None = None) -> None:
+def explain(
+    *objects: Any, namespace: dict | None = None, file: TextIO | None = None, language: str | None = None
+) -> None:
     """Print the autograd report of the caller's frame, or of the given tensors/containers.
 
     With arguments, the report is limited to them (found by identity among the
     caller's names, so they keep their variable names); without, the whole frame.
+    ``language``: ``"en"`` or ``"zh-CN"``; by default the environment's (see the module doc).
     """
     from graphlife.debug.render import render_text  # noqa: PLC0415
 
+    chosen = report_language(language)
     if namespace is None:
         frame = sys._getframe(1)
         user = _user_frame_for(frame)
         if user is not frame and user is not None:
             code = user.f_code
-            print(f"(explaining {code.co_name} at {code.co_filename}:{user.f_lineno}, the frame that called "
-                  "into torch: torch's own frame holds torch's arguments, not your names)", file=file or sys.stdout)
+            note = _OWN_FRAME_NOTE[chosen].format(func=code.co_name, file=code.co_filename, line=user.f_lineno)
+            print(note, file=file or sys.stdout)
             frame = user
         namespace = {**frame.f_globals, **frame.f_locals}
         del frame, user
@@ -94,7 +120,7 @@ def explain(*objects: Any, namespace: dict | None = None, file: TextIO | None = 
         scope = dict(namespace)
         for name, obj in zip(names, objects):
             scope.setdefault(name, obj)
-        snap = _probe().snapshot(scope)
+        snap = _probe().snapshot(scope, language=chosen)
         keep = tuple(names)
 
         def mine(name: str) -> bool:
@@ -109,8 +135,8 @@ def explain(*objects: Any, namespace: dict | None = None, file: TextIO | None = 
         snap["tensors"] = [t for t in snap["tensors"] if mine(t["name"]) or t["name"] in blamed]
         snap["containers"] = [c for c in snap["containers"] if mine(c["name"])]
     else:
-        snap = _probe().snapshot(namespace)
-    print(render_text(snap), file=file or sys.stdout)
+        snap = _probe().snapshot(namespace, language=chosen)
+    print(render_text(snap, language=chosen), file=file or sys.stdout)
 
 
 __all__ = ["explain"]

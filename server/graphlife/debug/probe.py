@@ -176,6 +176,162 @@ class _Budget:
         return False
 
 
+# ---------------------------------------------------------------------- texts
+#
+# The explanations the probe writes, in English and Simplified Chinese (the terms of
+# docs/zh-CN-GLOSSARY.md). They are built as ``_Text`` (a template key and its arguments)
+# while the facts are read, and written out in the language asked for at the end of
+# ``snapshot``, so no function in between needs to know the language. torch's own
+# messages (``message`` fields) stay as torch prints them.
+
+ENGLISH = "en"
+CHINESE = "zh-CN"
+
+_TEXTS: dict[str, dict[str, str]] = {
+    "no_graph": {
+        ENGLISH: "`{name}` has no graph: it was computed without autograd "
+                 "(no_grad, detach, .item() round trip) or from tensors that do not require grad.",
+        CHINESE: "`{name}` 没有计算图：它是在自动求导之外算出的（`no_grad`、`detach()`、经 `.item()` 转换后重新构造），"
+                 "或者只由不需要梯度的张量算出。",
+    },
+    "non_scalar_leaf": {
+        ENGLISH: "`{name}` has {numel} elements; backward() needs a gradient argument.",
+        CHINESE: "`{name}` 有 {numel} 个元素；`backward()` 需要传入 `gradient` 参数。",
+    },
+    "leaf": {
+        ENGLISH: "`{name}` is a leaf; backward() sets its .grad.",
+        CHINESE: "`{name}` 是叶子张量；`backward()` 会设置它的 `.grad`。",
+    },
+    "non_scalar_graph": {
+        ENGLISH: "`{name}` has {numel} elements: backward() needs a gradient argument; "
+                 "with one, the backward through its graph would run.",
+        CHINESE: "`{name}` 有 {numel} 个元素：`backward()` 需要传入 `gradient` 参数；"
+                 "传入后，沿它的计算图的反向传播可以正常运行。",
+    },
+    "hooked": {
+        ENGLISH: "Some saved tensors are behind saved_tensors_hooks (checkpointing, offloading); "
+                 "their state is not read.",
+        CHINESE: "部分保存的张量经由 `saved_tensors_hooks` 保存（梯度检查点、卸载），没有读取它们的状态。",
+    },
+    "intact": {
+        ENGLISH: "Every tensor saved by the graph of `{name}` is intact.",
+        CHINESE: "`{name}` 的计算图保存的张量全部完好。",
+    },
+    "modified_owner": {
+        ENGLISH: "`{owner}` was saved by {node} for the backward and changed in place afterwards{versions}; "
+                 "use the out-of-place form.",
+        CHINESE: "`{owner}` 被 {node} 保存用于反向传播，之后又被原地修改{versions}；请改用非原地写法。",
+    },
+    "modified_shape": {
+        ENGLISH: "a tensor of shape {shape} was saved by {node} for the backward and changed in place "
+                 "afterwards{versions}; use the out-of-place form.",
+        CHINESE: "一个形状为 {shape} 的张量被 {node} 保存用于反向传播，之后又被原地修改{versions}；请改用非原地写法。",
+    },
+    "versions": {
+        ENGLISH: " (saved at version {saved}, now at version {now})",
+        CHINESE: "（保存时版本号为 {saved}，现在为 {now}）",
+    },
+    "stored": {
+        ENGLISH: "`{name}` is built from tensors stored in `{holder}` whose graphs earlier backwards "
+                 "already consumed; store `.item()` / `.detach()` and backpropagate each loss once.",
+        CHINESE: "`{name}` 由存放在 `{holder}` 中的张量算出，而这些张量的计算图已被之前的反向传播用掉；"
+                 "请存放 `.item()` / `.detach()` 的结果，每个损失只做一次反向传播。",
+    },
+    "consumed": {
+        ENGLISH: "The graph of `{name}` was already backpropagated without retain_graph=True, "
+                 "which freed its saved tensors; recompute the forward pass or sum the losses into one backward.",
+        CHINESE: "`{name}` 的计算图已经在没有 `retain_graph=True` 的情况下做过反向传播，保存的张量已被释放；"
+                 "请重新执行前向传播，或把各个损失相加后只做一次反向传播。",
+    },
+    "shared_part": {
+        ENGLISH: "`{part}` is part of the graph of `{name}`, and an earlier backward through it freed "
+                 "its saved tensors; backward through `{part}` only once (sum the losses), or detach it.",
+        CHINESE: "`{part}` 是 `{name}` 的计算图的一部分，之前经过它的反向传播已经释放了它保存的张量；"
+                 "对 `{part}` 只做一次反向传播（把损失相加），或者将它分离（`detach()`）。",
+    },
+    "shared_sibling": {
+        ENGLISH: "`{name}` shares part of its graph with `{sibling}`, whose backward already freed it; "
+                 "sum the losses into one backward, or retain_graph=True on the first one.",
+        CHINESE: "`{name}` 与 `{sibling}` 共享一部分计算图，而 `{sibling}` 的反向传播已经释放了这部分；"
+                 "请把损失相加后只做一次反向传播，或在第一次反向传播时传入 `retain_graph=True`。",
+    },
+    "carried": {
+        ENGLISH: "`{name}` reaches a graph an earlier backward freed through state carried across "
+                 "iterations ({carried}); detach the carried state at the loop boundary.",
+        CHINESE: "`{name}` 通过跨迭代保留的状态（{carried}）连到了一个已被之前的反向传播释放的计算图；"
+                 "请在循环边界处分离（`detach()`）这些状态。",
+    },
+    "freed": {
+        ENGLISH: "The graph of `{name}` reaches nodes whose saved tensors an earlier backward freed; "
+                 "detach what crosses from the earlier graph, or pass retain_graph=True to the earlier backward.",
+        CHINESE: "`{name}` 的计算图连到了一些节点，它们保存的张量已被之前的反向传播释放；"
+                 "请分离（`detach()`）从之前的计算图传过来的值，或在之前的反向传播中传入 `retain_graph=True`。",
+    },
+    "container_leak_bytes": {
+        ENGLISH: "`{name}` keeps {graphs} graphs alive with {bytes} bytes of saved activations; "
+                 "store `.item()` or `.detach()` instead.",
+        CHINESE: "`{name}` 让 {graphs} 个计算图一直存活，保存的激活值占用 {bytes} 字节；"
+                 "请改为存放 `.item()` 或 `.detach()` 的结果。",
+    },
+    "container_leak": {
+        ENGLISH: "`{name}` keeps {graphs} graphs alive ({nodes} nodes; their saved tensors "
+                 "were freed by backward); store `.item()` or `.detach()` instead.",
+        CHINESE: "`{name}` 让 {graphs} 个计算图一直存活（{nodes} 个节点；它们保存的张量已被反向传播释放）；"
+                 "请改为存放 `.item()` 或 `.detach()` 的结果。",
+    },
+    "container_one_graph": {
+        ENGLISH: "`{name}` holds tensors of one graph.",
+        CHINESE: "`{name}` 持有的张量属于同一个计算图。",
+    },
+}
+
+#: How a list argument (names of carried state) is joined in each language.
+_LIST_SEPARATOR = {ENGLISH: ", ", CHINESE: "、"}
+
+
+class _Text:
+    """An explanation not yet written: a key of ``_TEXTS`` and its arguments (strings,
+    numbers, lists of strings, or other ``_Text``)."""
+
+    __slots__ = ("args", "key")
+
+    def __init__(self, key: str, **args: Any):
+        self.key = key
+        self.args = args
+
+    def written(self, language: str) -> str:
+        values = {}
+        for name, value in self.args.items():
+            if type(value) is _Text:
+                value = value.written(language)
+            elif type(value) is list:
+                value = _LIST_SEPARATOR[language].join(value)
+            values[name] = value
+        return _TEXTS[self.key][language].format(**values)
+
+
+def _language(name: str | None) -> str:
+    """``"zh-CN"`` for the Simplified Chinese spellings a caller sends (``zh-cn`` from VS Code,
+    ``zh-CN``, ``zh-Hans``, ``zh``), else English. The probe cannot import graphlife's own
+    language module (it runs alone in the debugged program), and its callers normalize
+    already; this only accepts their spellings."""
+    parts = (name or "").strip().lower().replace("_", "-").split("-")
+    if parts[0] != "zh" or any(part in ("tw", "hk", "mo", "hant") for part in parts[1:]):
+        return ENGLISH
+    return CHINESE
+
+
+def _write_texts(result: dict, language: str) -> None:
+    """Every ``_Text`` of a snapshot written out in ``language``."""
+    for rec in result["tensors"]:
+        pred = rec.get("backward_prediction")
+        if pred and type(pred.get("explanation")) is _Text:
+            pred["explanation"] = pred["explanation"].written(language)
+    for rec in result["containers"]:
+        if type(rec.get("explanation")) is _Text:
+            rec["explanation"] = rec["explanation"].written(language)
+
+
 # torch objects are typed ``Any``: the probe never imports torch, it reads the program's.
 
 
@@ -655,20 +811,17 @@ def _predict(entry: _Found, t: Any, root: int | None, graphs: _Graphs, reach: li
         if numel != 1:
             return None  # not something anyone would call backward on
         return _prediction(False, "GL104", _NO_GRAD_MESSAGE, "no_grad", None, None, [],
-                           f"`{entry.name}` has no graph: it was computed without autograd "
-                           "(no_grad, detach, .item() round trip) or from tensors that do not require grad.")
+                           _Text("no_graph", name=entry.name))
     scalar = numel == 1
     if root is None:
         if not scalar:
             return _prediction(False, None, _NON_SCALAR_MESSAGE, "non_scalar", None, None, [],
-                               f"`{entry.name}` has {numel} elements; backward() needs a gradient argument.")
-        return _prediction(True, None, None, "ok", None, None, [],
-                           f"`{entry.name}` is a leaf; backward() sets its .grad.")
+                               _Text("non_scalar_leaf", name=entry.name, numel=numel))
+        return _prediction(True, None, None, "ok", None, None, [], _Text("leaf", name=entry.name))
     pred = _predict_graph(entry, root, graphs, reach, frame)
     if not scalar and pred["ok"]:
         return _prediction(False, None, _NON_SCALAR_MESSAGE, "non_scalar", None, None, [],
-                           f"`{entry.name}` has {numel} elements: backward() needs a gradient argument; "
-                           "with one, the backward through its graph would run.")
+                           _Text("non_scalar_graph", name=entry.name, numel=numel))
     return pred
 
 
@@ -679,11 +832,8 @@ def _predict_graph(entry: _Found, root: int, graphs: _Graphs, reach: list[int], 
     hooked = any(nodes[i].hooked for i in reach)
     if not problems:
         if hooked:
-            return _prediction(True, None, None, "hooked", None, None, [],
-                               "Some saved tensors are behind saved_tensors_hooks (checkpointing, offloading); "
-                               "their state is not read.")
-        return _prediction(True, None, None, "ok", None, None, [],
-                           f"Every tensor saved by the graph of `{entry.name}` is intact.")
+            return _prediction(True, None, None, "hooked", None, None, [], _Text("hooked"))
+        return _prediction(True, None, None, "ok", None, None, [], _Text("intact", name=entry.name))
     first = max(problems, key=lambda n: n.seq)  # the engine runs higher sequence numbers first
     rec = first.problem
     assert rec is not None  # ``problems`` holds the nodes that have one
@@ -691,12 +841,11 @@ def _predict_graph(entry: _Found, root: int, graphs: _Graphs, reach: list[int], 
     if rec["state"] == "modified":
         owner = _owner_name(rec, frame)
         blame_all = [owner] if owner else []
-        versions = (f" (saved at version {rec['saved_version']}, now at version {rec['version']})"
+        versions = (_Text("versions", saved=rec["saved_version"], now=rec["version"])
                     if rec.get("saved_version") is not None else "")
-        what = f"`{owner}`" if owner else f"a tensor of shape {rec.get('shape')}"
-        return _prediction(False, "GL102", message, "modified", first.name, owner, blame_all,
-                           f"{what} was saved by {first.name} for the backward and changed in place "
-                           f"afterwards{versions}; use the out-of-place form.")
+        why = (_Text("modified_owner", owner=owner, node=first.name, versions=versions) if owner
+               else _Text("modified_shape", shape=str(rec.get("shape")), node=first.name, versions=versions))
+        return _prediction(False, "GL102", message, "modified", first.name, owner, blame_all, why)
     reason, blame, blame_all, why = _blame_freed(entry, root, graphs, reach, frame)
     return _prediction(False, "GL101", message, reason, first.name, blame, blame_all, why)
 
@@ -709,7 +858,7 @@ def _prediction(
     node: str | None,
     blame: str | None,
     blame_all: list[str],
-    explanation: str,
+    explanation: _Text,
 ) -> dict:
     return {
         "ok": ok, "code": code, "error": None if ok else "RuntimeError", "message": message,
@@ -785,7 +934,7 @@ def _container_of(name: str) -> str:
 
 def _blame_freed(
     entry: _Found, root: int, graphs: _Graphs, reach: list[int], frame: list
-) -> tuple[str, str | None, list[str], str]:
+) -> tuple[str, str | None, list[str], _Text]:
     """Name what carried the freed graph into this backward: the tensor itself,
     a shared sub-graph already backpropagated, or state carried across iterations."""
     nodes = graphs.nodes
@@ -803,12 +952,8 @@ def _blame_freed(
                 stored.append(_container_of(other.name))
         if stored:
             holder = max(set(stored), key=stored.count)
-            return ("stored", holder, sorted(set(stored)),
-                    f"`{name}` is built from tensors stored in `{holder}` whose graphs earlier backwards "
-                    "already consumed; store `.item()` / `.detach()` and backpropagate each loss once.")
-        return ("consumed", name, [name],
-                f"The graph of `{name}` was already backpropagated without retain_graph=True, "
-                "which freed its saved tensors; recompute the forward pass or sum the losses into one backward.")
+            return ("stored", holder, sorted(set(stored)), _Text("stored", name=name, holder=holder))
+        return ("consumed", name, [name], _Text("consumed", name=name))
     shared = []    # named parts of this graph that an earlier backward went through
     siblings = []  # other outputs already backpropagated through a part this graph shares
     carried = []   # live state from outside this graph that reaches the freed part
@@ -831,9 +976,7 @@ def _blame_freed(
     if shared:
         shared.sort(reverse=True)
         names = [n for _, n in shared]
-        return ("shared", names[0], names,
-                f"`{names[0]}` is part of the graph of `{name}`, and an earlier backward through it freed "
-                f"its saved tensors; backward through `{names[0]}` only once (sum the losses), or detach it.")
+        return ("shared", names[0], names, _Text("shared_part", part=names[0], name=name))
     scalar = {other.name for other, _ in frame if _safe(lambda o=other: _call(o.tensor, "numel") == 1, False)}
     roots = {other.name: info.get("root") for other, info in frame}
     if not siblings and _safe(lambda: _call(entry.tensor, "numel") != 1, False):
@@ -846,21 +989,15 @@ def _blame_freed(
         carried.sort(key=lambda n: (n in scalar, hops[n]))
     elif siblings:
         siblings.sort(key=lambda n: n not in scalar)  # the loss that was backpropagated first
-        return ("shared", siblings[0], siblings,
-                f"`{name}` shares part of its graph with `{siblings[0]}`, whose backward already freed it; "
-                "sum the losses into one backward, or retain_graph=True on the first one.")
+        return ("shared", siblings[0], siblings, _Text("shared_sibling", name=name, sibling=siblings[0]))
     elif inside:
         # A running value (an EMA, self.h) used by this step and built on the last step's graph.
         hops = {n: _hops_to(graphs, roots.get(n), freed) for n in inside}
         carried = sorted(inside, key=lambda n: (n in scalar, hops[n]))
     if carried:
         return ("carried", carried[0], carried,
-                f"`{name}` reaches a graph an earlier backward freed through state carried across "
-                f"iterations ({', '.join('`' + c + '`' for c in carried[:4])}); detach the carried state "
-                "at the loop boundary.")
-    return ("freed", name, [name],
-            f"The graph of `{name}` reaches nodes whose saved tensors an earlier backward freed; "
-            "detach what crosses from the earlier graph, or pass retain_graph=True to the earlier backward.")
+                _Text("carried", name=name, carried=["`" + c + "`" for c in carried[:4]]))
+    return ("freed", name, [name], _Text("freed", name=name))
 
 
 # ---------------------------------------------------------------------- records
@@ -966,13 +1103,11 @@ def _containers(found_info: list, containers: list, graphs: _Graphs, leaf_keys: 
         leak = n_graphs > 1
         severity = ("warning" if act > 0 else "information") if leak else None
         if leak and act > 0:
-            why = (f"`{c.name}` keeps {n_graphs} graphs alive with {act} bytes of saved activations; "
-                   "store `.item()` or `.detach()` instead.")
+            why = _Text("container_leak_bytes", name=c.name, graphs=n_graphs, bytes=act)
         elif leak:
-            why = (f"`{c.name}` keeps {n_graphs} graphs alive ({len(union)} nodes; their saved tensors "
-                   "were freed by backward); store `.item()` or `.detach()` instead.")
+            why = _Text("container_leak", name=c.name, graphs=n_graphs, nodes=len(union))
         else:
-            why = f"`{c.name}` holds tensors of one graph."
+            why = _Text("container_one_graph", name=c.name)
         records.append({
             "name": c.name, "kind": c.kind, "items": c.items, "tensors": len(items), "graphs": n_graphs,
             "nodes": len(union), "saved_bytes": saved_bytes, "activation_bytes": act, "leak": leak,
@@ -1004,8 +1139,14 @@ def classify_message(message: str) -> dict[str, Any] | None:
     return None
 
 
-def snapshot(namespace: dict, *, exception: str | None = None, time_budget: float = TIME_BUDGET) -> dict:
-    """The autograd facts of every tensor reachable from ``namespace`` (see the module doc)."""
+def snapshot(
+    namespace: dict, *, exception: str | None = None, time_budget: float = TIME_BUDGET, language: str = ENGLISH
+) -> dict:
+    """The autograd facts of every tensor reachable from ``namespace`` (see the module doc).
+
+    ``language`` (``"en"``, ``"zh-CN"``; ``"zh-cn"`` as VS Code spells it) is the language of
+    the ``explanation``, ``why`` and ``fix`` texts; keys, codes and torch's messages do not change."""
+    language = _language(language)
     start = time.monotonic()
     budget = _Budget(time_budget)
     torch = _torch()
@@ -1018,8 +1159,9 @@ def snapshot(namespace: dict, *, exception: str | None = None, time_budget: floa
         _bind_torch(torch)
         with _no_user_dispatch(torch):
             _fill(result, namespace, torch, budget)
+        _write_texts(result, language)
     if exception:
-        result["exception"] = _exception_record(exception, result["tensors"])
+        result["exception"] = _exception_record(exception, result["tensors"], language)
     result["limits_hit"] = sorted(budget.hit)
     result["truncated"] = bool(budget.hit)
     result["elapsed_ms"] = round((time.monotonic() - start) * 1000.0, 2)
@@ -1090,8 +1232,9 @@ def _fill(result: dict, namespace: dict, torch: Any, budget: _Budget) -> None:
     result["tensors"] = tensors
 
 
-def _exception_record(message: str, tensors: list) -> dict:
+def _exception_record(message: str, tensors: list, language: str = ENGLISH) -> dict:
     item = classify_message(message) or {}
+    texts = item.get(language) or item  # an entry's ``zh-CN`` texts; English is the entry itself
     code = item.get("code")
     blame = None
     for rec in tensors:
@@ -1109,8 +1252,8 @@ def _exception_record(message: str, tensors: list) -> dict:
                     break
             if blame:
                 break
-    return {"message": message, "code": code, "name": item.get("name"), "why": item.get("why"),
-            "fix": item.get("fix"), "blame": blame}
+    return {"message": message, "code": code, "name": item.get("name"), "why": texts.get("why"),
+            "fix": texts.get("fix"), "blame": blame}
 
 
 def _strict(value: Any) -> Any:
@@ -1139,10 +1282,12 @@ def _dumps(value: Any) -> str:
     return json.dumps(_strict(value), allow_nan=False)
 
 
-def snapshot_json(namespace: dict, *, exception: str | None = None, time_budget: float = TIME_BUDGET) -> str:
+def snapshot_json(
+    namespace: dict, *, exception: str | None = None, time_budget: float = TIME_BUDGET, language: str = ENGLISH
+) -> str:
     """:func:`snapshot` as strict JSON text (what the debugger client evaluates)."""
     try:
-        return _dumps(snapshot(namespace, exception=exception, time_budget=time_budget))
+        return _dumps(snapshot(namespace, exception=exception, time_budget=time_budget, language=language))
     except Exception as exc:  # noqa: BLE001 - the client must always get JSON
         return json.dumps({"schema": SCHEMA, "error": f"{type(exc).__name__}: {exc}", "tensors": [], "containers": []})
 

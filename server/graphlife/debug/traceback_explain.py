@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from graphlife.debug.messages import classify
+from graphlife.findings import MessageTemplate, localized
 from graphlife.text_lines import source_lines
 
 if TYPE_CHECKING:
@@ -106,7 +107,33 @@ def findings_on_line(findings: list[Finding], line: int) -> list[Finding]:
     return here
 
 
-def _rule_text(code: str, item: dict) -> str:
+NO_TRACEBACK = MessageTemplate("explain.no-traceback", "graphlife explain: no Python traceback found in the input.",
+                               zh_cn="graphlife explain：输入中没有找到 Python 的 traceback。")
+NOT_EXPLAINED = MessageTemplate("explain.not-explained", "This is not one of the autograd errors graphlife explains.",
+                                zh_cn="这不是 graphlife 能解释的自动求导错误。")
+NO_USER_FRAME = MessageTemplate(
+    "explain.no-user-frame", "No frame of the traceback is in a file found here (all are library frames).",
+    zh_cn="traceback 中没有一帧位于这里能找到的文件中（全部是库的帧）。")
+FAULTING = MessageTemplate("explain.faulting", "{where} in {function} (faulting line)",
+                           zh_cn="{where}，{function} 中（出错的行）")
+CALLED_FROM = MessageTemplate("explain.called-from", "{where} in {function} (called from)",
+                              zh_cn="{where}，{function} 中（调用处）")
+STATIC_FINDING = MessageTemplate("explain.static-finding",
+                                 "    static finding {code} {name}{agrees}{elsewhere}: {message}",
+                                 zh_cn="    静态检查结果 {code} {name}{agrees}{elsewhere}：{message}")
+SAME_RULE = MessageTemplate("explain.same-rule", " (the same rule)", zh_cn="（同一条规则）")
+ELSEWHERE = MessageTemplate("explain.elsewhere", " in {path}:{line}", zh_cn="，位于 {path}:{line}")
+NONE_ON_LINE = MessageTemplate("explain.none-on-line", "    no static finding on this line",
+                               zh_cn="    这一行没有静态检查结果")
+IN_FILE = MessageTemplate("explain.in-file", "    {code} elsewhere in {path}, line {line}: {message}",
+                          zh_cn="    {code} 在别处：{path} 第 {line} 行：{message}")
+IN_THIS_FILE = MessageTemplate("explain.in-this-file", "    {code} elsewhere in this file, line {line}: {message}",
+                               zh_cn="    {code} 在别处：本文件第 {line} 行：{message}")
+WHY_FIX = MessageTemplate("explain.why-fix", "**{code} {name}**\n\nWhy: {why}\n\nFix: {fix}",
+                          zh_cn="**{code} {name}**\n\n原因：{why}\n\n修复：{fix}")
+
+
+def _rule_text(code: str, item: dict, language: str = "en") -> str:
     """The rule's own documentation when the rule module exists, else the table's short form."""
     try:
         from graphlife.rules import rule_by_code  # noqa: PLC0415
@@ -115,52 +142,65 @@ def _rule_text(code: str, item: dict) -> str:
     except Exception:  # noqa: BLE001
         rule = None
     if rule is not None:
-        return rule.markdown()
-    return f"**{code} {item['name']}**\n\nWhy: {item['why']}\n\nFix: {item['fix']}"
+        return rule.markdown(language)
+    texts = item.get(language, item) if language != "en" else item  # the table's own translation, if any
+    return WHY_FIX(code=code, name=item["name"], why=texts.get("why", item["why"]),
+                   fix=texts.get("fix", item["fix"])).in_language(language)
 
 
-def explain_text(text: str) -> tuple[int, str]:
-    """The report for a traceback text, and the exit status."""
+def explain_text(text: str, language: str = "en") -> tuple[int, str]:
+    """The report for a traceback text in ``language`` (torch's message as torch wrote it), and
+    the exit status."""
+    def say(message: str) -> str:
+        return localized(message, language)
+
     tb = parse_traceback(text)
     if tb.message is None:
-        return 2, "graphlife explain: no Python traceback found in the input."
+        return 2, say(NO_TRACEBACK())
     out = [f"{tb.exc_type}: {tb.message}", ""]
     item = classify(tb.message)
     if item is None:
-        out.append("This is not one of the autograd errors graphlife explains.")
+        out.append(say(NOT_EXPLAINED()))
     else:
-        out += [_rule_text(item["code"], item), ""]
+        out += [_rule_text(item["code"], item, language), ""]
     user_frames = [f for f in tb.frames if f.is_user]
     if not user_frames:
-        out.append("No frame of the traceback is in a file found here (all are library frames).")
+        out.append(say(NO_USER_FRAME()))
     cache: dict[str, tuple] = {}
     for index, frame in enumerate(reversed(user_frames)):
-        where = "faulting line" if index == 0 else "called from"
+        heading = FAULTING if index == 0 else CALLED_FROM
         if frame.path not in cache:
             cache[frame.path] = static_findings(frame.path)
         findings, note, lines = cache[frame.path]
         text_line = lines[frame.line - 1].strip() if 0 < frame.line <= len(lines) else ""
-        out.append(f"{frame.path}:{frame.line} in {frame.func} ({where})")
+        out.append(say(heading(where=f"{frame.path}:{frame.line}", function=frame.func)))
         if text_line:
             out.append(f"    {text_line}")
         if note:
             out.append(f"    ({note})")
         here = findings_on_line(findings, frame.line)
         for finding in here:
-            agrees = " (the same rule)" if item and finding.code == item["code"] else ""
-            elsewhere = f" in {finding.span.path}:{finding.span.line}" if finding.span.path is not None else ""
-            out.append(f"    static finding {finding.code} {finding.name}{agrees}{elsewhere}: {finding.message}")
+            agrees = SAME_RULE() if item and finding.code == item["code"] else ""
+            elsewhere = ELSEWHERE(path=finding.span.path, line=finding.span.line) if finding.span.path is not None \
+                else ""
+            out.append(say(STATIC_FINDING(code=finding.code, name=finding.name, agrees=agrees, elsewhere=elsewhere,
+                                          message=finding.message)))
         if not here and not note:
-            out.append("    no static finding on this line")
+            out.append(say(NONE_ON_LINE()))
             others = [f for f in findings if item and f.code == item["code"]]
             for finding in others[:3]:
-                place = f"in {finding.span.path}, line" if finding.span.path is not None else "in this file, line"
-                out.append(f"    {finding.code} elsewhere {place} {finding.span.line}: {finding.message}")
+                if finding.span.path is not None:
+                    told = IN_FILE(code=finding.code, path=finding.span.path, line=finding.span.line,
+                                   message=finding.message)
+                else:
+                    told = IN_THIS_FILE(code=finding.code, line=finding.span.line, message=finding.message)
+                out.append(say(told))
     return (0 if item else 1), "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``graphlife explain [FILE]``: read the traceback from FILE (or stdin, or ``-``)."""
+def main(argv: list[str] | None = None, language: str = "en") -> int:
+    """``graphlife explain [FILE]``: read the traceback from FILE (or stdin, or ``-``), explained
+    in ``language``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) > 1:
         print("usage: graphlife explain [TRACEBACK_FILE]", file=sys.stderr)
@@ -174,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"graphlife explain: {exc}", file=sys.stderr)
         return 2
-    status, report = explain_text(text)
+    status, report = explain_text(text, language)
     print(report)
     return status
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
-from graphlife.findings import Finding, Span
+from graphlife.findings import Finding, MessageTemplate, Span, localized
 from graphlife.lsp.cancel import Cancelled
 from graphlife.lsp.diagnostics import locate, to_diagnostic
 from graphlife.lsp.linting import Analysis
@@ -80,6 +80,24 @@ _VERIFIER = ("graphlife", "verifier")
 
 #: What the editor adds to the title of a fix that changes memory or what trains.
 UNSAFE_MARK = " (unsafe)"
+#: A fix that changes what the code computes, as its title says so (``UNSAFE_MARK`` in English).
+UNSAFE_TITLE = MessageTemplate("action.unsafe", "{title} (unsafe)", zh_cn="{title}（不安全）")
+IGNORE_LINE = MessageTemplate("action.ignore-line", "Ignore {code} on this line", zh_cn="在这一行忽略 {code}")
+IGNORE_FILE = MessageTemplate("action.ignore-file", "Ignore {code} in this file", zh_cn="在这个文件中忽略 {code}")
+IGNORE_NOTEBOOK = MessageTemplate("action.ignore-notebook", "Ignore {code} in this notebook",
+                                  zh_cn="在这个笔记本中忽略 {code}")
+TURN_OFF = MessageTemplate("action.turn-off", "Turn off {code} in settings", zh_cn="在设置中关闭 {code}")
+#: What the log says when an action the client chose cannot be carried out any more.
+DOCUMENT_CLOSED = MessageTemplate("log.document-closed", "{uri}: the document is closed; nothing to fix",
+                                  zh_cn="{uri}：文档已关闭，没有可修复的内容")
+NO_LONGER_REPORTED = MessageTemplate("log.no-longer-reported",
+                                     "{uri}: {code} is no longer reported there; nothing to do",
+                                     zh_cn="{uri}：那里已不再报告 {code}，无需操作")
+CANNOT_APPLY = MessageTemplate("log.cannot-apply", "{code}: the fix `{title}` cannot be applied to this code",
+                               zh_cn="{code}：修复“{title}”无法应用到这段代码")
+FIX_ALL_HERE = MessageTemplate("action.fix-all-here", "Fix all graphlife problems", zh_cn="修复所有 graphlife 问题")
+FIX_ALL_SOURCE = MessageTemplate("action.fix-all", "graphlife: fix all auto-fixable problems",
+                                 zh_cn="graphlife：修复所有可自动修复的问题")
 
 
 def fixes_for(analysis: Analysis, finding: Finding) -> list:
@@ -121,8 +139,10 @@ def list_actions(
     codec: PositionCodec,
     fixes: dict | None = None,
     turn_off_command: str | None = None,
+    language: str = "en",
 ) -> list[types.CodeAction]:
-    """The actions for a range (1-based positions of the analyzed source), edits left to resolve.
+    """The actions for a range (1-based positions of the analyzed source), edits left to resolve,
+    titled in ``language``.
 
     ``fixes`` maps ``(code, span)`` of each finding in the range to its computed fixes;
     ``turn_off_command`` is the client's command that adds a code to ``graphlife.ignore``.
@@ -134,7 +154,7 @@ def list_actions(
     if kind_wanted(only, types.CodeActionKind.QuickFix):
         by_code: dict[str, list[types.Diagnostic]] = {}
         for finding in findings_in(analysis, start, end):
-            converted = to_diagnostic(finding, analysis.snapshot, codec)
+            converted = to_diagnostic(finding, analysis.snapshot, codec, language=language)
             if converted is None or converted[0] != uri:
                 continue
             diagnostic = converted[1]
@@ -145,17 +165,17 @@ def list_actions(
                     continue  # its edits span cells: the editor edits one cell at a time
                 actions.append(
                     types.CodeAction(
-                        title=fix.title if fix.safe else fix.title + UNSAFE_MARK,
+                        title=_fix_title(fix.title, fix.safe, language),
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[diagnostic],
                         is_preferred=bool(fix.preferred),
-                        data={**base, "action": "fix", "index": index, "title": fix.title},
+                        data={**base, "action": "fix", "index": index, "title": str(fix.title)},  # English: matched
                     )
                 )
             if not _ends_with_backslash(analysis, finding.span.line):
                 actions.append(
                     types.CodeAction(
-                        title=f"Ignore {finding.code} on this line",
+                        title=IGNORE_LINE(code=finding.code).in_language(language),
                         kind=types.CodeActionKind.QuickFix,
                         diagnostics=[diagnostic],
                         data={**base, "action": "ignore"},
@@ -165,7 +185,8 @@ def list_actions(
         # fixes only, and would change nothing there otherwise.
         fixable_here = any(fix.safe for f in findings_in(analysis, start, end)
                            for fix in fixes.get((f.code, f.span), []))
-        actions.extend(_rule_actions(analysis, uri, by_code, turn_off_command, fix_source is not None and fixable_here))
+        actions.extend(_rule_actions(analysis, uri, by_code, turn_off_command, fix_source is not None and fixable_here,
+                                     language))
     if (
         fix_source is not None
         and not analysis.snapshot.is_notebook
@@ -175,7 +196,7 @@ def list_actions(
     ):
         actions.append(
             types.CodeAction(
-                title="graphlife: fix all auto-fixable problems",
+                title=FIX_ALL_SOURCE().in_language(language),
                 kind=FIX_ALL_KIND,
                 data={"key": key, "uri": uri, "action": "fixAll"},
             )
@@ -184,7 +205,7 @@ def list_actions(
 
 
 def _rule_actions(analysis: Analysis, uri: str, by_code: dict[str, list[types.Diagnostic]],
-                  turn_off_command: str | None, can_fix_all: bool) -> list[types.CodeAction]:
+                  turn_off_command: str | None, can_fix_all: bool, language: str = "en") -> list[types.CodeAction]:
     """The menu's items about whole rules and the whole file (:mod:`.rule_actions`), for the
     findings under the cursor: fix all, ignore in this file, turn off in settings."""
     if not by_code:
@@ -193,27 +214,34 @@ def _rule_actions(analysis: Analysis, uri: str, by_code: dict[str, list[types.Di
     actions = []
     if can_fix_all and not analysis.snapshot.is_notebook:
         actions.append(types.CodeAction(
-            title="Fix all graphlife problems",
+            title=FIX_ALL_HERE().in_language(language),
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[d for diagnostics in by_code.values() for d in diagnostics],
             data={"key": key, "uri": uri, "action": "fixAll"},
         ))
     for code, diagnostics in by_code.items():
         actions.append(types.CodeAction(
-            title=f"Ignore {code} in this " + ("notebook" if analysis.snapshot.is_notebook else "file"),
+            title=(IGNORE_NOTEBOOK if analysis.snapshot.is_notebook else IGNORE_FILE)(code=code).in_language(language),
             kind=types.CodeActionKind.QuickFix,
             diagnostics=diagnostics,
             data={"key": key, "uri": uri, "code": code, "action": "ignoreFile"},
         ))
         if turn_off_command:
+            turn_off = TURN_OFF(code=code).in_language(language)
             actions.append(types.CodeAction(
-                title=f"Turn off {code} in settings",
+                title=turn_off,
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=diagnostics,
-                command=types.Command(title=f"Turn off {code} in settings", command=turn_off_command,
+                command=types.Command(title=turn_off, command=turn_off_command,
                                       arguments=[code]),
             ))
     return actions
+
+
+def _fix_title(title: str, safe: bool, language: str) -> str:
+    """A fix's title as the menu shows it: in ``language``, marked when the fix is unsafe."""
+    shown = localized(title, language)
+    return shown if safe else UNSAFE_TITLE(title=shown).in_language(language)
 
 
 def _ends_with_backslash(analysis: Analysis, line: int) -> bool:

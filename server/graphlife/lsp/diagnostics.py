@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 from pygls.workspace.position_codec import PositionCodec
 
-from graphlife.findings import Finding, Severity, Span
+from graphlife.findings import Finding, Severity, Span, localized
 from graphlife.lsp.documents import Snapshot
 from graphlife.lsp.positions import span_to_range
 from graphlife.lsp.rule_links import web_url
@@ -75,17 +75,23 @@ def file_uri(path: str) -> str:
 
 
 def to_diagnostic(
-    finding: Finding, snapshot: Snapshot, codec: PositionCodec, other_lines: Mapping[str, Sequence[str]] | None = None
+    finding: Finding, snapshot: Snapshot, codec: PositionCodec, other_lines: Mapping[str, Sequence[str]] | None = None,
+    language: str = "en",
 ) -> tuple[str, types.Diagnostic] | None:
     """The diagnostic of one finding and the URI to publish it on (another file's, for a finding
-    the analysis found there; its related information may point into any file)."""
+    the analysis found there; its related information may point into any file), its texts in
+    ``language``."""
     where = locate(snapshot, finding.span, codec, other_lines)
     if where is None:
         return None
     uri, rng = where
     # Line numbers of the analyzed source become cell lines in a notebook; a message about
     # another file names that file's lines, which are its own.
-    user_text = snapshot.user_text if finding.span.path is None else str
+    def user_text(text: str) -> str:
+        if finding.span.path is None:
+            return snapshot.user_text(text, language)
+        return localized(text, language)
+
     related = []
     for item in finding.related:
         other = locate(snapshot, item.span, codec, other_lines)
@@ -112,13 +118,13 @@ def to_diagnostic(
 
 def diagnostics_by_uri(
     findings: list[Finding], snapshot: Snapshot, codec: PositionCodec,
-    other_lines: Mapping[str, Sequence[str]] | None = None,
+    other_lines: Mapping[str, Sequence[str]] | None = None, language: str = "en",
 ) -> dict[str, list[types.Diagnostic]]:
     """Diagnostics grouped by document; every document of the snapshot gets a (maybe empty)
     list, another file of the project one when a finding is there."""
     out: dict[str, list[types.Diagnostic]] = {segment.uri: [] for segment in snapshot.segments}
     for finding in findings:
-        converted = to_diagnostic(finding, snapshot, codec, other_lines)
+        converted = to_diagnostic(finding, snapshot, codec, other_lines, language)
         if converted is not None:
             out.setdefault(converted[0], []).append(converted[1])
     return out

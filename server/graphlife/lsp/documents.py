@@ -16,7 +16,8 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 from pygls.workspace import Workspace
 
-from graphlife.lsp.notebooks import CellText, JoinedCell, cell_relative_lines, join_cells
+from graphlife.findings import localized
+from graphlife.lsp.notebooks import CellText, JoinedCell, cell_relative_text, join_cells
 from graphlife.lsp.positions import split_lines
 
 #: The notebook type and cell language whose cells we analyze.
@@ -42,11 +43,12 @@ class Snapshot:
                 return segment if line - segment.line_offset <= max(len(segment.lines), 1) else None
         return None
 
-    def user_text(self, text: str) -> str:
-        """A message with its line numbers as the user sees them (cell-relative in a notebook)."""
+    def user_text(self, text: str, language: str = "en") -> str:
+        """A message in ``language`` with its line numbers as the user sees them (cell-relative
+        in a notebook)."""
         if not self.is_notebook:
-            return text
-        return cell_relative_lines(text, self.segment_for_line)
+            return localized(text, language)
+        return cell_relative_text(text, self.segment_for_line, language)
 
     def segment_for_uri(self, uri: str) -> JoinedCell | None:
         wanted = unquote(uri)

@@ -19,7 +19,7 @@ from lsprotocol import types
 from graphlife.analysis.modules import ModuleProvider
 from graphlife.analysis.rule_api import Rule
 from graphlife.analysis.stories import Stories
-from graphlife.findings import Finding
+from graphlife.findings import Finding, MessageTemplate
 from graphlife.lsp.linting import ISOLATE_CHARS, Analysis
 from graphlife.lsp.rule_links import documentation_link
 
@@ -34,15 +34,28 @@ def contains(finding: Finding, line: int, column: int) -> bool:
     return (line, column) <= (span.end_line, span.end_column)
 
 
-def finding_markdown(finding: Finding) -> str:
+#: The severities as the hover names them (docs/zh-CN-GLOSSARY.md's words in Chinese).
+SEVERITY_WORDS = {
+    "error": MessageTemplate("hover.error", "error", zh_cn="错误"),
+    "warning": MessageTemplate("hover.warning", "warning", zh_cn="警告"),
+    "information": MessageTemplate("hover.information", "information", zh_cn="信息"),
+    "hint": MessageTemplate("hover.hint", "hint", zh_cn="提示"),
+}
+#: The heading of what torch will do; torch's own words after it stay as torch prints them.
+TORCH_SAYS = MessageTemplate("hover.torch-says", "**torch:** {says}", zh_cn="**torch 的报错：** {says}")
+
+
+def finding_markdown(finding: Finding, language: str = "en") -> str:
     """The finding as the hover adds it to the diagnostic: code, name and severity (the
-    squiggle's, after the user's overrides) and one line of what torch will do. The message
-    and the related places are not repeated: the editor shows the diagnostic itself in the
-    same hover, right above this."""
-    parts = [f"**{finding.code}** {finding.name} · {finding.severity.value}"]
+    squiggle's, after the user's overrides) and one line of what torch will do, in ``language``.
+    The message and the related places are not repeated: the editor shows the diagnostic
+    itself in the same hover, right above this."""
+    severity = SEVERITY_WORDS[finding.severity.value]().in_language(language)
+    parts = [f"**{finding.code}** {finding.name} · {severity}"]
     rule = _rule(finding.code)
-    if rule is not None and rule.doc.torch_says:
-        parts.append(f"**torch:** {rule.doc.torch_says}")
+    doc = rule.doc.in_language(language) if rule is not None else None
+    if doc is not None and doc.torch_says:
+        parts.append(TORCH_SAYS(says=doc.torch_says).in_language(language))
     return "\n\n".join(parts)
 
 
@@ -67,26 +80,27 @@ def findings_under(analysis: Analysis, line: int, column: int,
 
 def hover_markdown(analysis: Analysis, line: int, column: int,
                    contributed: Sequence[tuple[Finding, Analysis]] = (),
-                   modules: ModuleProvider | None = None, command: str | None = None) -> str | None:
+                   modules: ModuleProvider | None = None, command: str | None = None,
+                   language: str = "en") -> str | None:
     """Everything to show at a 1-based position of the analyzed source, or ``None``: the
     findings there, the graph-lifetime story of the expression there, and a link to each
     finding's rule documentation (``command``: the client's command that opens it).
     ``contributed``: what other documents' analyses found in this file (:func:`findings_under`);
-    ``modules``: the project's modules, for the story."""
+    ``modules``: the project's modules, for the story; ``language``: of every text."""
     user_text = analysis.snapshot.user_text
     under = findings_under(analysis, line, column, contributed)
     # One part per rule and place (a finding this document's analysis and an importer's both made).
     distinct = {(f.code, f.span.line, f.span.column): f for f, _ in under}
-    parts = [finding_markdown(f) for f in distinct.values()]
+    parts = [finding_markdown(f, language) for f in distinct.values()]
     # The story re-interprets the file on a server thread; on a file big enough to be
     # checked in a child process, its parse alone would freeze the server.
     big = len(analysis.snapshot.source) > ISOLATE_CHARS
     told = None if big else stories_of(analysis, modules).at(line, column)
     if told:
-        parts.append(user_text(told))
+        parts.append(user_text(told, language))
     rules = [rule for rule in (_rule(code) for code in dict.fromkeys(f.code for f, _ in under)) if rule is not None]
     if rules:
-        parts.append(" · ".join(documentation_link(rule, command) for rule in rules))
+        parts.append(" · ".join(documentation_link(rule, command, language) for rule in rules))
     return SEPARATOR.join(parts) if parts else None
 
 

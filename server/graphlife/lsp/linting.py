@@ -54,7 +54,7 @@ from pygls.lsp.server import LanguageServer
 
 from graphlife.checker import CheckResult
 from graphlife.config import Config
-from graphlife.findings import Finding
+from graphlife.findings import Finding, MessageTemplate, localized
 from graphlife.incremental import IncrementalChecker
 from graphlife.lsp.cancel import Cancelled, Runner
 from graphlife.lsp.checker_process import CheckerProcess, CheckerProcessDied
@@ -78,6 +78,12 @@ _T = TypeVar("_T")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 #: Analyses of different documents that may run at once.
 WORKERS = 3
+
+#: The log's line about a syntax error (Python's own message quoted as Python wrote it).
+SYNTAX_ERROR_LOG = MessageTemplate(
+    "log.syntax-error",
+    "{where}: syntax error ({error}); the top-level block around it is skipped, the rest of the file is still checked",
+    zh_cn="{where}：语法错误（{error}）；跳过它所在的顶层代码块，文件的其余部分照常检查")
 
 
 def _prepare(source: str) -> tuple[str, list[str]]:
@@ -522,10 +528,11 @@ class Linter:
         """The analysis's diagnostics per URI: its findings, and its syntax errors and skipped
         work (:mod:`.unanalyzed`), pushed or pulled alike."""
         codec = self.server.workspace.position_codec
-        by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines)
+        language = self.settings.language
+        by_uri = diagnostics_by_uri(analysis.findings, analysis.snapshot, codec, analysis.other_lines, language)
         show_syntax_errors = bool(self.settings.option(analysis.snapshot.path, "showSyntaxErrors"))
         for uri, diagnostics in unanalyzed_diagnostics(analysis.snapshot, analysis.syntax_errors, analysis.notes,
-                                                       codec, show_syntax_errors).items():
+                                                       codec, show_syntax_errors, language).items():
             by_uri.setdefault(uri, []).extend(diagnostics)
         return by_uri
 
@@ -583,15 +590,13 @@ class Linter:
             return
         self._last_report[snapshot.key] = summary
         name = snapshot.path or snapshot.key
+        language = self.settings.language
         for error in analysis.syntax_errors:
-            log(
-                self.server,
-                f"{name}:{error.line}:{error.column}: syntax error ({error.message}); the top-level block "
-                "around it is skipped, the rest of the file is still checked",
-                types.MessageType.Warning,
-            )
+            where = f"{name}:{error.line}:{error.column}"
+            log(self.server, SYNTAX_ERROR_LOG(where=where, error=error.message).in_language(language),
+                types.MessageType.Warning)
         for note in analysis.notes:
-            log(self.server, f"{name}: {note}", types.MessageType.Warning)
+            log(self.server, f"{name}: {localized(note, language)}", types.MessageType.Warning)
         units = analysis.units
         reuse = (
             f" ({units['replayed']} of {units['replayed'] + units['ran']} units and {units['calls_replayed']} of "

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from graphlife.findings import Line, Message
 from graphlife.text_lines import split_lines  # no LSP libraries: the CLI's notebook check uses this
 
 
@@ -157,3 +158,21 @@ def cell_relative_lines(text: str, segment_for_line: Callable[[int], JoinedCell 
         return f"{match.group(1)} {numbers}"
 
     return _LINE_NUMBERS.sub(replace, text)
+
+
+def cell_relative_text(text: str, segment_for_line: Callable[[int], JoinedCell | None], language: str) -> str:
+    """``text`` in ``language``, its lines named as lines of their cells.
+
+    A :class:`~graphlife.findings.Message` names its lines as typed arguments: each becomes
+    the line in its cell (``第 6 个单元格第 3 行``), in any language. Plain text (English) is
+    rewritten by :func:`cell_relative_lines`, as it always was."""
+    if not isinstance(text, Message):
+        return cell_relative_lines(text, segment_for_line)
+
+    def in_cell(line: Line) -> Line:
+        segment = segment_for_line(line.number) if line.path is None and line.cell is None else None
+        if segment is None:
+            return line
+        return Line(line.number - segment.line_offset, cell=segment.number)
+
+    return text.map_lines(in_cell).in_language(language)

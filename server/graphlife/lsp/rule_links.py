@@ -16,6 +16,7 @@ from importlib import metadata
 from urllib.parse import quote
 
 from graphlife.analysis.rule_api import Rule
+from graphlife.findings import MessageTemplate
 
 #: The custom request for a rule's page: params ``{"code": "GL102"}``, answer
 #: ``{"code", "title", "markdown"}`` or ``None`` for an unknown code.
@@ -52,22 +53,33 @@ def command_uri(command: str, code: str) -> str:
     return f"command:{command}?{quote(json.dumps([code]))}"
 
 
-def documentation_link(rule: Rule, command: str | None) -> str:
+DOCUMENTATION = MessageTemplate("hover.documentation", "[{code} documentation]({target})",
+                                zh_cn="[{code} 规则文档]({target})")
+FULL_DOCUMENTATION = MessageTemplate("hover.full-documentation", "Full documentation: `graphlife rules {code}`",
+                                     zh_cn="完整文档：`graphlife rules {code}`")
+DEFAULT_SEVERITY = MessageTemplate("rule-page.default-severity", "Default severity: **{severity}**.",
+                                   zh_cn="默认严重级别：**{severity}**。")
+
+
+def documentation_link(rule: Rule, command: str | None, language: str = "en") -> str:
     """The hover's last line: how to read the rule's whole documentation."""
     if command:
-        return f"[{rule.code} documentation]({command_uri(command, rule.code)})"
+        return DOCUMENTATION(code=rule.code, target=command_uri(command, rule.code)).in_language(language)
     url = web_url(rule)
     if url:
-        return f"[{rule.code} documentation]({url})"
-    return f"Full documentation: `graphlife rules {rule.code}`"
+        return DOCUMENTATION(code=rule.code, target=url).in_language(language)
+    return FULL_DOCUMENTATION(code=rule.code).in_language(language)
 
 
-def rule_page(code: str) -> dict[str, str] | None:
-    """The answer to :data:`RULE_DOCUMENTATION_REQUEST`: the rule's user documentation."""
+def rule_page(code: str, language: str = "en") -> dict[str, str] | None:
+    """The answer to :data:`RULE_DOCUMENTATION_REQUEST`: the rule's user documentation, in
+    ``language`` when the rule is documented in it."""
     from graphlife.rules import rule_by_code  # noqa: PLC0415
 
     rule = rule_by_code(code.strip().upper()) if isinstance(code, str) else None
     if rule is None:
         return None
+    doc = rule.doc.in_language(language)
+    severity = DEFAULT_SEVERITY(severity=rule.severity.value).in_language(language)
     return {"code": rule.code, "title": f"{rule.code} {rule.name}", "markdown": f"# {rule.code} {rule.name}\n\n"
-            f"Default severity: **{rule.severity.value}**.\n\n{rule.doc.user_text}\n"}
+            f"{severity}\n\n{doc.user_text}\n", "language": doc.language}

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from graphlife import __version__
+from graphlife import __version__, i18n
 from graphlife.lsp import code_actions as actions_mod
 from graphlife.lsp import hover as hover_mod
 from graphlife.lsp.diagnostics import locate
@@ -186,6 +186,7 @@ def create_server() -> GraphlifeServer:
     @server.feature(types.INITIALIZE)
     @_guarded(server, "initialize")
     def initialize(params: types.InitializeParams) -> None:
+        settings.client_locale = params.locale  # VS Code's display language; `graphlife.language` may override it
         settings.update(from_initialization_options(params.initialization_options), "initializationOptions", "init")
         server.rule_command = client_command(params.initialization_options, COMMAND_OPTION)
         server.turn_off_command = client_command(params.initialization_options, TURN_OFF_OPTION)
@@ -356,7 +357,7 @@ def create_server() -> GraphlifeServer:
         if not analysis.snapshot.is_notebook and analysis.stories is None:
             modules = linter.project_modules(analysis)  # the first hover of this version tells the stories
         markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed, modules,
-                                              server.rule_command)
+                                              server.rule_command, settings.language)
         if not markdown:
             return None
         rng = None
@@ -402,7 +403,7 @@ def create_server() -> GraphlifeServer:
                     log_exception(server, f"computing the fixes of {finding.code}", exc)
         listed = actions_mod.list_actions(
             analysis, segment.uri, start_pos, end_pos, params.context.only, server.workspace.position_codec, fixes,
-            server.turn_off_command,
+            server.turn_off_command, settings.language,
         )
         if _supports(server, "text_document", "code_action", "resolve_support"):
             return listed
@@ -417,7 +418,8 @@ def create_server() -> GraphlifeServer:
             return action
         analysis = await linter.fresh(key)
         if analysis is None:
-            log(server, f"{data.get('uri')}: the document is closed; nothing to fix", types.MessageType.Warning)
+            log(server, actions_mod.DOCUMENT_CLOSED(uri=str(data.get("uri"))).in_language(settings.language),
+                types.MessageType.Warning)
             return action
         codec = server.workspace.position_codec
         document_changes = _supports(server, "workspace", "workspace_edit", "document_changes")
@@ -441,8 +443,8 @@ def create_server() -> GraphlifeServer:
             return action
         finding = actions_mod.find_finding(analysis, data)
         if finding is None:
-            log(server, f"{data.get('uri')}: {data.get('code')} is no longer reported there; nothing to do",
-                types.MessageType.Info)
+            gone = actions_mod.NO_LONGER_REPORTED(uri=str(data.get("uri")), code=str(data.get("code")))
+            log(server, gone.in_language(settings.language), types.MessageType.Info)
             return action
         if kind == "ignore":
             edit = actions_mod.ignore_edit(analysis, finding)
@@ -452,8 +454,8 @@ def create_server() -> GraphlifeServer:
             chosen = next((fix for fix in fixes if fix.title == data.get("title")), None)
             edits = list(chosen.edits) if chosen is not None else []
             if chosen is None:
-                log(server, f"{finding.code}: the fix `{data.get('title')}` cannot be applied to this code",
-                    types.MessageType.Info)
+                refused = actions_mod.CANNOT_APPLY(code=finding.code, title=str(data.get("title")))
+                log(server, refused.in_language(settings.language), types.MessageType.Info)
         per_uri = actions_mod.edits_for(analysis, edits, codec) if edits else None
         if per_uri:
             action.edit = actions_mod.workspace_edit(analysis, per_uri, document_changes)
@@ -463,7 +465,9 @@ def create_server() -> GraphlifeServer:
     @_guarded(server, RULE_DOCUMENTATION_REQUEST)
     def rule_documentation(params: Any) -> dict[str, str] | None:
         code = params.get("code") if isinstance(params, dict) else getattr(params, "code", None)
-        return rule_page(code) if isinstance(code, str) else None
+        asked = params.get("language") if isinstance(params, dict) else None  # a client may name its own
+        language = i18n.normalize(asked) if isinstance(asked, str) else None
+        return rule_page(code, language or settings.language) if isinstance(code, str) else None
 
     return server
 

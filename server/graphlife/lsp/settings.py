@@ -25,7 +25,9 @@ from typing import Any
 
 from lsprotocol import types
 
+from graphlife import i18n
 from graphlife.config import Config, config_for_path
+from graphlife.i18n import Language
 
 #: The editor's keys of rule selection: a later editor layer's value replaces an earlier one's.
 _RULE_KEYS = frozenset({"select", "ignore", "extendSelect", "extend-select", "extend_select", "extendIgnore",
@@ -42,6 +44,9 @@ DEFAULT_TIME_BUDGET = 5.0
 EDITOR_OPTIONS: dict[str, tuple[Any, tuple[str, ...] | None]] = {
     "showSyntaxErrors": (True, None),
     "reportingScope": ("file", ("file", "workspace")),
+    # The language of messages, hovers and action titles: ``auto`` follows the editor's display
+    # language (the ``locale`` of ``initialize``); see :attr:`Settings.language`.
+    "language": ("auto", ("auto", "en", "zh-cn", "zh-CN")),
 }
 
 
@@ -60,6 +65,8 @@ class Settings:
         self._folder_bases: dict[str, Config] = {}
         self._options: dict[str, Any] = {}
         self._folder_options: dict[str, dict[str, Any]] = {}
+        #: The display language the client named in ``initialize`` (``locale``), if any.
+        self.client_locale: str | None = None
 
     def update(self, raw: Any, source: str, layer: str = "client") -> None:
         """Set one layer of editor settings (``"init"`` or ``"client"``) and recompute.
@@ -127,6 +134,14 @@ class Settings:
                 else:
                     options[name] = value
         return options
+
+    @property
+    def language(self) -> Language:
+        """The language the server speaks: the ``graphlife.language`` setting, or for ``auto``
+        the client's display language (English when it is not one graphlife writes). One
+        language for the whole server: the user reads one editor."""
+        fallback = i18n.normalize(self.client_locale) or i18n.ENGLISH
+        return i18n.choose(self.option(None, "language"), fallback)
 
     def option(self, path: str | None, name: str) -> Any:
         """An :data:`EDITOR_OPTIONS` value for a file: its workspace folder's, else the global one."""

@@ -17,7 +17,7 @@ from lsprotocol import types
 from pygls.workspace.position_codec import PositionCodec
 
 from graphlife.checker import SyntaxProblem
-from graphlife.findings import Span
+from graphlife.findings import MessageTemplate, Span
 from graphlife.lsp.diagnostics import SOURCE, locate
 from graphlife.lsp.documents import Snapshot
 
@@ -27,8 +27,19 @@ from graphlife.lsp.documents import Snapshot
 _SKIPPED = "not analyzed"
 
 
+#: Python's own words (``error.message``) stay as Python prints them, quoted in either language.
+SYNTAX_ERROR = MessageTemplate(
+    "lsp.syntax-error", "SyntaxError: {error} (graphlife did not analyze the top-level block around it)",
+    zh_cn="SyntaxError: {error}（graphlife 没有分析它所在的顶层代码块）")
+NOT_ALL_OF_FILE = MessageTemplate("lsp.skipped-file", "graphlife did not analyze all of this file: {notes}.",
+                                  zh_cn="graphlife 没有分析完这个文件：{notes}。")
+NOT_ALL_OF_NOTEBOOK = MessageTemplate(
+    "lsp.skipped-notebook", "graphlife did not analyze all of this notebook: {notes}.",
+                                      zh_cn="graphlife 没有分析完这个笔记本：{notes}。")
+
+
 def syntax_error_diagnostics(snapshot: Snapshot, errors: Sequence[SyntaxProblem],
-                             codec: PositionCodec) -> dict[str, list[types.Diagnostic]]:
+                             codec: PositionCodec, language: str = "en") -> dict[str, list[types.Diagnostic]]:
     """One error diagnostic per syntax error, on the document (notebook cell) it is in."""
     out: dict[str, list[types.Diagnostic]] = {}
     for error in errors:
@@ -39,7 +50,7 @@ def syntax_error_diagnostics(snapshot: Snapshot, errors: Sequence[SyntaxProblem]
         uri, rng = where
         out.setdefault(uri, []).append(types.Diagnostic(
             range=rng,
-            message=f"SyntaxError: {error.message} (graphlife did not analyze the top-level block around it)",
+            message=SYNTAX_ERROR(error=error.message).in_language(language),
             severity=types.DiagnosticSeverity.Error,
             source=SOURCE,
         ))
@@ -52,7 +63,7 @@ def skipped_notes(notes: Sequence[str]) -> list[str]:
 
 
 def skipped_work_diagnostics(snapshot: Snapshot, notes: Sequence[str],
-                             codec: PositionCodec) -> dict[str, list[types.Diagnostic]]:
+                             codec: PositionCodec, language: str = "en") -> dict[str, list[types.Diagnostic]]:
     """One information diagnostic on the first line of the document (the first cell of a
     notebook) saying which parts were not analyzed, so that no findings there is not read as
     "no bugs there"."""
@@ -65,19 +76,22 @@ def skipped_work_diagnostics(snapshot: Snapshot, notes: Sequence[str],
     if where is None:
         return {}
     uri, rng = where
-    message = "graphlife did not analyze all of this " + ("notebook" if snapshot.is_notebook else "file") + ": "
+    template = NOT_ALL_OF_NOTEBOOK if snapshot.is_notebook else NOT_ALL_OF_FILE
+    separator = "；" if language == "zh-CN" else "; "
+    told = separator.join(snapshot.user_text(note, language) for note in skipped)
     return {uri: [types.Diagnostic(
         range=rng,
-        message=message + "; ".join(snapshot.user_text(note) for note in skipped) + ".",
+        message=template(notes=told).in_language(language),
         severity=types.DiagnosticSeverity.Information,
         source=SOURCE,
     )]}
 
 
 def unanalyzed_diagnostics(snapshot: Snapshot, errors: Sequence[SyntaxProblem], notes: Sequence[str],
-                           codec: PositionCodec, show_syntax_errors: bool) -> dict[str, list[types.Diagnostic]]:
+                           codec: PositionCodec, show_syntax_errors: bool,
+                           language: str = "en") -> dict[str, list[types.Diagnostic]]:
     """Both kinds, per URI (syntax errors only when the user wants them shown)."""
-    out = syntax_error_diagnostics(snapshot, errors, codec) if show_syntax_errors else {}
-    for uri, diagnostics in skipped_work_diagnostics(snapshot, notes, codec).items():
+    out = syntax_error_diagnostics(snapshot, errors, codec, language) if show_syntax_errors else {}
+    for uri, diagnostics in skipped_work_diagnostics(snapshot, notes, codec, language).items():
         out.setdefault(uri, []).extend(diagnostics)
     return out

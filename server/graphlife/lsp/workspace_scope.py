@@ -131,10 +131,11 @@ class WorkspaceScope:
         snapshot = Snapshot(key=uri, source=text, path=path, stamp=(),
                             segments=(JoinedCell(uri, None, 0, tuple(split_lines(text))),), is_notebook=False)
         codec = self.linter.server.workspace.position_codec
-        by_uri = diagnostics_by_uri(result.findings, snapshot, codec, other_lines(result, modules))
+        language = self.linter.settings.language
+        by_uri = diagnostics_by_uri(result.findings, snapshot, codec, other_lines(result, modules), language)
         show = bool(self.linter.settings.option(path, "showSyntaxErrors"))
         for where, diagnostics in unanalyzed_diagnostics(snapshot, result.syntax_errors, result.notes, codec,
-                                                         show).items():
+                                                         show, language).items():
             by_uri.setdefault(where, []).extend(diagnostics)
         return {where: diagnostics for where, diagnostics in by_uri.items() if diagnostics}
 

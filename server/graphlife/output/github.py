@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TextIO
 
 from graphlife.output.paths import display_path
+from graphlife.output.report import shown_message
 
 if TYPE_CHECKING:
     from graphlife.output.report import RunResult
@@ -39,7 +40,7 @@ def write_github(result: RunResult, out: TextIO) -> None:
         for finding in report.findings:
             where = f"cell {finding['cell']}, line {finding['cell_line']}: " if "cell" in finding else ""
             out.write(command(
-                LEVELS[finding["severity"]], f"{where}{finding['message']}",
+                LEVELS[finding["severity"]], f"{where}{shown_message(finding)}",
                 title=f"graphlife {finding['code']} ({finding['name']})", file=path, line=finding["line"],
                 col=finding["column"], endLine=finding["end_line"],
                 endColumn=finding["end_column"] if finding["end_line"] == finding["line"] else None,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 from xml.etree import ElementTree
 
 from graphlife.output.paths import display_path
+from graphlife.output.report import shown_message
 
 if TYPE_CHECKING:
     from graphlife.output.report import RunResult
@@ -34,10 +35,10 @@ def write_junit(result: RunResult, out: TextIO) -> None:
             case = ElementTree.SubElement(
                 suite, "testcase", name=f"{finding['code']} {finding['name']} at {where}:{finding['column']}",
                 classname=path, file=path, line=str(finding["line"]))
-            failure = ElementTree.SubElement(case, "failure", message=finding["message"],
+            failure = ElementTree.SubElement(case, "failure", message=shown_message(finding),
                                              type=f"{finding['code']} {finding['severity']}")
             failure.text = f"{path}:{where}:{finding['column']}: {finding['code']} {finding['severity']}: " \
-                           f"{finding['message']}"
+                           f"{shown_message(finding)}"
             cases += 1
         failed = cases
         if not cases:

@@ -73,6 +73,9 @@ class RunResult:
     quiet: bool = False
     #: Colours for the text formats (a terminal, and NO_COLOR unset).
     colour: bool = False
+    #: The language of the messages (:mod:`graphlife.i18n`): the findings carry theirs as
+    #: ``localized_message``; the text formats write their own words in it too.
+    language: str = "en"
 
     def findings(self) -> list[dict]:
         return [finding for report in self.reports for finding in report.findings]
@@ -108,3 +111,9 @@ def exit_status(result: RunResult, fail_on: str, usage_or_read_error: bool) -> i
     if result.syntax_errors() or any(fails(f["severity"], fail_on) for f in result.findings()):
         return 1
     return 0
+
+
+def shown_message(entry: dict[str, Any]) -> str:
+    """The message a person reads: in the chosen language when the finding (or related place)
+    has it (``localized_message``), else the English ``message``."""
+    return str(entry.get("localized_message", entry["message"]))

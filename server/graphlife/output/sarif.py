@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from graphlife.output.paths import artifact_uri
+from graphlife.output.report import shown_message
 
 if TYPE_CHECKING:
     from graphlife.output.report import RunResult
@@ -36,10 +37,13 @@ def sarif_log(result: RunResult) -> dict[str, Any]:
     notifications = [_notification(note.path, note.message, note.level) for note in result.notes]
     driver: dict[str, Any] = {"name": "graphlife", "version": result.version, "semanticVersion": result.version,
                               "rules": rules}
+    if result.language != "en":
+        driver["language"] = result.language  # the language of the rules' texts (SARIF's toolComponent.language)
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
         "runs": [{
+            **({"language": result.language} if result.language != "en" else {}),  # of the results' messages
             "tool": {"driver": driver},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri().rstrip("/") + "/"}},
             "columnKind": "unicodeCodePoints",
@@ -59,12 +63,13 @@ def _rules(result: RunResult) -> tuple[list[dict[str, Any]], dict[str, int]]:
 
     rules: list[dict[str, Any]] = []
     for rule in all_rules():
+        doc = rule.doc.in_language(result.language)
         rules.append({
             "id": rule.code,
             "name": rule.name,
-            "shortDescription": {"text": rule.doc.summary},
-            "help": {"text": f"{rule.doc.summary} (`graphlife rules {rule.code}` explains it)",
-                     "markdown": rule.markdown()},
+            "shortDescription": {"text": doc.summary},
+            "help": {"text": f"{doc.summary} (`graphlife rules {rule.code}` explains it)",
+                     "markdown": rule.markdown(result.language)},
             "defaultConfiguration": {"level": LEVELS[rule.severity.value]},
             "properties": {"tags": ["pytorch", "autograd"]},
         })
@@ -100,7 +105,7 @@ def _in_cell(data: dict[str, Any], text: str) -> tuple[str, int, int | None]:
 
 
 def _finding_result(finding: dict[str, Any], index_of: dict[str, int]) -> dict[str, Any]:
-    text, line, end_line = _in_cell(finding, finding["message"])
+    text, line, end_line = _in_cell(finding, shown_message(finding))
     result: dict[str, Any] = {
         "ruleId": finding["code"],
         "ruleIndex": index_of[finding["code"]],
@@ -112,7 +117,7 @@ def _finding_result(finding: dict[str, Any], index_of: dict[str, int]) -> dict[s
     for number, place in enumerate(finding["related"]):
         if "path" not in place:
             continue
-        place_text, place_line, place_end = _in_cell(place, place["message"])
+        place_text, place_line, place_end = _in_cell(place, shown_message(place))
         location = _location(place["path"], place_line, place["column"], place_end, place["end_column"])
         related.append({"id": number, **location, "message": {"text": place_text}})
     if related:

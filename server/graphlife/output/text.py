@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
+from graphlife.findings import MessageTemplate
+from graphlife.output.report import shown_message
+
 if TYPE_CHECKING:
     from graphlife.output.report import FileReport, RunResult
 
@@ -38,12 +41,12 @@ def _write(result: RunResult, out: TextIO, excerpts: bool) -> None:
         return
     paint = Painter(result.colour)
     for report in result.reports:
-        _write_report(report, out, paint, excerpts)
+        _write_report(report, out, paint, excerpts, result.language)
     if not result.quiet:
         _write_summary(result, out)
 
 
-def _write_report(report: FileReport, out: TextIO, paint: Painter, excerpts: bool) -> None:
+def _write_report(report: FileReport, out: TextIO, paint: Painter, excerpts: bool, language: str) -> None:
     for index, (line, column, message) in enumerate(report.syntax_errors):
         if report.syntax_error_cells:
             cell, cell_line = report.syntax_error_cells[index]
@@ -56,7 +59,7 @@ def _write_report(report: FileReport, out: TextIO, paint: Painter, excerpts: boo
         where = f"cell {finding['cell']}:{finding['cell_line']}" if "cell" in finding else str(finding["line"])
         head = f"{paint(report.path, '1')}:{where}:{finding['column']}: "
         code = paint(finding["code"], "1")
-        out.write(f"{head}{code} {paint(severity, SEVERITY_COLOURS.get(severity, '0'))}: {finding['message']}\n")
+        out.write(f"{head}{code} {paint(severity, SEVERITY_COLOURS.get(severity, '0'))}: {shown_message(finding)}\n")
         if not excerpts:
             continue
         if 0 < finding["line"] <= len(report.lines):
@@ -68,8 +71,9 @@ def _write_report(report: FileReport, out: TextIO, paint: Painter, excerpts: boo
             out.write(f"        | {' ' * start}{paint('^' * (end - start), SEVERITY_COLOURS.get(severity, '0'))}\n")
         for related in finding["related"]:
             elsewhere = related.get("path", report.path) != report.path
-            where = f"{related['path']}:{related['line']}" if elsewhere else f"line {related['line']}"
-            out.write(f"        = note: {where}: {related['message']}\n")
+            here = LINE(n=related["line"]).in_language(language)
+            where = f"{related['path']}:{related['line']}" if elsewhere else here
+            out.write(NOTE(where=where, message=shown_message(related)).in_language(language))
 
 
 def _write_summary(result: RunResult, out: TextIO) -> None:
@@ -82,14 +86,46 @@ def _write_summary(result: RunResult, out: TextIO) -> None:
     total = sum(counts.values())
     files = result.files_checked()
     partly = sum(1 for note in result.notes if note.path is not None and "time box" in note.message)
+    language = result.language
+    files_text = (FILE if files == 1 else FILES)(n=files)
     if total:
-        detail = ", ".join(f"{n} {s}{'s' if n != 1 and s != 'information' else ''}" for s, n in sorted(counts.items()))
-        out.write(
-            f"\nFound {total} problem{'s' if total != 1 else ''} ({detail})"
-            f" in {files} file{'s' if files != 1 else ''}.\n"
-        )
+        separator = "、" if language == "zh-CN" else ", "
+        detail = separator.join(_COUNTED[kind][n == 1](n=n).in_language(language) for kind, n in sorted(counts.items()))
+        problems = (PROBLEM if total == 1 else PROBLEMS)(n=total)
+        out.write(FOUND(problems=problems, detail=detail, files=files_text).in_language(language))
     else:
-        out.write(f"All checks passed ({files} file{'s' if files != 1 else ''}).\n")
+        out.write(ALL_PASSED(files=files_text).in_language(language))
     if partly:
-        out.write(f"{partly} file{'s were' if partly != 1 else ' was'} analyzed only in part (the time box); "
-                  "see the notes above.\n")
+        out.write((PARTLY_ONE if partly == 1 else PARTLY)(n=partly).in_language(language))
+
+
+# The words of the text formats, in English and Chinese (the findings bring their own).
+LINE = MessageTemplate("text.line", "line {n}", zh_cn="第 {n} 行")
+NOTE = MessageTemplate(
+    "text.note", "        = note: {where}: {message}\n",
+    zh_cn="        = 说明：{where}：{message}\n")
+FOUND = MessageTemplate("text.found", "\nFound {problems} ({detail}) in {files}.\n",
+                        zh_cn="\n发现 {problems}（{detail}），共检查 {files}。\n")
+ALL_PASSED = MessageTemplate("text.all-passed", "All checks passed ({files}).\n", zh_cn="全部检查通过（{files}）。\n")
+PROBLEM = MessageTemplate("text.problem", "{n} problem", zh_cn="{n} 个问题")
+PROBLEMS = MessageTemplate("text.problems", "{n} problems", zh_cn="{n} 个问题")
+FILE = MessageTemplate("text.file", "{n} file", zh_cn="{n} 个文件")
+FILES = MessageTemplate("text.files", "{n} files", zh_cn="{n} 个文件")
+PARTLY_ONE = MessageTemplate(
+    "text.partly-one", "{n} file was analyzed only in part (the time box); see the notes above.\n",
+                             zh_cn="有 {n} 个文件只分析了一部分（超出了时间限制）；见上面的说明。\n")
+PARTLY = MessageTemplate("text.partly", "{n} files were analyzed only in part (the time box); see the notes above.\n",
+                         zh_cn="有 {n} 个文件只分析了一部分（超出了时间限制）；见上面的说明。\n")
+#: Each kind of problem counted in the summary: (more than one, exactly one).
+_COUNTED = {
+    "error": (MessageTemplate("text.errors", "{n} errors", zh_cn="{n} 个错误"),
+              MessageTemplate("text.error", "{n} error", zh_cn="{n} 个错误")),
+    "warning": (MessageTemplate("text.warnings", "{n} warnings", zh_cn="{n} 个警告"),
+                MessageTemplate("text.warning", "{n} warning", zh_cn="{n} 个警告")),
+    "information": (MessageTemplate("text.information", "{n} information", zh_cn="{n} 条信息"),
+                    MessageTemplate("text.information-one", "{n} information", zh_cn="{n} 条信息")),
+    "hint": (MessageTemplate("text.hints", "{n} hints", zh_cn="{n} 个提示"),
+             MessageTemplate("text.hint", "{n} hint", zh_cn="{n} 个提示")),
+    "syntax error": (MessageTemplate("text.syntax-errors", "{n} syntax errors", zh_cn="{n} 个语法错误"),
+                     MessageTemplate("text.syntax-error", "{n} syntax error", zh_cn="{n} 个语法错误")),
+}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis.rule_api import GradMode
-from graphlife.findings import Severity
+from graphlife.findings import MessageTemplate, Severity
 
 
 def callee_name(call: ast.AST) -> str | None:
@@ -33,8 +33,12 @@ def callee_name(call: ast.AST) -> str | None:
 
 
 #: Added to the message of an error that needs gradients on, in a function analyzed alone.
-ASSUMED_GRAD_NOTE = (" (This function is analyzed without its callers: that holds if gradients are on when it runs, "
-                     "as they are unless a caller turns them off.)")
+ASSUMED_GRAD_NOTE = MessageTemplate(
+    "note.assumed-grad",
+    " (This function is analyzed without its callers: that holds if gradients are on when it runs, "
+    "as they are unless a caller turns them off.)",
+    zh_cn="（这个函数是脱离调用方单独分析的：只有在它运行时梯度记录处于开启状态才成立；除非调用方关闭了梯度，默认就是开启的。）",
+)
 
 
 def grad_mode_severity(mode: GradMode, severity: Severity) -> tuple[Severity, str]:
@@ -42,7 +46,7 @@ def grad_mode_severity(mode: GradMode, severity: Severity) -> tuple[Severity, st
     inference tensor saved, ...) is certain only where the mode is known; in a function
     analyzed without its callers it is a warning, with a note saying why."""
     if severity is Severity.ERROR and mode.assumed:
-        return Severity.WARNING, ASSUMED_GRAD_NOTE
+        return Severity.WARNING, ASSUMED_GRAD_NOTE()
     return severity, ""
 
 

@@ -67,6 +67,8 @@ from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import Node, State
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import MergeBackwards, RetainGraph
+from graphlife.rules import phrases
+from graphlife.rules.phrases import tensor_name
 from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
 from graphlife.rules.proofs.shared_graph import shared_graph_fix
 
@@ -122,12 +124,23 @@ CARRIED = MessageTemplate(
     "`{root}` reaches the graph built at line {built} (`{built_by}`) in an earlier iteration, carried into this one "
     "by {name}; the backward at line {freed} already freed it{maybe}. Detach {name} at the top of the loop "
     "(line {loop}).",
+    zh_cn="`{root}` 会反向传播进上一次迭代中在{built}（`{built_by}`）构建的计算图，它经由 {name} 被带入本次迭代；"
+    "{freed}的反向传播已经释放了这张图{maybe}。请在循环开头（{loop}）对 {name} 调用 `detach()`。",
 )
 FREED = MessageTemplate(
     "GL101.freed",
     "`{root}` backpropagates through the graph built at line {built} (`{built_by}`), which the backward at "
     "line {freed} already freed{maybe}.",
+    zh_cn="`{root}` 要反向传播经过在{built}（`{built_by}`）构建的计算图，而{freed}的反向传播已经释放了它{maybe}。",
 )
+BUILT_HERE = MessageTemplate(
+    "GL101.built-here", "graph built here (`{built_by}`)",
+    zh_cn="计算图在此构建（`{built_by}`）")
+FREED_HERE = MessageTemplate("GL101.freed-here", "this backward freed it", zh_cn="这次反向传播释放了计算图")
+MERGE_TITLE = MessageTemplate("fix.merge-backwards", "Call one backward on `{first} + {second}`",
+                              zh_cn="对 `{first} + {second}` 只调用一次 `backward()`")
+RETAIN_TITLE = MessageTemplate("fix.retain-graph", "Keep the graph with `retain_graph=True` (keeps its memory alive)",
+                               zh_cn="用 `retain_graph=True` 保留计算图（其显存会一直占用）")
 
 
 @RULE.on(BackwardEvent)
@@ -147,23 +160,23 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
         return
     node = graph.nodes[candidates[-1]]
     freeing = state.freed.get(node.nid) or state.may_freed.get(node.nid)
-    root = ctx.text(event.root_expr) or "the tensor"
+    root = tensor_name(ctx.text(event.root_expr))
     built_line = ctx.line(node.site)
     freed_line = ctx.line(freeing) if freeing is not None else None
     carried = ctx.carried_names(set(candidates), state) if node.iteration and ctx.current_loop() is not None else []
     carried = [c for c in carried if c[0] != (root if isinstance(event.root_expr, ast.Name) else None)]
     carried = still_carried(carried)
     stmt = ctx.blame(event.stmt, event.root_expr)
-    maybe = "" if severity is Severity.ERROR else " on some paths"
+    maybe = phrases.maybe(severity is Severity.ERROR)
     if carried:
         loop = carried[0][1]
         message = CARRIED(root=root, built=built_line, built_by=node.line_desc, name=names_text(carried),
                           freed=freed_line, maybe=maybe, loop=ctx.line(loop))
     else:
         message = FREED(root=root, built=built_line, built_by=node.line_desc, freed=freed_line, maybe=maybe)
-    related = [Related(ctx.span(node.site), f"graph built here (`{node.line_desc}`)")]
+    related = [Related(ctx.span(node.site), BUILT_HERE(built_by=node.line_desc))]
     if freeing is not None:
-        related.append(Related(ctx.span(freeing), "this backward freed it"))
+        related.append(Related(ctx.span(freeing), FREED_HERE()))
     fixes = _fixes(event, ctx, node, freeing, carried, state)
     ctx.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)
 
@@ -182,13 +195,13 @@ def _fixes(event: BackwardEvent, ctx: RuleContext, node: Node, freeing: ast.AST 
         second_root = ctx.text(event.root_expr)
         if first_root and second_root:
             fixes.append(MergeBackwards(
-                title=f"Call one backward on `{first_root} + {second_root}`",
+                title=MERGE_TITLE(first=first_root, second=second_root),
                 first=ctx.span(freeing), second=ctx.span(event.stmt), first_root=first_root, second_root=second_root,
             ))
     if freeing is not None and isinstance(freeing, ast.stmt):
         call = _backward_call(freeing)
         if call is not None:
-            fixes.append(RetainGraph(title="Keep the graph with `retain_graph=True` (keeps its memory alive)",
+            fixes.append(RetainGraph(title=RETAIN_TITLE(),
                                      call=ctx.span(call)))
     return fixes
 

@@ -97,19 +97,37 @@ RULE = Rule(
     torch_message="one of the variables needed for gradient computation has been modified by an inplace operation",
 )
 
-_SAVED = ("`{change_text}` {change}, but {what} {verb} saved at line {saved} for the backward at line {backward}, "
+_SAVED = ("`{change_text}` {change}, but {what} saved at line {saved} for the backward at line {backward}, "
           "which will raise.")
-SAVED = MessageTemplate("GL102.saved", _SAVED)
+_SAVED_ZH = "`{change_text}` {change}，但 {what}已在{saved}为{backward}的反向传播保存下来，那次反向传播会报错。"
+SAVED = MessageTemplate("GL102.saved", _SAVED, zh_cn=_SAVED_ZH)
 SAVED_BEFORE_STEP_CARRIED = MessageTemplate(
     "GL102.saved-before-step-carried",
     _SAVED + " The graph still to be backpropagated was built in an earlier iteration (carried state?): "
     "detach it or finish its backward first.",
+    zh_cn=_SAVED_ZH + "尚待反向传播的计算图是在之前的迭代中构建的（跨迭代保留的状态？）："
+    "请先分离它（`detach()`），或先完成它的反向传播。",
 )
 SAVED_BEFORE_STEP = MessageTemplate(
     "GL102.saved-before-step",
     _SAVED + " That backward's graph was built before the step: run it before `{change_text}`, "
     "or build the graph again after the step.",
+    zh_cn=_SAVED_ZH + "那次反向传播的计算图是在优化步之前构建的：请在 `{change_text}` 之前执行它，"
+    "或在优化步之后重新构建计算图。",
 )
+#: What was saved, with its verb (English agrees it with the noun; Chinese needs none).
+OUTPUT_OF = MessageTemplate("GL102.what-output", "the output of `{op}` was", zh_cn="`{op}` 的输出")
+NAMED_INPUT = MessageTemplate("GL102.what-named-input", "`{desc}` (an input of `{op}`) was",
+                              zh_cn="`{desc}`（`{op}` 的输入）")
+AN_INPUT = MessageTemplate("GL102.what-input", "an input was", zh_cn="它的一个输入")
+PARAMETERS = MessageTemplate("GL102.what-parameters", "{desc} were", zh_cn="{desc}")
+THE_PARAMETERS = MessageTemplate("GL102.what-the-parameters", "the parameters were", zh_cn="这些参数")
+UPDATES_THEM = MessageTemplate("GL102.updates-in-place", "updates them in place", zh_cn="原地更新了参数")
+CHANGES_IT = MessageTemplate("GL102.changes-in-place", "changes it in place", zh_cn="对它做了原地修改")
+SAVED_BY = MessageTemplate("GL102.saved-by", "saved here by `{op}`", zh_cn="由 `{op}` 在此保存")
+NEEDS_SAVED = MessageTemplate("GL102.needs-saved", "this backward needs the saved value",
+                              zh_cn="这次反向传播需要这个保存的值")
+OUT_OF_PLACE = MessageTemplate("fix.out-of-place", "Use the out-of-place form", zh_cn="改用非原地（out-of-place）写法")
 
 
 @RULE.on(BackwardEvent)
@@ -141,29 +159,27 @@ def _built_in_earlier_iteration(ctx: RuleContext, node: Node) -> bool:
 
 
 def _report(ctx: RuleContext, event: BackwardEvent, node: Node, saved: SavedRef, bump_site: ast.AST) -> None:
-    what = {
-        "result": f"the output of `{node.line_desc}`",
-        "input": f"`{saved.desc}`" if saved.desc else "an input",
-        "parameter": saved.desc or "the parameters",
-    }[saved.what]
-    if saved.what == "input" and saved.desc:
-        what += f" (an input of `{node.line_desc}`)"
+    if saved.what == "result":
+        what = OUTPUT_OF(op=node.line_desc)
+    elif saved.what == "input":
+        what = NAMED_INPUT(desc=saved.desc, op=node.line_desc) if saved.desc else AN_INPUT()
+    else:
+        what = PARAMETERS(desc=saved.desc) if saved.desc else THE_PARAMETERS()
     is_step = isinstance(bump_site, ast.stmt) and "step(" in ctx.text(bump_site)
-    change = "updates them in place" if is_step else "changes it in place"
-    verb = "were" if saved.what == "parameter" else "was"
+    change = UPDATES_THEM() if is_step else CHANGES_IT()
     template = SAVED
     if is_step:
         template = SAVED_BEFORE_STEP_CARRIED if _built_in_earlier_iteration(ctx, node) else SAVED_BEFORE_STEP
-    message = template(change_text=ctx.text(bump_site), change=change, what=what, verb=verb,
+    message = template(change_text=ctx.text(bump_site), change=change, what=what,
                        saved=ctx.line(node.site), backward=ctx.line(event.stmt))
     related = [
-        Related(ctx.span(node.site), f"saved here by `{node.op}`"),
-        Related(ctx.span(event.stmt), "this backward needs the saved value"),
+        Related(ctx.span(node.site), SAVED_BY(op=node.op)),
+        Related(ctx.span(event.stmt), NEEDS_SAVED()),
     ]
     fixes: list[FixRecipe] = []
     if not is_step:
         construction = _construction_of(bump_site)
-        fixes.append(OutOfPlace(title="Use the out-of-place form", stmt=ctx.span(bump_site),
+        fixes.append(OutOfPlace(title=OUT_OF_PLACE(), stmt=ctx.span(bump_site),
                                 construction=ctx.span(construction) if construction is not None else None))
     ctx.report(RULE, ctx.span(bump_site), message, related=related, fixes=fixes)
 

@@ -44,9 +44,10 @@ from __future__ import annotations
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import Related, Severity
+from graphlife.findings import MessageTemplate, Related, Severity
 from graphlife.recipes import WrapNoGrad
 from graphlife.rules.base import grad_mode_severity
+from graphlife.rules.phrases import tensor_name
 
 ZH_CN = Translation(
     """在启用梯度时原地修改了一个需要梯度的叶子张量。
@@ -90,6 +91,22 @@ RULE = Rule(
 )
 
 
+CHANGED_IN_PLACE = MessageTemplate(
+    "GL103.changed-in-place",
+    "`{name}` is {kind}, and `{change}` changes it in place while gradients are recorded; "
+    "torch raises here. Do the update under `with torch.no_grad():`.{note}",
+    zh_cn="`{name}` 是{kind}，而 `{change}` 在记录梯度时对它做了原地操作，torch 会在这里报错。"
+    "请把这次更新放在 `with torch.no_grad():` 下进行。{note}",
+)
+A_PARAMETER = MessageTemplate("GL103.a-parameter", "a parameter", zh_cn="一个参数")
+A_LEAF = MessageTemplate("GL103.a-leaf", "a leaf created with `requires_grad=True`",
+                         zh_cn="一个以 `requires_grad=True` 创建的叶子张量")
+REQUIRES_GRAD_HERE = MessageTemplate("GL103.requires-grad-here", "`{name}` requires grad from here",
+                                     zh_cn="`{name}` 从这里开始需要梯度")
+WRAP_TITLE = MessageTemplate("fix.wrap-update-no-grad", "Wrap the update in `with torch.no_grad():`",
+                             zh_cn="把这次更新放进 `with torch.no_grad():`")
+
+
 @RULE.on(InplaceEvent)
 def on_inplace(event: InplaceEvent, ctx: RuleContext) -> None:
     target = event.target
@@ -98,16 +115,13 @@ def on_inplace(event: InplaceEvent, ctx: RuleContext) -> None:
     mode = ctx.grad_mode(event.state)
     if mode.enabled is not True:
         return
-    name = ctx.text(event.target_expr) or "the tensor"
-    kind = "a parameter" if target.is_param else "a leaf created with `requires_grad=True`"
-    message = (
-        f"`{name}` is {kind}, and `{ctx.text(event.stmt)}` changes it in place while gradients are recorded; "
-        "torch raises here. Do the update under `with torch.no_grad():`."
-    )
+    name = tensor_name(ctx.text(event.target_expr))
+    kind = A_PARAMETER() if target.is_param else A_LEAF()
     related: list[Related] = []
     if target.created_with_grad is not None:
-        related.append(Related(ctx.span(target.created_with_grad), f"`{name}` requires grad from here"))
+        related.append(Related(ctx.span(target.created_with_grad), REQUIRES_GRAD_HERE(name=name)))
     stmt = event.stmt
-    fixes = [WrapNoGrad(title="Wrap the update in `with torch.no_grad():`", stmt=ctx.span(stmt))]
+    fixes = [WrapNoGrad(title=WRAP_TITLE(), stmt=ctx.span(stmt))]
     severity, note = grad_mode_severity(mode, RULE.severity)
-    ctx.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)
+    message = CHANGED_IN_PLACE(name=name, kind=kind, change=ctx.text(event.stmt), note=note)
+    ctx.report(RULE, ctx.span(stmt), message, severity=severity, related=related, fixes=fixes)

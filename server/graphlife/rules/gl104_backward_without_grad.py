@@ -55,12 +55,14 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent, InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal, TupleVal
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import ReplaceText, StackInsteadOfItems
+from graphlife.rules.phrases import tensor_name
 from graphlife.rules.proofs.no_grad import no_grad_fixes, note_inplace
 
 ZH_CN = Translation(
@@ -109,18 +111,33 @@ RULE = Rule(
 RULE.on(InplaceEvent)(note_inplace)  # the fix's proof needs the writes made with gradients off
 
 
+NO_GRAPH = MessageTemplate(
+    "GL104.no-graph", "`{name}` has no graph to backpropagate through: {reason}. Torch raises at this backward.",
+    zh_cn="`{name}` 没有可供反向传播的计算图：{reason}。torch 会在这次反向传播处报错。")
+LOST_HERE = MessageTemplate("GL104.lost-here", "the graph is lost here", zh_cn="计算图在这里断开")
+KEEP_USE = MessageTemplate("fix.keep-graph-use", "Keep the graph: use `{expr}`", zh_cn="保留计算图：改用 `{expr}`")
+KEEP_USE_ITSELF = MessageTemplate("fix.keep-graph-use-itself", "Keep the graph: use `{expr}` itself",
+                                  zh_cn="保留计算图：直接使用 `{expr}` 本身")
+KEEP_STACK = MessageTemplate(
+    "fix.keep-graph-stack", "Keep the graph: `torch.stack` the values instead of their `.item()`",
+                             zh_cn="保留计算图：用 `torch.stack` 拼接这些值，而不是取它们的 `.item()`")
+NON_REENTRANT = MessageTemplate(
+    "fix.non-reentrant-flows", "Use `use_reentrant=False` (gradients flow to the parameters)",
+                                zh_cn="使用 `use_reentrant=False`（梯度才能传到参数）")
+
+
 @RULE.on(BackwardEvent)
 def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     root = event.root
     first = root.items[0] if isinstance(root, TupleVal) and root.items else root
     if not isinstance(first, TensorVal) or first.requires_grad is not False:
         return
-    name = ctx.text(event.root_expr) or "the tensor"
-    reason = first.why or "it does not require grad"
-    message = f"`{name}` has no graph to backpropagate through: {reason}. Torch raises at this backward."
+    name = tensor_name(ctx.text(event.root_expr))
+    reason = first.why or reasons.NO_GRAD_REQUIRED()
+    message = NO_GRAPH(name=name, reason=reason)
     related: list[Related] = []
     if first.why_site is not None:
-        related.append(Related(ctx.span(first.why_site), "the graph is lost here"))
+        related.append(Related(ctx.span(first.why_site), LOST_HERE()))
     stmt = ctx.blame(event.stmt, event.root_expr)
     fixes = _keep_the_graph(ctx, first.why_site)
     if isinstance(first.why_site, ast.stmt):
@@ -147,19 +164,19 @@ def _keep_the_graph(ctx: RuleContext, site: ast.AST | None) -> list[FixRecipe]:
         return []
     func = site.func
     if isinstance(func, ast.Attribute) and func.attr == "detach" and not site.args and not site.keywords:
-        return [ReplaceText(title=f"Keep the graph: use `{ctx.text(func.value)}`",
+        return [ReplaceText(title=KEEP_USE(expr=ctx.text(func.value)),
                             span=ctx.span(site), text=ctx.text(func.value))]
     if isinstance(func, ast.Attribute) and func.attr in ("tensor", "as_tensor") and len(site.args) == 1:
         inner = site.args[0]
         if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
                 and inner.func.attr in ("item", "tolist") and not inner.args):
-            return [ReplaceText(title=f"Keep the graph: use `{ctx.text(inner.func.value)}` itself",
+            return [ReplaceText(title=KEEP_USE_ITSELF(expr=ctx.text(inner.func.value)),
                                 span=ctx.span(site), text=ctx.text(inner.func.value))]
         if _items_of_a_list(inner) and not site.keywords and ctx.qualified_name(func) == "torch.tensor":
-            return [StackInsteadOfItems(title="Keep the graph: `torch.stack` the values instead of their `.item()`",
+            return [StackInsteadOfItems(title=KEEP_STACK(),
                                         call=ctx.span(site))]
     for keyword in site.keywords:
         if keyword.arg == "use_reentrant" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True:
-            return [ReplaceText(title="Use `use_reentrant=False` (gradients flow to the parameters)",
+            return [ReplaceText(title=NON_REENTRANT(),
                                 span=ctx.span(keyword.value), text="False")]
     return []

@@ -51,6 +51,7 @@ from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import LeafAfterConversion
+from graphlife.rules import phrases
 from graphlife.rules.base import grad_mode_severity
 
 ZH_CN = Translation(
@@ -98,12 +99,20 @@ NOT_A_LEAF = MessageTemplate(
     "GL105.not-a-leaf",
     "`{name}` is not a leaf: `{made_by}` (line {line}) made a new tensor from the one that requires grad, "
     "so it never gets a `.grad`; the optimizer raises here.{note}",
+    zh_cn="`{name}` 不是叶子张量：`{made_by}`（{line}）从需要梯度的那个张量生成了一个新张量，"
+    "所以它永远不会得到 `.grad`；优化器会在这里报错。{note}",
 )
 MAYBE_NOT_A_LEAF = MessageTemplate(
     "GL105.maybe-not-a-leaf",
     "`{name}` may not be a leaf: `{made_by}` (line {line}) makes a new tensor when it really converts "
     "(another device or dtype); the optimizer then raises `can't optimize a non-leaf Tensor`.{note}",
+    zh_cn="`{name}` 可能不是叶子张量：当 `{made_by}`（{line}）真正发生转换（换了设备或 dtype）时会生成一个新张量，"
+    "优化器随后会报错 `can't optimize a non-leaf Tensor`。{note}",
 )
+THE_LEAF = MessageTemplate("GL105.the-leaf", "the leaf that requires grad", zh_cn="需要梯度的叶子张量")
+AFTER_CONVERSION = MessageTemplate(
+    "fix.requires-grad-after-conversion", "Apply `.requires_grad_()` after the conversion",
+                                   zh_cn="在转换之后再调用 `.requires_grad_()`")
 
 
 @RULE.on(OptimizerEvent)
@@ -117,22 +126,22 @@ def on_optimizer_created(event: OptimizerEvent, ctx: RuleContext) -> None:
             severity = Severity.WARNING
         else:
             continue
-        name = ctx.text(expr) or ctx.text(value.origin) or "a tensor"
+        name = ctx.text(expr) or ctx.text(value.origin) or phrases.A_TENSOR()
         made_by = ctx.text(value.converted_from or value.origin)
         made_at = value.converted_from or value.origin
         line = ctx.line(made_at) if made_at is not None and hasattr(made_at, "lineno") else None
         template = MAYBE_NOT_A_LEAF if severity is Severity.WARNING else NOT_A_LEAF
         related: list[Related] = []
         if value.created_with_grad is not None:
-            related.append(Related(ctx.span(value.created_with_grad), "the leaf that requires grad"))
+            related.append(Related(ctx.span(value.created_with_grad), THE_LEAF()))
         fixes: list[FixRecipe] = []
         origin = value.converted_from or value.origin
         assign = _assignment_of(ctx, value.origin)
         if assign is not None:
-            fixes.append(LeafAfterConversion(title="Apply `.requires_grad_()` after the conversion",
+            fixes.append(LeafAfterConversion(title=AFTER_CONVERSION(),
                                              expr=ctx.span(assign.value), assign=ctx.span(assign)))
         elif origin is not None and expr is not None and ctx.text(expr) == ctx.text(value.origin):
-            fixes.append(LeafAfterConversion(title="Apply `.requires_grad_()` after the conversion",
+            fixes.append(LeafAfterConversion(title=AFTER_CONVERSION(),
                                              expr=ctx.span(expr)))
         severity, note = grad_mode_severity(ctx.grad_mode(event.state), severity)
         message = template(name=name, made_by=made_by, line=line, note=note)

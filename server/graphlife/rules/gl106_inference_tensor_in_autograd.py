@@ -52,9 +52,11 @@ from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import InplaceEvent, SavedEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import FixRecipe, MessageArg, MessageTemplate, Related, Severity
 from graphlife.recipes import CloneTensor, InferenceModeToNoGrad
+from graphlife.rules import phrases
 from graphlife.rules.base import grad_mode_severity
+from graphlife.rules.phrases import tensor_name
 
 ZH_CN = Translation(
     """在 `torch.inference_mode()` 下创建的张量被保存用于反向传播，或在推理模式之外被原地修改。
@@ -101,17 +103,35 @@ RULE = Rule(
 )
 
 
+SAVED = MessageTemplate(
+    "GL106.saved",
+    "`{name}` was created under `torch.inference_mode()`, and `{site}` saves it for backward; "
+    "torch raises here. Create it under `torch.no_grad()` instead, or pass a `.clone()`.{note}",
+    zh_cn="`{name}` 是在 `torch.inference_mode()` 下创建的，而 `{site}` 要为反向传播保存它，torch 会在这里报错。"
+    "请改在 `torch.no_grad()` 下创建它，或传入它的 `.clone()`。{note}",
+)
+UPDATED = MessageTemplate(
+    "GL106.updated",
+    "`{name}` was created under `torch.inference_mode()`; `{site}` updates it in place outside "
+    "inference mode, which torch forbids. Create it under `torch.no_grad()` instead.{note}",
+    zh_cn="`{name}` 是在 `torch.inference_mode()` 下创建"
+          "的；`{site}` 在推理模式之外对它做了原地更新，torch 不允许这样做。"
+    "请改在 `torch.no_grad()` 下创建它。{note}",
+)
+CREATED_HERE = MessageTemplate("GL106.created-here", "created in inference mode here", zh_cn="在推理模式下于此创建")
+NO_GRAD_TITLE = MessageTemplate(
+    "fix.inference-mode-to-no-grad", "Use `torch.no_grad()` instead of `torch.inference_mode()`",
+                                zh_cn="用 `torch.no_grad()` 代替 `torch.inference_mode()`")
+CLONE_TITLE = MessageTemplate("fix.clone-saved", "Use `{expr}.clone()` here", zh_cn="在这里改用 `{expr}.clone()`")
+
+
 @RULE.on(SavedEvent)
 def on_saved(event: SavedEvent, ctx: RuleContext) -> None:
     tensor = event.tensor
     if tensor.inference is not True or ctx.grad_mode(event.state).inference is not False:
         return
-    name = ctx.text(event.tensor_expr) or tensor.desc or "a tensor"
-    message = (
-        f"`{name}` was created under `torch.inference_mode()`, and `{ctx.text(event.site)}` saves it for backward; "
-        "torch raises here. Create it under `torch.no_grad()` instead, or pass a `.clone()`."
-    )
-    _report(ctx, event, tensor, event.tensor_expr, message)
+    name = ctx.text(event.tensor_expr) or tensor.desc or phrases.A_TENSOR()
+    _report(ctx, event, tensor, event.tensor_expr, SAVED, name=name, site=ctx.text(event.site))
 
 
 @RULE.on(InplaceEvent)
@@ -119,31 +139,27 @@ def on_inplace(event: InplaceEvent, ctx: RuleContext) -> None:
     tensor = event.target
     if tensor.inference is not True or ctx.grad_mode(event.state).inference is not False:
         return
-    name = ctx.text(event.target_expr) or "the tensor"
-    message = (
-        f"`{name}` was created under `torch.inference_mode()`; `{ctx.text(event.stmt)}` updates it in place outside "
-        "inference mode, which torch forbids. Create it under `torch.no_grad()` instead."
-    )
-    _report(ctx, event, tensor, None, message, blamed=event.target_expr)
+    name = tensor_name(ctx.text(event.target_expr))
+    _report(ctx, event, tensor, None, UPDATED, blamed=event.target_expr, name=name, site=ctx.text(event.stmt))
 
 
 def _report(ctx: RuleContext, event: SavedEvent | InplaceEvent, tensor: TensorVal, saved_expr: ast.expr | None,
-            message: str, *, blamed: ast.expr | None = None) -> None:
+            template: MessageTemplate, *, blamed: ast.expr | None = None, **args: MessageArg) -> None:
     """Report at the statement (or the helper's caller) with the fixes: ``torch.no_grad()`` where the
     tensor was made, and a ``.clone()`` of the expression a saving op takes (``saved_expr``)."""
     related: list[Related] = []
     fixes: list[FixRecipe] = []
     if tensor.origin is not None:
-        related.append(Related(ctx.span(tensor.origin), "created in inference mode here"))
+        related.append(Related(ctx.span(tensor.origin), CREATED_HERE()))
         with_item = _inference_mode_item(ctx, tensor.origin)
         if with_item is not None:
-            fixes.append(InferenceModeToNoGrad(title="Use `torch.no_grad()` instead of `torch.inference_mode()`",
+            fixes.append(InferenceModeToNoGrad(title=NO_GRAD_TITLE(),
                                                item=ctx.span(with_item)))
     if saved_expr is not None:
-        fixes.append(CloneTensor(title=f"Use `{ctx.text(saved_expr)}.clone()` here", expr=ctx.span(saved_expr)))
+        fixes.append(CloneTensor(title=CLONE_TITLE(expr=ctx.text(saved_expr)), expr=ctx.span(saved_expr)))
     stmt = ctx.blame(event.stmt, saved_expr if saved_expr is not None else blamed)
     severity, note = grad_mode_severity(ctx.grad_mode(event.state), RULE.severity)
-    ctx.report(RULE, ctx.span(stmt), message + note, severity=severity, related=related, fixes=fixes)
+    ctx.report(RULE, ctx.span(stmt), template(**args, note=note), severity=severity, related=related, fixes=fixes)
 
 
 def _inference_mode_item(ctx: RuleContext, node: ast.AST) -> ast.expr | None:

@@ -48,6 +48,7 @@ from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import MessageTemplate, Related, Severity
 from graphlife.recipes import SAFE, UNSAFE, DetachRequiresGrad
 from graphlife.rules.base import grad_mode_severity
+from graphlife.rules.phrases import tensor_name
 
 ZH_CN = Translation(
     """在由需要梯度的张量算出的张量上设置 `requires_grad`。
@@ -91,10 +92,17 @@ RULE = Rule(
 
 _NOT_A_LEAF = ("from a tensor that requires grad, so its `requires_grad` flag cannot be changed; "
                "torch raises here.{note}")
+_NOT_A_LEAF_ZH = "从一个需要梯度的张量计算得到，所以不能修改它的 `requires_grad` 标志；torch 会在这里报错。{note}"
 NOT_A_LEAF = MessageTemplate(
-    "GL107.not-a-leaf", "`{name}` is not a leaf: it was computed by `{made_by}` (line {line}) " + _NOT_A_LEAF)
+    "GL107.not-a-leaf", "`{name}` is not a leaf: it was computed by `{made_by}` (line {line}) " + _NOT_A_LEAF,
+    zh_cn="`{name}` 不是叶子张量：它由 `{made_by}`（{line}）" + _NOT_A_LEAF_ZH)
 NOT_A_LEAF_NO_LINE = MessageTemplate(
-    "GL107.not-a-leaf-no-line", "`{name}` is not a leaf: it was computed by `{made_by}` " + _NOT_A_LEAF)
+    "GL107.not-a-leaf-no-line", "`{name}` is not a leaf: it was computed by `{made_by}` " + _NOT_A_LEAF,
+    zh_cn="`{name}` 不是叶子张量：它由 `{made_by}` " + _NOT_A_LEAF_ZH)
+COMPUTED_HERE = MessageTemplate("GL107.computed-here", "computed here", zh_cn="在此计算得到")
+DETACH_TITLE = MessageTemplate("fix.detach-flag", "`{name} = {name}.detach()`", zh_cn="`{name} = {name}.detach()`")
+DETACH_REQUIRES_GRAD_TITLE = MessageTemplate("fix.detach-requires-grad", "`{name} = {name}.detach().requires_grad_()`",
+                                             zh_cn="`{name} = {name}.detach().requires_grad_()`")
 
 
 @RULE.on(RequiresGradEvent)
@@ -104,14 +112,14 @@ def on_requires_grad_set(event: RequiresGradEvent, ctx: RuleContext) -> None:
         return
     if event.form == "method" and event.flag is not False:
         return  # requires_grad_() / (True) on a non-leaf that already requires grad runs
-    name = ctx.text(event.target_expr) or "the tensor"
+    name = tensor_name(ctx.text(event.target_expr))
     made_by = target.desc or ctx.text(target.origin)
-    related = [Related(ctx.span(target.origin), "computed here")] if target.origin is not None else []
+    related = [Related(ctx.span(target.origin), COMPUTED_HERE())] if target.origin is not None else []
     flag = True if event.flag is None else bool(event.flag)
     # `y.detach().requires_grad_()` makes `y` a leaf: what computed it no longer trains through
     # it (unsafe); `requires_grad = False` asked for exactly what `y.detach()` does (safe).
     fixes = [DetachRequiresGrad(
-        title=f"`{name} = {name}.detach()" + (".requires_grad_()`" if flag else "`"),
+        title=(DETACH_REQUIRES_GRAD_TITLE if flag else DETACH_TITLE)(name=name),
         applicability=UNSAFE if flag else SAFE,
         stmt=ctx.span(event.stmt), target=name, flag=flag,
     )]

@@ -85,7 +85,10 @@ REMOVED = MessageTemplate(
     "GL108.retain-variables",
     "`{call}` raises `TypeError`: torch removed the keyword `retain_variables`. Write `retain_graph={value}` "
     "(or drop it if no later backward goes through this graph).",
+    zh_cn="`{call}` 会抛出 `TypeError`：torch 已经移除了关键字参数 `retain_variables`。请写成 `retain_graph={value}`"
+    "（如果之后没有反向传播再经过这张计算图，就直接去掉它）。",
 )
+RETAIN_GRAPH_TITLE = MessageTemplate("fix.use-retain-graph", "Use `retain_graph=`", zh_cn="改用 `retain_graph=`")
 
 #: The autograd functions that took ``retain_variables`` (as ``Tensor.backward`` did).
 _FUNCTIONS = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
@@ -133,7 +136,7 @@ def check_module(ctx: ModuleContext) -> None:
             continue
         value = ast.get_source_segment(ctx.source, keyword.value) or "True"
         statement = ctx.semantics.statement_of(call)
-        fix = ReplaceText(title="Use `retain_graph=`", span=ctx.span(keyword), text=f"retain_graph={value}")
+        fix = ReplaceText(title=RETAIN_GRAPH_TITLE(), span=ctx.span(keyword), text=f"retain_graph={value}")
         ctx.reporter.report(RULE, ctx.span(statement if statement is not None else call),
                             REMOVED(call=ast.get_source_segment(ctx.source, call.func) or "backward", value=value),
                             fixes=(fix,))

@@ -88,7 +88,10 @@ REQUIRES_GRAD = MessageTemplate(
     "GL109.requires-grad",
     "`{call}` raises: `{tensor}` requires grad, and a NumPy array cannot keep its graph. "
     "Detach it first: `{tensor}.detach()`.{note}",
+    zh_cn="`{call}` 会报错：`{tensor}` 需要梯度，而 NumPy 数组无法保留它的计算图。"
+    "请先分离：`{tensor}.detach()`。{note}",
 )
+DETACH_TITLE = MessageTemplate("fix.detach-before-numpy", "Detach before `.numpy()`", zh_cn="在 `.numpy()` 之前分离")
 
 
 @RULE.on(NumpyEvent)
@@ -105,6 +108,6 @@ def on_numpy(event: NumpyEvent, ctx: RuleContext) -> None:
         severity, note = Severity.WARNING, ""  # not a tensor on some path: it raises otherwise there
     receiver = ctx.text(event.receiver) or "the tensor"
     receiver_span = ctx.span(event.receiver)
-    fix = ReplaceText(title="Detach before `.numpy()`", span=receiver_span, text=f"{receiver}.detach()")
+    fix = ReplaceText(title=DETACH_TITLE(), span=receiver_span, text=f"{receiver}.detach()")
     ctx.report(RULE, ctx.span(event.stmt), REQUIRES_GRAD(call=ctx.text(event.call), tensor=receiver, note=note),
                severity=severity, fixes=[fix])

@@ -57,6 +57,7 @@ from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import OutOfPlace
+from graphlife.rules.gl102_inplace_modifies_saved_tensor import OUT_OF_PLACE
 
 ZH_CN = Translation(
     """原地修改了一个由注册了完整反向传播钩子（full backward hook）的模块传出的张量。
@@ -104,7 +105,14 @@ CHANGED = MessageTemplate(
     "`{change}` changes in place a tensor that a module with a full backward hook handed on (at `{hooked}`): "
     "torch passes it through `BackwardHookFunction`, whose output is a view it forbids changing in place, and "
     "raises here. Use the out-of-place form.",
+    zh_cn="`{change}` 原地修改了一个由注册了完整反向传播钩子的模块传出的张量（在 `{hooked}` 处）：torch 让它经过 "
+    "`BackwardHookFunction`，其输出是一个禁止原地修改的视图，因此会在这里报错。请改用非原地写法。",
 )
+HOOKED_CALL = MessageTemplate("GL110.hooked-call", "the module with the full backward hook is called here",
+                              zh_cn="在这里调用了注册了完整反向传播钩子的模块")
+BUILT_IN_PLACE = MessageTemplate("GL110.built-in-place", "built to work in place here", zh_cn="在这里被构造为原地操作")
+NOT_IN_PLACE = MessageTemplate("fix.build-not-in-place", "Build it with `inplace=False`",
+                               zh_cn="构造时改用 `inplace=False`")
 
 
 @RULE.on(InplaceEvent)
@@ -118,11 +126,11 @@ def on_inplace(event: InplaceEvent, ctx: RuleContext) -> None:
     hooked = ctx.text(target.hook_view) or "the module"
     change = ctx.text(event.construction if event.construction is not None else change_site)
     message = CHANGED(change=change, hooked=hooked)
-    related = [Related(ctx.span(target.hook_view), "the module with the full backward hook is called here")]
+    related = [Related(ctx.span(target.hook_view), HOOKED_CALL())]
     fixes: list[FixRecipe] = []
     if event.construction is not None:
-        related.append(Related(ctx.span(event.construction), "built to work in place here"))
-        fixes.append(OutOfPlace(title="Build it with `inplace=False`", construction=ctx.span(event.construction)))
+        related.append(Related(ctx.span(event.construction), BUILT_IN_PLACE()))
+        fixes.append(OutOfPlace(title=NOT_IN_PLACE(), construction=ctx.span(event.construction)))
     else:
-        fixes.append(OutOfPlace(title="Use the out-of-place form", stmt=ctx.span(event.stmt)))
+        fixes.append(OutOfPlace(title=OUT_OF_PLACE(), stmt=ctx.span(event.stmt)))
     ctx.report(RULE, ctx.span(change_site), message, related=related, fixes=fixes)

@@ -121,17 +121,29 @@ KEEPS_SAVED = MessageTemplate(
     "GL201.keeps-saved",
     "`{target}` keeps the graph of `{value}` alive after the iteration, and no backward frees it: the activations "
     "saved at line {saved} (`{saved_by}`) pile up every iteration. Store `.item()` (a number) or `.detach()` instead.",
+    zh_cn="`{target}` 在本次迭代结束后仍让 `{value}` 的计算图存活，而且没有反向传播去释放它：{saved}（`{saved_by}`）"
+    "保存的激活值每次迭代都会累积下来。请改为保存 `.item()`（一个 Python 数）或 `.detach()`。",
 )
 KEEPS_NODES = MessageTemplate(
     "GL201.keeps-nodes",
     "`{target}` keeps the graph nodes of `{value}` alive after the iteration; its backward freed the saved "
     "activations, but the nodes still pile up each step. Store `.item()` or `.detach()` instead.",
+    zh_cn="`{target}` 在本次迭代结束后仍让 `{value}` 的计算图节点存活；它的反向传播已经释放了保存的激活值，"
+    "但这些节点仍会每一步累积。请改为保存 `.item()` 或 `.detach()`。",
 )
 
 #: The code a statement belongs to: a function, a class body or the module.
 Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module
 #: One run of a loop, at its end: (sequence number, backwards seen, heap ids of the modules called).
 LoopEnd = tuple[int, int, frozenset[int]]
+
+THE_VALUE = MessageTemplate("phrase.the-value", "the value", zh_cn="该值")
+KEPT_ALIVE = MessageTemplate("GL201.kept-alive", "saved activations kept alive from here",
+                             zh_cn="从这里保存的激活值一直存活")
+STORE_DETACH = MessageTemplate("fix.store-detach", "Store `{expr}.detach()`", zh_cn="改为保存 `{expr}.detach()`")
+STORE_ITEM = MessageTemplate("fix.store-item", "Store `{expr}.item()` (a Python number)",
+                             zh_cn="改为保存 `{expr}.item()`（一个 Python 数）")
+
 
 
 @dataclass
@@ -688,12 +700,12 @@ def _report(ctx: RuleContext, store: _Store, final: State, graph: GraphStore) ->
         n for n in reach if graph.nodes[n].saves_certain and n not in final.freed and n not in final.may_freed
     ]
     severity = Severity.WARNING if keeps_saved else Severity.INFORMATION
-    value_text = event.value.desc or "the value"
+    value_text = event.value.desc or THE_VALUE()
     message: Message
     if severity is Severity.WARNING:
         node = graph.nodes[min(keeps_saved)]
         message = KEEPS_SAVED(target=event.target, value=value_text, saved=ctx.line(node.site), saved_by=node.line_desc)
-        related = [Related(ctx.span(node.site), "saved activations kept alive from here")]
+        related = [Related(ctx.span(node.site), KEPT_ALIVE())]
     else:
         message = KEEPS_NODES(target=event.target, value=value_text)
         related = []
@@ -704,11 +716,11 @@ def _report(ctx: RuleContext, store: _Store, final: State, graph: GraphStore) ->
         # A running value (`ema = 0.9 * ema + 0.1 * f(x)`) may feed a later loss: detaching it may
         # change what trains.
         applicability = UNSAFE if event.kind == "accumulate" else SAFE
-        fixes.append(UseDetach(title=f"Store `{ctx.text(expr)}.detach()`", expr=ctx.span(expr),
+        fixes.append(UseDetach(title=STORE_DETACH(expr=ctx.text(expr)), expr=ctx.span(expr),
                                applicability=applicability))
         if event.whole.scalar and not event.whole.nullable:
             # One element for certain (a loss, a mean): a Python number, as RULES.md asks for logging.
-            fixes.append(UseItem(title=f"Store `{ctx.text(expr)}.item()` (a Python number)", expr=ctx.span(expr)))
+            fixes.append(UseItem(title=STORE_ITEM(expr=ctx.text(expr)), expr=ctx.span(expr)))
     ctx.report(RULE, ctx.span(store.stmt), message, severity=severity, related=related, fixes=fixes)
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent, OpaqueCallEvent, UnitEndEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import Severity
+from graphlife.findings import MessageTemplate, Severity
 from graphlife.recipes import DropKeyword
 
 ZH_CN = Translation(
@@ -80,6 +80,16 @@ RULE = Rule(
     doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
+
+UNNEEDED = MessageTemplate(
+    "GL202.unneeded",
+    "`retain_graph=True` keeps the graph of `{root}` alive, "
+    "but no later backward goes through it: drop the argument to free the saved activations now.",
+    zh_cn="`retain_graph=True` 让 `{root}` 的计算图一直存活，但之后没有任何反向传播再经过它："
+    "去掉这个参数，保存的激活值就能立即释放。")
+THIS_BACKWARD = MessageTemplate("phrase.this-backward", "this backward", zh_cn="这次反向传播")
+DROP_TITLE = MessageTemplate("fix.drop-retain-graph", "Remove `retain_graph=True`", zh_cn="去掉 `retain_graph=True`")
+
 
 
 @dataclass
@@ -146,9 +156,6 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
         if not any(ctx.graph.nodes[n].saves_certain for n in current.may):
             continue
         reported.add(id(stmt))
-        message = (
-            f"`retain_graph=True` keeps the graph of `{ctx.text(current.root_expr) or 'this backward'}` alive, "
-            "but no later backward goes through it: drop the argument to free the saved activations now."
-        )
-        fixes = [DropKeyword(title="Remove `retain_graph=True`", call=ctx.span(current.call), keyword="retain_graph")]
+        message = UNNEEDED(root=ctx.text(current.root_expr) or THIS_BACKWARD())
+        fixes = [DropKeyword(title=DROP_TITLE(), call=ctx.span(current.call), keyword="retain_graph")]
         ctx.report(RULE, ctx.span(stmt), message, fixes=fixes)

@@ -96,7 +96,13 @@ GROWS = MessageTemplate(
     "This backward keeps the graph (`retain_graph=True`) and reaches the graph built at line {built} (`{built_by}`) "
     "in an earlier iteration{via}: the graph grows every step. Detach the carried state at the top of the loop and "
     "drop `retain_graph=True`.",
+    zh_cn="这次反向传播保留了计算图（`retain_graph=True`），并且{via}连到了之前迭代中在{built}（`{built_by}`）"
+    "构建的计算图：计算图每一步都在增长。请在循环开头分离（`detach()`）跨迭代保留的状态，并去掉 `retain_graph=True`。",
 )
+
+THROUGH = MessageTemplate("GL203.through", " through {names}", zh_cn="经由 {names} ")
+BUILT_EARLIER = MessageTemplate("GL203.built-earlier", "built in an earlier iteration", zh_cn="在之前的迭代中构建")
+
 
 
 @RULE.on(BackwardEvent)
@@ -115,12 +121,12 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
         return
     node = ctx.graph.nodes[older[-1]]
     carried = still_carried(ctx.carried_names(set(older), event.state))
-    via = f" through {names_text(carried)}" if carried else ""
+    via = THROUGH(names=names_text(carried)) if carried else ""
     message = GROWS(built=ctx.line(node.site), built_by=node.line_desc, via=via)
     fixes: list[FixRecipe] = []
     if carried:
         # the original trains through the whole history; detaching truncates it (what trains changes)
         fixes.append(detach_recipe(ctx, carried, event.state, UNSAFE))
     stmt = ctx.blame(event.stmt, event.root_expr)
-    related = [Related(ctx.span(node.site), "built in an earlier iteration")]
+    related = [Related(ctx.span(node.site), BUILT_EARLIER())]
     ctx.report(RULE, ctx.span(stmt), message, related=related, fixes=fixes)

@@ -58,7 +58,8 @@ from graphlife.analysis.events import (
     ZeroGradEvent,
 )
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import FixRecipe, Severity, Span
+from graphlife.findings import FixRecipe, MessageTemplate, Severity, Span
+from graphlife.rules import phrases
 from graphlife.rules.proofs import create_graph
 
 ZH_CN = Translation(
@@ -105,6 +106,19 @@ RULE = Rule(
 )
 
 
+CYCLE = MessageTemplate(
+    "GL204.cycle",
+    "`backward(create_graph=True)` on `{root}` links each leaf and its `.grad` in a reference cycle that keeps "
+    "the graph alive; use `torch.autograd.grad(..., create_graph=True)` to get the gradients instead.{reset}",
+    zh_cn="对 `{root}` 调用 `backward(create_graph=True)"
+          "` 会让每个叶子张量和它的 `.grad` 形成循环引用，使计算图一直无法释放；"
+    "请改用 `torch.autograd.grad(..., create_graph=True)` 来求梯度。{reset}",
+)
+RESET_NOTE = MessageTemplate(
+    "GL204.reset", " (Every parameter's `.grad` is set to None each step here, so torch frees them; still slower.)",
+    zh_cn="（这里每一步都把所有参数的 `.grad` 设为 None，torch 因此能释放它们；但仍然更慢。）")
+
+
 @RULE.on(BackwardEvent)
 def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     create_graph.on_event(event, ctx)
@@ -113,13 +127,8 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     statuses = [event.state.grads.get(storage, ("", None))[0] for storage in event.leaves]
     all_reset = bool(statuses) and all(s == "zeroed_none" for s in statuses)
     severity = Severity.INFORMATION if all_reset else Severity.WARNING
-    root = ctx.text(event.root_expr) or "the loss"
-    message = (
-        f"`backward(create_graph=True)` on `{root}` links each leaf and its `.grad` in a reference cycle that keeps "
-        "the graph alive; use `torch.autograd.grad(..., create_graph=True)` to get the gradients instead."
-    )
-    if all_reset:
-        message += " (Every parameter's `.grad` is set to None each step here, so torch frees them; still slower.)"
+    root = ctx.text(event.root_expr) or phrases.THE_LOSS()
+    message = CYCLE(root=root, reset=RESET_NOTE() if all_reset else "")
     stmt = ctx.blame(event.stmt, event.root_expr)
     report = (ctx.span(stmt), message, severity)
     # The fix is proven on what happens after this backward (rules/proofs/create_graph.py): the

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent, LoopEndEvent, UnitEndEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import Severity
+from graphlife.findings import MessageTemplate, Severity
 from graphlife.recipes import WrapNoGrad
 
 ZH_CN = Translation(
@@ -93,6 +93,16 @@ RULE = Rule(
 
 EVAL_NAME = re.compile(r"(eval|valid|test|predict|infer)", re.I)
 
+NO_BACKWARD = MessageTemplate(
+    "GL205.no-backward",
+    "This loop runs the model with gradients on but never calls backward: every forward records a graph "
+    "and keeps activations for nothing. Wrap it in `with torch.inference_mode():` (or `torch.no_grad()`).",
+    zh_cn="这个循环在开启梯度记录的情况下运行模型，却从不调用 `backward()`：每次前向传播都会记录计算图，"
+    "白白保留激活值。请用 `with torch.inference_mode():`（或 `torch.no_grad()`）包住它。")
+WRAP_TITLE = MessageTemplate("fix.wrap-loop-no-grad", "Wrap the loop in `with torch.no_grad():`",
+                             zh_cn="用 `with torch.no_grad():` 包住这个循环")
+
+
 
 @dataclass
 class GL205State:
@@ -132,9 +142,6 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
     for loop, nodes in data.pending if data is not None else ():
         if not nodes:
             continue
-        message = (
-            "This loop runs the model with gradients on but never calls backward: every forward records a graph "
-            "and keeps activations for nothing. Wrap it in `with torch.inference_mode():` (or `torch.no_grad()`)."
-        )
-        fixes = [WrapNoGrad(title="Wrap the loop in `with torch.no_grad():`", stmt=ctx.span(loop))]
+        message = NO_BACKWARD()
+        fixes = [WrapNoGrad(title=WRAP_TITLE(), stmt=ctx.span(loop))]
         ctx.report(RULE, ctx.span(loop), message, fixes=fixes)

@@ -40,7 +40,7 @@ from __future__ import annotations
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import StepEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
-from graphlife.findings import FixRecipe, Related, Severity
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import UNSAFE, MoveStatementBefore
 
 ZH_CN = Translation(
@@ -83,6 +83,21 @@ RULE = Rule(
     torch_message="",
 )
 
+CLEARS = MessageTemplate(
+    "GL301.clears",
+    "`{zero}` clears the gradients the backward just computed, before `{step}` "
+    "uses them: the step changes nothing. Move `zero_grad()` before the forward pass.",
+    zh_cn="`{zero}` 在 `{step}` 使用梯度之前，就把反向传播刚算出的梯度清零了：这次优化步什么也没更新。"
+    "请把 `zero_grad()` 移到前向传播之前。")
+SEES_ZEROED = MessageTemplate(
+    "GL301.sees-zeroed", "this step sees zeroed gradients",
+    zh_cn="这次优化步看到的是已清零的梯度")
+WHOSE_GRADIENTS = MessageTemplate("GL301.whose-gradients", "the backward whose gradients it clears",
+                                  zh_cn="被它清掉梯度的那次反向传播")
+MOVE_TITLE = MessageTemplate("fix.move-zero-grad", "Move `zero_grad()` before the backward",
+                             zh_cn="把 `zero_grad()` 移到反向传播之前")
+
+
 
 @RULE.on(StepEvent)
 def on_step(event: StepEvent, ctx: RuleContext) -> None:
@@ -95,15 +110,12 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     zero_stmt = statuses[0][1] if statuses[0] is not None else None
     if zero_stmt is None:
         return
-    message = (
-        f"`{ctx.text(zero_stmt)}` clears the gradients the backward just computed, before `{ctx.text(event.call)}` "
-        "uses them: the step changes nothing. Move `zero_grad()` before the forward pass."
-    )
+    message = CLEARS(zero=ctx.text(zero_stmt), step=ctx.text(event.call))
     fixes: list[FixRecipe] = []
     backward = ctx.backward_cleared_by(zero_stmt)
-    related = [Related(ctx.span(event.call), "this step sees zeroed gradients")]
+    related = [Related(ctx.span(event.call), SEES_ZEROED())]
     if backward is not None:
-        related.append(Related(ctx.span(backward), "the backward whose gradients it clears"))
-        fixes.append(MoveStatementBefore(title="Move `zero_grad()` before the backward", applicability=UNSAFE,
+        related.append(Related(ctx.span(backward), WHOSE_GRADIENTS()))
+        fixes.append(MoveStatementBefore(title=MOVE_TITLE(), applicability=UNSAFE,
                                          stmt=ctx.span(zero_stmt), anchor=ctx.span(backward)))
     ctx.report(RULE, ctx.span(zero_stmt), message, related=related, fixes=fixes)

@@ -102,15 +102,18 @@ RULE = Rule(
 
 _SUM = ("so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each "
         "iteration.")
+_SUM_ZH = "因此每次优化步用的都是之前所有梯度的累加和。请在每次迭代开头调用 `optimizer.zero_grad()`。"
 NEVER_RESET = MessageTemplate(
     "GL302.never-reset",
     "Gradients are never reset: `{step}` applies the new gradients on top of the ones `{earlier}` (line {line}) "
     "already used, " + _SUM,
+    zh_cn="梯度从未清零：`{step}` 把新的梯度叠加在 `{earlier}`（{line}）已经用过的梯度之上，" + _SUM_ZH,
 )
 NEVER_RESET_NO_STEP = MessageTemplate(
     "GL302.never-reset-no-step",
     "Gradients are never reset: `{step}` applies the new gradients on top of the ones an earlier step already "
     "used, " + _SUM,
+    zh_cn="梯度从未清零：`{step}` 把新的梯度叠加在之前某次优化步已经用过的梯度之上，" + _SUM_ZH,
 )
 
 
@@ -119,7 +122,18 @@ CALLED_AGAIN = MessageTemplate(
     "Gradients are never reset: `{step}` applies the gradients of `{backward}` (line {line}), and nothing in "
     "`{function}` resets them, so from its second call on each step applies the sum of all earlier gradients. "
     "Call `{optimizer}.zero_grad()` before the backward.",
+    zh_cn="梯度从未清零：`{step}` 使用 `{backward}`（{line}）的梯度，而 `{function}` 中没有任何代码清零它们，"
+    "所以从第二次调用起，每次优化步用的都是之前所有梯度的累加和。请在反向传播之前调用 `{optimizer}.zero_grad()`。",
 )
+TOP_OF_LOOP_TITLE = MessageTemplate(
+    "fix.zero-grad-top-of-loop", "Call `{optimizer}.zero_grad()` at the top of the loop",
+                                    zh_cn="在循环开头调用 `{optimizer}.zero_grad()`")
+BEFORE_BACKWARD_TITLE = MessageTemplate(
+    "fix.zero-grad-before-backward", "Call `{optimizer}.zero_grad()` before the backward",
+                                        zh_cn="在反向传播之前调用 `{optimizer}.zero_grad()`")
+EARLIER_STEP = MessageTemplate("GL302.earlier-step", "an earlier step used these gradients",
+                               zh_cn="之前的某次优化步已经用过这些梯度")
+ADDS_TO = MessageTemplate("GL302.adds-to", "this backward adds to the gradients", zh_cn="这次反向传播会累加到梯度上")
 
 
 @dataclass
@@ -165,9 +179,9 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     if loop is not None and isinstance(body, list) and body:
         receiver = _optimizer_text(ctx, event.stmt)
         if receiver:
-            fixes.append(InsertBefore(title=f"Call `{receiver}.zero_grad()` at the top of the loop",
+            fixes.append(InsertBefore(title=TOP_OF_LOOP_TITLE(optimizer=receiver),
                                       applicability=UNSAFE, anchor=ctx.span(body[0]), code=f"{receiver}.zero_grad()"))
-    related = ([Related(ctx.span(earlier_step), "an earlier step used these gradients")]
+    related = ([Related(ctx.span(earlier_step), EARLIER_STEP())]
                if earlier_step is not None else [])
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
 
@@ -197,11 +211,11 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
         optimizer = _optimizer_text(ctx, step.stmt) or "optimizer"
         message = CALLED_AGAIN(step=ctx.text(step.call), backward=ctx.text(backward), line=ctx.line(backward),
                                function=function.name, optimizer=optimizer)
-        fixes: list[FixRecipe] = [InsertBefore(title=f"Call `{optimizer}.zero_grad()` before the backward",
+        fixes: list[FixRecipe] = [InsertBefore(title=BEFORE_BACKWARD_TITLE(optimizer=optimizer),
                                                anchor=ctx.span(backward), code=f"{optimizer}.zero_grad()",
                                                applicability=UNSAFE)]
         ctx.report(RULE, ctx.span(step.stmt), message,
-                   related=[Related(ctx.span(backward), "this backward adds to the gradients")], fixes=fixes)
+                   related=[Related(ctx.span(backward), ADDS_TO())], fixes=fixes)
 
 
 def _resets_elsewhere(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

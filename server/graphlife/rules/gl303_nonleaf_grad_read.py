@@ -95,7 +95,12 @@ NOT_A_LEAF = MessageTemplate(
     "GL303.not-a-leaf",
     "`{name}` is not a leaf (computed at line {line}), so `{name}.grad` is always None unless "
     "`{name}.retain_grad()` is called before the backward.",
+    zh_cn="`{name}` 不是叶子张量（在{line}计算得到），所以除非在反向传播之前调用 `{name}.retain_grad()`，"
+    "否则 `{name}.grad` 永远是 None。",
 )
+RETAIN_TITLE = MessageTemplate("fix.retain-grad", "Call `{name}.retain_grad()` after it is computed",
+                               zh_cn="在计算出 `{name}` 之后调用 `{name}.retain_grad()`")
+COMPUTED_HERE = MessageTemplate("GL303.computed-here", "computed here", zh_cn="在此计算得到")
 
 
 @RULE.on(GradReadEvent)
@@ -112,9 +117,9 @@ def on_grad_read(event: GradReadEvent, ctx: RuleContext) -> None:
     if anchor is not None and bound and bound == name:
         # retain_grad() right where the name that is read is bound; when the read goes through
         # another name (a loop variable over a list of states) the right place is not certain.
-        fixes.append(InsertAfter(title=f"Call `{bound}.retain_grad()` after it is computed",
+        fixes.append(InsertAfter(title=RETAIN_TITLE(name=bound),
                                  anchor=ctx.span(anchor), code=f"{bound}.retain_grad()"))
-    related = [Related(ctx.span(tensor.origin), "computed here")] if tensor.origin is not None else []
+    related = [Related(ctx.span(tensor.origin), COMPUTED_HERE())] if tensor.origin is not None else []
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
 
 

@@ -45,8 +45,9 @@ from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import HeapRef
-from graphlife.findings import FixRecipe, Severity
+from graphlife.findings import FixRecipe, MessageTemplate, Severity
 from graphlife.recipes import UNSAFE, InsertBefore
+from graphlife.rules import phrases
 
 ZH_CN = Translation(
     """梯度累积（每 k 轮迭代执行一次优化步）却没有把 loss 除以 k。
@@ -107,6 +108,17 @@ class GL304Guards:
     #: (backward statement, running loops) -> the guard of the step it accumulates for, if any.
     found: dict[tuple[int, tuple[int, ...]], Guard | None] = field(default_factory=dict)
 
+UNSCALED = MessageTemplate(
+    "GL304.unscaled",
+    "The optimizer steps only every `{divisor}` iterations, so `{root}`'s gradients add up "
+    "`{divisor}` times before each step: divide the loss by `{divisor}` first "
+    "(the effective learning rate is that many times larger).",
+    zh_cn="优化器每 `{divisor}` 次迭代才执行一次优化步，所以 `{root}` 的梯度在每次优化步之前会累积 `{divisor}` 次："
+    "请先把损失除以 `{divisor}`（否则等效学习率会放大同样的倍数）。")
+DIVIDE_TITLE = MessageTemplate("fix.divide-loss", "Divide `{root}` by `{divisor}` before the backward",
+                               zh_cn="在反向传播之前把 `{root}` 除以 `{divisor}`")
+
+
 
 @RULE.on(BackwardEvent)
 def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
@@ -122,15 +134,11 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
         scaled_by_number = len(pattern) == 2 and "1" in pattern and (set(pattern) - {"1"}) <= {"s", "?", "0"}
         if node.op in SCALING_OPS and scaled_by_number and node.iteration == current:
             return  # the loss is scaled by a number in this iteration
-    root = ctx.text(event.root_expr) or "the loss"
-    message = (
-        f"The optimizer steps only every `{ctx.text(divisor)}` iterations, so `{root}`'s gradients add up "
-        f"`{ctx.text(divisor)}` times before each step: divide the loss by `{ctx.text(divisor)}` first "
-        "(the effective learning rate is that many times larger)."
-    )
+    root = ctx.text(event.root_expr) or phrases.THE_LOSS()
+    message = UNSCALED(divisor=ctx.text(divisor), root=root)
     fixes: list[FixRecipe] = []
     if isinstance(event.root_expr, ast.Name):
-        fixes.append(InsertBefore(title=f"Divide `{root}` by `{ctx.text(divisor)}` before the backward",
+        fixes.append(InsertBefore(title=DIVIDE_TITLE(root=root, divisor=ctx.text(divisor)),
                                   applicability=UNSAFE, anchor=ctx.span(event.stmt),
                                   code=f"{root} = {root} / {ctx.text(divisor)}"))
     stmt = ctx.blame(event.stmt, event.root_expr)

@@ -90,7 +90,13 @@ BYPASS = MessageTemplate(
     "`{change}` changes a tensor through `.data` after `{saved_by}` (line {saved}) saved it for the backward at "
     "line {backward}: `.data` skips the version check, so that backward silently uses the new values. Change it "
     "after the backward, under `torch.no_grad()`.",
+    zh_cn="`{change}` 在 `{saved_by}`（{saved}）为{backward}的反向传播保存该张量之后，又通过 `.data` 修改了它："
+    "`.data` 会跳过版本检查，所以那次反向传播会悄悄用上新的值。请在反向传播之后、在 `torch.no_grad()` 下修改它。",
 )
+SAVED_HERE = MessageTemplate("GL305.saved-here", "saved here", zh_cn="在此保存")
+USES_IT = MessageTemplate("GL305.uses-it", "this backward uses it", zh_cn="这次反向传播会用到它")
+MOVE_TITLE = MessageTemplate("fix.move-after-backward", "Move the change after the backward",
+                             zh_cn="把这次修改移到反向传播之后")
 
 
 @RULE.on(BackwardEvent)
@@ -105,9 +111,9 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
                 if watermark > nid:
                     message = BYPASS(change=ctx.text(site), saved_by=node.line_desc, saved=ctx.line(node.site),
                                      backward=ctx.line(event.stmt))
-                    related = [Related(ctx.span(node.site), "saved here"),
-                               Related(ctx.span(event.stmt), "this backward uses it")]
-                    fixes = [MoveStatementAfter(title="Move the change after the backward", applicability=UNSAFE,
+                    related = [Related(ctx.span(node.site), SAVED_HERE()),
+                               Related(ctx.span(event.stmt), USES_IT())]
+                    fixes = [MoveStatementAfter(title=MOVE_TITLE(), applicability=UNSAFE,
                                                 stmt=ctx.span(site), anchor=ctx.span(event.stmt))]
                     ctx.report(RULE, ctx.span(site), message, related=related, fixes=fixes)
                     return

@@ -64,7 +64,7 @@ from graphlife.analysis.semantics.functions import (
     saved_unpacking,
     walk_body,
 )
-from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.findings import FixRecipe, Line, MessageTemplate, Related, Severity, Span
 from graphlife.recipes import ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import merge_edits, segment, starts_its_line, unpacking_text
@@ -112,6 +112,34 @@ RULE = Rule(
     doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="",
 )
+
+_KEEPS = "`{ctx}.{attr} = {name}` keeps the {role} tensor `{name}` of `{function}` as a ctx attribute: "
+_USE = " Use `{ctx}.save_for_backward({name})` and read it from `ctx.saved_tensors` in backward{read_at}."
+_USE_ZH = "请改用 `{ctx}.save_for_backward({name})`，并在 `backward` 中从 `ctx.saved_tensors` 读取它{read_at}。"
+OUTPUT_ON_CTX = MessageTemplate(
+    "GL401.output",
+    _KEEPS.replace("{role}", "output") + "an output stored on ctx makes a reference cycle (output -> grad_fn -> ctx -> "
+    "output) that only the cyclic garbage collector frees, and in-place changes to it are not detected." + _USE,
+    zh_cn="`{ctx}.{attr} = {name}` 把 `{function}` 的输出"
+          "张量 `{name}` 存成了 ctx 的属性：存在 ctx 上的输出会形成循环引用"
+    "（output -> grad_fn -> ctx -> output），只有循环垃圾回收器才能释放它，而且对它的原地修改也检测不到。" + _USE_ZH,
+)
+INPUT_ON_CTX = MessageTemplate(
+    "GL401.input",
+    _KEEPS.replace("{role}", "input") + "an in-place change to it before backward (an optimizer step, a buffer "
+    "update, `+=`) is not detected and silently gives wrong gradients." + _USE,
+    zh_cn="`{ctx}.{attr} = {name}` 把 `{function}` 的输入张"
+          "量 `{name}` 存成了 ctx 的属性：在反向传播之前对它的原地修改"
+    "（优化步、buffer 更新、`+=`）检测不到，会悄悄得到错误的梯度。" + _USE_ZH,
+)
+READ_AT = MessageTemplate(
+    "GL401.read-at", " (it reads `{attr}` at line {line})",
+    zh_cn="（`backward` 在{line}读取 `{attr}`）")
+READS_HERE = MessageTemplate(
+    "GL401.reads-here", "backward reads `{ctx}.{attr}` here",
+    zh_cn="`backward` 在这里读取 `{ctx}.{attr}`")
+SAVE_TITLE = MessageTemplate("fix.save-for-backward", "Save `{name}` with `save_for_backward`",
+                             zh_cn="用 `save_for_backward` 保存 `{name}`")
 
 #: Attributes and methods that, used on a forward input, show it is a tensor (arbitrary objects,
 #: process groups, meshes, metadata and modules have attributes too: only these count).
@@ -352,7 +380,7 @@ def _fix(
     if merged is None:
         return None
     span, text = merged
-    return ReplaceText(title=f"Save `{value.id}` with `save_for_backward`", span=span, text=text)
+    return ReplaceText(title=SAVE_TITLE(name=value.id), span=span, text=text)
 
 
 def _indent(ctx: ModuleContext, stmt: ast.stmt) -> str:
@@ -383,21 +411,13 @@ def check_module(ctx: ModuleContext) -> None:
                     if (value.id in outputs and method is fn.forward) or (
                         method is fn.setup_context and value.id in setup_outputs
                     ):
-                        role = "output"
-                        why = (
-                            "an output stored on ctx makes a reference cycle (output -> grad_fn -> ctx -> output) "
-                            "that only the cyclic garbage collector frees, and in-place changes to it are not detected"
-                        )
+                        template = OUTPUT_ON_CTX
                     elif (method is fn.forward and inputs.is_tensor(value.id)) or (
                         method is fn.setup_context
                         and value.id in setup_inputs
                         and inputs.is_tensor(setup_inputs[value.id])
                     ):
-                        role = "input"
-                        why = (
-                            "an in-place change to it before backward (an optimizer step, a buffer update, `+=`) "
-                            "is not detected and silently gives wrong gradients"
-                        )
+                        template = INPUT_ON_CTX
                     else:
                         continue
                     related = []
@@ -405,13 +425,9 @@ def check_module(ctx: ModuleContext) -> None:
                         back_ctx = fn.ctx_of(fn.backward)
                         reads = [n for n in walk_body(fn.backward) if ctx_attribute(n, back_ctx) == attr]
                         if reads:
-                            related.append(Related(ctx.span(reads[0]), f"backward reads `{back_ctx}.{attr}` here"))
-                    read_at = f" (it reads `{attr}` at line {related[0].span.line})" if related else ""
-                    message = (
-                        f"`{ctx_var}.{attr} = {value.id}` keeps the {role} tensor `{value.id}` of `{fn.name}` as a ctx "
-                        f"attribute: {why}. Use `{ctx_var}.save_for_backward({value.id})` and read it from "
-                        f"`ctx.saved_tensors` in backward{read_at}."
-                    )
+                            related.append(Related(ctx.span(reads[0]), READS_HERE(ctx=back_ctx, attr=attr)))
+                    read_at = READ_AT(attr=attr, line=Line(related[0].span.line)) if related else ""
+                    message = template(ctx=ctx_var, attr=attr, name=value.id, function=fn.name, read_at=read_at)
                     fix = _fix(ctx, fn, method, stmt, attr, value, ctx_var)
                     ctx.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=(fix,) if fix else ())
 

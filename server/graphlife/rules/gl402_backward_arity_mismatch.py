@@ -63,7 +63,7 @@ from graphlife.analysis.semantics.functions import (
     takes_self_before_ctx,
     walk_body,
 )
-from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.findings import FixRecipe, Line, MessageTemplate, Related, Severity, Span
 from graphlife.recipes import ReplaceText
 from graphlife.rules.source_edits import def_line_span, segment
 
@@ -244,6 +244,28 @@ class _Kinds:
             return (TENSOR, 1)
         return None
 
+WRONG_COUNT = MessageTemplate(
+    "GL402.wrong-count",
+    "backward of `{function}` returns {gradients} here, but forward (line {line}) takes {inputs} after ctx "
+    "({names}): torch raises `RuntimeError: function {function}Backward returned an incorrect number of gradients "
+    "(expected {expected}, got {got})` at the first backward. Return one gradient per input, `None` for inputs that "
+    "need none.",
+    zh_cn="`{function}` 的 `backward` 在这里返回了 {gradients}，"
+    "但 `forward`（{line}）在 ctx 之后接收 {inputs}（{names}）："
+    "第一次反向传播时 torch 会报错 `RuntimeError: function {function}Backward returned an incorrect number of "
+    "gradients (expected {expected}, got {got})`。请为每个输入返回一个梯度，不需要梯度的输入返回 `None`。",
+)
+ONE_GRADIENT = MessageTemplate("GL402.one-gradient", "{n} gradient", zh_cn="{n} 个梯度")
+GRADIENTS = MessageTemplate("GL402.gradients", "{n} gradients", zh_cn="{n} 个梯度")
+ONE_INPUT = MessageTemplate("GL402.one-input", "{n} input", zh_cn="{n} 个输入")
+INPUTS = MessageTemplate("GL402.inputs", "{n} inputs", zh_cn="{n} 个输入")
+FORWARD_TAKES = MessageTemplate("GL402.forward-takes", "forward of `{function}` takes {n} input(s)",
+                                zh_cn="`{function}` 的 `forward` 接收 {n} 个输入")
+PAD_TITLE = MessageTemplate("fix.pad-none", "Return `None` for the {missing} input(s) without a gradient",
+                            zh_cn="为没有梯度的 {missing} 个输入返回 `None`")
+TUPLE_TITLE = MessageTemplate("fix.return-tuple", "Return a tuple (a list counts as one gradient)",
+                              zh_cn="返回一个元组（列表只算作一个梯度）")
+
 
 def _bound_otherwise(node: ast.AST) -> set[str]:
     """Names a statement binds other than by ``name = value`` (loops, with, imports, walrus, except, del)."""
@@ -337,7 +359,7 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
             return None
         anchor = ctx.span(value.elts[-1])
         span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
-        return ReplaceText(title=f"Return `None` for the {missing} input(s) without a gradient", span=span, text=pad)
+        return ReplaceText(title=PAD_TITLE(missing=missing), span=span, text=pad)
     if isinstance(value, ast.List):
         if any(isinstance(e, ast.Starred) for e in value.elts) or len(value.elts) > target:
             return None
@@ -345,12 +367,12 @@ def _pad_fix(ctx: ModuleContext, ret: ast.Return, kind: tuple[str, int], target:
         inner = ", ".join(segment(ctx, e) or "" for e in value.elts)
         extra = target - len(value.elts)
         text = "(" + inner + ", None" * extra + ("," if target == 1 else "") + ")"
-        return ReplaceText(title="Return a tuple (a list counts as one gradient)", span=span, text=text)
+        return ReplaceText(title=TUPLE_TITLE(), span=span, text=text)
     if kind[0] == "tuple":
         return None
     anchor = ctx.span(value)
     span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
-    return ReplaceText(title=f"Return `None` for the {missing} input(s) without a gradient", span=span, text=pad)
+    return ReplaceText(title=PAD_TITLE(missing=missing), span=span, text=pad)
 
 
 def check_module(ctx: ModuleContext) -> None:
@@ -382,21 +404,17 @@ def check_module(ctx: ModuleContext) -> None:
                 continue
             got = kind[1]
             inputs = ", ".join(f"`{n}`" for n in names)
-            message = (
-                f"backward of `{fn.name}` returns {got} gradient{'s' if got != 1 else ''} here, "
-                f"but forward (line {forward.lineno}) takes "
-                f"{shown} input{'s' if shown != '1' else ''} after ctx ({inputs}): torch raises "
-                f"`RuntimeError: function {fn.name}Backward returned an incorrect number of gradients "
-                f"(expected {shown}, got {got})` at the first backward. Return one gradient per input, "
-                f"`None` for inputs that need none."
-            )
+            message = WRONG_COUNT(
+                function=fn.name, got=got, gradients=(ONE_GRADIENT if got == 1 else GRADIENTS)(n=got),
+                line=Line(forward.lineno), expected=shown, inputs=(ONE_INPUT if shown == "1" else INPUTS)(n=shown),
+                names=inputs)
             fix = _pad_fix(ctx, ret, kind, max(counts))
             ctx.reporter.report(
                 RULE,
                 ctx.span(ret),
                 message,
                 severity=Severity.ERROR if every_path_wrong else Severity.WARNING,
-                related=(Related(def_line_span(ctx, forward), f"forward of `{fn.name}` takes {shown} input(s)"),),
+                related=(Related(def_line_span(ctx, forward), FORWARD_TAKES(function=fn.name, n=shown)),),
                 fixes=(fix,) if fix else (),
             )
 

@@ -58,7 +58,7 @@ from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import Names
 from graphlife.analysis.semantics.functions import call_params, takes_self_before_ctx
-from graphlife.findings import FixRecipe, Severity
+from graphlife.findings import FixRecipe, MessageTemplate, Severity
 from graphlife.recipes import OutOfPlace, ReplaceText
 from graphlife.rules.source_edits import line_indent, point, segment, starts_its_line
 
@@ -299,6 +299,20 @@ def _star_root(node: ast.expr, star_items: set[int]) -> str | None:
         else:
             return None
 
+CHANGED = MessageTemplate(
+    "GL403.changed",
+    "`{shown}` is the gradient `{function}.backward` received, changed in place here: autograd can hand "
+    "the same tensor to other branches (a skip connection `x + f(x)`, the expanded ones of `.sum()`), "
+    "whose gradients then silently change. Clone it first (`{name} = {name}.clone()`) or compute out of place.",
+    zh_cn="`{shown}` 是 `{function}.backward` 收到的梯度，却在这里被原地修改：autograd 可能把同一个张量交给其他分支"
+    "（残差连接 `x + f(x)`、`.sum()` 展开出的各个梯度），这些分支的梯度会因此被悄悄改掉。"
+    "请先克隆它（`{name} = {name}.clone()`），或改用非原地计算。",
+)
+CLONE_TITLE = MessageTemplate(
+    "fix.clone-gradient", "Clone `{name}` before changing it",
+    zh_cn="在修改 `{name}` 之前先克隆它")
+OUT_OF_PLACE_TITLE = MessageTemplate("fix.compute-out-of-place", "Compute it out of place", zh_cn="改用非原地计算")
+
 
 def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr, star_items: set[int]) -> list[FixRecipe]:
     fixes: list[FixRecipe] = []
@@ -310,19 +324,19 @@ def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr, star
     if star and starts_its_line(ctx, stmt):
         indent = line_indent(ctx, stmt.lineno)
         clone = ReplaceText(
-            title=f"Clone `{star}` before changing it",
+            title=CLONE_TITLE(name=star),
             span=point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
             text=f"{star} = tuple(g.clone() if g is not None else g for g in {star})\n{indent}",
         )
     elif name.isidentifier() and starts_its_line(ctx, stmt):
         indent = line_indent(ctx, stmt.lineno)
         clone = ReplaceText(
-            title=f"Clone `{name}` before changing it",
+            title=CLONE_TITLE(name=name),
             span=point(ctx, stmt.lineno, len(indent.encode("utf-8"))),
             text=f"{name} = {name}.clone()\n{indent}",
         )
     if standalone:
-        fixes.append(OutOfPlace(title="Compute it out of place", stmt=ctx.span(stmt)))
+        fixes.append(OutOfPlace(title=OUT_OF_PLACE_TITLE(), stmt=ctx.span(stmt)))
     if clone:
         fixes.append(clone)
     return fixes
@@ -344,12 +358,7 @@ def check_module(ctx: ModuleContext) -> None:
         flow.block(backward.body, frozenset(grads + ([star] if star else [])), True)
         for stmt, name, target in flow.found:
             shown = segment(ctx, target) or name
-            message = (
-                f"`{shown}` is the gradient `{fn.name}.backward` received, changed in place here: autograd can hand "
-                f"the same tensor to other branches (a skip connection `x + f(x)`, the expanded ones of `.sum()`), "
-                f"whose gradients then silently change. Clone it first (`{name} = {name}.clone()`) or compute "
-                f"out of place."
-            )
+            message = CHANGED(shown=shown, function=fn.name, name=name)
             ctx.reporter.report(RULE, ctx.span(stmt), message, fixes=_fixes(ctx, stmt, name, target, flow.star_items))
 
 

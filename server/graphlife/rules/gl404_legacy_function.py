@@ -59,7 +59,7 @@ from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import FunctionClass, Method, Semantics, is_classmethod, is_static
 from graphlife.analysis.semantics.functions import takes_self_before_ctx, target_key
-from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.findings import FixRecipe, Line, MessageTemplate, Related, Severity, Span
 from graphlife.recipes import ReplaceText
 from graphlife.rules.source_edits import def_line_span, line_indent, merge_edits, point, report_span
 
@@ -114,6 +114,48 @@ RULE = Rule(
     doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="Legacy autograd function with non-static forward method is deprecated",
 )
+MISBOUND = MessageTemplate(
+    "GL404.misbound",
+    "`{function}.{method}` is not a @staticmethod and takes `{first}` before its ctx `{ctx}`: `{function}.apply(...)` "
+    "passes the ctx as the first argument, so `{ctx}` gets an input (TypeError or wrong results). Declare it "
+    "`@staticmethod` and drop `{first}`.",
+    zh_cn="`{function}.{method}` 不是 @staticmethod，并且在 ctx 参"
+          "数 `{ctx}` 之前还有 `{first}`：`{function}.apply(...)` "
+    "会把 ctx 作为第一个参数传入，于是 `{ctx}` 收到的是一个输入（TypeError 或错误的结果）。请把它声明为 "
+    "`@staticmethod` 并去掉 `{first}`。",
+)
+NOT_STATIC = MessageTemplate(
+    "GL404.not-static",
+    "`{function}.{method}` is not a @staticmethod: the legacy Function interface. torch 2.13 still runs it through "
+    "`{function}.apply(...)` (the ctx arrives as `{first}`), but calling an instance raises `Legacy autograd function "
+    "with non-static forward method is deprecated`. Declare it `@staticmethod` with `ctx` first.",
+    zh_cn="`{function}.{method}` 不是 @staticmethod：这是旧版 Function 接口。torch 2.13 通过 `{function}.apply(...)` "
+    "仍能运行它（ctx 作为 `{first}` 传入），但调用实例会报错 `Legacy autograd function with non-static forward method "
+    "is deprecated`。请把它声明为 `@staticmethod`，并以 `ctx` 作为第一个参数。",
+)
+INSTANCE_CALLED = MessageTemplate("GL404.instance-called", "the `{function}` instance is called here",
+                                  zh_cn="`{function}` 的实例在这里被调用")
+AT_LINE = MessageTemplate("GL404.at-line", " (line {line})", zh_cn="（{line}）")
+INSTANCE_RAISES = MessageTemplate(
+    "GL404.instance-raises",
+    "`{function}()` instantiates the autograd Function and the instance is called{where}: torch raises "
+    "`RuntimeError: Legacy autograd function with non-static forward method is deprecated` on every call. "
+    "Use `{function}.apply(...)` instead.",
+    zh_cn="`{function}()` 实例化了 autograd Function，并且调用了这个实例{where}：每次调用 torch 都会报错 "
+    "`RuntimeError: Legacy autograd function with non-static forward method is deprecated"
+    "`。请改用 `{function}.apply(...)`。",
+)
+INSTANTIATED = MessageTemplate(
+    "GL404.instantiated",
+    "`{function}()` instantiates the autograd Function: torch warns that it `should not be instantiated` "
+    "and announces an error. Call `{function}.apply(...)` on the class.",
+    zh_cn="`{function}()` 实例化了 autograd Function：torch 会警告它 `should not be instantiated`，"
+    "并预告将来会报错。请直接在类上调用 `{function}.apply(...)`。",
+)
+STATIC_TITLE = MessageTemplate("fix.make-static", "Make it a @staticmethod taking ctx first",
+                               zh_cn="改成以 ctx 为第一个参数的 @staticmethod")
+APPLY_TITLE = MessageTemplate("fix.use-apply", "Use `{function}.apply`", zh_cn="改用 `{function}.apply`")
+
 
 def _static_fix(ctx: ModuleContext, method: Method, drop_first: bool) -> FixRecipe | None:
     first_line = min([method.lineno, *(d.lineno for d in method.decorator_list)])
@@ -139,7 +181,7 @@ def _static_fix(ctx: ModuleContext, method: Method, drop_first: bool) -> FixReci
     if merged is None:
         return None
     span, text = merged
-    return ReplaceText(title="Make it a @staticmethod taking ctx first", span=span, text=text)
+    return ReplaceText(title=STATIC_TITLE(), span=span, text=text)
 
 
 def _uses_own_methods(fn: FunctionClass, method: Method) -> bool:
@@ -165,20 +207,10 @@ def _check_methods(ctx: ModuleContext, fn: FunctionClass) -> None:
         params = [*method.args.posonlyargs, *method.args.args]
         misbound = takes_self_before_ctx(method)
         if misbound:
-            message = (
-                f"`{fn.name}.{name}` is not a @staticmethod and takes `{params[0].arg}` before its ctx "
-                f"`{params[1].arg}`: `{fn.name}.apply(...)` passes the ctx as the first argument, so "
-                f"`{params[1].arg}` gets an input (TypeError or wrong results). Declare it `@staticmethod` and drop "
-                f"`{params[0].arg}`."
-            )
+            message = MISBOUND(function=fn.name, method=name, first=params[0].arg, ctx=params[1].arg)
             severity = Severity.WARNING
         else:
-            message = (
-                f"`{fn.name}.{name}` is not a @staticmethod: the legacy Function interface. torch 2.13 still runs it "
-                f"through `{fn.name}.apply(...)` (the ctx arrives as `{params[0].arg if params else 'self'}`), but "
-                f"calling an instance raises `Legacy autograd function with non-static forward method is deprecated`. "
-                f"Declare it `@staticmethod` with `ctx` first."
-            )
+            message = NOT_STATIC(function=fn.name, method=name, first=params[0].arg if params else "self")
             severity = Severity.INFORMATION
         # State set up in `__init__` lives on the instance, which `apply` never creates: no safe rewrite.
         keeps_state = "__init__" in fn.methods or _uses_own_methods(fn, method)
@@ -224,19 +256,12 @@ def check_module(ctx: ModuleContext) -> None:
                 call = _call_of_bound_instance(semantics, target, parent)
                 if call is not None:
                     severity = Severity.ERROR
-                    related.append(Related(ctx.span(call), f"the `{fn.name}` instance is called here"))
+                    related.append(Related(ctx.span(call), INSTANCE_CALLED(function=fn.name)))
         if severity is Severity.ERROR:
-            message = (
-                f"`{fn.name}()` instantiates the autograd Function and the instance is called"
-                f"{f' (line {related[0].span.line})' if related else ''}: torch raises "
-                f"`RuntimeError: Legacy autograd function with non-static forward method is deprecated` on every "
-                f"call. Use `{fn.name}.apply(...)` instead."
-            )
+            where = AT_LINE(line=Line(related[0].span.line)) if related else ""
+            message = INSTANCE_RAISES(function=fn.name, where=where)
         else:
-            message = (
-                f"`{fn.name}()` instantiates the autograd Function: torch warns that it `should not be instantiated` "
-                f"and announces an error. Call `{fn.name}.apply(...)` on the class."
-            )
+            message = INSTANTIATED(function=fn.name)
         fixes: tuple[FixRecipe, ...] = ()
         if not node.args and not node.keywords:
             if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr == "apply":
@@ -244,7 +269,7 @@ def check_module(ctx: ModuleContext) -> None:
             else:
                 replacement = f"{fn.name}.apply"
             fixes = (
-                ReplaceText(title=f"Use `{fn.name}.apply`", span=ctx.span(node), text=replacement),
+                ReplaceText(title=APPLY_TITLE(function=fn.name), span=ctx.span(node), text=replacement),
             )
         ctx.reporter.report(
             RULE, report_span(ctx, node, semantics.statement_of(node)), message,

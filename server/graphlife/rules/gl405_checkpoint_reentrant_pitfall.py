@@ -112,6 +112,31 @@ RULE = Rule(
     torch_message="torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly",
 )
 
+NO_INPUT_GRAD = MessageTemplate(
+    "GL405.no-input-grad",
+    "`{name}` runs {variant} on inputs that cannot require grad ({inputs}): torch warns "
+    "`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
+    "the checkpointed block get no gradients. Pass `use_reentrant=False`.",
+    zh_cn="`{name}` 以{variant}运行，而它的输入都不可能需要梯度（{inputs}）：torch 会警告 "
+    "`None of the inputs have requires_grad=True. Gradients will be None`，被梯度检查点包住的代码块里的参数"
+    "也得不到梯度。请传入 `use_reentrant=False`。",
+)
+IMPLICIT = MessageTemplate(
+    "GL405.implicit",
+    "`{name}` without `use_reentrant=`: torch 2.13 warns that it `should be passed explicitly` "
+    "(omitting it is announced to raise) and still runs the reentrant variant, which gives no "
+    "gradients when no input requires grad. Pass `use_reentrant=False`.",
+    zh_cn="`{name}` 没有指定 `use_reentrant=`：torch 2.13 会警告"
+          "它 `should be passed explicitly`（并预告省略它将来会报错），"
+    "而且仍然使用可重入版本；当没有输入需要梯度时，这个版本得不到梯度。请传入 `use_reentrant=False`。",
+)
+EXPLICIT_VARIANT = MessageTemplate("GL405.explicit-variant", "`use_reentrant=True`",
+                                   zh_cn="显式指定的 `use_reentrant=True` 模式")
+DEFAULT_VARIANT = MessageTemplate("GL405.default-variant", "the default reentrant variant", zh_cn="默认的可重入版本")
+NONE = MessageTemplate("GL405.none", "none", zh_cn="无")
+USE_TITLE = MessageTemplate("fix.use-non-reentrant", "Use `use_reentrant=False`", zh_cn="改用 `use_reentrant=False`")
+PASS_TITLE = MessageTemplate("fix.pass-non-reentrant", "Pass `use_reentrant=False`", zh_cn="传入 `use_reentrant=False`")
+
 _FACTORIES = frozenset(
     "randn rand zeros ones empty full arange linspace logspace tensor randint randperm randn_like rand_like "
     "zeros_like ones_like empty_like full_like as_tensor from_numpy eye".split()
@@ -212,7 +237,7 @@ def _insert_keyword(ctx: ModuleContext, call: ast.Call) -> FixRecipe | None:
         return None
     last = max((ctx.span(a) for a in arguments), key=lambda s: (s.end_line, s.end_column))
     at = Span(last.end_line, last.end_column, last.end_line, last.end_column)
-    return ReplaceText(title="Pass `use_reentrant=False`", span=at, text=", use_reentrant=False")
+    return ReplaceText(title=PASS_TITLE(), span=at, text=", use_reentrant=False")
 
 
 #: Where a ``checkpoint`` call is: a function's body or the module's.
@@ -316,27 +341,19 @@ def check_module(ctx: ModuleContext) -> None:
         shown = ", ".join(f"`{segment(ctx, i)}`" for i in inputs or [])
         fixes: list[FixRecipe] = []
         if no_input_grad:
-            variant = "`use_reentrant=True`" if explicit_true else "the default reentrant variant"
-            message = (
-                f"`{name}` runs {variant} on inputs that cannot require grad ({shown or 'none'}): torch warns "
-                f"`None of the inputs have requires_grad=True. Gradients will be None`, and the parameters inside "
-                f"the checkpointed block get no gradients. Pass `use_reentrant=False`."
-            )
+            variant = EXPLICIT_VARIANT() if explicit_true else DEFAULT_VARIANT()
+            message = NO_INPUT_GRAD(name=name, variant=variant, inputs=shown or NONE())
             severity = Severity.WARNING
         else:
-            message = (
-                f"`{name}` without `use_reentrant=`: torch 2.13 warns that it `should be passed explicitly` "
-                f"(omitting it is announced to raise) and still runs the reentrant variant, which gives no "
-                f"gradients when no input requires grad. Pass `use_reentrant=False`."
-            )
+            message = IMPLICIT(name=name)
             severity = Severity.INFORMATION
         if explicit_true and keyword is not None:
             fixes.append(
-                ReplaceText(title="Use `use_reentrant=False`", span=ctx.span(keyword.value), text="False")
+                ReplaceText(title=USE_TITLE(), span=ctx.span(keyword.value), text="False")
             )
         else:
             fixes.append(
-                AddKeyword(title="Pass `use_reentrant=False`", call=ctx.span(node), keyword="use_reentrant",
+                AddKeyword(title=PASS_TITLE(), call=ctx.span(node), keyword="use_reentrant",
                            value="False")
             )
             insert = _insert_keyword(ctx, node)
@@ -354,7 +371,16 @@ THROUGH_REENTRANT = MessageTemplate(
     "GL405.grad_through_reentrant",
     "`{call}` asks for gradients through the reentrant checkpoint at line {checkpoint} (`{checkpoint_by}`): "
     "torch raises here. Pass `use_reentrant=False` to that checkpoint.",
+    zh_cn="`{call}` 要求经过{checkpoint}（`{checkpoint_by}`）的可重入的梯度检查点求梯度：torch 会在这里报错。"
+    "请给那个梯度检查点传入 `use_reentrant=False`。",
 )
+THE_CHECKPOINT = MessageTemplate("GL405.the-checkpoint", "the reentrant checkpoint", zh_cn="可重入的梯度检查点")
+USE_IN_CHECKPOINT_TITLE = MessageTemplate(
+    "fix.non-reentrant-in-checkpoint", "Use `use_reentrant=False` in the checkpoint",
+                                          zh_cn="在这个梯度检查点中改用 `use_reentrant=False`")
+PASS_TO_CHECKPOINT_TITLE = MessageTemplate("fix.pass-non-reentrant-to-checkpoint",
+                                           "Pass `use_reentrant=False` to the checkpoint",
+                                           zh_cn="给这个梯度检查点传入 `use_reentrant=False`")
 
 
 @RULE.on(BackwardEvent)
@@ -380,7 +406,7 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
             call = "torch.autograd.grad(...)" if event.kind == "grad" else "backward(inputs=...)"
             message = THROUGH_REENTRANT(call=call, checkpoint=ctx.line(node.site), checkpoint_by=node.line_desc)
             ctx.report(RULE, ctx.span(event.stmt), message, severity=Severity.ERROR,
-                       related=[Related(ctx.span(node.site), "the reentrant checkpoint")],
+                       related=[Related(ctx.span(node.site), THE_CHECKPOINT())],
                        fixes=_non_reentrant_fix(ctx, node.site))
             return
 
@@ -392,11 +418,11 @@ def _non_reentrant_fix(ctx: RuleContext, site: ast.AST) -> list[FixRecipe]:
         return []
     for keyword in site.keywords:
         if keyword.arg == "use_reentrant":
-            return [ReplaceText(title="Use `use_reentrant=False` in the checkpoint", span=ctx.span(keyword.value),
+            return [ReplaceText(title=USE_IN_CHECKPOINT_TITLE(), span=ctx.span(keyword.value),
                                 text="False")]
     if any(keyword.arg is None for keyword in site.keywords):
         return []  # `**options` may already name it
-    return [AddKeyword(title="Pass `use_reentrant=False` to the checkpoint", call=ctx.span(site),
+    return [AddKeyword(title=PASS_TO_CHECKPOINT_TITLE(), call=ctx.span(site),
                        keyword="use_reentrant", value="False")]
 
 

@@ -51,7 +51,7 @@ from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method
 from graphlife.analysis.semantics.functions import save_for_backward_calls, saved_unpacking, walk_body
-from graphlife.findings import FixRecipe, Related, Severity, Span
+from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity, Span
 from graphlife.recipes import ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import line_indent, merge_edits, segment, starts_its_line, unpacking_text
@@ -98,6 +98,22 @@ RULE = Rule(
     doc=RuleDoc(__doc__, zh_cn=ZH_CN),
     torch_message="save_for_backward can only save variables, but argument 1 is of type float",
 )
+
+_NOT_A_TENSOR = ("`{ctx}.save_for_backward` in `{function}.{method}` gets {names}, which {verb}: torch raises "
+                 "`TypeError: save_for_backward can only save variables, but argument {first} is of type {kind}` at "
+                 "`{function}.apply(...)`. Save only tensors; store `{text}` as `{ctx}.<name> = {text}`.")
+_NOT_A_TENSOR_ZH = ("`{function}.{method}` 中的 `{ctx}.save_for_backward` 收到了 {names}，{verb}："
+                    "调用 `{function}.apply(...)` 时 torch 会报错"
+                    " `TypeError: save_for_backward can only save variables, "
+                    "but argument {first} is of type {kind}`。只保存张量；把 `{text}` 存为 `{ctx}.<name> = {text}`。")
+NOT_A_TENSOR = MessageTemplate("GL406.not-a-tensor", _NOT_A_TENSOR.replace("{verb}", "is not a tensor"),
+                               zh_cn=_NOT_A_TENSOR_ZH.replace("{verb}", "它不是张量"))
+NOT_TENSORS = MessageTemplate("GL406.not-tensors", _NOT_A_TENSOR.replace("{verb}", "are not tensors"),
+                              zh_cn=_NOT_A_TENSOR_ZH.replace("{verb}", "它们不是张量"))
+IS_KIND = MessageTemplate("GL406.is-kind", "`{text}` is {kind}", zh_cn="`{text}` 的类型是 {kind}")
+ONE_BY_ONE_TITLE = MessageTemplate("fix.save-one-by-one", "Pass the tensors one by one", zh_cn="把张量逐个传入")
+CTX_ATTRIBUTES_TITLE = MessageTemplate("fix.non-tensors-on-ctx", "Store the non-tensor values as ctx attributes",
+                                       zh_cn="把非张量的值存为 ctx 的属性")
 
 
 def _bound_only_to_non_tensors(method: Method, name: str) -> bool:
@@ -207,7 +223,7 @@ def _fix(
         elements = packed.elts
         if elements and not any(isinstance(e, ast.Starred) or is_non_tensor_literal(e) for e in elements):
             text = ", ".join(segment(ctx, e) or "" for e in elements)
-            return ReplaceText(title="Pass the tensors one by one", span=ctx.span(packed), text=text)
+            return ReplaceText(title=ONE_BY_ONE_TITLE(), span=ctx.span(packed), text=text)
     used = fn.ctx_attributes_used()
     moved = {i: _attr_name(call.args[i], i, used) for i in bad}
     kept = [segment(ctx, a) or "" for i, a in enumerate(call.args) if i not in moved]
@@ -239,7 +255,7 @@ def _fix(
     if merged is None:
         return None
     span, text = merged
-    return ReplaceText(title="Store the non-tensor values as ctx attributes", span=span, text=text)
+    return ReplaceText(title=CTX_ATTRIBUTES_TITLE(), span=span, text=text)
 
 
 def check_module(ctx: ModuleContext) -> None:
@@ -276,14 +292,10 @@ def check_module(ctx: ModuleContext) -> None:
                 text = segment(ctx, arg) or "?"
                 kind = _describe(_literal_for(fn, method, arg, calls))
                 names = ", ".join(f"`{segment(ctx, call.args[i])}`" for i in bad)
-                message = (
-                    f"`{ctx_var}.save_for_backward` in `{fn.name}.{method.name}` gets {names}, which "
-                    f"{'is not a tensor' if len(bad) == 1 else 'are not tensors'}: torch raises `TypeError: "
-                    f"save_for_backward can only save variables, but argument {first} is of type {kind}` at "
-                    f"`{fn.name}.apply(...)`. Save only tensors; store `{text}` as `{ctx_var}.<name> = {text}`."
-                )
+                message = (NOT_A_TENSOR if len(bad) == 1 else NOT_TENSORS)(
+                    ctx=ctx_var, function=fn.name, method=method.name, names=names, first=first, kind=kind, text=text)
                 fix = _fix(ctx, fn, target, call, sorted(bad), ctx_var) if isinstance(target, ast.stmt) else None
-                related = [Related(ctx.span(arg), f"`{text}` is {kind}")]
+                related = [Related(ctx.span(arg), IS_KIND(text=text, kind=kind))]
                 ctx.reporter.report(
                     RULE,
                     ctx.span(target),

@@ -67,7 +67,7 @@ from dataclasses import dataclass
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
 from graphlife.analysis.semantics import CHECKPOINT_FUNCTIONS, Semantics
-from graphlife.findings import Message, MessageTemplate, Severity
+from graphlife.findings import Line, Message, MessageTemplate, Severity
 
 ZH_CN = Translation(
     """被检查点包住的函数里，有重新计算时不会以同样方式重放的代码。
@@ -122,31 +122,45 @@ _WHEN_THEY_DIFFER = (
     " When the two runs differ, torch stops with a `CheckpointError` (`use_reentrant=False`) or backpropagates "
     "through the path the forward did not take, silently or with a shape mismatch (`use_reentrant=True`)."
 )
+_WHEN_THEY_DIFFER_ZH = (
+    "两次运行不一致时，torch 会抛出 `CheckpointError`（`use_reentrant=False`），或者沿着前向传播没有走过的那条路径做"
+    "反向传播，要么悄无声息，要么报形状不匹配（`use_reentrant=True`）。"
+)
 RANDOM_DECIDES_FLOW = MessageTemplate(
     "GL407.random-decides-flow",
     "`{source}` decides the control flow inside `{function}`, which `checkpoint` at line {call} runs again during "
     "backward, and `{origin}` does not give the second run the same value." + _WHEN_THEY_DIFFER,
+    zh_cn="`{source}` 决定了 `{function}` 中的控制流，而{call}的 `checkpoint` 会在反向传播时再次运行 `{function}`，"
+    "`{origin}` 在第二次运行时给不出相同的值。" + _WHEN_THEY_DIFFER_ZH,
 )
 RANDOM_DECIDES_SHAPE = MessageTemplate(
     "GL407.random-decides-shape",
     "`{source}` decides a shape inside `{function}`, which `checkpoint` at line {call} runs again during "
     "backward, and `{origin}` does not give the second run the same value." + _WHEN_THEY_DIFFER,
+    zh_cn="`{source}` 决定了 `{function}` 中的一个形状，而{call}的 `checkpoint` 会在反向传播时再次运行 `{function}`，"
+    "`{origin}` 在第二次运行时给不出相同的值。" + _WHEN_THEY_DIFFER_ZH,
 )
 STATE_DECIDES_FLOW = MessageTemplate(
     "GL407.state-decides-flow",
     "`{source}` decides the control flow inside `{function}`, which `checkpoint` at line {call} runs again during "
     "backward, after the first run changed `{origin}`." + _WHEN_THEY_DIFFER,
+    zh_cn="`{source}` 决定了 `{function}` 中的控制流，而{call}的 `checkpoint` 会在反向传播时再次运行 `{function}`，"
+    "那时第一次运行已经改变了 `{origin}`。" + _WHEN_THEY_DIFFER_ZH,
 )
 STATE_DECIDES_SHAPE = MessageTemplate(
     "GL407.state-decides-shape",
     "`{source}` decides a shape inside `{function}`, which `checkpoint` at line {call} runs again during "
     "backward, after the first run changed `{origin}`." + _WHEN_THEY_DIFFER,
+    zh_cn="`{source}` 决定了 `{function}` 中的一个形状，而{call}的 `checkpoint` 会在反向传播时再次运行 `{function}`，"
+    "那时第一次运行已经改变了 `{origin}`。" + _WHEN_THEY_DIFFER_ZH,
 )
 TORCH_RANDOM = MessageTemplate(
     "GL407.torch-random",
     "`{source}` inside `{function}` draws from torch's random state, which `checkpoint` at line {call} does not "
     "restore for the recomputation (`preserve_rng_state=False`): backward then uses other random values than "
     "the forward did, and the gradients are silently wrong.",
+    zh_cn="`{function}` 中的 `{source}` 会从 torch 的随机数状态中抽样，而{call}的 `checkpoint` 不会为重新计算恢复"
+    "这个状态（`preserve_rng_state=False`）：反向传播用到的随机值与前向传播不同，梯度会悄无声息地出错。",
 )
 
 #: Modules and functions whose results a second run does not repeat (Python's state, the clock).
@@ -286,7 +300,7 @@ def _findings(ctx: ModuleContext, target: _Checkpointed) -> Iterator[tuple[ast.A
     """What in the function a recomputation may not replay, with the message for it."""
     semantics = ctx.semantics
     function_name = target.function.name if not isinstance(target.function, ast.Lambda) else "lambda"
-    call_line = target.call.lineno
+    call_line = Line(target.call.lineno)
     body: list[ast.AST] = [target.function.body] if isinstance(target.function, ast.Lambda) \
         else list(target.function.body)
     nodes = [n for part in body for n in ast.walk(part)]

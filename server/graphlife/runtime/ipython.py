@@ -17,6 +17,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from graphlife import i18n
+from graphlife.findings import MessageTemplate
 from graphlife.runtime.explain_error import explain_exception
 
 #: The classes the hook sees (then ``explain_exception`` decides, by torch's message).
@@ -50,11 +52,19 @@ def _show_and_explain(shell: Any, etype: type, evalue: BaseException, tb: Any, t
 
 
 def _graphlife_magic(line: str = "") -> None:
-    """%graphlife: check the cells run so far with graphlife's static checker."""
+    """%graphlife [--language en|zh-CN]: check the cells run so far with graphlife's static
+    checker, in the language asked for (else the environment's, as ``graphlife check`` reads it)."""
     from IPython import get_ipython  # noqa: PLC0415 - IPython is there: this runs inside it
 
+    words = line.split()
+    asked = words[words.index("--language") + 1] if "--language" in words[:-1] else None
+    try:
+        language = i18n.choose(asked.replace("_", "-") if asked else None, i18n.from_environment())
+    except ValueError as exc:
+        print(f"graphlife: {exc}")
+        return
     shell = get_ipython()
-    print(check_cells(list(shell.user_ns.get("In", []))[1:]))
+    print(check_cells(list(shell.user_ns.get("In", []))[1:], language))
 
 
 def _is_this_magic(cell: str) -> bool:
@@ -82,10 +92,10 @@ class _CheckedCells:
                 return cell
         return None
 
-    def message(self, text: str) -> str:
-        from graphlife.lsp.notebooks import cell_relative_lines  # noqa: PLC0415
+    def message(self, text: str, language: str = "en") -> str:
+        from graphlife.lsp.notebooks import cell_relative_text  # noqa: PLC0415
 
-        return cell_relative_lines(text, self.cell_of)
+        return cell_relative_text(text, self.cell_of, language)
 
 
 def _static_in_cells(cells: list[str], places: list[tuple[str, int]], code: str) -> list[str]:
@@ -117,28 +127,45 @@ def _static_in_cells(cells: list[str], places: list[tuple[str, int]], code: str)
     return out
 
 
-def check_cells(cells: list[str]) -> str:
-    """The checker's report on cells ``In[1]``, ``In[2]``... (the list's order is the run order)."""
+NO_CELL = MessageTemplate("ipython.no-cell", "graphlife: no cell has run yet.",
+                          zh_cn="graphlife：还没有运行过任何单元格。")
+IN_CELL = MessageTemplate("ipython.in-cell", "In [{cell}], line {line}", zh_cn="In [{cell}] 第 {line} 行")
+AT_LINE = MessageTemplate("ipython.at-line", "line {line}", zh_cn="第 {line} 行")
+SYNTAX_ERROR = MessageTemplate("ipython.syntax-error", "{where}: syntax error: {error}",
+                               zh_cn="{where}：语法错误：{error}")
+FINDINGS = MessageTemplate("ipython.findings", "graphlife: {count} findings in {cells} cells.",
+                           zh_cn="graphlife：{cells} 个单元格中发现 {count} 个问题。")
+ONE_FINDING = MessageTemplate("ipython.one-finding", "graphlife: {count} finding in {cells} cells.",
+                              zh_cn="graphlife：{cells} 个单元格中发现 {count} 个问题。")
+NO_FINDING = MessageTemplate("ipython.no-finding", "graphlife: no graph-lifetime problem found in {cells} cells.",
+                             zh_cn="graphlife：{cells} 个单元格中没有发现计算图生命周期问题。")
+
+
+def check_cells(cells: list[str], language: str = "en") -> str:
+    """The checker's report on cells ``In[1]``, ``In[2]``... (the list's order is the run order),
+    in ``language``."""
     checked = _CheckedCells(cells)
     if checked.result is None:
-        return "graphlife: no cell has run yet."
+        return NO_CELL().in_language(language)
     result, texts, cell_of = checked.result, checked.texts, checked.cell_of
     lines = checked.source.splitlines()
     out = []
     for finding in result.findings:
         cell = cell_of(finding.line)
-        where = f"In [{cell.number}], line {finding.line - cell.line_offset}" if cell is not None else (
-            f"line {finding.line}")
-        message = checked.message(finding.message)
-        out.append(f"{where}: {finding.code} {finding.severity.value}: {message}")
+        place = IN_CELL(cell=cell.number, line=finding.line - cell.line_offset) if cell is not None else (
+            AT_LINE(line=finding.line))
+        message = checked.message(finding.message, language)
+        out.append(f"{place.in_language(language)}: {finding.code} {finding.severity.value}: {message}")
         if 0 < finding.line <= len(lines):
             out.append(f"    {lines[finding.line - 1].strip()}")
     for error in result.syntax_errors:
         cell = cell_of(error.line)
-        where = f"In [{cell.number}], line {error.line - cell.line_offset}" if cell is not None else (
-            f"line {error.line}")
-        out.append(f"{where}: syntax error: {error.message}")
+        place = IN_CELL(cell=cell.number, line=error.line - cell.line_offset) if cell is not None else (
+            AT_LINE(line=error.line))
+        out.append(SYNTAX_ERROR(where=place, error=error.message).in_language(language))
     count = len(result.findings)
-    summary = (f"graphlife: {count} finding{'s' if count != 1 else ''} in {len(texts)} cells."
-               if count else f"graphlife: no graph-lifetime problem found in {len(texts)} cells.")
+    if count:
+        summary = (ONE_FINDING if count == 1 else FINDINGS)(count=count, cells=len(texts)).in_language(language)
+    else:
+        summary = NO_FINDING(cells=len(texts)).in_language(language)
     return "\n".join([*out, summary])

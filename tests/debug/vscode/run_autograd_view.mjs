@@ -43,6 +43,9 @@ function installExtensions() {
   const ours = path.join(dirs.ext, `${manifest.publisher}.${manifest.name}-${manifest.version}`);
   fs.mkdirSync(path.join(ours, "client", "out"), { recursive: true });
   fs.copyFileSync(path.join(root, "package.json"), path.join(ours, "package.json"));
+  // The manifest's texts (`%key%` in package.json) and the client's translations.
+  for (const file of fs.readdirSync(root).filter((f) => /^package\.nls(\..+)?\.json$/.test(f))) fs.copyFileSync(path.join(root, file), path.join(ours, file));
+  fs.cpSync(path.join(root, "l10n"), path.join(ours, "l10n"), { recursive: true });
   fs.copyFileSync(path.join(root, "client", "out", "extension.js"), path.join(ours, "client", "out", "extension.js"));
   fs.cpSync(path.join(root, "server", "graphlife"), path.join(ours, "server", "graphlife"), { recursive: true });
   if (fs.existsSync(path.join(root, "snippets"))) fs.cpSync(path.join(root, "snippets"), path.join(ours, "snippets"), { recursive: true });

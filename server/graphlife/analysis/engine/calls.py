@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis import isolation, namedtuples, torch_api
+from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine.core import EngineCore, handles_expressions
 from graphlife.analysis.events import OpaqueCallEvent
 from graphlife.analysis.modules import is_namespace_key
@@ -177,7 +178,7 @@ class Calls(EngineCore):
             mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
             return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=call, desc=self.text(call),
                              inference=state.inference_mode, opaque=True,
-                             why=f"computed while gradients were disabled (`{mode}`)", why_site=self.current_stmt())
+                             why=reasons.GRADIENTS_DISABLED(mode=mode), why_site=self.current_stmt())
         return result
 
     def instantiate(self, ref: ClassRef, args: list[Value], kwargs: dict[str, Value], state: State,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from graphlife.analysis import skipped_notes as skipped
 from graphlife.analysis.engine.core import EngineCore
 from graphlife.analysis.engine.imports import function_foreign_budget
 from graphlife.analysis.engine_api import Timeout
@@ -62,9 +63,9 @@ class Units(EngineCore):
         try:
             self.run_cached(tree, lambda: self.run_unit(tree.body, self.initial_state(), tree))
         except Timeout:
-            return ["analysis stopped at the time box; later code was not analyzed"]
+            return [skipped.TIME_BOX_CODE()]
         except RecursionError:
-            notes.append("module body too deeply nested; parts were not analyzed")
+            notes.append(skipped.MODULE_TOO_DEEP())
         if self.unit_cache is not None:
             self.unit_cache.read_definitions(self)
         functions = list(self.iter_functions())
@@ -77,10 +78,10 @@ class Units(EngineCore):
                 self.foreign_budget = share
                 self.run_cached(func, self._function_unit(func, owner))
             except Timeout:
-                notes.append("analysis stopped at the time box; later functions were not analyzed")
+                notes.append(skipped.TIME_BOX_FUNCTIONS())
                 break
             except RecursionError:
-                notes.append(f"function {func.name} too deeply nested; not analyzed")
+                notes.append(skipped.FUNCTION_TOO_DEEP(name=func.name))
         return notes
 
     def _function_unit(self, func: _Function, owner: ast.ClassDef | None) -> Callable[[], None]:

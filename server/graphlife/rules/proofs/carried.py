@@ -15,8 +15,12 @@ import ast
 from graphlife.analysis.rule_api import RuleContext
 from graphlife.analysis.state import State
 from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
-from graphlife.findings import Applicability, FixRecipe
+from graphlife.findings import Applicability, FixRecipe, MessageTemplate
 from graphlife.recipes import SAFE, CarriedName, DetachCarriedState
+from graphlife.rules.phrases import joined
+
+DETACH_TITLE = MessageTemplate("fix.detach-carried", "Detach {names} at the top of each iteration",
+                               zh_cn="在每次迭代开始时分离 {names}（`detach()`）")
 
 
 def detach_recipe(ctx: RuleContext, carried: list[tuple[str, ast.AST]], state: State,
@@ -31,14 +35,13 @@ def detach_recipe(ctx: RuleContext, carried: list[tuple[str, ast.AST]], state: S
                     maybe_none=may_be_none(lookup(name, before)))
         for name, _ in carried
     )
-    return DetachCarriedState(title=f"Detach {names_text(carried)} at the top of each iteration",
+    return DetachCarriedState(title=DETACH_TITLE(names=names_text(carried)),
                               applicability=applicability, loop=ctx.span(loop), targets=targets)
 
 
 def names_text(carried: list[tuple[str, ast.AST]]) -> str:
     """`` `h` `` or `` `h` and `c` `` or `` `a`, `b` and `c` ``, for a message or a title."""
-    names = [f"`{name}`" for name, _ in carried]
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return joined([f"`{name}`" for name, _ in carried])
 
 
 def still_carried(carried: list[tuple[str, ast.AST]]) -> list[tuple[str, ast.AST]]:

@@ -68,7 +68,7 @@ from graphlife.analysis.values import (
     TupleVal,
     Value,
 )
-from graphlife.findings import FixRecipe, Severity, Span
+from graphlife.findings import FixRecipe, MessageTemplate, Severity, Span
 from graphlife.recipes import AutogradGrad
 from graphlife.rules.base import callee_name
 
@@ -735,6 +735,15 @@ def _inside(ctx: RuleContext, node: ast.AST, func: ast.AST) -> bool:
 
 # --------------------------------------------------------------------------- the recipe
 
+AUTOGRAD_GRAD_TITLE = MessageTemplate(
+    "fix.autograd-grad", "Get the gradients of `{what}` with `torch.autograd.grad(..., create_graph=True)`",
+    zh_cn="用 `torch.autograd.grad(..., create_graph=True)` 求 `{what}` 的梯度")
+AUTOGRAD_GRAD_MERGE_TITLE = MessageTemplate(
+    "fix.autograd-grad-merge",
+    "Get the gradients of `{what}` with `torch.autograd.grad(..., create_graph=True)` and add `{root}` to the next "
+    "backward",
+    zh_cn="用 `torch.autograd.grad(..., create_graph=True)` 求 `{what}` 的梯度，并把 `{root}` 加到下一次反向传播中")
+
 
 def _recipe(
     ctx: RuleContext, site: Site, planned: set[int], form: tuple[str, tuple[str, ...]], *, merge: bool
@@ -744,10 +753,8 @@ def _recipe(
         planned, key=lambda n: (site.candidates[n].node.lineno, site.candidates[n].node.col_offset)))
     root = ctx.text(site.root)
     what = ", ".join(names)
-    title = f"Get the gradients of `{what}` with `torch.autograd.grad(..., create_graph=True)`"
     merged = ctx.span(site.merge_call) if merge and site.merge_call is not None else None
-    if merged is not None:
-        title += f" and add `{root}` to the next backward"
+    title = AUTOGRAD_GRAD_TITLE(what=what) if merged is None else AUTOGRAD_GRAD_MERGE_TITLE(what=what, root=root)
     return AutogradGrad(title=title, backward=ctx.span(site.stmt), root=ctx.span(site.root), inputs=tuple(names),
                         sequence=kind == "sequence", reads=reads, merge=merged)
 

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import RuleContext
 from graphlife.analysis.semantics import GradSetting, GradSwitch
-from graphlife.findings import FixRecipe, Related
+from graphlife.findings import FixRecipe, MessageTemplate, Related
 from graphlife.recipes import DropDecorator, MoveNoGradToCallers, UnwrapWith
 from graphlife.rules.base import callee_name
 
@@ -68,6 +68,18 @@ _MAX_CALLER_DEPTH = 6
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+TURNED_OFF_HERE = MessageTemplate("no-grad.turned-off-here", "gradients are turned off here (`{context}`)",
+                                  zh_cn="梯度记录在这里被关闭（`{context}`）")
+TURNED_OFF_FOR = MessageTemplate("no-grad.turned-off-for", "gradients are turned off for all of `{function}` here",
+                                 zh_cn="这里关闭了整个 `{function}` 的梯度记录")
+UNWRAP_TITLE = MessageTemplate("fix.unwrap-no-grad", "Keep the graph: run the block without `{context}`",
+                               zh_cn="保留计算图：去掉 `{context}`，直接运行这段代码")
+DROP_TITLE = MessageTemplate("fix.drop-no-grad-decorator", "Keep the graph: remove `@{decorator}` from `{function}`",
+                             zh_cn="保留计算图：去掉 `{function}` 上的 `@{decorator}`")
+MOVE_TITLE = MessageTemplate(
+    "fix.move-no-grad-to-callers", "Keep the graph: move `@{decorator}` from `{function}` to its evaluation calls",
+    zh_cn="保留计算图：把 `@{decorator}` 从 `{function}` 移到它的评估调用处")
 
 
 @dataclass(frozen=True)
@@ -322,11 +334,11 @@ def no_grad_fixes(
         return [], []
     context_text = ctx.text(found.context)
     if isinstance(found.node, ast.With):
-        related = [Related(ctx.span(found.context), f"gradients are turned off here (`{context_text}`)")]
+        related = [Related(ctx.span(found.context), TURNED_OFF_HERE(context=context_text))]
         return related, _unwrap(ctx, found, found.node, backward_stmt)
     if found.function is None:
         return [], []  # a decorator always has its function
-    related = [Related(ctx.span(found.context), f"gradients are turned off for all of `{found.function.name}` here")]
+    related = [Related(ctx.span(found.context), TURNED_OFF_FOR(function=found.function.name))]
     return related, _drop(ctx, found, found.function) or _move_to_callers(ctx, found, found.function, backward_stmt)
 
 
@@ -348,7 +360,7 @@ def _unwrap(ctx: RuleContext, found: Break, with_stmt: ast.With, backward_stmt: 
                 return []
         elif not (_straight_line_to(ctx, with_stmt, backward_stmt) and file.runs_with_grad(with_stmt)):
             return []
-    return [UnwrapWith(title=f"Keep the graph: run the block without `{ctx.text(found.context)}`",
+    return [UnwrapWith(title=UNWRAP_TITLE(context=ctx.text(found.context)),
                        block=ctx.span(with_stmt), unused_as=with_stmt.items[0].optional_vars is not None)]
 
 
@@ -359,7 +371,7 @@ def _drop(ctx: RuleContext, found: Break, func: Function) -> list[FixRecipe]:
     call = file.called_once(func)
     if call is None or not file.runs_with_grad(call) or file.numpy_outside_no_grad(func):
         return []
-    return [DropDecorator(title=f"Keep the graph: remove `@{ctx.text(found.context)}` from `{func.name}`",
+    return [DropDecorator(title=DROP_TITLE(decorator=ctx.text(found.context), function=func.name),
                           decorator=ctx.span(found.context))]
 
 
@@ -394,7 +406,7 @@ def _move_to_callers(ctx: RuleContext, found: Break, func: Function, backward_st
     if not training or not evaluation:
         return []
     return [MoveNoGradToCallers(
-        title=f"Keep the graph: move `@{ctx.text(found.context)}` from `{func.name}` to its evaluation calls",
+        title=MOVE_TITLE(decorator=ctx.text(found.context), function=func.name),
         decorator=ctx.span(found.context), callers=tuple(ctx.span(stmt) for stmt in evaluation),
     )]
 

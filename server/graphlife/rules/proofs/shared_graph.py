@@ -21,8 +21,14 @@ from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import RuleContext
 from graphlife.analysis.state import Node, State
 from graphlife.analysis.values import HeapRef, TensorVal
-from graphlife.findings import FixRecipe
+from graphlife.findings import FixRecipe, MessageTemplate
 from graphlife.recipes import DetachExpression, RebuildSharedGraph
+
+DETACH_EARLIER = MessageTemplate("fix.detach-earlier-step", "Use `{expr}.detach()` in the earlier step",
+                                 zh_cn="在前一步中改用 `{expr}.detach()`")
+REBUILD_TITLE = MessageTemplate(
+    "fix.rebuild-shared-graph", "Give `{module}` `{name}.detach()` here and call `{call}` again after the backward",
+    zh_cn="在这里给 `{module}` 传入 `{name}.detach()`，并在反向传播之后重新调用 `{call}`")
 
 
 def shared_graph_fix(event: BackwardEvent, ctx: RuleContext, node: Node, freeing: ast.AST | None) -> FixRecipe | None:
@@ -58,7 +64,7 @@ def shared_graph_fix(event: BackwardEvent, ctx: RuleContext, node: Node, freeing
             for arg in (a for top in call.args for a in _joined(ctx, top)):
                 if (isinstance(arg, (ast.Name, ast.Attribute)) and ctx.text(arg) == name
                         and not _later_reads(ctx, scope, call, freeing_line, failing_line)):
-                    return DetachExpression(title=f"Use `{ctx.text(arg)}.detach()` in the earlier step",
+                    return DetachExpression(title=DETACH_EARLIER(expr=ctx.text(arg)),
                                             expr=ctx.span(arg))
     return None
 
@@ -104,7 +110,7 @@ def _rebuild(ctx: RuleContext, scope: ast.AST, call: ast.Call, state: State, fre
         return None  # the fresh call would see another input or another module
     text = ctx.text(call)
     return RebuildSharedGraph(
-        title=f"Give `{ctx.text(call.func)}` `{arg.id}.detach()` here and call `{text}` again after the backward",
+        title=REBUILD_TITLE(module=ctx.text(call.func), name=arg.id, call=text),
         detach=ctx.span(arg), reads=tuple(ctx.span(r) for r in reads), call=text,
     )
 
