@@ -50,6 +50,10 @@ def _raise_gl107():
     y.requires_grad = False
 
 
+def _raise_gl109():
+    (torch.randn(2, requires_grad=True) * 2).cpu().numpy()
+
+
 class _Arity(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -90,8 +94,8 @@ def _raise_gl406():
 
 CASES = {
     "GL101": _raise_gl101, "GL102": _raise_gl102, "GL103": _raise_gl103, "GL104": _raise_gl104,
-    "GL105": _raise_gl105, "GL106": _raise_gl106, "GL107": _raise_gl107, "GL402": _raise_gl402,
-    "GL404": _raise_gl404, "GL406": _raise_gl406,
+    "GL105": _raise_gl105, "GL106": _raise_gl106, "GL107": _raise_gl107, "GL109": _raise_gl109,
+    "GL402": _raise_gl402, "GL404": _raise_gl404, "GL406": _raise_gl406,
 }
 
 

@@ -1,4 +1,4 @@
-"""The proof, on every GL101-GL107 bad fixture whose finding carries a fix (or is listed as refused).
+"""The proof, on every GL101-GL107 and GL109 bad fixture whose finding carries a fix (or is listed as refused).
 
 For each fixture the preferred fixes are applied with ``fix_source`` (what
 ``graphlife fix`` does) and:
@@ -26,7 +26,7 @@ from graphlife.fixes import compute_fixes, fix_source
 from graphlife.fixes.apply import apply_edits
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-CODES = ("GL101", "GL102", "GL103", "GL104", "GL105", "GL106", "GL107")
+CODES = ("GL101", "GL102", "GL103", "GL104", "GL105", "GL106", "GL107", "GL109")
 
 #: fixture -> why its recipe is not offered for that shape.
 NOT_OFFERED = {

@@ -205,6 +205,7 @@ _GL1XX = {
     ),
     "GL107": (RuntimeError, ("you can only change requires_grad flags of leaf variables",), True),
     "GL108": (TypeError, ("got an unexpected keyword argument 'retain_variables'",), True),
+    "GL109": (RuntimeError, ("Can't call numpy() on Tensor that requires grad",), True),
     "GL110": (RuntimeError, ("Output 0 of BackwardHookFunction is a view and is being modified inplace",), True),
 }
 

@@ -56,3 +56,29 @@ def step(x):
     loss.backward()
 """
     assert [(f.code, f.severity.value) for f in check(source)] == [("GL101", "error")]
+
+
+LOGGER = """import torch
+import torch.nn as nn
+
+
+def log_weights(model: nn.Linear):
+    return model.weight.numpy()
+"""
+
+
+def _gl109(source: str) -> list[tuple[int, str]]:
+    return [(f.line, f.severity.value) for f in check(source) if f.code == "GL109"]
+
+
+def test_numpy_of_a_parameter_in_a_helper_without_callers_is_a_warning() -> None:
+    """torch refuses `.numpy()` of a tensor that requires grad only while gradients are on."""
+    findings = [f for f in check(LOGGER.replace("model: nn.Linear", "model")
+                                 + "\nlog_weights(nn.Linear(2, 2))\n") if f.code == "GL109"]
+    assert [(f.line, f.severity.value) for f in findings] == [(6, "error")]
+    local = LOGGER.replace("    return model.weight.numpy()\n",
+                           "    layer = nn.Linear(2, 2)\n    return layer.weight.numpy()\n")
+    alone = [f for f in check(local) if f.code == "GL109"]
+    assert [(f.line, f.severity.value) for f in alone] == [(7, "warning")]
+    assert "analyzed without its callers" in alone[0].message
+    assert _gl109(local + "\nwith torch.no_grad():\n    log_weights(None)\n") == []

@@ -20,6 +20,7 @@ The events:
 - :class:`ZeroGradEvent`: ``optimizer.zero_grad()``, ``model.zero_grad()``,
   ``p.grad = None``, ``p.grad.zero_()``.
 - :class:`GradReadEvent`: ``t.grad`` read.
+- :class:`NumpyEvent`: ``t.numpy()`` (a tensor handed to NumPy, which keeps no graph).
 - :class:`StoreEvent`: a tensor stored where it outlives the loop iteration
   (a container or object made before the loop, an accumulator variable).
 - :class:`LoopEndEvent`: a loop finished; which nodes and backwards it saw.
@@ -121,6 +122,16 @@ class ZeroGradEvent(Event):
 class GradReadEvent(Event):
     tensor: TensorVal  # the tensor whose `.grad` is read
     expr: ast.Attribute  # the `t.grad` expression
+
+
+@dataclass
+class NumpyEvent(Event):
+    """``t.numpy()``: NumPy cannot carry a graph, so torch refuses a tensor that requires grad
+    (unless ``force=True`` detaches it)."""
+
+    tensor: TensorVal
+    call: ast.Call  # the `t.numpy()` call
+    receiver: ast.expr  # `t`
 
 
 @dataclass

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphlife.analysis.cow_map import CowMap, join_dicts, join_maps
-from graphlife.analysis.values import HeapObject, Tri, Value, join_tri, join_values
+from graphlife.analysis.either_module import merge_modules
+from graphlife.analysis.values import HeapObject, HeapRef, Tri, Value, join_tri, join_values
 
 
 @dataclass(frozen=True)
@@ -217,14 +218,27 @@ class State:
         and only the entries that differ are joined one by one. The result may share the
         maps of ``self`` (which must count them as shared), never those of ``other``."""
         env, heap, other_env, other_heap = self.env, self.heap, other.env, other.heap
+        either: dict[int, HeapObject] = {}
+
+        def join_names(a: Value | None, b: Value | None) -> Value:
+            """A name holding one module on this path and another on the other holds *a module*."""
+            if type(a) is HeapRef and type(b) is HeapRef and a.oid != b.oid:
+                found = merge_modules(a.oid, heap, b.oid, other_heap)
+                if found is not None:
+                    either[found[0]] = found[1]
+                    return HeapRef(found[0])
+            return join_values(a, b)
+
         if type(env) is dict and type(other_env) is dict:
-            env = join_dicts(env, other_env, join_values)
+            env = join_dicts(env, other_env, join_names)
         else:
-            env = join_maps(self.forkable("env"), other.forkable("env"), join_values)
+            env = join_maps(self.forkable("env"), other.forkable("env"), join_names)
         if type(heap) is dict and type(other_heap) is dict:
             heap = join_dicts(heap, other_heap, _join_objects)
         else:
             heap = join_maps(self.forkable("heap"), other.forkable("heap"), _join_objects)
+        for oid, obj in either.items():
+            heap[oid] = obj
         freed, may_freed = self.freed, self.may_freed
         if not (freed is other.freed or freed == other.freed):
             freed = {n: s for n, s in freed.items() if n in other.freed}

@@ -14,13 +14,14 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import distributions, growth, op_arguments, optable
+from graphlife.analysis import constants, distributions, growth, namedtuples, op_arguments, optable
 from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
     GradReadEvent,
     InplaceEvent,
+    NumpyEvent,
     OptimizerEvent,
     RequiresGradEvent,
     SavedEvent,
@@ -65,6 +66,8 @@ FACTORIES = {
     "full_like", "normal", "logspace", "Tensor", "FloatTensor", "LongTensor",
 }
 CONVERSIONS = {"to", "cuda", "cpu", "double", "float", "half", "bfloat16", "type", "long", "int", "bool"}
+#: NumPy functions that turn a tensor into an array (through ``Tensor.__array__``, i.e. ``.numpy()``).
+NUMPY_CONVERSIONS = frozenset({"numpy.array", "numpy.asarray", "numpy.asanyarray"})
 NUMBER_METHODS = {
     "item", "tolist", "numpy", "__float__", "__int__", "dim", "size", "numel", "nelement", "ndimension", "element_size",
     "is_contiguous", "data_ptr", "get_device", "stride",
@@ -432,6 +435,12 @@ def binop(interp: TorchEngine, state: State, op: ast.operator, left: Value, righ
         result = apply_op(interp, state, f"Tensor.__r{name}__", [right, left], [right_expr, left_expr], site)
         return mark_scalar(result) if _scalar_operands(right, left) and not isinstance(op, ast.MatMult) else result
     if isinstance(left, Number) and isinstance(right, Number):
+        # Not in a loop: the engine runs a loop's body for the first iteration, then once for all
+        # the later ones, so a counter (`step += 1`) must not carry the second iteration's value.
+        if left.const is not None and right.const is not None and not interp.run_state.loop_stack:
+            folded = constants.fold_binop(op, left.const, right.const)
+            if folded is not constants.NOT_FOLDED:
+                return Number(folded)
         return Number(None)
     if isinstance(op, ast.Add) and isinstance(left, (HeapRef, TupleVal)) and isinstance(right, (HeapRef, TupleVal)):
         return concatenate(interp, state, left, right, site)
@@ -666,6 +675,14 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
         return ref
     if name == "collections.defaultdict":
         return make_defaultdict(interp, state, args[0] if args else None, call)
+    if name in namedtuples.NAMEDTUPLE_FACTORIES:
+        return namedtuples.make_namedtuple_class(interp, state, args, kwargs)
+    if name in NUMPY_CONVERSIONS and args and isinstance(args[0], TensorVal) and not args[0].opaque:
+        if call.args and not isinstance(call.args[0], ast.Starred):
+            # NumPy converts a tensor through `Tensor.__array__`, which is `.numpy()`.
+            interp.emit(NumpyEvent(stmt=interp.current_stmt(), state=state, tensor=args[0], call=call,
+                                   receiver=call.args[0]))
+        return UNKNOWN
     if name in ("itertools.chain", "itertools.chain.from_iterable") and args:
         parts = list(args) if name == "itertools.chain" else [interp.iter_element(args[0], state)]
         return chained(interp, state, parts, call)
@@ -1103,6 +1120,10 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
         if param_grad:
             tensors = [*tensors, TensorVal(requires_grad=True, leaf=True, storage=None)]
         result = apply_op(interp, state, key, tensors, [None] * len(tensors), call, info=None)
+        if param_grad and isinstance(result, TensorVal) and len(result.grad_fn) == 1:
+            # Its backward fills its parameters' gradients, as a module the table knows does.
+            node = interp.run_state.graph.nodes[next(iter(result.grad_fn))]
+            node.leaves = node.leaves | storages
         return result if obj.extra.get("has_params") is not None or tensors else UNKNOWN
     flat: list[Value] = []
     for value in inputs:
@@ -1432,6 +1453,10 @@ def call_optimizer_method(interp: TorchEngine, state: State, ref: HeapRef, name:
                           kwargs: dict[str, Value], call: ast.Call) -> Value:
     obj = state.heap[ref.oid]
     if name == "step":
+        closure = kwargs.get("closure", args[0] if args else None)
+        if isinstance(closure, FunctionRef):
+            run_step_closure(interp, state, closure, call)
+            obj = state.heap[ref.oid]
         interp.emit(StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
         for storage in sorted(obj.opt_storages or ()):
             state.bump(storage, interp.current_stmt())
@@ -1443,6 +1468,18 @@ def call_optimizer_method(interp: TorchEngine, state: State, ref: HeapRef, name:
         zero_grads(interp, state, obj.opt_storages, call, set_to_none=_set_to_none(args, kwargs))
         return NONE
     return UNKNOWN
+
+
+def run_step_closure(interp: TorchEngine, state: State, closure: FunctionRef, call: ast.Call) -> None:
+    """``optimizer.step(closure)``: torch calls the closure (which zeroes the gradients, runs the
+    forward and the backward, and returns the loss) with gradients on, before it updates the
+    parameters; LBFGS calls it again while it searches, so once is what every optimizer does."""
+    grad, assumed = state.grad_enabled, state.grad_assumed
+    state.grad_enabled, state.grad_assumed = True, False  # torch wraps it in `torch.enable_grad()`
+    try:
+        interp.call_function(closure, [], {}, state, call)
+    finally:
+        state.grad_enabled, state.grad_assumed = grad, assumed
 
 
 def _set_to_none(args: list[Value], kwargs: Mapping[str, Value]) -> Tri:
@@ -1558,6 +1595,9 @@ def _call_tensor_method(interp: TorchEngine, state: State, tensor: TensorVal, re
         return UNKNOWN  # an object of unknown kind (a distribution, a model): not a tensor method
     if name == "backward":
         return do_backward(interp, state, tensor, receiver_expr, kwargs, call, "backward", args=args)
+    if name == "numpy" and receiver_expr is not None and not args and not kwargs:
+        interp.emit(NumpyEvent(stmt=interp.current_stmt(), state=state, tensor=tensor, call=call,
+                               receiver=receiver_expr))
     if name in NUMBER_METHODS:
         return Number(None)
     if name == "detach":

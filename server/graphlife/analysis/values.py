@@ -183,6 +183,42 @@ class ValuesIndices(TupleVal):
 
 
 @dataclass(frozen=True)
+class NamedTupleVal(TupleVal):
+    """An instance of a ``collections.namedtuple`` class: a tuple whose items are also read by
+    field name (``saved.log_prob``)."""
+
+    fields: tuple[str, ...] = ()
+
+    def join(self, other: Value) -> Value:
+        joined = TupleVal.join(self, other)
+        if isinstance(other, NamedTupleVal) and other.fields == self.fields and type(joined) is TupleVal:
+            return NamedTupleVal(joined.items, self.fields)  # records of one class on every path
+        return joined
+
+    def item(self, name: str) -> Value | None:
+        """The item of field ``name`` (``None``: no such field)."""
+        return self.items[self.fields.index(name)] if name in self.fields else None
+
+
+@dataclass(frozen=True)
+class NamedTupleClass(Value):
+    """What ``collections.namedtuple(name, fields)`` returns: called, it makes a
+    :class:`NamedTupleVal` of its arguments bound to the fields."""
+
+    fields: tuple[str, ...]
+
+    def instance(self, args: list[Value], kwargs: dict[str, Value]) -> Value:
+        """The tuple a call makes; unknown when the arguments do not fill the fields exactly
+        (defaults, ``_make``, a starred argument the caller could not spread)."""
+        if len(args) > len(self.fields) or not kwargs.keys() <= set(self.fields[len(args):]):
+            return UNKNOWN
+        items = [*args, *(kwargs[name] for name in self.fields[len(args):] if name in kwargs)]
+        if len(items) != len(self.fields):
+            return UNKNOWN
+        return NamedTupleVal(tuple(items), self.fields)
+
+
+@dataclass(frozen=True)
 class HeapRef(Value):
     """A reference to a mutable object kept in the state's heap (module, optimizer, list, dict, instance)."""
 

@@ -123,6 +123,19 @@ MESSAGES: list[dict[str, Any]] = [
         },
     },
     {
+        "code": "GL109",
+        "name": "numpy-of-tensor-requiring-grad",
+        "patterns": ["Can't call numpy() on Tensor that requires grad"],
+        "why": "A NumPy array cannot carry an autograd graph; with gradients on, torch refuses a tensor "
+               "that requires grad (a parameter, a model's output, a loss).",
+        "fix": "t.detach().numpy() (or .detach().cpu().numpy()), or compute the value under torch.no_grad().",
+        "zh-CN": {
+            "why": "NumPy 数组无法携带自动求导的计算图；在记录梯度时，torch 拒绝转换需要梯度的张量"
+                   "（参数、模型的输出、损失）。",
+            "fix": "`t.detach().numpy()`（或 `.detach().cpu().numpy()`），或者在 `torch.no_grad()` 下计算这个值。",
+        },
+    },
+    {
         "code": "GL402",
         "name": "backward-arity-mismatch",
         "patterns": ["returned an incorrect number of gradients"],

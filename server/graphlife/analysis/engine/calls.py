@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import isolation, torch_api
+from graphlife.analysis import isolation, namedtuples, torch_api
 from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine.core import EngineCore, handles_expressions
 from graphlife.analysis.events import OpaqueCallEvent
@@ -29,6 +29,7 @@ from graphlife.analysis.values import (
     ClassRef,
     FunctionRef,
     HeapRef,
+    NamedTupleClass,
     Number,
     PartialCall,
     QualName,
@@ -39,6 +40,11 @@ from graphlife.analysis.values import (
 
 #: Inlined calls nest at most this deep; a deeper call's result is unknown.
 MAX_INLINE_DEPTH = 6
+#: A module's method runs inlined within itself at most this many times in one chain of calls: a
+#: module built recursively (a tree of blocks whose ``__init__`` makes smaller trees down to
+#: ``level == 1``, and whose ``forward`` calls theirs) is followed a few levels deep; past that,
+#: unknown. Other functions do not run within themselves (see ``_may_recurse``).
+MAX_RECURSION = 3
 
 #: Grad-mode decorators by their text: the (grad enabled, inference mode) they set while the
 #: function runs (``None``: left as the caller's).
@@ -113,6 +119,8 @@ class Calls(EngineCore):
             return self.attribute_value(args[0], _named_attribute(call, args[1].const), state)
         if isinstance(func, FunctionRef):
             return self.call_function(func, args, kwargs, state, call)
+        if isinstance(func, NamedTupleClass):
+            return func.instance(args, kwargs)
         if isinstance(func, ClassRef):
             if func.is_autograd_function:
                 self.unseen_call([*args, *kwargs.values()], state)
@@ -148,6 +156,8 @@ class Calls(EngineCore):
                 self.escape(values, state, later=False)
         elif canonical.startswith("torch.utils.checkpoint"):
             return
+        elif canonical in namedtuples.NAMEDTUPLE_FACTORIES:
+            return  # reads the field names it is given, writes nothing, runs nothing
         elif canonical.startswith(("torch.", "F.")):
             self.escape(values, state)
         else:
@@ -182,13 +192,14 @@ class Calls(EngineCore):
 
     def call_function(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
                       site: ast.AST) -> Value:
-        """Inline a function of this file with the caller's values (bounded depth, no recursion),
+        """Inline a function of this file with the caller's values (bounded depth, recursion in modules only),
         or run it apart (:mod:`graphlife.analysis.isolation`): then its code is read by that
         call's own record, not by the caller's, and an edit in it does not make the caller's
         record stale."""
         node = func.node
         calls = self.run_state.call_stack
-        if len(calls) >= MAX_INLINE_DEPTH or func.key in calls or isinstance(node, ast.AsyncFunctionDef):
+        too_deep = len(calls) >= MAX_INLINE_DEPTH or (func.key in calls and not self._may_recurse(func, state))
+        if too_deep or isinstance(node, ast.AsyncFunctionDef):
             self.touch(node)
             return UNKNOWN
         if self.run_state.foreign_steps > self.foreign_budget and self.module_of(node) is not self.entry:
@@ -199,6 +210,18 @@ class Calls(EngineCore):
                 return result
         self.touch(node)
         return self.call_memo.call(self, func, args, kwargs, state, site)
+
+    def _may_recurse(self, func: FunctionRef, state: State) -> bool:
+        """Can ``func``, already running, run inlined once more? Only a module's method (a module
+        of a class that builds and calls children of its own class), up to ``MAX_RECURSION``
+        levels: a plain recursive function (a walk over nested dicts or configs, a method
+        calling itself on one object) calls itself at many sites, and following it would
+        multiply the work at every level for no graph."""
+        bound = func.bound_self
+        if not isinstance(bound, HeapRef) or self.run_state.call_stack.count(func.key) >= MAX_RECURSION:
+            return False
+        obj = state.heap.get(bound.oid)
+        return obj is not None and obj.kind == "module"
 
     def inline_call(self, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
                     site: ast.AST) -> Value:

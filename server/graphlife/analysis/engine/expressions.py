@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import distributions, torch_api
+from graphlife.analysis import constants, distributions, torch_api
 from graphlife.analysis.engine.core import EngineCore, handler_for, handles_expressions
 from graphlife.analysis.engine.heap import MAX_EXACT_UNROLL
 from graphlife.analysis.state import State
@@ -26,6 +26,7 @@ from graphlife.analysis.values import (
     FunctionRef,
     HeapRef,
     ImportedName,
+    NamedTupleVal,
     NoneValue,
     Number,
     QualName,
@@ -110,6 +111,8 @@ class Expressions(EngineCore):
             if method is not None:
                 return FunctionRef(node=method, key=id(method))
             return BoundMethod(receiver, expr.attr)
+        if isinstance(receiver, NamedTupleVal) and (field_value := receiver.item(expr.attr)) is not None:
+            return field_value
         if isinstance(receiver, ValuesIndices) and expr.attr in ("values", "indices"):
             return receiver.items[0 if expr.attr == "values" else 1]
         if isinstance(receiver, (TupleVal, Number, NoneValue)):
@@ -194,15 +197,29 @@ class Expressions(EngineCore):
         values = [self.eval(expr.left, state)] + [self.eval(c, state) for c in expr.comparators]
         if any(isinstance(v, TensorVal) for v in values):
             return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=expr)
+        if all(isinstance(v, Number) and v.const is not None for v in values):
+            folded = constants.fold_compare(expr.ops, [v.const for v in values if isinstance(v, Number)])
+            if folded is not constants.NOT_FOLDED:
+                return Number(folded)
         return Number(None)
 
     @handles_expressions(ast.BoolOp)
     def eval_boolean(self, expr: ast.BoolOp, state: State) -> Value:
-        values = [self.eval(v, state) for v in expr.values]
-        result = values[0]
-        for value in values[1:]:
-            result = result.join(value)
-        return result
+        """``a and b`` / ``a or b`` as Python runs them: an operand whose truth is a known constant
+        either ends the chain (it is the result; the rest never runs) or passes to the next one;
+        any other operand may be the result."""
+        stops_on = isinstance(expr.op, ast.Or)  # `or` stops at a true operand, `and` at a false one
+        result: Value | None = None
+        for index, operand in enumerate(expr.values):
+            value = self.eval(operand, state)
+            if index == len(expr.values) - 1:
+                return value if result is None else result.join(value)
+            truth = constants.known_truth(value.const) if isinstance(value, Number) else None
+            if truth is stops_on:
+                return value if result is None else result.join(value)
+            if truth is None:
+                result = value if result is None else result.join(value)
+        return result if result is not None else UNKNOWN
 
     @handles_expressions(ast.IfExp)
     def eval_conditional(self, expr: ast.IfExp, state: State) -> Value:
