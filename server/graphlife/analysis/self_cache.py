@@ -22,7 +22,7 @@ the functions and classes it read (the unit cache's dependencies:
 ``create_graph`` fact.
 
 The hover story (``Interpreter.watch``) builds ``self`` for every method, as it
-records every evaluation of the expression it watches.
+records every evaluation of the expressions it watches.
 """
 
 from __future__ import annotations

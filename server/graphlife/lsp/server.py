@@ -32,6 +32,7 @@ from graphlife.lsp import hover as hover_mod
 from graphlife.lsp.diagnostics import locate
 from graphlife.lsp.documents import CELL_LANGUAGE, NOTEBOOK_TYPE, current_stamp, fs_path, key_for, open_keys
 from graphlife.lsp.extensions import INITIALIZE_HOOKS
+from graphlife.lsp.hover_stories import HoverStories
 from graphlife.lsp.linting import Linter
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import release_memory
@@ -45,6 +46,7 @@ from graphlife.lsp.workspace_scope import WorkspaceScope
 if TYPE_CHECKING:
     from pygls.server import ServerErrors
 
+    from graphlife.analysis.modules import ModuleProvider
     from graphlife.lsp.linting import Analysis
     from graphlife.lsp.notebooks import JoinedCell
 
@@ -142,6 +144,14 @@ def create_server() -> GraphlifeServer:
     linter = server.linter
     settings = server.settings
     scope = WorkspaceScope(linter, lambda path: settings.option(path, "reportingScope") == "workspace")
+    hover_stories = HoverStories(server, linter.runner)
+
+    def _story_modules(analysis: Analysis) -> ModuleProvider | None:
+        """The project's modules the story follows imports into (a notebook's cells import none of them)."""
+        return None if analysis.snapshot.is_notebook else linter.project_modules(analysis)
+
+    linter.on_published.append(lambda analysis: hover_stories.warm(analysis, lambda: _story_modules(analysis)))
+    linter.on_superseded.append(hover_stories.cancel)
 
     def refresh_scope() -> None:
         """reportingScope workspace: check the closed files of the workspace (:mod:`.workspace_scope`)."""
@@ -352,10 +362,9 @@ def create_server() -> GraphlifeServer:
             return None  # graphlife.enable: false switches hover off too, not only the squiggles
         # Bugs other open documents' analyses found in this file (it is a module they import).
         contributed = [] if analysis.snapshot.is_notebook else linter.contributed(segment.uri, analysis.snapshot.path)
-        modules = None
-        if not analysis.snapshot.is_notebook and analysis.stories is None:
-            modules = linter.project_modules(analysis)  # the first hover of this version tells the stories
-        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed, modules,
+        # Told once per version, usually before the hover (graphlife.lsp.hover_stories).
+        stories = await hover_stories.ready(analysis, lambda: _story_modules(analysis))
+        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed, stories,
                                               server.rule_command)
         if not markdown:
             return None
