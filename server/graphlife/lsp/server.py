@@ -217,9 +217,11 @@ def create_server() -> GraphlifeServer:
                                 method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                 register_options=types.DidChangeWatchedFilesRegistrationOptions(
                                     # pyproject.toml: the settings; *.py: the modules a check reads
-                                    # (a branch switch, a formatter, another editor change them on disk).
+                                    # (a branch switch, a formatter, another editor change them on disk);
+                                    # .gitignore: what the workspace scope leaves out.
                                     watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
-                                              types.FileSystemWatcher(glob_pattern="**/*.py")]
+                                              types.FileSystemWatcher(glob_pattern="**/*.py"),
+                                              types.FileSystemWatcher(glob_pattern="**/.gitignore")]
                                 ),
                             )
                         ]
@@ -337,6 +339,8 @@ def create_server() -> GraphlifeServer:
             changed = fs_path(change.uri)
             if changed is not None:
                 scope.closed_or_changed(changed)  # a closed file of the workspace: its own check
+        if any(change.uri.endswith(("pyproject.toml", "/.gitignore")) for change in params.changes):
+            refresh_scope()  # what the workspace scope leaves out may have changed
         created = any(change.type == types.FileChangeType.Created for change in modules)
         if created:
             # A new file may be what an import names now (it resolved to nothing, or to a file
