@@ -115,7 +115,8 @@ async def measure(name: str, source: str, server_path: str | None) -> dict:
                               end=types.Position(line=len(lines) - 1, character=len(lines[-1]))),
             text="\n# edited\n")]))
     await _wait(client, uri, 2, timeout=120)
-    if not await _stories_told(client, logged, QUIET_SECONDS + 60):
+    says_when = any(STORIES_TOLD in message.message for message in client.log_messages[:logged])
+    if not (says_when and await _stories_told(client, logged, QUIET_SECONDS + 60)):
         await asyncio.sleep(QUIET_SECONDS)  # a server that does not say when: give it the pause
     paused_ms, _ = await _hover(client, uri, names[-1][0], names[-1][1])
     await client.shutdown_session()

@@ -10,7 +10,11 @@
 // a settings change reaching the server, one clear notification when the interpreter
 // is missing, the server of the .vsix starting on every Python 3.10+ found, and, with
 // a stand-in for the Python extension (fake-python-extension/), the server following
-// that extension's active environment.
+// that extension's active environment; graphlife's Select Interpreter listing the
+// interpreters found and restarting the server on the one chosen; importStrategy
+// fromEnvironment running an environment's own graphlife; and Restricted Mode (a second
+// code-server with workspace trust on, the folder not trusted) saying which of the
+// workspace's settings it ignored.
 // Screenshots go to docs/screenshots/ (the README shows them) only when
 // GRAPHLIFE_E2E_SCREENSHOTS=1 asks for them: a test run must not rewrite the docs.
 //
@@ -321,6 +325,10 @@ async function main() {
   await step("graphlife: Show Logs opens the output channel with the server's interpreter", async () => {
     await runCommand("graphlife: Show Logs");
     const output = page.locator(".part.panel .monaco-editor .view-lines");
+    // The channel follows its end, and only the lines on screen are in the page: go to its first line.
+    await output.first().waitFor({ state: "visible", timeout: 20_000 });
+    await output.first().click();
+    await page.keyboard.press("Control+Home");
     await page.waitForFunction(
       // Monaco renders spaces as non-breaking ones: normalise before matching.
       () => [...document.querySelectorAll(".part.panel .monaco-editor .view-lines")].some((e) => e.textContent.replace(/\s+/g, " ").includes("Starting the server with Python")),
@@ -526,7 +534,7 @@ async function selectInterpreterSteps() {
     // The list fills in once each interpreter found was probed (the picker is busy until then).
     const found = widget.locator(".monaco-list-row", { hasText: /Python 3\.\d+/ });
     await found.first().waitFor({ state: "visible", timeout: 30_000 });
-    await widget.locator(".monaco-list-row", { hasText: "Enter interpreter path" }).waitFor({ state: "visible", timeout: 10_000 });
+    await widget.locator('input[placeholder="Select an interpreter"]').waitFor({ state: "visible", timeout: 30_000 }); // every one probed
     const rows = (await found.allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
     log(`  the picker lists: ${JSON.stringify(rows)}`);
     const listed = rows.map((row) => /(\/\S*python[\d.]*)\b/.exec(row)?.[1]).filter((exe) => exe && fs.existsSync(exe));
@@ -539,8 +547,10 @@ async function selectInterpreterSteps() {
     await screenshot("e2e-select-interpreter.png");
     await page.keyboard.press("Enter");
     await waitForServerAt(before.length, chosen, "the graphlife.interpreter setting", `the server did not restart on the chosen ${chosen}`);
-    const settings = JSON.parse(fs.readFileSync(path.join(dirs.user, "User", "settings.json"), "utf8"));
-    if (JSON.stringify(settings["graphlife.interpreter"]) !== JSON.stringify([chosen])) fail(`the user settings do not name ${chosen}: ${JSON.stringify(settings["graphlife.interpreter"])}`);
+    // A remote window (code-server is one) keeps a machine setting in the remote's Machine settings.
+    const saved = ["Machine", "User"].map((where) => path.join(dirs.user, where, "settings.json")).filter((file) => fs.existsSync(file))
+      .map((file) => JSON.parse(fs.readFileSync(file, "utf8"))["graphlife.interpreter"]);
+    if (!saved.some((value) => JSON.stringify(value) === JSON.stringify([chosen]))) fail(`the settings do not name ${chosen}: ${JSON.stringify(saved)}`);
     log(`  the server restarted on ${chosen} (it ran on ${running || "?"})`);
   }, { fatal: false });
 }
