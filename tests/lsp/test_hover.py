@@ -153,6 +153,13 @@ async def test_hovers_on_new_names_do_not_run_the_file_again(client: LanguageCli
     assert all("line 4" in text for text in told[1:]), told
     assert _story_runs(client) == 1, [m.message for m in client.log_messages]
 
+    # A save analyzes the same text again (the linter's last result is reused): no new run either.
+    mark = len(client.published)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    await wait_for_publish(client, uri, version=1, after=mark)
+    assert await _hover(client, uri, 3, 0) is not None
+    assert _story_runs(client) == 1, [m.message for m in client.log_messages]
+
     edited = DOUBLE_BACKWARD.replace("(w * w)", "(w * 2)")
     replace_all(client, uri, edited, 2, DOUBLE_BACKWARD)
     await wait_for_publish(client, uri, version=2)

@@ -12,6 +12,8 @@ lines that run takes a second or more. The hover must not pay it:
 - A hover that comes before (or while) the run is made waits for that run; it
   never starts a second one, and a hover the editor cancels (the mouse moved on)
   does not stop it: the next hover would have to start over.
+- A save analyzes the same text again and the linter hands back its last result
+  (``Analysis.reused``): the stories told for that text are kept, not told again.
 - Files over the server's ``ISOLATE_CHARS`` get no story: they are analyzed in a
   checker process because their parse alone would freeze the server.
 """
@@ -28,6 +30,7 @@ from graphlife.analysis.modules import ModuleProvider
 from graphlife.analysis.stories import Stories
 from graphlife.lsp.cancel import Cancelled, Job, Runner
 from graphlife.lsp.debounce import Debouncer
+from graphlife.lsp.documents import current_stamp
 from graphlife.lsp.linting import ISOLATE_CHARS, Analysis
 from graphlife.lsp.log import log
 
@@ -48,10 +51,12 @@ class HoverStories:
         self.debouncer = Debouncer()
         #: key -> the analysis whose stories are being (or were) told, the job and its future.
         self._runs: dict[str, tuple[Analysis, Job, asyncio.Future[None]]] = {}
+        #: key -> the last analysis whose stories were told (a reused analysis of its text adopts them).
+        self._finished: dict[str, Analysis] = {}
 
     def warm(self, analysis: Analysis, modules: Callable[[], ModuleProvider | None]) -> None:
         """The analysis was published: tell its stories after a moment of quiet."""
-        if not self._tellable(analysis):
+        if not self._tellable(analysis) or self._adopt(analysis):
             return
         key = analysis.snapshot.key
 
@@ -68,6 +73,8 @@ class HoverStories:
         stories = analysis.stories
         if stories is not None and stories.built:
             return stories
+        if self._adopt(analysis):
+            return analysis.stories
         self.debouncer.cancel(analysis.snapshot.key)
         future = self._start(analysis, modules)
         try:
@@ -79,6 +86,8 @@ class HoverStories:
     def cancel(self, key: str) -> None:
         """A newer version of ``key`` is coming (or it closed): its stories are not needed."""
         self.debouncer.cancel(key)
+        if current_stamp(self.server.workspace, key) is None:
+            self._finished.pop(key, None)  # closed
         run = self._runs.pop(key, None)
         if run is not None and not run[2].done():
             self.runner.cancel(run[1], "a newer version arrived")
@@ -98,6 +107,16 @@ class HoverStories:
         self._runs[key] = (analysis, job, future)
         return future
 
+    def _adopt(self, analysis: Analysis) -> bool:
+        """Give a reused analysis (the same text, settings and files read: a save) the stories
+        already told for that text."""
+        told = self._finished.get(analysis.snapshot.key)
+        if (analysis.stories is not None or not analysis.reused or told is None or told.stories is None
+                or not told.stories.built or told.snapshot.source != analysis.snapshot.source):
+            return False
+        analysis.stories = told.stories
+        return True
+
     def _told(self, analysis: Analysis, done: asyncio.Future[None]) -> None:
         """Log the run (the log is how a user, and a test, sees that a version was run once)."""
         if done.cancelled() or done.exception() is not None:
@@ -105,6 +124,8 @@ class HoverStories:
         stories = analysis.stories
         if stories is None or stories.build_seconds is None:
             return
+        if current_stamp(self.server.workspace, analysis.snapshot.key) is not None:
+            self._finished[analysis.snapshot.key] = analysis
         name = analysis.snapshot.path or analysis.snapshot.key
         log(self.server, f"told the graph-lifetime stories of {name} (one watched run for every name) in "
             f"{stories.build_seconds * 1000:.0f} ms", types.MessageType.Log)
