@@ -542,9 +542,9 @@ async function selectInterpreterSteps() {
     const before = graphlifeLog(Infinity);
     const running = runningInterpreter(before);
     const chosen = listed.find((exe) => exe !== running && fs.realpathSync(exe) !== running) ?? listed[0];
+    await screenshot("e2e-select-interpreter.png");
     await widget.locator("input").fill(chosen); // the picker matches on the path too
     await widget.locator(".monaco-list-row", { hasText: chosen }).first().waitFor({ state: "visible", timeout: 10_000 });
-    await screenshot("e2e-select-interpreter.png");
     await page.keyboard.press("Enter");
     await waitForServerAt(before.length, chosen, "the graphlife.interpreter setting", `the server did not restart on the chosen ${chosen}`);
     // A remote window (code-server is one) keeps a machine setting in the remote's Machine settings.
