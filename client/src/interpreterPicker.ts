@@ -27,7 +27,15 @@ async function knownEnvironments(log: vscode.LogOutputChannel): Promise<string[]
   const api = await pythonApi(log);
   if (!api) return [];
   const out: string[] = [];
-  for (const env of api.environments.known) {
+  let known: readonly unknown[];
+  try {
+    known = [...(api.environments.known ?? [])];
+  } catch (error) {
+    // An older or broken Python extension: the other places are still searched.
+    log.warn(vscode.l10n.t("Could not list the Python extension's environments: {0}", String(error)));
+    return [];
+  }
+  for (const env of known as typeof api.environments.known) {
     try {
       const resolved = await api.environments.resolveEnvironment(env);
       const executable = resolved?.executable.uri?.fsPath;
@@ -81,6 +89,9 @@ export async function selectInterpreter(log: vscode.LogOutputChannel): Promise<v
   pick.title = vscode.l10n.t("Python {0}+ for the graphlife language server", formatVersion(MINIMUM_PYTHON));
   pick.placeholder = vscode.l10n.t("Looking for Python interpreters...");
   pick.busy = true;
+  // Typing a path (or a part of one: `.venv`) finds the interpreter, not only its version.
+  pick.matchOnDescription = true;
+  pick.matchOnDetail = true;
   const enter: PythonItem = { label: `$(folder-opened) ${vscode.l10n.t("Enter interpreter path...")}`, alwaysShow: true };
   pick.items = [enter];
   pick.show();
@@ -102,7 +113,12 @@ export async function selectInterpreter(log: vscode.LogOutputChannel): Promise<v
     pick.items = [...items, enter];
     pick.busy = false;
     pick.placeholder = items.length ? vscode.l10n.t("Select an interpreter") : vscode.l10n.t("No Python {0}+ found; enter a path", formatVersion(MINIMUM_PYTHON));
-  })();
+  })().catch((error: unknown) => {
+    // The picker must never stay "Looking for Python interpreters..." for ever: the path can still be entered.
+    log.error(vscode.l10n.t("The search for Python interpreters failed: {0}", String(error)));
+    pick.busy = false;
+    pick.placeholder = vscode.l10n.t("The search for interpreters failed (see graphlife: Show Logs); enter a path");
+  });
   const item = await chosen;
   pick.dispose();
   if (!item) return;

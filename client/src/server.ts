@@ -5,6 +5,7 @@
 
 import * as fs from "node:fs";
 import * as os from "node:os";
+import * as path from "node:path";
 
 import * as vscode from "vscode";
 import {
@@ -28,6 +29,7 @@ import {
   type RunningInterpreter,
 } from "./interpreter";
 import { isCleanExit } from "./cleanExit";
+import { inspectFromFiles, type SettingsFile } from "./restrictedSettings";
 import type { StatusBar } from "./languageStatus";
 import { activeInterpreter, pythonApi } from "./pythonExtension";
 import { defaultRunner, findWorkingInterpreter, formatVersion, MINIMUM_PYTHON } from "./pythonVersion";
@@ -238,7 +240,16 @@ export class ServerManager implements vscode.Disposable {
    */
   private sayWhenRestricted(): void {
     const config = vscode.workspace.getConfiguration("graphlife");
-    const message = restrictedModeMessage(vscode.workspace.isTrusted, (key) => config.inspect(key));
+    // VS Code hides the workspace's values of restricted settings in Restricted Mode: read the files.
+    const fromFiles = vscode.workspace.isTrusted ? undefined : inspectFromFiles(workspaceSettingsFiles(), readTextFile);
+    const message = restrictedModeMessage(vscode.workspace.isTrusted, (key) => {
+      const inspected = config.inspect(key);
+      const files = fromFiles?.(key);
+      return {
+        workspaceValue: inspected?.workspaceValue ?? files?.workspaceValue,
+        workspaceFolderValue: inspected?.workspaceFolderValue ?? files?.workspaceFolderValue,
+      };
+    });
     if (!message) return;
     this.log.warn(message);
     if (this.reportedProblems.has(message)) return;
@@ -439,5 +450,27 @@ export class ServerManager implements vscode.Disposable {
     const choice = await vscode.window.showErrorMessage(message, selectInterpreter, showLogs);
     if (choice === selectInterpreter) await vscode.commands.executeCommand("graphlife.selectInterpreter");
     if (choice === showLogs) this.log.show();
+  }
+}
+
+/** The settings files of the open workspace: the .code-workspace file's, then each folder's .vscode/settings.json. */
+function workspaceSettingsFiles(): SettingsFile[] {
+  const files: SettingsFile[] = [];
+  const workspaceFile = vscode.workspace.workspaceFile;
+  if (workspaceFile?.scheme === "file") files.push({ path: workspaceFile.fsPath, section: "settings", folder: false });
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  for (const folder of folders) {
+    if (folder.uri.scheme !== "file") continue;
+    // A single folder's .vscode/settings.json is the workspace's settings; in a multi-root workspace, the folder's.
+    files.push({ path: path.join(folder.uri.fsPath, ".vscode", "settings.json"), folder: workspaceFile !== undefined });
+  }
+  return files;
+}
+
+function readTextFile(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch {
+    return undefined;
   }
 }

@@ -1,4 +1,4 @@
-"""Which files `graphlife check PATH...` checks.
+"""Which files `graphlife check PATH...` checks, and the editor's ``reportingScope: workspace``.
 
 A file named on the command line is checked (unless ``--force-exclude`` and a pattern
 excludes it, which pre-commit needs: it names every changed file). A folder is walked for
@@ -7,7 +7,9 @@ default virtualenvs, build output, caches and VCS folders, plus ``extend-exclude
 inside a git repository, what git ignores (``.gitignore`` files of the repository's
 folders and ``.git/info/exclude``), so that ``wandb/``, ``outputs/`` and generated code
 are not checked. The settings of each folder are the nearest ones (a sub-project's own
-``[tool.graphlife]``), as in ruff.
+``[tool.graphlife]``), as in ruff. The language server walks the workspace with the same
+functions (:mod:`graphlife.lsp.workspace_scope`), so that the editor reports on the files
+the command line checks: this module sits below both in the import layers.
 """
 
 from __future__ import annotations
@@ -78,6 +80,15 @@ def git_repository(folder: str) -> GitIgnored | None:
         if (candidate / ".git").exists():
             return GitIgnored(candidate)
     return None
+
+
+def forget_ignore_files() -> None:
+    """Read the ``.gitignore`` files (and where the repositories are) again at the next question.
+    A command-line run reads them once; the language server, which lives for hours while
+    the user edits them, calls this before each walk of the workspace."""
+    git_repository.cache_clear()
+    GitIgnored._patterns.cache_clear()
+    GitIgnored._info_exclude.cache_clear()
 
 
 def left_out(path: str, is_dir: bool, config: Config) -> bool:

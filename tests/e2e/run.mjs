@@ -10,7 +10,11 @@
 // a settings change reaching the server, one clear notification when the interpreter
 // is missing, the server of the .vsix starting on every Python 3.10+ found, and, with
 // a stand-in for the Python extension (fake-python-extension/), the server following
-// that extension's active environment.
+// that extension's active environment; graphlife's Select Interpreter listing the
+// interpreters found and restarting the server on the one chosen; importStrategy
+// fromEnvironment running an environment's own graphlife; and Restricted Mode (a second
+// code-server with workspace trust on, the folder not trusted) saying which of the
+// workspace's settings it ignored.
 // Screenshots go to docs/screenshots/ (the README shows them) only when
 // GRAPHLIFE_E2E_SCREENSHOTS=1 asks for them: a test run must not rewrite the docs.
 //
@@ -63,6 +67,11 @@ function fail(message) {
 
 /** The graphlife output channel as written by the extension host, to show why something did not happen. */
 function graphlifeLog(tail = 6000) {
+  return logsUnder(dirs.user, tail);
+}
+
+/** The graphlife output channel of the VS Code whose user data folder is `user`. */
+function logsUnder(user, tail = 6000) {
   const found = [];
   const walk = (dir) => {
     for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []) {
@@ -71,7 +80,7 @@ function graphlifeLog(tail = 6000) {
       else if (/graphlife\.log$/.test(entry.name)) found.push(full);
     }
   };
-  walk(path.join(dirs.user, "logs"));
+  walk(path.join(user, "logs"));
   return found.map((f) => `--- ${f}\n${fs.readFileSync(f, "utf8").slice(-tail)}`).join("\n") || "(no graphlife log was written: the extension did not activate)";
 }
 
@@ -316,6 +325,10 @@ async function main() {
   await step("graphlife: Show Logs opens the output channel with the server's interpreter", async () => {
     await runCommand("graphlife: Show Logs");
     const output = page.locator(".part.panel .monaco-editor .view-lines");
+    // The channel follows its end, and only the lines on screen are in the page: go to its first line.
+    await output.first().waitFor({ state: "visible", timeout: 20_000 });
+    await output.first().click();
+    await page.keyboard.press("Control+Home");
     await page.waitForFunction(
       // Monaco renders spaces as non-breaking ones: normalise before matching.
       () => [...document.querySelectorAll(".part.panel .monaco-editor .view-lines")].some((e) => e.textContent.replace(/\s+/g, " ").includes("Starting the server with Python")),
@@ -485,6 +498,182 @@ async function main() {
       return started >= 0 && text.indexOf("language server ready", started) > started;
     }, `the server on ${second} did not come up`);
     log(`followed the Python extension from ${first} to ${second}`);
+  }, { fatal: false });
+
+  await selectInterpreterSteps();
+  await importStrategySteps(entry);
+  await restrictedModeSteps(entry);
+}
+
+// ---- The interpreter picker, importStrategy and Restricted Mode ---------------------------------
+// Each in its own function (and steps of its own), after the steps above: they change the
+// user settings (graphlife.interpreter, importStrategy) that the steps above must not see.
+
+/** The last "Starting the server with Python X at <executable> (from ...)" of the log, or "". */
+function runningInterpreter(text) {
+  const starts = [...text.matchAll(/Starting the server with Python [\d.]+ at (\S+) \(from/g)];
+  return starts.length ? starts[starts.length - 1][1] : "";
+}
+
+/** Waits until, after `mark` characters of the log, the server started at `executable` (from `source`) came up. */
+async function waitForServerAt(mark, executable, source, message) {
+  const candidates = [executable, fs.existsSync(executable) ? fs.realpathSync(executable) : executable];
+  await waitForLog((text) => {
+    const since = text.slice(mark);
+    return candidates.some((exe) => {
+      const started = since.lastIndexOf(`at ${exe} (from ${source})`);
+      return started >= 0 && since.indexOf("language server ready", started) > started;
+    });
+  }, message);
+}
+
+async function selectInterpreterSteps() {
+  await step("graphlife: Select Interpreter lists the Python 3.10+ interpreters found; choosing one restarts the server on it", async () => {
+    await runCommand("graphlife: Select Interpreter for the Server");
+    const widget = page.locator(".quick-input-widget");
+    // The list fills in once each interpreter found was probed (the picker is busy until then).
+    const found = widget.locator(".monaco-list-row", { hasText: /Python 3\.\d+/ });
+    await found.first().waitFor({ state: "visible", timeout: 30_000 });
+    await widget.locator('input[placeholder="Select an interpreter"]').waitFor({ state: "visible", timeout: 30_000 }); // every one probed
+    const rows = (await found.allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+    log(`  the picker lists: ${JSON.stringify(rows)}`);
+    const listed = rows.map((row) => /(\/\S*python[\d.]*)\b/.exec(row)?.[1]).filter((exe) => exe && fs.existsSync(exe));
+    if (listed.length === 0) fail(`the picker lists no interpreter with a path on this machine: ${JSON.stringify(rows)}`);
+    const before = graphlifeLog(Infinity);
+    const running = runningInterpreter(before);
+    const chosen = listed.find((exe) => exe !== running && fs.realpathSync(exe) !== running) ?? listed[0];
+    await screenshot("e2e-select-interpreter.png");
+    await widget.locator("input").fill(chosen); // the picker matches on the path too
+    await widget.locator(".monaco-list-row", { hasText: chosen }).first().waitFor({ state: "visible", timeout: 10_000 });
+    await page.keyboard.press("Enter");
+    await waitForServerAt(before.length, chosen, "the graphlife.interpreter setting", `the server did not restart on the chosen ${chosen}`);
+    // A remote window (code-server is one) keeps a machine setting in the remote's Machine settings.
+    const saved = ["Machine", "User"].map((where) => path.join(dirs.user, where, "settings.json")).filter((file) => fs.existsSync(file))
+      .map((file) => JSON.parse(fs.readFileSync(file, "utf8"))["graphlife.interpreter"]);
+    if (!saved.some((value) => JSON.stringify(value) === JSON.stringify([chosen]))) fail(`the settings do not name ${chosen}: ${JSON.stringify(saved)}`);
+    log(`  the server restarted on ${chosen} (it ran on ${running || "?"})`);
+  }, { fatal: false });
+}
+
+/**
+ * An environment whose own graphlife differs from the extension's: a venv (no pip) holding a
+ * copy of the bundled server with another version number, and a .pth naming the bundled
+ * libraries for its dependencies. Returns its interpreter and that version.
+ */
+function environmentWithGraphlife(python, tag) {
+  const installed = fs.readdirSync(dirs.ext).find((d) => d.startsWith("graphlife.graphlife-"));
+  const bundled = path.join(dirs.ext, installed, "bundled");
+  const venv = path.join(work, "env-with-graphlife");
+  const made = spawnSync(python, ["-m", "venv", "--without-pip", venv], { encoding: "utf8" });
+  if (made.status !== 0) fail(`could not make a virtual environment with ${python}:\n${made.stderr}`);
+  const interpreter = path.join(venv, "bin", "python");
+  const site = spawnSync(interpreter, ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], { encoding: "utf8" }).stdout.trim();
+  fs.cpSync(path.join(bundled, "graphlife"), path.join(site, "graphlife"), { recursive: true });
+  const init = path.join(site, "graphlife", "__init__.py");
+  const version = `${manifest.version}+e2e.environment`;
+  fs.writeFileSync(init, fs.readFileSync(init, "utf8").replace(/^__version__ = .*$/m, `__version__ = "${version}"`));
+  fs.writeFileSync(path.join(site, "graphlife-dependencies.pth"), `${path.join(bundled, "libs", tag)}\n${path.join(bundled, "libs", "common")}\n`);
+  return { interpreter, version };
+}
+
+async function importStrategySteps() {
+  await step("graphlife.importStrategy fromEnvironment runs the environment's own graphlife", async () => {
+    const pythons = findPythons();
+    if (pythons.length === 0) fail("no Python 3.10+ found to make an environment with");
+    const { interpreter, version } = environmentWithGraphlife(pythons[0].exe, pythons[0].tag);
+    const mark = graphlifeLog(Infinity).length;
+    // Workspace settings: code-server notices their change (it does not watch the user settings file).
+    fs.mkdirSync(path.join(dirs.ws, ".vscode"), { recursive: true });
+    fs.writeFileSync(path.join(dirs.ws, ".vscode", "settings.json"), JSON.stringify({
+      "graphlife.interpreter": [interpreter],
+      "graphlife.importStrategy": "fromEnvironment",
+    }));
+    await waitForLog(
+      (text) => text.slice(mark).includes(`running graphlife ${version} from ${interpreter}'s environment`),
+      `the extension did not find graphlife ${version} in ${interpreter}'s environment`,
+    );
+    await waitForLog((text) => {
+      const since = text.slice(mark);
+      const started = since.lastIndexOf("; environment server;");
+      return started >= 0 && since.indexOf(`graphlife ${version} language server ready`, started) > started;
+    }, `the server of ${interpreter}'s environment (graphlife ${version}) did not come up`);
+    // It serves the file: GL101 is back in the Problems panel from the environment's server.
+    await showProblems();
+    await page.waitForFunction(() => document.querySelector(".markers-panel")?.textContent.includes("GL101"), null, { timeout: 30_000 });
+    log(`  graphlife ${version} from ${interpreter}'s environment serves the workspace`);
+  }, { fatal: false });
+}
+
+async function restrictedModeSteps(entry) {
+  await step("Restricted Mode: an untrusted workspace that names an interpreter is told that the setting was ignored", async () => {
+    // A second code-server with workspace trust on (the first one runs with it off), its own
+    // user folder, and a workspace whose settings name an interpreter.
+    const user = path.join(work, "user-untrusted");
+    const ws = path.join(work, "untrusted-workspace");
+    fs.mkdirSync(path.join(user, "User"), { recursive: true });
+    fs.mkdirSync(path.join(ws, ".vscode"), { recursive: true });
+    fs.copyFileSync(path.join(root, "tests/e2e/workspace/train.py"), path.join(ws, "train.py"));
+    const named = findPythons()[0]?.exe ?? "/usr/bin/python3";
+    fs.writeFileSync(path.join(ws, ".vscode", "settings.json"), JSON.stringify({ "graphlife.interpreter": [named] }));
+    const base = JSON.parse(fs.readFileSync(path.join(dirs.user, "User", "settings.json"), "utf8"));
+    for (const key of Object.keys(base)) if (key.startsWith("graphlife.") || key.startsWith("fakePython.")) delete base[key];
+    fs.writeFileSync(path.join(user, "User", "settings.json"), JSON.stringify({
+      ...base,
+      "security.workspace.trust.enabled": true,
+      "security.workspace.trust.startupPrompt": "always",
+      "graphlife.showNotifications": "onWarning",
+    }, null, 2));
+    const port = await freePort();
+    const untrusted = spawn(
+      process.execPath,
+      [entry, "--bind-addr", `127.0.0.1:${port}`, "--auth", "none", "--disable-telemetry", "--disable-update-check",
+        "--extensions-dir", dirs.ext, "--user-data-dir", user, ws],
+      { env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true },
+    );
+    let output = "";
+    const second = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    try {
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`code-server did not start:\n${output}`)), 60_000);
+        const onData = (chunk) => {
+          output += chunk;
+          if (output.includes("HTTP server listening on")) {
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        untrusted.stdout.on("data", onData);
+        untrusted.stderr.on("data", onData);
+        untrusted.once("exit", (code) => reject(new Error(`code-server exited (${code}):\n${output}`)));
+      });
+      await second.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
+      await second.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+      // VS Code asks whether to trust the folder: the user says no.
+      const distrust = second.locator(".monaco-dialog-box .monaco-button", { hasText: /No, I don.t trust the authors/ });
+      await distrust.waitFor({ state: "visible", timeout: 60_000 });
+      await distrust.click();
+      await second.locator(".explorer-folders-view .monaco-list-row", { hasText: "train.py" }).click();
+      const toast = second.locator(".notification-toast", { hasText: "Restricted Mode: graphlife ignored graphlife.interpreter" });
+      await toast.first().waitFor({ state: "visible", timeout: TIMEOUT });
+      const text = await toast.first().innerText();
+      if (!text.includes(named)) fail(`the Restricted Mode notification does not name the ignored interpreter ${named}:\n${text}`);
+      if ((await toast.first().locator(".monaco-button", { hasText: "Manage Workspace Trust" }).count()) !== 1) fail(`the notification offers no way to trust the workspace:\n${text}`);
+      // And the server still runs, another way: the squiggles come.
+      await second.waitForFunction(() => document.querySelectorAll(".monaco-editor .squiggly-error").length >= 1, null, { timeout: TIMEOUT });
+      if (wantScreenshots) await second.screenshot({ path: path.join(shots, "e2e-restricted-mode.png") });
+    } catch (error) {
+      const shot = path.join(work, "failure-untrusted-window.png");
+      await second.screenshot({ path: shot }).catch(() => undefined);
+      console.error(`e2e: the untrusted window: ${shot}; its graphlife log:\n${logsUnder(user)}`);
+      throw error;
+    } finally {
+      await second.close().catch(() => undefined);
+      try {
+        process.kill(-untrusted.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
   }, { fatal: false });
 }
 

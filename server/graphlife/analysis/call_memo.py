@@ -22,6 +22,9 @@ inlined, for the unit cache; the functions it inlined are not analyzed alone).
 
 A call that is not pure, or that reads tensors, is run as before: the memo only
 removes repeated work that cannot change what the rules see.
+
+The hover's stories (``Interpreter.watch``) use the memo too: a pure call made no tensor,
+so the values its expressions took the first time are those a replay would have shown.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ class CallMemo:
     def call(self, interp: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
              site: ast.AST) -> Value:
         """Inline ``func`` (``Interpreter.inline_call``), or replay an identical pure call."""
-        if (not ENABLED or interp.watch is not None or interp.is_generator(func.node) or func.closure
+        if (not ENABLED or interp.is_generator(func.node) or func.closure
                 or not _simple_defaults(func.node)):
             return interp.inline_call(func, args, kwargs, state, site)
         key = _key(interp, func, state)

@@ -49,6 +49,16 @@ class Flow:
     returns: list[tuple[State, Value]] = field(default_factory=list)
 
 
+class ExpressionWatch(Protocol):
+    """A witness of the values expressions take: the hover's stories (:mod:`graphlife.analysis.stories`)
+    record, in one run of a file, what every name and attribute chain held each time it was
+    evaluated or assigned; the interpreter calls it for each, and it keeps what it watches."""
+
+    def saw(self, node: ast.AST, value: Value, state: State) -> None:
+        """``node`` (an expression evaluated, or an assignment's target) took ``value`` in ``state``."""
+        ...
+
+
 class TorchEngine(Protocol):
     """What torch's semantics ask of the engine while an op, a module call or a backward runs."""
 
@@ -209,8 +219,8 @@ class EngineParts(TorchEngine, Protocol):
     inline_log: list[ast.AST]  # every function inlined so far, in order
     last_call_roots: list[Value]  # what the last inlined call's garbage collection kept
     emitted: int  # events emitted so far
-    #: The expression a hover story watches and what it recorded (``None``: no story).
-    watch: tuple[ast.AST, list[tuple[Value, State]]] | None
+    #: What the hover's stories record of each evaluation (``None``: no story is being told).
+    watch: ExpressionWatch | None
 
     def swapped_run_state(self, run: RunState) -> AbstractContextManager[RunState]:
         """Run with ``run`` as the run state; the previous one is back after."""

@@ -7,7 +7,9 @@ one line of what torch will do, and a link to the rule's whole documentation
 (:mod:`.rule_links`), which is a page of its own, not hover text. On a tensor
 name or a ``.backward(`` call it shows the engine's story at that point
 (:func:`graphlife.analysis.stories.story_at`): whether it requires grad, where
-its graph was built, which backward consumes it, what keeps it alive.
+its graph was built, which backward consumes it, what keeps it alive. The stories
+of a version are told once, before the hover if the user pauses
+(:mod:`.hover_stories`); a hover only looks its story up.
 """
 
 from __future__ import annotations
@@ -16,11 +18,10 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
-from graphlife.analysis.modules import ModuleProvider
 from graphlife.analysis.rule_api import Rule
 from graphlife.analysis.stories import Stories
 from graphlife.findings import Finding, MessageTemplate
-from graphlife.lsp.linting import ISOLATE_CHARS, Analysis
+from graphlife.lsp.linting import Analysis
 from graphlife.lsp.rule_links import documentation_link
 
 SEPARATOR = "\n\n---\n\n"
@@ -80,36 +81,26 @@ def findings_under(analysis: Analysis, line: int, column: int,
 
 def hover_markdown(analysis: Analysis, line: int, column: int,
                    contributed: Sequence[tuple[Finding, Analysis]] = (),
-                   modules: ModuleProvider | None = None, command: str | None = None,
+                   stories: Stories | None = None, command: str | None = None,
                    language: str = "en") -> str | None:
     """Everything to show at a 1-based position of the analyzed source, or ``None``: the
     findings there, the graph-lifetime story of the expression there, and a link to each
     finding's rule documentation (``command``: the client's command that opens it).
     ``contributed``: what other documents' analyses found in this file (:func:`findings_under`);
-    ``modules``: the project's modules, for the story; ``language``: of every text."""
+    ``stories``: the version's stories, already told (:mod:`.hover_stories`), or ``None``;
+    ``language``: of every text."""
     user_text = analysis.snapshot.user_text
     under = findings_under(analysis, line, column, contributed)
     # One part per rule and place (a finding this document's analysis and an importer's both made).
     distinct = {(f.code, f.span.line, f.span.column): f for f, _ in under}
     parts = [finding_markdown(f, language) for f in distinct.values()]
-    # The story re-interprets the file on a server thread; on a file big enough to be
-    # checked in a child process, its parse alone would freeze the server.
-    big = len(analysis.snapshot.source) > ISOLATE_CHARS
-    told = None if big else stories_of(analysis, modules).at(line, column)
+    told = stories.at(line, column) if stories is not None else None
     if told:
         parts.append(user_text(told, language))
     rules = [rule for rule in (_rule(code) for code in dict.fromkeys(f.code for f, _ in under)) if rule is not None]
     if rules:
         parts.append(" · ".join(documentation_link(rule, command, language) for rule in rules))
     return SEPARATOR.join(parts) if parts else None
-
-
-def stories_of(analysis: Analysis, modules: ModuleProvider | None) -> Stories:
-    """The analysis's stories: one per analyzed version, so a hover on a name already told
-    (the mouse comes back to it) costs nothing."""
-    if analysis.stories is None:
-        analysis.stories = Stories(analysis.snapshot.source, modules=modules, path=analysis.snapshot.path)
-    return analysis.stories
 
 
 def as_hover(markdown: str, rng: types.Range | None) -> types.Hover:

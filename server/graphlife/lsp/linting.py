@@ -129,7 +129,7 @@ class Analysis:
     other_lines: dict[str, list[str]] = field(default_factory=dict)
     #: Every file of the project it read (absolute path) and the hash of the content read.
     dependencies: dict[str, str] = field(default_factory=dict)
-    #: The hover's graph-lifetime stories of this version (:func:`graphlife.lsp.hover.stories_of`).
+    #: The hover's graph-lifetime stories of this version (:mod:`graphlife.lsp.hover_stories`).
     stories: Stories | None = None
 
     def findings_in_file(self, path: str) -> list[Finding]:
@@ -189,6 +189,11 @@ class Linter:
         #: (it stays there while open, so that typing around the limit keeps the caches warm).
         self._processes: dict[str, CheckerProcess] = {}
         self._crashed: dict[str, tuple] = {}  # key -> stamp whose analysis ended with its process
+        #: Called with each analysis published (the hover's stories are told a moment later).
+        self.on_published: list[Callable[[Analysis], None]] = []
+        #: Called with a key whose published analysis is out of date (a newer version is
+        #: coming, or it closed): work done for that analysis may stop.
+        self.on_superseded: list[Callable[[str], None]] = []
 
     # -- requests -------------------------------------------------------------------------
 
@@ -201,6 +206,8 @@ class Linter:
         """
         generation = self._generation.get(key, 0) + 1
         self._generation[key] = generation
+        for superseded in self.on_superseded:
+            superseded(key)
         running = self._running_stamp.get(key)
         if not (same_text_may_finish and running == current_stamp(self.server.workspace, key)):
             self._cancel_running(key, "a newer version arrived")
@@ -228,6 +235,8 @@ class Linter:
         """The document or notebook closed: drop pending work and clear its diagnostics."""
         self._generation[key] = self._generation.get(key, 0) + 1
         self.debouncer.cancel(key)
+        for superseded in self.on_superseded:
+            superseded(key)
         self._cancel_running(key, "the document was closed", hard=True)
         process = self._processes.pop(key, None)
         if process is not None:
@@ -284,6 +293,8 @@ class Linter:
             self.dependents.record(key, analysis.dependencies)
             self._publish(analysis)
             self._report(analysis)
+            for published in self.on_published:
+                published(analysis)
             if not analysis.reused and analysis.in_process and len(analysis.snapshot.source) > 100_000:
                 # After publishing: not on the latency path. After an edit the incremental checker
                 # made little garbage, and trimming competes with the next analysis: wait for quiet.

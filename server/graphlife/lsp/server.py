@@ -32,6 +32,7 @@ from graphlife.lsp import hover as hover_mod
 from graphlife.lsp.diagnostics import locate
 from graphlife.lsp.documents import CELL_LANGUAGE, NOTEBOOK_TYPE, current_stamp, fs_path, key_for, open_keys
 from graphlife.lsp.extensions import INITIALIZE_HOOKS
+from graphlife.lsp.hover_stories import HoverStories
 from graphlife.lsp.linting import Linter
 from graphlife.lsp.log import log, log_exception
 from graphlife.lsp.memory import release_memory
@@ -45,6 +46,7 @@ from graphlife.lsp.workspace_scope import WorkspaceScope
 if TYPE_CHECKING:
     from pygls.server import ServerErrors
 
+    from graphlife.analysis.modules import ModuleProvider
     from graphlife.lsp.linting import Analysis
     from graphlife.lsp.notebooks import JoinedCell
 
@@ -142,6 +144,14 @@ def create_server() -> GraphlifeServer:
     linter = server.linter
     settings = server.settings
     scope = WorkspaceScope(linter, lambda path: settings.option(path, "reportingScope") == "workspace")
+    hover_stories = HoverStories(server, linter.runner)
+
+    def _story_modules(analysis: Analysis) -> ModuleProvider | None:
+        """The project's modules the story follows imports into (a notebook's cells import none of them)."""
+        return None if analysis.snapshot.is_notebook else linter.project_modules(analysis)
+
+    linter.on_published.append(lambda analysis: hover_stories.warm(analysis, lambda: _story_modules(analysis)))
+    linter.on_superseded.append(hover_stories.cancel)
 
     def refresh_scope() -> None:
         """reportingScope workspace: check the closed files of the workspace (:mod:`.workspace_scope`)."""
@@ -208,9 +218,11 @@ def create_server() -> GraphlifeServer:
                                 method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                 register_options=types.DidChangeWatchedFilesRegistrationOptions(
                                     # pyproject.toml: the settings; *.py: the modules a check reads
-                                    # (a branch switch, a formatter, another editor change them on disk).
+                                    # (a branch switch, a formatter, another editor change them on disk);
+                                    # .gitignore: what the workspace scope leaves out.
                                     watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
-                                              types.FileSystemWatcher(glob_pattern="**/*.py")]
+                                              types.FileSystemWatcher(glob_pattern="**/*.py"),
+                                              types.FileSystemWatcher(glob_pattern="**/.gitignore")]
                                 ),
                             )
                         ]
@@ -328,6 +340,8 @@ def create_server() -> GraphlifeServer:
             changed = fs_path(change.uri)
             if changed is not None:
                 scope.closed_or_changed(changed)  # a closed file of the workspace: its own check
+        if any(change.uri.endswith(("pyproject.toml", "/.gitignore")) for change in params.changes):
+            refresh_scope()  # what the workspace scope leaves out may have changed
         created = any(change.type == types.FileChangeType.Created for change in modules)
         if created:
             # A new file may be what an import names now (it resolved to nothing, or to a file
@@ -353,10 +367,9 @@ def create_server() -> GraphlifeServer:
             return None  # graphlife.enable: false switches hover off too, not only the squiggles
         # Bugs other open documents' analyses found in this file (it is a module they import).
         contributed = [] if analysis.snapshot.is_notebook else linter.contributed(segment.uri, analysis.snapshot.path)
-        modules = None
-        if not analysis.snapshot.is_notebook and analysis.stories is None:
-            modules = linter.project_modules(analysis)  # the first hover of this version tells the stories
-        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed, modules,
+        # Told once per version, usually before the hover (graphlife.lsp.hover_stories).
+        stories = await hover_stories.ready(analysis, lambda: _story_modules(analysis))
+        markdown = await linter.run_in_worker(hover_mod.hover_markdown, analysis, line, column, contributed, stories,
                                               server.rule_command, settings.language)
         if not markdown:
             return None

@@ -5,7 +5,10 @@ analyses reach). A user who wants the whole project checked, as ``graphlife
 check .`` in CI does, sets the scope to ``workspace``: then every ``.py`` file of
 the workspace folders that is not open is checked too, each with the project-wide
 analysis (its imports followed through the server's shared parse cache), and its
-diagnostics are published on its URI, so the Problems panel lists them.
+diagnostics are published on its URI, so the Problems panel lists them. The files
+are those ``graphlife check .`` would check (:mod:`graphlife.discovery`): what
+``exclude`` / ``extend-exclude`` of the nearest ``[tool.graphlife]`` (and the editor's
+settings) leave out, and what git ignores, is not reported, nor checked when it changes.
 
 An open document is the linter's (its buffer wins): the workspace's diagnostics
 of that file are withdrawn when it opens and made again when it closes. A file
@@ -23,6 +26,8 @@ from collections.abc import Callable, Iterable
 from lsprotocol import types
 
 from graphlife.checker import check_source
+from graphlife.config import Config
+from graphlife.discovery import discover, forget_ignore_files, left_out
 from graphlife.lsp.diagnostics import diagnostics_by_uri, file_uri
 from graphlife.lsp.documents import Snapshot, fs_path
 from graphlife.lsp.linting import Linter
@@ -33,7 +38,6 @@ from graphlife.lsp.unanalyzed import unanalyzed_diagnostics
 from graphlife.project.limits import MAX_SOURCE_BYTES
 from graphlife.project.provider import ProjectModules
 from graphlife.project.sources import Unreadable, read_text
-from graphlife.project.walk import walk_files
 from graphlife.text_lines import split_lines
 
 #: Files checked at most per workspace (a monorepo must not keep the server busy for an hour).
@@ -69,7 +73,8 @@ class WorkspaceScope:
 
     def closed_or_changed(self, path: str) -> None:
         """The file closed, or changed on disk while closed: check it again when in scope."""
-        if self.in_scope(path) and os.path.isfile(path) and not self._is_open(file_uri(path)):
+        if (self.in_scope(path) and os.path.isfile(path) and not self._is_open(file_uri(path))
+                and not left_out(path, False, self.linter.settings.config_for(path))):
             task = asyncio.ensure_future(self.check(path))
             self._single_checks.add(task)  # kept until done: a task only the loop refers to may be collected
             task.add_done_callback(self._single_checks.discard)
@@ -83,7 +88,7 @@ class WorkspaceScope:
 
     async def _refresh(self, folders: list[str], open_keys: set[str]) -> None:
         loop = asyncio.get_running_loop()
-        files = await loop.run_in_executor(self.linter.executor, _listed, folders)
+        files = await loop.run_in_executor(self.linter.executor, _listed, folders, self.linter.settings.config_for)
         wanted = [path for path in files if path_key(path) not in open_keys and self.in_scope(path)]
         if len(wanted) > MAX_FILES:
             log(self.linter.server, f"reportingScope workspace: {len(wanted)} Python files; checking the first "
@@ -140,8 +145,16 @@ class WorkspaceScope:
         return {where: diagnostics for where, diagnostics in by_uri.items() if diagnostics}
 
 
-def _listed(folders: list[str]) -> list[str]:
-    files: list[str] = []
-    for folder in folders:
-        files.extend(walk_files(folder))
-    return files
+def _listed(folders: list[str], config_for: Callable[[str], Config]) -> list[str]:
+    """The Python files of ``folders`` that ``graphlife check`` would check there (notebooks
+    are the open documents' only), with the ``.gitignore`` files as they are now."""
+    forget_ignore_files()
+    settings: dict[str, Config] = {}
+
+    def settings_for(folder: str) -> Config:
+        if folder not in settings:
+            settings[folder] = config_for(folder)
+        return settings[folder]
+
+    files, _ = discover(folders, settings_for)
+    return [path for path in files if path.endswith(".py")]

@@ -1,7 +1,7 @@
 // A stand-in for the Python extension in the end-to-end test (there is no
 // marketplace offline). It implements only what graphlife reads through
-// @vscode/python-extension: the active environment, resolving it to an executable,
-// and the change event, plus the `python.setInterpreter` picker.
+// @vscode/python-extension: the active environment, the environments it knows,
+// resolving one to an executable, and the change event, plus the `python.setInterpreter` picker.
 const vscode = require("vscode");
 
 function activate(context) {
@@ -19,6 +19,10 @@ function activate(context) {
   );
   return {
     environments: {
+      // The environments it knows (graphlife's interpreter picker lists them).
+      get known() {
+        return offered().map((p) => ({ id: p, path: p }));
+      },
       getActiveEnvironmentPath: () => ({ id: active, path: active }),
       resolveEnvironment: async (environment) => {
         const p = typeof environment === "string" ? environment : environment && environment.path;

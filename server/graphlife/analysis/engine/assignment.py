@@ -23,8 +23,8 @@ class Assignment(EngineCore):
     """Names, unpacking, attributes and items as assignment targets."""
 
     def assign(self, target: ast.expr, value: Value, state: State, value_expr: ast.expr | None) -> None:
-        if self.watch is not None and target is self.watch[0]:
-            self.watch[1].append((value, state.copy()))
+        if self.watch is not None:
+            self.watch.saw(target, value, state)
         if isinstance(target, ast.Name):
             if isinstance(value, TensorVal) and not value.desc:
                 value = replace(value, desc=target.id)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, TypeVar
 
 from graphlife.analysis import isolation, scopes
 from graphlife.analysis.call_memo import CallMemo
-from graphlife.analysis.engine_api import EngineParts, Flow, Timeout, UnitRecorder
+from graphlife.analysis.engine_api import EngineParts, ExpressionWatch, Flow, Timeout, UnitRecorder
 from graphlife.analysis.events import Event
 from graphlife.analysis.modules import ModuleProvider, SourceModule
 from graphlife.analysis.positions import node_span
@@ -145,9 +145,9 @@ class EngineCore(EngineParts):
         #: Run calls that take and return no graph apart (:mod:`graphlife.analysis.isolation`).
         #: Off only for the hover story, which reads the graph of the whole run at its end.
         self.isolate_calls = isolation.ENABLED
-        #: The expression a hover story watches and what it recorded (``None``: no story); set
-        #: only by the story's interpreter, whose ``eval`` records the watched values.
-        self.watch: tuple[ast.AST, list[tuple[Value, State]]] | None = None
+        #: What the hover's stories record of each evaluation (``None``: no story); set only by
+        #: the stories' interpreter, whose ``eval`` reports every value to it.
+        self.watch: ExpressionWatch | None = None
 
     # -- the module whose code runs ------------------------------------------------------------------
     def enter_module(self, module: SourceModule) -> None:
