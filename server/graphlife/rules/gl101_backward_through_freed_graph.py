@@ -65,9 +65,9 @@ from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import Node, State
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.fixes.proofs.carried import detach_recipe, names_text, still_carried
+from graphlife.fixes.proofs.shared_graph import shared_graph_fix
 from graphlife.recipes import MergeBackwards, RetainGraph
-from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
-from graphlife.rules.proofs.shared_graph import shared_graph_fix
 
 RULE = Rule(
     code="GL101",

@@ -45,8 +45,8 @@ from __future__ import annotations
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.fixes.proofs.carried import detach_recipe, names_text, still_carried
 from graphlife.recipes import UNSAFE
-from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
 
 RULE = Rule(
     code="GL203",

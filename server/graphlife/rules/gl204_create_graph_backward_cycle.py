@@ -58,7 +58,7 @@ from graphlife.analysis.events import (
 )
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, Severity, Span
-from graphlife.rules.proofs import create_graph
+from graphlife.fixes.proofs import create_graph
 
 RULE = Rule(
     code="GL204",
@@ -86,7 +86,7 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
         message += " (Every parameter's `.grad` is set to None each step here, so torch frees them; still slower.)"
     stmt = ctx.blame(event.stmt, event.root_expr)
     report = (ctx.span(stmt), message, severity)
-    # The fix is proven on what happens after this backward (rules/proofs/create_graph.py): the
+    # The fix is proven on what happens after this backward (fixes/proofs/create_graph.py): the
     # finding is then reported when the unit ends, with the fix when the proof holds.
     if not create_graph.on_create_graph_backward(ctx, event, report):
         ctx.report(RULE, *report[:2], severity=severity)
