@@ -10,7 +10,8 @@ every cursor move, so the fixes of a finding are computed once per analyzed text
 cursor) and cached; the edits travel only when the user picks one
 (``codeAction/resolve``). They are the edits ``graphlife fix`` applies. ``source.fixAll.graphlife`` is
 :func:`graphlife.fixes.fix_source` (safe fixes only) on the whole document (so
-``editor.codeActionsOnSave`` works). The ignore action writes
+``editor.codeActionsOnSave`` works); on a notebook, fix-all works cell by cell as
+``graphlife fix`` does (:mod:`.fix_all`, for ``notebook.codeActionsOnSave``). The ignore action writes
 ``# graphlife: ignore[GL101]`` on the finding's first line, or adds the code to
 an ignore comment already there.
 
@@ -31,12 +32,14 @@ from pygls.workspace.position_codec import PositionCodec
 from graphlife.findings import Finding, Span
 from graphlife.lsp.cancel import Cancelled
 from graphlife.lsp.diagnostics import locate, to_diagnostic
+from graphlife.lsp.fix_all import CELL, FILE, NOTEBOOK, NOTEBOOK_FIX_ALL_KIND
 from graphlife.lsp.linting import Analysis
 from graphlife.lsp.positions import document_end, split_lines
 from graphlife.text_lines import source_lines_keepends
 
 if TYPE_CHECKING:
     from graphlife.fixes import TextEdit
+    from graphlife.fixes.verify import Modules
 
 FIX_ALL_KIND = "source.fixAll.graphlife"
 _EXISTING_IGNORE = re.compile(r"#\s*graphlife\s*:\s*ignore\[(?P<codes>[^\]]*)\]", re.I)
@@ -82,12 +85,14 @@ _VERIFIER = ("graphlife", "verifier")
 UNSAFE_MARK = " (unsafe)"
 
 
-def fixes_for(analysis: Analysis, finding: Finding) -> list:
+def fixes_for(analysis: Analysis, finding: Finding, modules: Modules | None = None) -> list:
     """The fixes ``compute_fixes`` makes for ``finding`` on the analyzed text, cached on the analysis.
 
     Runs on a worker thread (libcst, and the engine re-analyzing each fixed text: once per
     version of the document and finding, as the cache lives on the analysis of that
-    version). A failing fix is logged by the caller's guard and simply not offered.
+    version). ``modules`` is the project the analysis followed the document's imports into:
+    each fixed text is analyzed in it too (:mod:`graphlife.fixes.verify`). A failing fix is
+    logged by the caller's guard and simply not offered.
     """
     compute_fixes, _ = fixes_api()
     if compute_fixes is None or not finding.fixes:
@@ -99,7 +104,7 @@ def fixes_for(analysis: Analysis, finding: Finding) -> list:
         verifier = analysis.fix_cache.get(_VERIFIER)
         if verifier is None:
             snapshot = analysis.snapshot
-            verifier = FixVerifier(snapshot.source, engine_analyze(snapshot.path, analysis.config))
+            verifier = FixVerifier(snapshot.source, engine_analyze(snapshot.path, analysis.config, modules))
             analysis.fix_cache[_VERIFIER] = verifier
         try:
             fixes = list(compute_fixes(finding, analysis.snapshot.source, verifier=verifier))
@@ -168,18 +173,24 @@ def list_actions(
         actions.extend(_rule_actions(analysis, uri, by_code, turn_off_command, fix_source is not None and fixable_here))
     if (
         fix_source is not None
-        and not analysis.snapshot.is_notebook
         and only  # only when asked for source actions (fix-all is not a light-bulb item)
-        and kind_wanted(only, FIX_ALL_KIND)
         and any(f.fixes for f in analysis.findings)
     ):
-        actions.append(
-            types.CodeAction(
+        notebook = analysis.snapshot.is_notebook
+        # On a notebook's cell, `source.fixAll` edits that cell only (VS Code asks every cell
+        # on save); `notebook.source.fixAll` is asked once and fixes every cell (.fix_all).
+        if kind_wanted(only, FIX_ALL_KIND):
+            actions.append(types.CodeAction(
                 title="graphlife: fix all auto-fixable problems",
                 kind=FIX_ALL_KIND,
-                data={"key": key, "uri": uri, "action": "fixAll"},
-            )
-        )
+                data={"key": key, "uri": uri, "action": "fixAll", "scope": CELL if notebook else FILE},
+            ))
+        if notebook and kind_wanted(only, NOTEBOOK_FIX_ALL_KIND):
+            actions.append(types.CodeAction(
+                title="graphlife: fix all auto-fixable problems in the notebook",
+                kind=NOTEBOOK_FIX_ALL_KIND,
+                data={"key": key, "uri": uri, "action": "fixAll", "scope": NOTEBOOK},
+            ))
     return actions
 
 
@@ -191,12 +202,13 @@ def _rule_actions(analysis: Analysis, uri: str, by_code: dict[str, list[types.Di
         return []
     key = analysis.snapshot.key
     actions = []
-    if can_fix_all and not analysis.snapshot.is_notebook:
+    if can_fix_all:
         actions.append(types.CodeAction(
             title="Fix all graphlife problems",
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[d for diagnostics in by_code.values() for d in diagnostics],
-            data={"key": key, "uri": uri, "action": "fixAll"},
+            data={"key": key, "uri": uri, "action": "fixAll",
+                  "scope": NOTEBOOK if analysis.snapshot.is_notebook else FILE},
         ))
     for code, diagnostics in by_code.items():
         actions.append(types.CodeAction(

@@ -504,6 +504,14 @@ class Linter:
         buffers = open_buffers(self.server.workspace)
         return ProjectModules(analysis.snapshot.path, analysis.config.src, buffers=buffers, sources=self.sources)
 
+    def project_for_fixes(self, analysis: Analysis) -> Callable[[], ProjectModules]:
+        """A fresh view of the project as the analysis's document sees it now, for each analysis
+        of a fixed text (the open buffers read once, here on the server's thread; the parsing
+        shared through the server's parse cache): a fix is judged as its finding was found."""
+        buffers = open_buffers(self.server.workspace)
+        path, src, sources = analysis.snapshot.path, analysis.config.src, self.sources
+        return lambda: ProjectModules(path, src, buffers=buffers, sources=sources)
+
     # -- publishing ---------------------------------------------------------------------------
 
     def _publish(self, analysis: Analysis) -> None:
