@@ -18,7 +18,7 @@ from graphlife.findings import Applicability, Finding, FixRecipe, Span
 from graphlife.fixes import ResolvedFix, TextEdit
 from graphlife.fixes.document import Document
 from graphlife.fixes.registry import make_edits
-from graphlife.fixes.verify import FixVerifier, Modules, engine_analyze, new_errors
+from graphlife.fixes.verify import Analyze, FixVerifier, Modules, engine_analyze, new_errors
 from graphlife.recipes import DetachExpression, MergeBackwards
 from graphlife.text_lines import LineOffsets
 
@@ -110,16 +110,16 @@ def _conflicts(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def fix_source(source: str, path: str | None = None, config: Config | None = None, *, unsafe: bool = False,
-               modules: Modules | None = None) -> str:
+               modules: Modules | None = None, analyze: Analyze | None = None) -> str:
     """``source`` with the best accepted fix of every finding applied, re-checked until stable.
 
     Safe fixes only, unless ``unsafe`` (``--unsafe-fixes``): then the best fix of each finding,
     safe or not. A file that does not parse is returned unchanged. Fixes whose edits overlap
     an already chosen fix wait for the next round (their finding is re-derived then). With
     ``modules`` (the file's project, as its check followed it), every analysis follows the
-    file's imports too.
+    file's imports too. ``analyze`` replaces the checker (the editor's incremental one).
     """
-    analyze = engine_analyze(path, config, modules)
+    analyze = analyze or engine_analyze(path, config, modules)
     seen = {source}
     for _ in range(MAX_ROUNDS):
         if not _parses(source):

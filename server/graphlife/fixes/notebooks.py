@@ -17,7 +17,7 @@ from graphlife.config import Config
 from graphlife.findings import Span
 from graphlife.fixes import TextEdit
 from graphlife.fixes.apply import MAX_ROUNDS, apply_edits, choose_fixes
-from graphlife.fixes.verify import FixVerifier, Modules, engine_analyze, new_errors
+from graphlife.fixes.verify import Analyze, FixVerifier, Modules, engine_analyze, new_errors
 from graphlife.text_lines import source_lines, source_lines_keepends
 
 #: The cells' texts -> the joined source the engine reads, and each cell's first line in it
@@ -26,15 +26,17 @@ Join = Callable[[list[str]], tuple[str, list[int]]]
 
 
 def fix_cells(cells: Sequence[str], join: Join, path: str | None = None, config: Config | None = None, *,
-              unsafe: bool = False, modules: Modules | None = None, within_one_cell: bool = False) -> list[str]:
+              unsafe: bool = False, modules: Modules | None = None, within_one_cell: bool = False,
+              analyze: Analyze | None = None) -> list[str]:
     """The code cells' texts with the best accepted fix of every finding applied (each
     analysis following the notebook's imports when ``modules`` is given, as the editor's does).
     With ``within_one_cell``, only fixes whose edits all lie in one cell (the editor's on-save
-    fix-all of a cell, which may edit that cell alone: a fix across cells is never split)."""
+    fix-all of a cell, which may edit that cell alone: a fix across cells is never split).
+    ``analyze`` replaces the checker (the editor's incremental one)."""
     # edited with a final newline each (a line added after a cell's last line must start a
     # line of its own); the cells that had none get theirs back at the end
     texts = [text if text.endswith("\n") or not text else text + "\n" for text in cells]
-    analyze = engine_analyze(path, config, modules)
+    analyze = analyze or engine_analyze(path, config, modules)
     for _ in range(MAX_ROUNDS):
         source, offsets = join(texts)
         findings = analyze(source)

@@ -39,7 +39,7 @@ from graphlife.text_lines import source_lines_keepends
 
 if TYPE_CHECKING:
     from graphlife.fixes import TextEdit
-    from graphlife.fixes.verify import Modules
+    from graphlife.fixes.verify import Analyze, Modules
 
 FIX_ALL_KIND = "source.fixAll.graphlife"
 _EXISTING_IGNORE = re.compile(r"#\s*graphlife\s*:\s*ignore\[(?P<codes>[^\]]*)\]", re.I)
@@ -81,18 +81,24 @@ def findings_in(analysis: Analysis, start: tuple[int, int], end: tuple[int, int]
 #: unfixed text and its verdict on each fixed text), next to the fixes of each finding.
 _VERIFIER = ("graphlife", "verifier")
 
+#: Where :func:`fixes_for` keeps the libcst tree of the analyzed text, shared by its findings.
+_DOCUMENT = ("graphlife", "document")
+
 #: What the editor adds to the title of a fix that changes memory or what trains.
 UNSAFE_MARK = " (unsafe)"
 
 
-def fixes_for(analysis: Analysis, finding: Finding, modules: Modules | None = None) -> list:
+def fixes_for(analysis: Analysis, finding: Finding, modules: Modules | None = None,
+              analyze: Analyze | None = None) -> list:
     """The fixes ``compute_fixes`` makes for ``finding`` on the analyzed text, cached on the analysis.
 
     Runs on a worker thread (libcst, and the engine re-analyzing each fixed text: once per
     version of the document and finding, as the cache lives on the analysis of that
     version). ``modules`` is the project the analysis followed the document's imports into:
-    each fixed text is analyzed in it too (:mod:`graphlife.fixes.verify`). A failing fix is
-    logged by the caller's guard and simply not offered.
+    each fixed text is analyzed in it too (:mod:`graphlife.fixes.verify`), by ``analyze`` (the
+    server's incremental checker of fixed texts) when given. The unfixed text's findings are
+    the analysis's own, and its libcst tree is parsed once per version, for all its findings.
+    A failing fix is logged by the caller's guard and simply not offered.
     """
     compute_fixes, _ = fixes_api()
     if compute_fixes is None or not finding.fixes:
@@ -104,10 +110,11 @@ def fixes_for(analysis: Analysis, finding: Finding, modules: Modules | None = No
         verifier = analysis.fix_cache.get(_VERIFIER)
         if verifier is None:
             snapshot = analysis.snapshot
-            verifier = FixVerifier(snapshot.source, engine_analyze(snapshot.path, analysis.config, modules))
+            verifier = FixVerifier(snapshot.source, analyze or engine_analyze(snapshot.path, analysis.config, modules),
+                                   known=analysis.findings)
             analysis.fix_cache[_VERIFIER] = verifier
         try:
-            fixes = list(compute_fixes(finding, analysis.snapshot.source, verifier=verifier))
+            fixes = list(compute_fixes(finding, analysis.snapshot.source, _document(analysis), verifier=verifier))
         except Cancelled:  # the request went away: compute it next time
             raise
         except Exception:
@@ -115,6 +122,20 @@ def fixes_for(analysis: Analysis, finding: Finding, modules: Modules | None = No
             raise
         analysis.fix_cache[key] = fixes
     return analysis.fix_cache[key]
+
+
+def _document(analysis: Analysis) -> Any:
+    """The analyzed text parsed by libcst, once per version (``None``: it does not parse)."""
+    if _DOCUMENT not in analysis.fix_cache:
+        import libcst  # noqa: PLC0415 - with the fixes
+
+        from graphlife.fixes.document import Document  # noqa: PLC0415 - with the fixes
+
+        try:
+            analysis.fix_cache[_DOCUMENT] = Document(analysis.snapshot.source)
+        except libcst.ParserSyntaxError:
+            analysis.fix_cache[_DOCUMENT] = None
+    return analysis.fix_cache[_DOCUMENT]
 
 
 def list_actions(

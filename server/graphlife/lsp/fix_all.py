@@ -31,7 +31,7 @@ from graphlife.lsp.notebooks import CellText, join_cells
 from graphlife.lsp.positions import document_end
 
 if TYPE_CHECKING:
-    from graphlife.fixes.verify import Modules
+    from graphlife.fixes.verify import Analyze, Modules
 
 #: The notebook-level fix-all (VS Code asks for it on the first cell; it may edit every cell).
 NOTEBOOK_FIX_ALL_KIND = "notebook.source.fixAll.graphlife"
@@ -42,7 +42,8 @@ FILE, NOTEBOOK, CELL = "file", "notebook", "cell"
 _LOCK = ("graphlife", "fixAll", "lock")
 
 
-def fixed_texts(analysis: Analysis, scope: str, modules: Modules | None = None) -> dict[str, str]:
+def fixed_texts(analysis: Analysis, scope: str, modules: Modules | None = None,
+                analyze: Analyze | None = None) -> dict[str, str]:
     """Each document's text after fix-all (uri -> text), for the documents that change.
 
     ``scope`` is :data:`FILE` (the document), :data:`NOTEBOOK` (every cell, any fix) or
@@ -56,23 +57,23 @@ def fixed_texts(analysis: Analysis, scope: str, modules: Modules | None = None) 
     lock = analysis.fix_cache.setdefault(_LOCK, threading.Lock())
     with lock:
         if key not in analysis.fix_cache:
-            analysis.fix_cache[key] = _compute(analysis, key[2], modules)
+            analysis.fix_cache[key] = _compute(analysis, key[2], modules, analyze)
         return dict(analysis.fix_cache[key])
 
 
-def _compute(analysis: Analysis, scope: str, modules: Modules | None) -> dict[str, str]:
+def _compute(analysis: Analysis, scope: str, modules: Modules | None, analyze: Analyze | None) -> dict[str, str]:
     snapshot = analysis.snapshot
     if scope == FILE:
         from graphlife.fixes import fix_source  # noqa: PLC0415 - the fixer loads with the first fix
 
-        fixed = fix_source(snapshot.source, snapshot.path, analysis.config, modules=modules)
+        fixed = fix_source(snapshot.source, snapshot.path, analysis.config, modules=modules, analyze=analyze)
         return {snapshot.segments[0].uri: fixed} if fixed != snapshot.source else {}
     from graphlife.fixes.notebooks import fix_cells  # noqa: PLC0415 - the fixer loads with the first fix
 
     texts = ["\n".join(segment.lines) for segment in snapshot.segments]
     numbers = [segment.number for segment in snapshot.segments]
     fixed_cells = fix_cells(texts, partial(_join, numbers), snapshot.path, analysis.config, modules=modules,
-                            within_one_cell=scope == CELL)
+                            within_one_cell=scope == CELL, analyze=analyze)
     return {segment.uri: after for segment, before, after in zip(snapshot.segments, texts, fixed_cells, strict=True)
             if after != before}
 
@@ -85,10 +86,10 @@ def _join(numbers: list[int], texts: list[str]) -> tuple[str, list[int]]:
 
 
 def fix_all_edits(analysis: Analysis, scope: str, uri: str, codec: PositionCodec,
-                  modules: Modules | None = None) -> dict[str, list[types.TextEdit]]:
+                  modules: Modules | None = None, analyze: Analyze | None = None) -> dict[str, list[types.TextEdit]]:
     """The LSP edits of a fix-all: each changed document's text replaced (for :data:`CELL`,
     only the cell ``uri``, as VS Code lets a cell's on-save action edit only that cell)."""
-    texts = fixed_texts(analysis, scope, modules)
+    texts = fixed_texts(analysis, scope, modules, analyze)
     edits: dict[str, list[types.TextEdit]] = {}
     for segment in analysis.snapshot.segments:
         if segment.uri not in texts or (scope == CELL and analysis.snapshot.segment_for_uri(uri) is not segment):

@@ -398,7 +398,7 @@ def create_server() -> GraphlifeServer:
                 try:
                     fixes[(finding.code, finding.span)] = (
                         await linter.run_in_worker(actions_mod.fixes_for, analysis, finding,
-                                                   linter.project_for_fixes(analysis)) or []
+                                                   *linter.fix_tools(analysis)) or []
                     )
                 except Exception as exc:  # noqa: BLE001 - a broken fix must not hide the others
                     log_exception(server, f"computing the fixes of {finding.code}", exc)
@@ -429,7 +429,7 @@ def create_server() -> GraphlifeServer:
             if fix_source is None:
                 return action
             changed = await linter.run_in_worker(fix_all.fix_all_edits, analysis, str(data.get("scope")),
-                                                 str(data.get("uri")), codec, linter.project_for_fixes(analysis))
+                                                 str(data.get("uri")), codec, *linter.fix_tools(analysis))
             if changed:  # None: the request was cancelled; empty: nothing to fix
                 action.edit = actions_mod.workspace_edit(analysis, changed, document_changes)
             return action
@@ -449,7 +449,7 @@ def create_server() -> GraphlifeServer:
             edits = [edit] if edit is not None else []
         else:
             fixes = await linter.run_in_worker(actions_mod.fixes_for, analysis, finding,
-                                               linter.project_for_fixes(analysis)) or []
+                                               *linter.fix_tools(analysis)) or []
             chosen = next((fix for fix in fixes if fix.title == data.get("title")), None)
             edits = list(chosen.edits) if chosen is not None else []
             if chosen is None:
