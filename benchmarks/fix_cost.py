@@ -60,7 +60,7 @@ def timed(work: Callable[[], object]) -> tuple[float, object]:
 
 
 def incremental(checker: IncrementalChecker) -> Callable[[str], object]:
-    def analyze(source: str):  # noqa: ANN202 - graphlife.fixes.verify.Analyze
+    def analyze(source: str):  # graphlife.fixes.verify.Analyze
         result = checker.check(source)
         return None if result.syntax_errors else result.findings
     return analyze
@@ -71,10 +71,13 @@ def measure(name: str, source: str) -> list[str]:
     findings = result.findings  # type: ignore[attr-defined]
     fixable = [f for f in findings if f.fixes]
     if not fixable:
-        return [name, str(source.count("\n")), str(len(findings)), f"{check_ms:.0f}", "-", "-", "-", "-", "-", "-"]
+        notes = result.notes  # type: ignore[attr-defined]
+        boxed = " (time box)" if any("time box" in note for note in notes) else ""
+        return [name, str(source.count("\n")), f"{len(findings)}{boxed}", f"{check_ms:.0f}", *["-"] * 6]
     finding = fixable[-1]
     parse_ms, doc = timed(lambda: Document(source))
-    before_ms, _ = timed(lambda: compute_fixes(finding, source, verifier=FixVerifier(source, engine_analyze(None, None))))
+    before_ms, _ = timed(lambda: compute_fixes(finding, source,
+                                               verifier=FixVerifier(source, engine_analyze(None, None))))
     checker = IncrementalChecker()
     verifier = FixVerifier(source, incremental(checker), known=findings)
     first_ms, offered = timed(lambda: compute_fixes(finding, source, doc, verifier=verifier))  # type: ignore[arg-type]
@@ -100,8 +103,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--public", nargs="*", default=[], help="public files to measure too")
     parser.add_argument("--sizes", type=int, nargs="*", default=[5000, 20000], help="lines of the generated files")
     args = parser.parse_args(argv)
-    cases = [(shape, make(lines)) for lines in args.sizes
-             for shape, make in (("one call tree + a bug", lambda n: generate(n) + BUG), ("functions", training_module))]
+    shapes = (("one call tree + a bug", lambda n: generate(n) + BUG), ("functions", training_module))
+    cases = [(shape, make(lines)) for lines in args.sizes for shape, make in shapes]
     cases += [(f"file {Path(p).name}", Path(p).read_text(encoding="utf-8")) for p in args.public]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"CPython {platform.python_version()}, {os.cpu_count()} cores, load average {load:.1f} at the start")
