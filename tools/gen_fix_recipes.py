@@ -24,11 +24,12 @@ TARGET = ROOT / "docs" / "FIX_RECIPES.md"
 
 #: The modules whose docstrings say when (and why) a fix is offered, with the heading each gets.
 PROOFS = (
+    ("graphlife.fixes.proofs", "Proofs and edits: the two sides of `graphlife.fixes`"),
     ("graphlife.fixes.verify", "Every fix is checked before it is offered"),
-    ("graphlife.rules.proofs.carried", "`detach_carried_state`: every carried name"),
-    ("graphlife.rules.proofs.shared_graph", "`rebuild_shared_graph` / `detach_expression`: the GAN shape"),
-    ("graphlife.rules.proofs.create_graph", "`autograd_grad`: when GL204 offers it"),
-    ("graphlife.rules.proofs.no_grad",
+    ("graphlife.fixes.proofs.carried", "`detach_carried_state`: every carried name"),
+    ("graphlife.fixes.proofs.shared_graph", "`rebuild_shared_graph` / `detach_expression`: the GAN shape"),
+    ("graphlife.fixes.proofs.create_graph", "`autograd_grad`: when GL204 offers it"),
+    ("graphlife.fixes.proofs.no_grad",
      "`unwrap_with` / `drop_decorator` / `move_no_grad_to_callers`: when GL104 offers them"),
     ("graphlife.fixes.notebooks", "Notebooks"),
 )

@@ -87,7 +87,9 @@ def _check_one(job: Job) -> FileReport:
         from graphlife.fixes import fix_source  # noqa: PLC0415
 
         report.original_source = source
-        report.fixed_source = fix_source(source, path, config, unsafe=unsafe)
+        abs_path = path if text is None else os.path.abspath(path)
+        report.fixed_source = fix_source(source, path, config, unsafe=unsafe,  # judged in the finding's project
+                                         modules=lambda: project_modules(abs_path, config, _shared_sources()))
     elif mode in ("fix", "diff") and result.syntax_errors:
         report.notes.append("not fixed: the file has a syntax error")
     if use_cache and mode == "check" and not any("time box" in note for note in result.notes):

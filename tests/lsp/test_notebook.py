@@ -207,7 +207,7 @@ async def test_ignore_in_this_notebook_writes_the_comment_in_the_first_code_cell
         )
     )
     titles = [a.title for a in actions]
-    assert "Fix all graphlife problems" not in titles  # fix-all rewrites a file, not cells
+    assert "Fix all graphlife problems" not in titles  # no safe fix here: fix-all would change nothing
     ignore = next(a for a in actions if a.title == "Ignore GL101 in this notebook")
     resolved = await client.code_action_resolve_async(ignore)
     changes = resolved.edit.document_changes

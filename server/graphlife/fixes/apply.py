@@ -18,7 +18,7 @@ from graphlife.findings import Applicability, Finding, FixRecipe, Span
 from graphlife.fixes import ResolvedFix, TextEdit
 from graphlife.fixes.document import Document
 from graphlife.fixes.registry import make_edits
-from graphlife.fixes.verify import FixVerifier, engine_analyze, new_errors
+from graphlife.fixes.verify import Analyze, FixVerifier, Modules, engine_analyze, new_errors
 from graphlife.recipes import DetachExpression, MergeBackwards
 from graphlife.text_lines import LineOffsets
 
@@ -34,20 +34,22 @@ def compute_fixes(
     path: str | None = None,
     config: Config | None = None,
     verifier: FixVerifier | None = None,
+    modules: Modules | None = None,
 ) -> list[ResolvedFix]:
     """Every fix of ``finding`` on ``source`` the engine accepts, best first; the first safe
     one is preferred.
 
     Each fix is applied to a copy of the text and re-analyzed (:mod:`graphlife.fixes.verify`):
     one that leaves the finding or adds an error is not offered. ``verifier`` shares that
-    work between the findings of one text (``path`` and ``config`` make one otherwise).
+    work between the findings of one text (``path``, ``config`` and ``modules``, the project
+    the finding was found in, make one otherwise).
     """
     try:
         doc = _doc or Document(source)
     except cst.ParserSyntaxError:
         return []
     if verifier is None:
-        verifier = FixVerifier(source, engine_analyze(path, config))
+        verifier = FixVerifier(source, engine_analyze(path, config, modules))
     fixes: list[ResolvedFix] = []
     merges = _offers(doc, finding, MergeBackwards)
     for recipe in finding.fixes:
@@ -107,14 +109,17 @@ def _conflicts(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] == b[0] or (max(a[0], b[0]) < min(a[1], b[1]))
 
 
-def fix_source(source: str, path: str | None = None, config: Config | None = None, *, unsafe: bool = False) -> str:
+def fix_source(source: str, path: str | None = None, config: Config | None = None, *, unsafe: bool = False,
+               modules: Modules | None = None, analyze: Analyze | None = None) -> str:
     """``source`` with the best accepted fix of every finding applied, re-checked until stable.
 
     Safe fixes only, unless ``unsafe`` (``--unsafe-fixes``): then the best fix of each finding,
     safe or not. A file that does not parse is returned unchanged. Fixes whose edits overlap
-    an already chosen fix wait for the next round (their finding is re-derived then).
+    an already chosen fix wait for the next round (their finding is re-derived then). With
+    ``modules`` (the file's project, as its check followed it), every analysis follows the
+    file's imports too. ``analyze`` replaces the checker (the editor's incremental one).
     """
-    analyze = engine_analyze(path, config)
+    analyze = analyze or engine_analyze(path, config, modules)
     seen = {source}
     for _ in range(MAX_ROUNDS):
         if not _parses(source):

@@ -29,7 +29,9 @@ class Document:
     def __init__(self, source: str) -> None:
         self.source = source
         self.lines = source_lines_keepends(source)
-        self.wrapper = MetadataWrapper(cst.parse_module(source))
+        # The tree was just parsed and nothing else holds it: the wrapper's defensive deep copy
+        # (a fifth of the cost of a Document on a large file) would protect nothing.
+        self.wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
         self.module = self.wrapper.module
         self.positions = self.wrapper.resolve(PositionProvider)
         self.parents = self.wrapper.resolve(ParentNodeProvider)

@@ -5,7 +5,7 @@ the backward statement (which becomes an assignment of the returned gradients), 
 ``.grad`` reads it replaces, and, when the optimizer step needs the gradients the
 backward used to leave in ``.grad``, the next backward (``penalty.backward()`` ->
 ``(loss + penalty).backward()``). The rule proves *which* reads and whether the merge
-is needed (:mod:`graphlife.rules.proofs.create_graph`); this module only checks that the
+is needed (:mod:`graphlife.fixes.proofs.create_graph`); this module only checks that the
 code still has that shape and writes the edits, each on the smallest node, so comments
 and formatting elsewhere stay as they were.
 

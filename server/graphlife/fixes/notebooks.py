@@ -17,7 +17,7 @@ from graphlife.config import Config
 from graphlife.findings import Span
 from graphlife.fixes import TextEdit
 from graphlife.fixes.apply import MAX_ROUNDS, apply_edits, choose_fixes
-from graphlife.fixes.verify import FixVerifier, engine_analyze, new_errors
+from graphlife.fixes.verify import Analyze, FixVerifier, Modules, engine_analyze, new_errors
 from graphlife.text_lines import source_lines, source_lines_keepends
 
 #: The cells' texts -> the joined source the engine reads, and each cell's first line in it
@@ -26,19 +26,25 @@ Join = Callable[[list[str]], tuple[str, list[int]]]
 
 
 def fix_cells(cells: Sequence[str], join: Join, path: str | None = None, config: Config | None = None, *,
-              unsafe: bool = False) -> list[str]:
-    """The code cells' texts with the best accepted fix of every finding applied."""
+              unsafe: bool = False, modules: Modules | None = None, within_one_cell: bool = False,
+              analyze: Analyze | None = None) -> list[str]:
+    """The code cells' texts with the best accepted fix of every finding applied (each
+    analysis following the notebook's imports when ``modules`` is given, as the editor's does).
+    With ``within_one_cell``, only fixes whose edits all lie in one cell (the editor's on-save
+    fix-all of a cell, which may edit that cell alone: a fix across cells is never split).
+    ``analyze`` replaces the checker (the editor's incremental one)."""
     # edited with a final newline each (a line added after a cell's last line must start a
     # line of its own); the cells that had none get theirs back at the end
     texts = [text if text.endswith("\n") or not text else text + "\n" for text in cells]
-    analyze = engine_analyze(path, config)
+    analyze = analyze or engine_analyze(path, config, modules)
     for _ in range(MAX_ROUNDS):
         source, offsets = join(texts)
         findings = analyze(source)
         if findings is None:
             break
         placer = _Placer(source, texts, offsets)
-        chosen = choose_fixes(source, findings, FixVerifier(source, analyze, findings), unsafe, allowed=placer.fits)
+        allowed = placer.fits_one_cell if within_one_cell else placer.fits
+        chosen = choose_fixes(source, findings, FixVerifier(source, analyze, findings), unsafe, allowed=allowed)
         if not chosen:
             break
         fixed = list(texts)
@@ -67,6 +73,11 @@ class _Placer:
     def fits(self, edits: Sequence[TextEdit]) -> bool:
         """Every edit falls inside one cell's own code."""
         return self.place(edits) is not None
+
+    def fits_one_cell(self, edits: Sequence[TextEdit]) -> bool:
+        """Every edit falls inside the own code of one and the same cell."""
+        placed = self.place(edits)
+        return placed is not None and len({cell for cell, _ in placed}) == 1
 
     def place(self, edits: Sequence[TextEdit]) -> list[tuple[int, TextEdit]] | None:
         placed = []

@@ -10,6 +10,15 @@ one line further, is a step the next round of ``graphlife fix`` completes). The 
 unfixed text is made once per text and each verdict once per (text, fix), so the
 editor's light bulb asks the engine only for the findings under the cursor, once per
 version of the document.
+
+A fixed text is judged as its finding was found. When the check followed the file's imports
+into the user's other modules (``graphlife check`` on a file, the editor on a file or a
+notebook), the fixed text is analyzed with the same project (:data:`Modules` makes a fresh
+view of it for each analysis; the parsing of the other files is shared): a fix that is
+right only because of what another module does, or wrong only because of it (the
+discriminator defined in ``models.py`` whose weights the optimizer step changes), gets the
+verdict the finding's own analysis would give. Errors the fixed text causes in those other
+files count as new errors too.
 """
 
 from __future__ import annotations
@@ -17,26 +26,36 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from graphlife.config import Config
 from graphlife.findings import Finding, Severity
 from graphlife.fixes import TextEdit
 
+if TYPE_CHECKING:
+    from graphlife.analysis.modules import ModuleProvider
+
 #: Re-analyzes a whole text; returns its findings (``None``: the text does not parse).
 Analyze = Callable[[str], "Sequence[Finding] | None"]
 
+#: A fresh view of the user's project for one analysis of the checked file (a provider
+#: remembers the modules it resolved for one analysis, as ``sys.modules`` does for one run).
+Modules = Callable[[], "ModuleProvider"]
 
-def engine_analyze(path: str | None, config: Config | None) -> Analyze:
-    """The checker on a text, as ``graphlife check`` runs it on ``path`` (without following
-    imports: the fixed text is compared with the unfixed text checked the same way)."""
+
+def engine_analyze(path: str | None, config: Config | None, modules: Modules | None = None) -> Analyze:
+    """The checker on a text, as the finding was found on ``path``: following the file's
+    imports into the project when ``modules`` is given (as ``graphlife check`` and the editor
+    do for a file), without otherwise. Findings in the project's other files come back too,
+    naming their file: a fix must not add an error there either."""
 
     def analyze(source: str) -> Sequence[Finding] | None:
         from graphlife.checker import check_source  # noqa: PLC0415 - the checker imports the rules
 
-        result = check_source(source, path, config)
+        result = check_source(source, path, config, modules=modules() if modules is not None else None)
         if result.syntax_errors:
             return None
-        return [f for f in result.findings if f.span.path is None]
+        return result.findings
 
     return analyze
 
@@ -69,7 +88,7 @@ class FixVerifier:
         if after is None:
             return False
         line = moved_line(finding.span.line, edits)
-        if any(f.code == finding.code and f.span.line == line for f in after):
+        if any(f.code == finding.code and f.span.line == line and f.span.path == finding.span.path for f in after):
             return False
         return not new_errors(self.before, after)
 
@@ -87,7 +106,7 @@ def moved_line(line: int, edits: Sequence[TextEdit]) -> int:
 
 def new_errors(before: Sequence[Finding], after: Sequence[Finding]) -> list[str]:
     """The codes with more errors in ``after`` than in ``before`` (positions move with the fix:
-    errors are compared as counts per code)."""
+    errors are compared as counts per code, over the checked file and the project's other files)."""
     was = Counter(f.code for f in before if f.severity is Severity.ERROR)
     now = Counter(f.code for f in after if f.severity is Severity.ERROR)
     return sorted(code for code, n in now.items() if n > was.get(code, 0))

@@ -10,7 +10,8 @@ every cursor move, so the fixes of a finding are computed once per analyzed text
 cursor) and cached; the edits travel only when the user picks one
 (``codeAction/resolve``). They are the edits ``graphlife fix`` applies. ``source.fixAll.graphlife`` is
 :func:`graphlife.fixes.fix_source` (safe fixes only) on the whole document (so
-``editor.codeActionsOnSave`` works). The ignore action writes
+``editor.codeActionsOnSave`` works); on a notebook, fix-all works cell by cell as
+``graphlife fix`` does (:mod:`.fix_all`, for ``notebook.codeActionsOnSave``). The ignore action writes
 ``# graphlife: ignore[GL101]`` on the finding's first line, or adds the code to
 an ignore comment already there.
 
@@ -31,12 +32,14 @@ from pygls.workspace.position_codec import PositionCodec
 from graphlife.findings import Finding, MessageTemplate, Span, localized
 from graphlife.lsp.cancel import Cancelled
 from graphlife.lsp.diagnostics import locate, to_diagnostic
+from graphlife.lsp.fix_all import CELL, FILE, NOTEBOOK, NOTEBOOK_FIX_ALL_KIND
 from graphlife.lsp.linting import Analysis
 from graphlife.lsp.positions import document_end, split_lines
 from graphlife.text_lines import source_lines_keepends
 
 if TYPE_CHECKING:
     from graphlife.fixes import TextEdit
+    from graphlife.fixes.verify import Analyze, Modules
 
 FIX_ALL_KIND = "source.fixAll.graphlife"
 _EXISTING_IGNORE = re.compile(r"#\s*graphlife\s*:\s*ignore\[(?P<codes>[^\]]*)\]", re.I)
@@ -78,6 +81,9 @@ def findings_in(analysis: Analysis, start: tuple[int, int], end: tuple[int, int]
 #: unfixed text and its verdict on each fixed text), next to the fixes of each finding.
 _VERIFIER = ("graphlife", "verifier")
 
+#: Where :func:`fixes_for` keeps the libcst tree of the analyzed text, shared by its findings.
+_DOCUMENT = ("graphlife", "document")
+
 #: What the editor adds to the title of a fix that changes memory or what trains.
 UNSAFE_MARK = " (unsafe)"
 #: A fix that changes what the code computes, as its title says so (``UNSAFE_MARK`` in English).
@@ -98,14 +104,22 @@ CANNOT_APPLY = MessageTemplate("log.cannot-apply", "{code}: the fix `{title}` ca
 FIX_ALL_HERE = MessageTemplate("action.fix-all-here", "Fix all graphlife problems", zh_cn="修复所有 graphlife 问题")
 FIX_ALL_SOURCE = MessageTemplate("action.fix-all", "graphlife: fix all auto-fixable problems",
                                  zh_cn="graphlife：修复所有可自动修复的问题")
+FIX_ALL_NOTEBOOK = MessageTemplate("action.fix-all-notebook",
+                                   "graphlife: fix all auto-fixable problems in the notebook",
+                                   zh_cn="graphlife：修复笔记本中所有可自动修复的问题")
 
 
-def fixes_for(analysis: Analysis, finding: Finding) -> list:
+def fixes_for(analysis: Analysis, finding: Finding, modules: Modules | None = None,
+              analyze: Analyze | None = None) -> list:
     """The fixes ``compute_fixes`` makes for ``finding`` on the analyzed text, cached on the analysis.
 
     Runs on a worker thread (libcst, and the engine re-analyzing each fixed text: once per
     version of the document and finding, as the cache lives on the analysis of that
-    version). A failing fix is logged by the caller's guard and simply not offered.
+    version). ``modules`` is the project the analysis followed the document's imports into:
+    each fixed text is analyzed in it too (:mod:`graphlife.fixes.verify`), by ``analyze`` (the
+    server's incremental checker of fixed texts) when given. The unfixed text's findings are
+    the analysis's own, and its libcst tree is parsed once per version, for all its findings.
+    A failing fix is logged by the caller's guard and simply not offered.
     """
     compute_fixes, _ = fixes_api()
     if compute_fixes is None or not finding.fixes:
@@ -117,10 +131,11 @@ def fixes_for(analysis: Analysis, finding: Finding) -> list:
         verifier = analysis.fix_cache.get(_VERIFIER)
         if verifier is None:
             snapshot = analysis.snapshot
-            verifier = FixVerifier(snapshot.source, engine_analyze(snapshot.path, analysis.config))
+            verifier = FixVerifier(snapshot.source, analyze or engine_analyze(snapshot.path, analysis.config, modules),
+                                   known=analysis.findings)
             analysis.fix_cache[_VERIFIER] = verifier
         try:
-            fixes = list(compute_fixes(finding, analysis.snapshot.source, verifier=verifier))
+            fixes = list(compute_fixes(finding, analysis.snapshot.source, _document(analysis), verifier=verifier))
         except Cancelled:  # the request went away: compute it next time
             raise
         except Exception:
@@ -128,6 +143,20 @@ def fixes_for(analysis: Analysis, finding: Finding) -> list:
             raise
         analysis.fix_cache[key] = fixes
     return analysis.fix_cache[key]
+
+
+def _document(analysis: Analysis) -> Any:
+    """The analyzed text parsed by libcst, once per version (``None``: it does not parse)."""
+    if _DOCUMENT not in analysis.fix_cache:
+        import libcst  # noqa: PLC0415 - with the fixes
+
+        from graphlife.fixes.document import Document  # noqa: PLC0415 - with the fixes
+
+        try:
+            analysis.fix_cache[_DOCUMENT] = Document(analysis.snapshot.source)
+        except libcst.ParserSyntaxError:
+            analysis.fix_cache[_DOCUMENT] = None
+    return analysis.fix_cache[_DOCUMENT]
 
 
 def list_actions(
@@ -189,18 +218,24 @@ def list_actions(
                                      language))
     if (
         fix_source is not None
-        and not analysis.snapshot.is_notebook
         and only  # only when asked for source actions (fix-all is not a light-bulb item)
-        and kind_wanted(only, FIX_ALL_KIND)
         and any(f.fixes for f in analysis.findings)
     ):
-        actions.append(
-            types.CodeAction(
+        notebook = analysis.snapshot.is_notebook
+        # On a notebook's cell, `source.fixAll` edits that cell only (VS Code asks every cell
+        # on save); `notebook.source.fixAll` is asked once and fixes every cell (.fix_all).
+        if kind_wanted(only, FIX_ALL_KIND):
+            actions.append(types.CodeAction(
                 title=FIX_ALL_SOURCE().in_language(language),
                 kind=FIX_ALL_KIND,
-                data={"key": key, "uri": uri, "action": "fixAll"},
-            )
-        )
+                data={"key": key, "uri": uri, "action": "fixAll", "scope": CELL if notebook else FILE},
+            ))
+        if notebook and kind_wanted(only, NOTEBOOK_FIX_ALL_KIND):
+            actions.append(types.CodeAction(
+                title=FIX_ALL_NOTEBOOK().in_language(language),
+                kind=NOTEBOOK_FIX_ALL_KIND,
+                data={"key": key, "uri": uri, "action": "fixAll", "scope": NOTEBOOK},
+            ))
     return actions
 
 
@@ -212,12 +247,13 @@ def _rule_actions(analysis: Analysis, uri: str, by_code: dict[str, list[types.Di
         return []
     key = analysis.snapshot.key
     actions = []
-    if can_fix_all and not analysis.snapshot.is_notebook:
+    if can_fix_all:
         actions.append(types.CodeAction(
             title=FIX_ALL_HERE().in_language(language),
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[d for diagnostics in by_code.values() for d in diagnostics],
-            data={"key": key, "uri": uri, "action": "fixAll"},
+            data={"key": key, "uri": uri, "action": "fixAll",
+                  "scope": NOTEBOOK if analysis.snapshot.is_notebook else FILE},
         ))
     for code, diagnostics in by_code.items():
         actions.append(types.CodeAction(

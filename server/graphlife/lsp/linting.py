@@ -75,6 +75,9 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
+#: Re-analyzes a fixed text: its findings, ``None`` when it does not parse (``graphlife.fixes.verify.Analyze``).
+FixAnalyze = Callable[[str], "list[Finding] | None"]
+
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 #: Analyses of different documents that may run at once.
 WORKERS = 3
@@ -185,6 +188,8 @@ class Linter:
         self._last_report: dict[str, tuple] = {}  # key -> (syntax errors, notes) already logged
         #: key -> the document's incremental checker (keeps parsed blocks and unit results between edits)
         self._checkers: dict[str, IncrementalChecker] = {}
+        #: Per document, the incremental checker that re-analyzes fixed texts (:meth:`fix_analyzer`).
+        self._fix_checkers: dict[str, IncrementalChecker] = {}
         #: key -> the checker process of a document that was over ISOLATE_CHARS at some point
         #: (it stays there while open, so that typing around the limit keeps the caches warm).
         self._processes: dict[str, CheckerProcess] = {}
@@ -228,7 +233,7 @@ class Linter:
         name one of them now; no analysis may reuse what it read before."""
         self._files_appeared += 1
         self._last_cache.clear()
-        for checker in self._checkers.values():
+        for checker in (*self._checkers.values(), *self._fix_checkers.values()):
             checker.invalidate_project()
 
     def forget(self, key: str, uris: Sequence[str] = ()) -> None:
@@ -246,6 +251,7 @@ class Linter:
         self._last_cache.pop(key, None)
         self._last_report.pop(key, None)
         self._checkers.pop(key, None)
+        self._fix_checkers.pop(key, None)
         self._locks.pop(key, None)
         self._gave_up.pop(key, None)
         self.dependents.forget(key)
@@ -520,6 +526,34 @@ class Linter:
         read through the server's parse cache: for the hover's story."""
         buffers = open_buffers(self.server.workspace)
         return ProjectModules(analysis.snapshot.path, analysis.config.src, buffers=buffers, sources=self.sources)
+
+    def project_for_fixes(self, analysis: Analysis) -> Callable[[], ProjectModules]:
+        """A fresh view of the project as the analysis's document sees it now, for each analysis
+        of a fixed text (the open buffers read once, here on the server's thread; the parsing
+        shared through the server's parse cache): a fix is judged as its finding was found."""
+        buffers = open_buffers(self.server.workspace)
+        path, src, sources = analysis.snapshot.path, analysis.config.src, self.sources
+        return lambda: ProjectModules(path, src, buffers=buffers, sources=sources)
+
+    def fix_tools(self, analysis: Analysis) -> tuple[Callable[[], ProjectModules], FixAnalyze]:
+        """What verifying the analysis's fixes takes: its project and the analyzer of fixed texts."""
+        modules = self.project_for_fixes(analysis)
+        return modules, self.fix_analyzer(analysis, modules)
+
+    def fix_analyzer(self, analysis: Analysis, modules: Callable[[], ProjectModules]) -> FixAnalyze:
+        """How fixes of the analysis's document are verified: each fixed text checked by an
+        incremental checker of its own per document (not the one the diagnostics use, so the
+        two never wait on each other), in the document's project. A fixed text differs from
+        the document in a statement or two, so after the first, each costs the units the fix
+        touched, across findings and versions (benchmarks/RESULTS.md, "Fix verification")."""
+        checker = self._fix_checkers.setdefault(analysis.snapshot.key, IncrementalChecker())
+        config, path, budget = analysis.config, analysis.snapshot.path, self.settings.time_budget
+
+        def analyze(source: str) -> list[Finding] | None:
+            result = checker.check(source, config, time_budget=budget, modules=modules(), path=path)
+            return None if result.syntax_errors else result.findings
+
+        return analyze
 
     # -- publishing ---------------------------------------------------------------------------
 

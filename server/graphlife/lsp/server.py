@@ -28,6 +28,7 @@ from pygls.lsp.server import LanguageServer
 
 from graphlife import __version__, i18n
 from graphlife.lsp import code_actions as actions_mod
+from graphlife.lsp import fix_all
 from graphlife.lsp import hover as hover_mod
 from graphlife.lsp.diagnostics import locate
 from graphlife.lsp.documents import CELL_LANGUAGE, NOTEBOOK_TYPE, current_stamp, fs_path, key_for, open_keys
@@ -391,7 +392,7 @@ def create_server() -> GraphlifeServer:
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
-            code_action_kinds=[types.CodeActionKind.QuickFix, actions_mod.FIX_ALL_KIND],
+            code_action_kinds=[types.CodeActionKind.QuickFix, actions_mod.FIX_ALL_KIND, fix_all.NOTEBOOK_FIX_ALL_KIND],
             resolve_provider=True,
         ),
     )
@@ -410,7 +411,8 @@ def create_server() -> GraphlifeServer:
             for finding in actions_mod.findings_in(analysis, start_pos, end_pos):
                 try:
                     fixes[(finding.code, finding.span)] = (
-                        await linter.run_in_worker(actions_mod.fixes_for, analysis, finding) or []
+                        await linter.run_in_worker(actions_mod.fixes_for, analysis, finding,
+                                                   *linter.fix_tools(analysis)) or []
                     )
                 except Exception as exc:  # noqa: BLE001 - a broken fix must not hide the others
                     log_exception(server, f"computing the fixes of {finding.code}", exc)
@@ -441,12 +443,10 @@ def create_server() -> GraphlifeServer:
             _, fix_source = actions_mod.fixes_api()
             if fix_source is None:
                 return action
-            fixed = await linter.run_in_worker(
-                fix_source, analysis.snapshot.source, analysis.snapshot.path, analysis.config
-            )
-            if fixed is not None and fixed != analysis.snapshot.source:  # None: the request was cancelled
-                whole = actions_mod.whole_document_edit(analysis, fixed, codec)
-                action.edit = actions_mod.workspace_edit(analysis, whole, document_changes)
+            changed = await linter.run_in_worker(fix_all.fix_all_edits, analysis, str(data.get("scope")),
+                                                 str(data.get("uri")), codec, *linter.fix_tools(analysis))
+            if changed:  # None: the request was cancelled; empty: nothing to fix
+                action.edit = actions_mod.workspace_edit(analysis, changed, document_changes)
             return action
         if kind == "ignoreFile":
             edit = file_ignore_edit(analysis.snapshot, str(data.get("code")))
@@ -463,7 +463,8 @@ def create_server() -> GraphlifeServer:
             edit = actions_mod.ignore_edit(analysis, finding)
             edits = [edit] if edit is not None else []
         else:
-            fixes = await linter.run_in_worker(actions_mod.fixes_for, analysis, finding) or []
+            fixes = await linter.run_in_worker(actions_mod.fixes_for, analysis, finding,
+                                               *linter.fix_tools(analysis)) or []
             chosen = next((fix for fix in fixes if fix.title == data.get("title")), None)
             edits = list(chosen.edits) if chosen is not None else []
             if chosen is None:
@@ -533,7 +534,7 @@ def import_everything() -> None:
     import libcst  # noqa: PLC0415
 
     from graphlife.analysis import interpreter, optable, stories  # noqa: F401, PLC0415
-    from graphlife.fixes import compute_fixes  # noqa: F401, PLC0415 (libcst)
+    from graphlife.fixes import compute_fixes, notebooks  # noqa: F401, PLC0415 (libcst; a notebook's fix-all)
     from graphlife.rules import all_rules  # noqa: PLC0415
 
     all_rules()

@@ -19,19 +19,6 @@ import ast
 from graphlife.analysis.rule_api import GradMode
 from graphlife.findings import MessageTemplate, Severity
 
-
-def callee_name(call: ast.AST) -> str | None:
-    """The last name of what a call calls: ``f(...)`` -> ``f``, ``x.step(...)`` -> ``step``."""
-    if not isinstance(call, ast.Call):
-        return None
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return None
-
-
 #: Added to the message of an error that needs gradients on, in a function analyzed alone.
 ASSUMED_GRAD_NOTE = MessageTemplate(
     "note.assumed-grad",

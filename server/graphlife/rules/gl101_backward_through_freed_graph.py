@@ -61,16 +61,16 @@ from __future__ import annotations
 
 import ast
 
+from graphlife import phrases
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.state import Node, State
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.fixes.proofs.carried import detach_recipe, names_text, still_carried
+from graphlife.fixes.proofs.shared_graph import shared_graph_fix
+from graphlife.phrases import tensor_name
 from graphlife.recipes import MergeBackwards, RetainGraph
-from graphlife.rules import phrases
-from graphlife.rules.phrases import tensor_name
-from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
-from graphlife.rules.proofs.shared_graph import shared_graph_fix
 
 ZH_CN = Translation(
     """一次反向传播走到了之前某次反向传播已经释放过的计算图节点。

@@ -45,9 +45,9 @@ from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import MessageTemplate, Related, Severity
+from graphlife.phrases import tensor_name
 from graphlife.recipes import WrapNoGrad
 from graphlife.rules.base import grad_mode_severity
-from graphlife.rules.phrases import tensor_name
 
 ZH_CN = Translation(
     """在启用梯度时原地修改了一个需要梯度的叶子张量。

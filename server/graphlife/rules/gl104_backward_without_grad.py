@@ -61,9 +61,9 @@ from graphlife.analysis.events import BackwardEvent, InplaceEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal, TupleVal
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.fixes.proofs.no_grad import no_grad_fixes, note_inplace
+from graphlife.phrases import tensor_name
 from graphlife.recipes import ReplaceText, StackInsteadOfItems
-from graphlife.rules.phrases import tensor_name
-from graphlife.rules.proofs.no_grad import no_grad_fixes, note_inplace
 
 ZH_CN = Translation(
     """对一个肯定没有计算图的值做反向传播。
@@ -159,7 +159,7 @@ def _keep_the_graph(ctx: RuleContext, site: ast.AST | None) -> list[FixRecipe]:
     """Undo the break where it is one expression: `x.detach()` -> `x`, `torch.tensor(x.item())` -> `x`,
     `checkpoint(..., use_reentrant=True)` -> `use_reentrant=False`, `torch.tensor([v.item() for ...])` ->
     `torch.stack([v.reshape(()) for ...])`. A `no_grad` block or decorator is
-    :mod:`graphlife.rules.proofs.no_grad`'s: it is removed only where nothing else needs it."""
+    :mod:`graphlife.fixes.proofs.no_grad`'s: it is removed only where nothing else needs it."""
     if not isinstance(site, ast.Call):
         return []
     func = site.func

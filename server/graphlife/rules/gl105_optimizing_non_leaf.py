@@ -45,13 +45,13 @@ from __future__ import annotations
 
 import ast
 
+from graphlife import phrases
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import OptimizerEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import LeafAfterConversion
-from graphlife.rules import phrases
 from graphlife.rules.base import grad_mode_severity
 
 ZH_CN = Translation(

@@ -48,15 +48,15 @@ from __future__ import annotations
 
 import ast
 
+from graphlife import phrases
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import InplaceEvent, SavedEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import TensorVal
 from graphlife.findings import FixRecipe, MessageArg, MessageTemplate, Related, Severity
+from graphlife.phrases import tensor_name
 from graphlife.recipes import CloneTensor, InferenceModeToNoGrad
-from graphlife.rules import phrases
 from graphlife.rules.base import grad_mode_severity
-from graphlife.rules.phrases import tensor_name
 
 ZH_CN = Translation(
     """在 `torch.inference_mode()` 下创建的张量被保存用于反向传播，或在推理模式之外被原地修改。

@@ -46,9 +46,9 @@ from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import RequiresGradEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import MessageTemplate, Related, Severity
+from graphlife.phrases import tensor_name
 from graphlife.recipes import SAFE, UNSAFE, DetachRequiresGrad
 from graphlife.rules.base import grad_mode_severity
-from graphlife.rules.phrases import tensor_name
 
 ZH_CN = Translation(
     """在由需要梯度的张量算出的张量上设置 `requires_grad`。

@@ -46,8 +46,8 @@ from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
+from graphlife.fixes.proofs.carried import detach_recipe, names_text, still_carried
 from graphlife.recipes import UNSAFE
-from graphlife.rules.proofs.carried import detach_recipe, names_text, still_carried
 
 ZH_CN = Translation(
     """跨迭代传递的状态没有 `detach()`，又加了 `retain_graph=True`：计算图每一步都在变大。

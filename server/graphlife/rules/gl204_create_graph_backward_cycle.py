@@ -49,6 +49,7 @@ The `.backward(create_graph=True)` call.
 
 from __future__ import annotations
 
+from graphlife import phrases
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import (
     BackwardEvent,
@@ -59,8 +60,7 @@ from graphlife.analysis.events import (
 )
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Severity, Span
-from graphlife.rules import phrases
-from graphlife.rules.proofs import create_graph
+from graphlife.fixes.proofs import create_graph
 
 ZH_CN = Translation(
     """`.backward(create_graph=True)` 在张量和它的梯度之间造成了循环引用。
@@ -131,7 +131,7 @@ def on_backward(event: BackwardEvent, ctx: RuleContext) -> None:
     message = CYCLE(root=root, reset=RESET_NOTE() if all_reset else "")
     stmt = ctx.blame(event.stmt, event.root_expr)
     report = (ctx.span(stmt), message, severity)
-    # The fix is proven on what happens after this backward (rules/proofs/create_graph.py): the
+    # The fix is proven on what happens after this backward (fixes/proofs/create_graph.py): the
     # finding is then reported when the unit ends, with the fix when the proof holds.
     if not create_graph.on_create_graph_backward(ctx, event, report):
         ctx.report(RULE, *report[:2], severity=severity)

@@ -41,13 +41,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from graphlife import phrases
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.analysis.values import HeapRef
 from graphlife.findings import FixRecipe, MessageTemplate, Severity
 from graphlife.recipes import UNSAFE, InsertBefore
-from graphlife.rules import phrases
 
 ZH_CN = Translation(
     """梯度累积（每 k 轮迭代执行一次优化步）却没有把 loss 除以 k。

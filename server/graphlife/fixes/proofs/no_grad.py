@@ -55,8 +55,8 @@ from graphlife.analysis.events import InplaceEvent
 from graphlife.analysis.rule_api import RuleContext
 from graphlife.analysis.semantics import GradSetting, GradSwitch
 from graphlife.findings import FixRecipe, MessageTemplate, Related
+from graphlife.fixes.proofs.calls import callee_name
 from graphlife.recipes import DropDecorator, MoveNoGradToCallers, UnwrapWith
-from graphlife.rules.base import callee_name
 
 OFF, ON, UNKNOWN_MODE = GradSetting.OFF, GradSetting.ON, GradSetting.UNKNOWN
 

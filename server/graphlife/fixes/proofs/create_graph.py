@@ -69,8 +69,8 @@ from graphlife.analysis.values import (
     Value,
 )
 from graphlife.findings import FixRecipe, MessageTemplate, Severity, Span
+from graphlife.fixes.proofs.calls import callee_name
 from graphlife.recipes import AutogradGrad
-from graphlife.rules.base import callee_name
 
 #: ``.grad`` statuses (``State.grads``) that mean the gradient is None or zero.
 CLEARED = frozenset({"zeroed", "zeroed_none", "zeroed_after_backward"})

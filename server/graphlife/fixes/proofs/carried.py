@@ -16,8 +16,8 @@ from graphlife.analysis.rule_api import RuleContext
 from graphlife.analysis.state import State
 from graphlife.analysis.values import HeapRef, TensorVal, TupleVal, Value
 from graphlife.findings import Applicability, FixRecipe, MessageTemplate
+from graphlife.phrases import joined
 from graphlife.recipes import SAFE, CarriedName, DetachCarriedState
-from graphlife.rules.phrases import joined
 
 DETACH_TITLE = MessageTemplate("fix.detach-carried", "Detach {names} at the top of each iteration",
                                zh_cn="在每次迭代开始时分离 {names}（`detach()`）")
