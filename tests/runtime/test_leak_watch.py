@@ -40,6 +40,8 @@ LEAKS: dict[str, tuple[int, str | None]] = {
     "GL201/bad_helper_returns_step_outputs.py": (12, "records"),
     "GL201/bad_layer_outputs_logged_to_module_list.py": (22, "LAYER_OUTPUTS"),
     "GL201/bad_losses_list_after_backward.py": (28, "losses"),
+    "GL201/bad_actor_critic_named_records_never_cleared.py": (34, "model.saved_actions"),
+    "GL201/bad_model_chosen_by_setting_loss_summed.py": (34, "running_loss"),
     "GL201/bad_module_level_activation_log.py": (22, "ATTENTION_LOG"),
     "GL201/bad_monitor_features_collected_in_training.py": (16, "feature_snapshots"),
     "GL201/bad_running_total_before_backward.py": (24, "epoch_loss"),

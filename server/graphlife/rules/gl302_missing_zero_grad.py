@@ -128,6 +128,9 @@ CALLED_AGAIN = MessageTemplate(
 TOP_OF_LOOP_TITLE = MessageTemplate(
     "fix.zero-grad-top-of-loop", "Call `{optimizer}.zero_grad()` at the top of the loop",
                                     zh_cn="在循环开头调用 `{optimizer}.zero_grad()`")
+TOP_OF_CLOSURE_TITLE = MessageTemplate(
+    "fix.zero-grad-top-of-closure", "Call `{optimizer}.zero_grad()` at the top of `{closure}`",
+    zh_cn="在 `{closure}` 的开头调用 `{optimizer}.zero_grad()`")
 BEFORE_BACKWARD_TITLE = MessageTemplate(
     "fix.zero-grad-before-backward", "Call `{optimizer}.zero_grad()` before the backward",
                                         zh_cn="在反向传播之前调用 `{optimizer}.zero_grad()`")
@@ -176,14 +179,33 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     loop = ctx.current_loop()
     fixes: list[FixRecipe] = []
     body = getattr(loop, "body", None)
-    if loop is not None and isinstance(body, list) and body:
-        receiver = _optimizer_text(ctx, event.stmt)
-        if receiver:
-            fixes.append(InsertBefore(title=TOP_OF_LOOP_TITLE(optimizer=receiver),
-                                      applicability=UNSAFE, anchor=ctx.span(body[0]), code=f"{receiver}.zero_grad()"))
+    receiver = _optimizer_text(ctx, event.stmt)
+    closure = _closure_of(event.call, loop)
+    if closure is not None and receiver:
+        # The step evaluates the closure (LBFGS several times per step): the gradients must be
+        # reset inside it, before its backward, as torch's documentation writes it.
+        fixes.append(InsertBefore(title=TOP_OF_CLOSURE_TITLE(optimizer=receiver, closure=closure.name),
+                                  applicability=UNSAFE, anchor=ctx.span(closure.body[0]),
+                                  code=f"{receiver}.zero_grad()"))
+    elif loop is not None and isinstance(body, list) and body and receiver:
+        fixes.append(InsertBefore(title=TOP_OF_LOOP_TITLE(optimizer=receiver),
+                                  applicability=UNSAFE, anchor=ctx.span(body[0]), code=f"{receiver}.zero_grad()"))
     related = ([Related(ctx.span(earlier_step), EARLIER_STEP())]
                if earlier_step is not None else [])
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+
+
+def _closure_of(call: ast.AST, loop: ast.AST | None) -> ast.FunctionDef | None:
+    """The function of the loop given to ``optimizer.step(closure)`` by name, if the loop defines it
+    (the last definition before the step); ``None`` for a lambda or a function defined elsewhere."""
+    if not isinstance(call, ast.Call) or loop is None:
+        return None
+    given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "closure"), None)
+    if not isinstance(given, ast.Name):
+        return None
+    found = [node for node in ast.walk(loop) if isinstance(node, ast.FunctionDef) and node.name == given.id
+             and node.lineno < call.lineno]
+    return max(found, key=lambda node: node.lineno) if found else None
 
 
 def _optimizer_text(ctx: RuleContext, stmt: ast.stmt) -> str:
