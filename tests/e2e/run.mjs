@@ -482,6 +482,13 @@ async function main() {
     if (!/successfully installed/i.test(`${installed.stdout}${installed.stderr}`)) fail(`could not install the fake Python extension:\n${installed.stdout}${installed.stderr}`);
     await page.reload();
     await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
+    // A reload restores the open editors only if VS Code saved them in time: open train.py
+    // again, so that graphlife activates (onLanguage:python) and the later steps have its
+    // diagnostics, whichever way the reload went.
+    const row = page.locator(".explorer-folders-view .monaco-list-row", { hasText: "train.py" });
+    await row.waitFor({ timeout: 60_000 });
+    await row.click();
+    await page.locator(".monaco-editor .view-lines").first().waitFor({ timeout: 30_000 });
     const fromPython = `at ${first} (from the Python extension's active environment)`;
     await waitForLog((text) => text.includes(fromPython), `the server did not start on the Python extension's environment (${first})`);
     await runCommand("Python: Select Interpreter");
