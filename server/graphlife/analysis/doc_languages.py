@@ -19,14 +19,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from graphlife import i18n
+
 #: Every language rule documentation is written in; English is the source of every translation.
 ENGLISH = "en"
 SIMPLIFIED_CHINESE = "zh-CN"
 LANGUAGES = (ENGLISH, SIMPLIFIED_CHINESE)
 
-#: Subtags of Chinese written in traditional characters (Taiwan, Hong Kong, Macau, ``Hant``):
-#: Simplified Chinese is not what their readers asked for, so they get English.
-_TRADITIONAL = frozenset({"tw", "hk", "mo", "hant"})
 
 #: The section headings of each translation, keyed by the English section title.
 HEADINGS: dict[str, dict[str, str]] = {
@@ -62,11 +61,7 @@ def language_of(tag: str | None) -> str:
     """The documentation language for a locale tag: ``zh-CN`` for Simplified Chinese (``zh``,
     ``zh-cn`` from VS Code, ``zh_CN.UTF-8`` from a shell, ``zh-Hans``, ``zh-Hans-CN``, ``zh_SG``),
     English for anything else (``en_US``, ``fr``, ``C``, ``zh-TW``, ``zh-Hant``), unknown or empty."""
-    base = (tag or "").strip().split(".", 1)[0].split("@", 1)[0]  # zh_CN.UTF-8, sr_RS@latin
-    parts = [part.lower() for part in base.replace("_", "-").split("-") if part]
-    if not parts or parts[0] != "zh" or any(part in _TRADITIONAL for part in parts[1:]):
-        return ENGLISH
-    return SIMPLIFIED_CHINESE
+    return SIMPLIFIED_CHINESE if i18n.normalize(tag) == i18n.CHINESE else ENGLISH
 
 
 def heading(section: str, language: str) -> str:
