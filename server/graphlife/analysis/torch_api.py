@@ -29,6 +29,7 @@ from graphlife.analysis.events import (
     StoreEvent,
     ZeroGradEvent,
 )
+from graphlife.analysis.grad_hooks import BackwardReach
 from graphlife.analysis.state import SavedRef, State
 from graphlife.analysis.unseen_writes import MUTATING_METHODS, weaken_object
 from graphlife.analysis.values import (
@@ -1081,7 +1082,9 @@ def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Valu
     args = [interp.through_backward_hooks(ref, arg, state, call) for arg in args]
     output = _call_module_forward(interp, state, ref, args, kwargs, call, via_container=via_container)
     output = interp.run_forward_hooks(ref, args, output, state, call)
-    return interp.through_backward_hooks(ref, output, state, call)
+    output = interp.through_backward_hooks(ref, output, state, call)
+    interp.note_hooked_call(ref, args, output, state, call)  # its backward hooks run at a backward through it
+    return output
 
 
 def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value],
@@ -1207,6 +1210,8 @@ def shape_module_output(key: str, result: Value) -> Value:
 def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, args: list[Value],
                 kwargs: dict[str, Value], call: ast.Call) -> Value:
     receiver_expr = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if name == "register_hook" and isinstance(receiver, TensorVal) and not kwargs:
+        return interp.register_tensor_hook(receiver, args, state, call)  # runs at the backwards reaching it
     if name.startswith("register_") and name.endswith("hook") and not (
         isinstance(receiver, HeapRef) and receiver.oid in state.heap and state.heap[receiver.oid].kind == "module"
     ):
@@ -1425,8 +1430,8 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         return NONE
     if name in ("register_forward_hook", "register_forward_pre_hook"):
         return interp.register_module_hook(ref, name, args, state, call)
-    if name in ("register_full_backward_hook", "register_full_backward_pre_hook"):
-        return interp.register_full_backward_hook(ref, args, state, call)
+    if name in ("register_full_backward_hook", "register_full_backward_pre_hook") and not kwargs:
+        return interp.register_full_backward_hook(ref, args, state, call, name)
     if name in ("state_dict", "load_state_dict"):
         return UNKNOWN
     # Any other method (a backward hook's registration, `apply(fn)`, a method torch added): a
@@ -1749,6 +1754,10 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
     create_flag = const_bool(create) if create is not None else False
     if create_flag is not False:
         interp.run_state.create_graph_seen = True
+    reach = BackwardReach(
+        must=frozenset(must), may=frozenset(may), leaves_must=_leaves_of(interp, must), leaves_may=frozenset(leaves),
+        whole=kind == "backward" and all_certain and "inputs" not in kwargs, create_graph=create_flag,
+        retain_graph=retain_flag, roots=grad_fns)
     if kind == "grad":
         leaves = set()  # autograd.grad returns gradients; it does not touch .grad
     inputs = (args[1] if len(args) >= 2 else kwargs.get("inputs")) if kind == "grad" else kwargs.get("inputs")
@@ -1756,6 +1765,7 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
                               retain_graph=retain_flag, kind=kind, must=must, may=may,
                               create_graph=create_flag, leaves=frozenset(leaves), inputs=inputs))
     interp.backward_count += 1
+    interp.run_grad_hooks(state, reach, call)  # tensor hooks and the backward hooks of hooked module calls
     if kind == "backward" and (not may or any(interp.run_state.graph.nodes[n].partial for n in may)):
         # Part of this graph is unknown, so are the gradients it fills. The leaves the known part
         # reaches still get this backward's gradient (an unknown input, such as a batch from a
@@ -1781,3 +1791,9 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
             state.writable("may_freed").setdefault(nid, stmt)
     interp.run_escaped(state)  # tensor hooks and backward hooks run during the backward
     return NONE
+
+
+def _leaves_of(interp: TorchEngine, nodes: set[int]) -> frozenset[int]:
+    """The leaf storages the graph nodes feed."""
+    graph = interp.run_state.graph
+    return frozenset().union(*(graph.nodes[nid].leaves for nid in nodes))

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis.engine.core import EngineCore
+from graphlife.analysis.engine.backward_hooks import BACKWARD_TABLES, BackwardHookParts
+from graphlife.analysis.grad_hooks import GradHook
 from graphlife.analysis.state import State
 from graphlife.analysis.unseen_writes import function_effects, weaken_object, weaken_place
 from graphlife.analysis.values import (
@@ -53,8 +54,6 @@ HOOK_TABLES = {"register_forward_hook": "__forward_hooks__", "register_forward_p
 #: Module methods whose hook makes torch wrap the module's inputs and outputs in
 #: ``BackwardHookFunction`` views (an in-place change of one raises: GL110).
 FULL_BACKWARD_HOOK_METHODS = frozenset({"register_full_backward_hook", "register_full_backward_pre_hook"})
-#: Where a module keeps its full backward hooks (so that ``handle.remove()`` takes one off).
-FULL_BACKWARD_HOOKS = "__full_backward_hooks__"
 
 #: Module methods that register code torch runs during backward (run where the engine cannot follow).
 BACKWARD_HOOK_METHODS = frozenset({
@@ -63,7 +62,7 @@ BACKWARD_HOOK_METHODS = frozenset({
 })
 
 
-class CallbackParts(EngineCore):
+class CallbackParts(BackwardHookParts):
     """Lambdas as functions, module hooks run where torch runs them, and escaped callables."""
 
     # -- lambdas ------------------------------------------------------------------------------------------
@@ -153,6 +152,8 @@ class CallbackParts(EngineCore):
                 if held.oid in state.heap:
                     weaken_object(state, held.oid)
         self.run_escaped(state)
+        for entry in state.grad_hooks:  # it may run a backward, and so the hooks the engine follows
+            self.weaken_effects(entry.hook, state)
 
     # -- module hooks ---------------------------------------------------------------------------------------
     def register_module_hook(self, module: HeapRef, method: str, args: list[Value], state: State,
@@ -176,22 +177,29 @@ class CallbackParts(EngineCore):
         return handle
 
     def register_full_backward_hook(self, module: HeapRef, args: list[Value], state: State,
-                                    site: ast.AST) -> Value:
-        """``module.register_full_backward_hook(fn)``: ``fn`` runs during backward, where the engine
-        does not follow it (it escapes); from now on torch passes the module's inputs and outputs
-        through ``BackwardHookFunction`` (:meth:`through_backward_hooks`)."""
-        self.escape(args, state)
+                                    site: ast.AST, method: str = "register_full_backward_hook") -> Value:
+        """``module.register_full_backward_hook(fn)`` (or ``..._pre_hook``): the module keeps
+        ``fn``, and each later call of it carries it into the backward through its outputs, which
+        runs it (:mod:`graphlife.analysis.engine.backward_hooks`); a function the engine cannot
+        follow escapes instead. From now on torch passes the module's inputs and outputs through
+        ``BackwardHookFunction`` (:meth:`through_backward_hooks`)."""
         hook = args[0] if args else UNKNOWN
+        entry = self.register_backward_module_hook(module, method, hook, state, site)
+        if entry is None:
+            self.escape(args, state)
+        table = BACKWARD_TABLES[method]
         obj = state.heap_write(module.oid)
-        current = obj.attrs.get(FULL_BACKWARD_HOOKS)
+        current = obj.attrs.get(table)
         items = current.items if isinstance(current, Callbacks) else frozenset()
-        obj.attrs[FULL_BACKWARD_HOOKS] = Callbacks(items | {hook})
+        obj.attrs[table] = Callbacks(items | {hook})
         obj.backward_hooked = True
         handle = self.new_object(state, "hook_handle", site)
         handle_obj = state.heap[handle.oid]
         handle_obj.attrs["__module__"] = module
         handle_obj.attrs["__hook__"] = hook
-        handle_obj.extra["table"] = FULL_BACKWARD_HOOKS
+        handle_obj.extra["table"] = table
+        if entry is not None:
+            handle_obj.extra["grad_hook"] = entry
         return handle
 
     def through_backward_hooks(self, module: HeapRef, value: Value, state: State, site: ast.AST) -> Value:
@@ -212,6 +220,9 @@ class CallbackParts(EngineCore):
         obj = state.heap.get(handle.oid)
         if obj is None:
             return NONE
+        entry = obj.extra.get("grad_hook")
+        if isinstance(entry, GradHook):
+            self.remove_grad_hook(entry, state)
         module, hook, table = obj.attrs.get("__module__"), obj.attrs.get("__hook__"), obj.extra.get("table")
         if isinstance(module, HeapRef) and module.oid in state.heap and isinstance(table, str):
             current = state.heap[module.oid].attrs.get(table)
@@ -219,7 +230,9 @@ class CallbackParts(EngineCore):
                 writable = state.heap_write(module.oid)
                 left = current.items - {hook}
                 writable.attrs[table] = Callbacks(left)
-                if table == FULL_BACKWARD_HOOKS and not left:
+                if table in BACKWARD_TABLES.values() and not any(
+                        isinstance(t, Callbacks) and t.items
+                        for t in (writable.attrs.get(other) for other in BACKWARD_TABLES.values())):
                     writable.backward_hooked = False
         return NONE
 

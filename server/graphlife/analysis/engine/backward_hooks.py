@@ -1,0 +1,212 @@
+"""Tensor hooks and full backward hooks, run where torch runs them: inside the backward.
+
+Why: Grad-CAM, saliency maps and gradient logging keep what torch hands to a hook
+during ``loss.backward()`` (``self.gradients = grad_output[0]``,
+``grads.append(grad)``), and the code after the backward reads it. An engine that
+does not run the hook knows nothing of those places; one that weakens them at every
+backward (as for code it cannot follow) cannot tell that the gradient has no graph
+(reading it is fine, a backward through it raises) nor that, under
+``create_graph=True``, it has one (keeping it every step keeps every step's graph).
+
+So, as torch does (``torch/utils/hooks.py``' ``BackwardHook``, ``Tensor.register_hook``):
+
+- ``t.register_hook(fn)`` on a tensor the engine knows keeps ``fn`` on that tensor: on
+  a leaf, for every backward that reaches the leaf; on a non-leaf, for its graph node
+  (that graph's backward only). The backward calls ``fn(grad)``; ``grad`` has the
+  tensor's dtype and device and a graph only under ``create_graph=True``. What a hook
+  returns (not ``None``) is the gradient the next hook of that tensor gets.
+- ``module.register_full_backward_hook(fn)`` and ``register_full_backward_pre_hook(fn)``
+  keep ``fn`` on the module; torch reads the module's hooks at each call, so each call
+  made while one is registered carries it (a hook removed after the call still runs for
+  that call's graph). A backward through the call's outputs calls the pre-hooks with
+  ``(module, grad_output)`` and the hooks with ``(module, grad_input, grad_output)``:
+  tuples with an item per output, per positional argument of the call, ``None`` where
+  that item is not a tensor requiring grad. A pre-hook's result replaces
+  ``grad_output``, a hook's replaces ``grad_input`` for the next hook.
+- A hook runs for certain only where the backward certainly reaches what it is
+  registered on, it is registered on every path, and the backward runs the whole graph
+  (``torch.autograd.grad`` and ``inputs=`` run only part of it). Elsewhere it may run:
+  the state where it ran is joined with the state where it did not.
+- Unseen code may run a backward (a trainer's ``fit``): at a call the engine cannot
+  follow, what the followed hooks write is weakened, as for an escaped function. A hook
+  the engine cannot follow (not a function of the project, registered on a value it
+  does not know) escapes as before.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from graphlife.analysis import no_graph_reasons as reasons
+from graphlife.analysis.engine.core import EngineCore
+from graphlife.analysis.grad_hooks import MODULE, MODULE_PRE, TENSOR, BackwardReach, GradHook, without
+from graphlife.analysis.state import State
+from graphlife.analysis.torch_api import param_storages
+from graphlife.analysis.values import (
+    NONE,
+    UNKNOWN,
+    Callbacks,
+    FunctionRef,
+    HeapRef,
+    NoneValue,
+    TensorVal,
+    TupleVal,
+    Unknown,
+    Value,
+    replace,
+)
+
+#: Where a module keeps its full backward hooks and pre-hooks, by the method that registers them.
+BACKWARD_TABLES = {
+    "register_full_backward_hook": "__full_backward_hooks__",
+    "register_full_backward_pre_hook": "__full_backward_pre_hooks__",
+}
+_KIND_OF_TABLE = {"__full_backward_hooks__": MODULE, "__full_backward_pre_hooks__": MODULE_PRE}
+#: The order in which torch runs the hooks of one module call: pre-hooks at its outputs'
+#: gradients, tensor hooks of its outputs, then the hooks once its inputs' gradients are known.
+_RUN_ORDER = {MODULE_PRE: 0, TENSOR: 1, MODULE: 2}
+
+
+class BackwardHookParts(EngineCore):
+    """Tensor hooks and full backward hooks: registered, carried by module calls, run by backwards."""
+
+    # -- registration ---------------------------------------------------------------------------------
+    def register_tensor_hook(self, tensor: TensorVal, args: list[Value], state: State, site: ast.AST) -> Value:
+        """``t.register_hook(fn)``: keep ``fn`` on the tensor (its handle can take it off)."""
+        hook = args[0] if args else UNKNOWN
+        if not isinstance(hook, FunctionRef) or tensor.requires_grad is False:
+            self.escape(args, state)  # torch raises on a tensor without grad; nothing to follow
+            return UNKNOWN
+        storages = param_storages(tensor, state) if tensor.leaf is not False else frozenset()
+        nodes = tensor.grad_fn if tensor.leaf is not True else frozenset()
+        if not storages and not nodes:
+            self.escape(args, state)  # on what, the engine does not know
+            return UNKNOWN
+        certain = (tensor.certain and tensor.requires_grad is True and tensor.leaf is not None
+                   and (tensor.leaf is False or tensor.storage is not None))
+        entry = GradHook(hook=hook, kind=TENSOR, nodes=nodes, storages=storages, grads_of=(tensor,),
+                         certain=certain, site=site, order=self.fresh())
+        return self._registered(entry, state, site)
+
+    def register_backward_module_hook(self, module: HeapRef, method: str, hook: Value, state: State,
+                                      site: ast.AST) -> GradHook | None:
+        """A full backward (pre-)hook the engine follows: noted as registered (unseen code that
+        may run a backward weakens what it writes); its module keeps it for its next calls."""
+        if not isinstance(hook, FunctionRef):
+            return None
+        entry = GradHook(hook=hook, kind=_KIND_OF_TABLE[BACKWARD_TABLES[method]], module=module, site=site,
+                         order=self.fresh())
+        state.grad_hooks = state.grad_hooks | {entry}
+        return entry
+
+    def _registered(self, entry: GradHook, state: State, site: ast.AST) -> Value:
+        state.grad_hooks = state.grad_hooks | {entry}
+        handle = self.new_object(state, "hook_handle", site)
+        state.heap[handle.oid].extra["grad_hook"] = entry
+        return handle
+
+    def remove_grad_hook(self, entry: GradHook, state: State) -> None:
+        """``handle.remove()``: the hook does not run at later backwards (nor is it registered)."""
+        state.grad_hooks = without(state.grad_hooks, entry)
+
+    # -- module calls ----------------------------------------------------------------------------------
+    def note_hooked_call(self, module: HeapRef, args: list[Value], output: Value, state: State,
+                         site: ast.AST) -> None:
+        """A call of a module with full backward hooks: each hook it has now runs at a backward
+        through this call's outputs (torch reads the hooks at the call)."""
+        obj = state.heap.get(module.oid)
+        if obj is None or state.grad_enabled is False:
+            return
+        outputs = output.items if isinstance(output, TupleVal) else (output,)
+        nodes = frozenset().union(*(o.grad_fn for o in outputs if isinstance(o, TensorVal)))
+        followed = all(isinstance(o, (TensorVal, NoneValue)) for o in outputs)
+        for table, kind in _KIND_OF_TABLE.items():
+            found = obj.attrs.get(table)
+            if not isinstance(found, Callbacks) or not found.items:
+                continue
+            hooks = [f for f in found.items if isinstance(f, FunctionRef)]
+            if not followed:
+                # What the call returns is not known, nor where its graph is: the hooks may run anywhere.
+                self.escape(list[Value](hooks), state)
+                continue
+            # Registered on every path when the module certainly has one and this is the only one.
+            sure = (obj.backward_hooked is True and len(found.items) == 1 and state.grad_enabled is True
+                    and all(o.certain for o in outputs if isinstance(o, TensorVal)))
+            for hook in hooks:
+                if not nodes:
+                    continue
+                entry = GradHook(hook=hook, kind=kind, nodes=nodes, grads_of=tuple(outputs), inputs=tuple(args),
+                                 module=module, certain=sure, site=site, order=self.fresh())
+                state.grad_hooks = state.grad_hooks | {entry}
+
+    # -- the backward ----------------------------------------------------------------------------------
+    def run_grad_hooks(self, state: State, reach: BackwardReach, site: ast.AST) -> None:
+        """Run the hooks this backward reaches, in torch's order (the output end of the graph
+        first, the leaves last), each for certain or joined with the state where it did not run."""
+        hooks = [h for h in state.grad_hooks if h.nodes & reach.may or h.storages & reach.leaves_may]
+        if not hooks:
+            return
+        hooks.sort(key=lambda h: (h.leaf_hook, -max(h.nodes, default=0), _RUN_ORDER[h.kind], h.order))
+        grads: dict[tuple[object, ...], Value] = {}  # what the previous hook of the same place returned
+        for entry in hooks:
+            sure = reach.whole and entry.certain and bool(
+                entry.nodes & reach.must if entry.nodes else entry.storages & reach.leaves_must)
+            if sure:
+                self._run_one(entry, state, reach, site, grads)
+                continue
+            ran = state.copy()
+            self._run_one(entry, ran, reach, site, {})
+            state.adopt(State.join_all([ran, state]))
+        if reach.retain_graph is False:
+            # A graph freed by this backward runs no hook again (a second backward through it raises).
+            spent = {h for h in state.grad_hooks if h.nodes and h.nodes <= reach.must and not h.storages}
+            if spent:
+                state.grad_hooks = state.grad_hooks - spent
+
+    def _run_one(self, entry: GradHook, state: State, reach: BackwardReach, site: ast.AST,
+                 grads: dict[tuple[object, ...], Value]) -> None:
+        if entry.kind == TENSOR:
+            place: tuple[object, ...] = (entry.nodes, entry.storages)
+            tensor = entry.tensor()
+            grad = grads.get(place) or self.hook_gradient(tensor, reach, site)
+            out = self.call_function(entry.hook, [grad], {}, state, site)
+            if isinstance(out, (TensorVal, Unknown)):
+                grads[place] = out
+            return
+        module = entry.module if entry.module is not None else UNKNOWN
+        out_place = ("output", entry.nodes)
+        grad_output = grads.get(out_place) or TupleVal(tuple(self.hook_gradient(o, reach, site)
+                                                            for o in entry.grads_of))
+        if entry.kind == MODULE_PRE:
+            out = self.call_function(entry.hook, [module, grad_output], {}, state, site)
+            if not isinstance(out, NoneValue):
+                grads[out_place] = out
+            return
+        in_place = ("input", entry.nodes)
+        grad_input = grads.get(in_place) or TupleVal(tuple(self.hook_gradient(a, reach, site)
+                                                          for a in entry.inputs))
+        out = self.call_function(entry.hook, [module, grad_input, grad_output], {}, state, site)
+        if not isinstance(out, NoneValue):
+            grads[in_place] = out
+
+    def hook_gradient(self, like: Value | None, reach: BackwardReach, site: ast.AST) -> Value:
+        """The gradient torch hands a hook for ``like``: ``None`` where ``like`` is not a tensor
+        that requires grad; a new tensor of its dtype and device with a graph only under
+        ``create_graph=True`` (then hanging off the graph it is the gradient through)."""
+        if not isinstance(like, TensorVal):
+            return UNKNOWN if isinstance(like, Unknown) else NONE
+        if like.requires_grad is False:
+            return NONE
+        needs = reach.create_graph
+        grad = TensorVal(requires_grad=needs, leaf=True if needs is False else None, storage=self.fresh(),
+                         origin=site, desc="grad", dtype=like.dtype, device=like.device)
+        if needs is False:
+            grad = replace(grad, why=reasons.A_HOOK_GRAD(), why_site=site)
+        else:
+            node = self.run_state.graph.add(
+                op="<backward>", site=site, parents=reach.roots, parents_certain=False, saves=(),
+                saves_certain=False, iteration=self.iteration(), line_desc=self.text(site),
+                leaves=reach.leaves_may, pattern="", partial=True,
+            )
+            grad = replace(grad, grad_fn=frozenset({node.nid}), certain=needs is True, leaf=False)
+        return grad if like.requires_grad is True else grad.join(NONE)
