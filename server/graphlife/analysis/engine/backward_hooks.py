@@ -13,7 +13,9 @@ So, as torch does (``torch/utils/hooks.py``' ``BackwardHook``, ``Tensor.register
 - ``t.register_hook(fn)`` on a tensor the engine knows keeps ``fn`` on that tensor: on
   a leaf, for every backward that reaches the leaf; on a non-leaf, for its graph node
   (that graph's backward only). The backward calls ``fn(grad)``; ``grad`` has the
-  tensor's dtype and device and a graph only under ``create_graph=True``. What a hook
+  tensor's dtype and device and a graph only under ``create_graph=True``, and the hook
+  runs with gradients on only then (``torch.is_grad_enabled()`` is the backward's
+  ``create_graph``: what it computes from a parameter has no graph either). What a hook
   returns (not ``None``) is the gradient the next hook of that tensor gets.
 - ``module.register_full_backward_hook(fn)`` and ``register_full_backward_pre_hook(fn)``
   keep ``fn`` on the module; torch reads the module's hooks at each call, so each call
@@ -165,6 +167,17 @@ class BackwardHookParts(EngineCore):
 
     def _run_one(self, entry: GradHook, state: State, reach: BackwardReach, site: ast.AST,
                  grads: dict[tuple[object, ...], Value]) -> None:
+        """Run one hook as the autograd engine does: with gradients on only under ``create_graph``
+        (what a hook computes from a parameter has no graph otherwise)."""
+        outer = state.grad_enabled
+        state.grad_enabled = reach.create_graph
+        try:
+            self._call_hook(entry, state, reach, site, grads)
+        finally:
+            state.grad_enabled = outer if state.grad_enabled == reach.create_graph else None
+
+    def _call_hook(self, entry: GradHook, state: State, reach: BackwardReach, site: ast.AST,
+                   grads: dict[tuple[object, ...], Value]) -> None:
         if entry.kind == TENSOR:
             place: tuple[object, ...] = (entry.nodes, entry.storages)
             tensor = entry.tensor()
