@@ -15,9 +15,12 @@ So, as torch does:
   pre-hooks with ``(module, args)`` before the forward and its hooks with
   ``(module, args, output)`` after, and what a hook returns (when not ``None``)
   replaces the arguments or the output. ``handle.remove()`` takes it off again.
+- ``t.register_hook(fn)`` and ``module.register_full_backward_hook(fn)`` (and its
+  pre-hook) keep ``fn`` where torch keeps it, and the backwards that reach it run it
+  with the gradients torch passes (:mod:`graphlife.analysis.engine.backward_hooks`).
 - A function handed to code the engine does not follow (a hook registered on a
-  module it does not know, a tensor hook, a backward hook, a callback given to a
-  library) *escapes*: from then on it may run at any call the engine cannot see
+  module or tensor it does not know, a hook that is not a function of the project,
+  ``register_backward_hook``, a callback given to a library) *escapes*: from then on it may run at any call the engine cannot see
   into, at any module call and at any backward. There, what it may write is
   weakened (:mod:`graphlife.analysis.unseen_writes`): the attributes and containers
   it writes through its ``self`` or the names of its module and enclosing scopes.
