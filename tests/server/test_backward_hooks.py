@@ -61,7 +61,8 @@ def test_a_tensor_hook_on_a_tensor_outside_the_graph_does_not_run() -> None:
 
 
 def test_a_hook_computes_without_gradients_unless_the_backward_creates_a_graph() -> None:
-    times_w = TENSOR_HOOK.replace("REGISTER", "w.register_hook(grab)").replace('seen["g"] = grad', 'seen["g"] = grad * w')
+    times_w = TENSOR_HOOK.replace("REGISTER", "w.register_hook(grab)")
+    times_w = times_w.replace('seen["g"] = grad', 'seen["g"] = grad * w')
     assert _errors(times_w) == [("GL104", 15)]
     created = times_w.replace("(w * 2).sum().backward()", "(w * 2).sum().backward(create_graph=True)")
     assert _errors(created) == []
@@ -97,6 +98,14 @@ seen["g"].sum().backward()
 def test_a_full_backward_hook_gets_the_gradient_of_the_hooked_call() -> None:
     source = MODULE_HOOK.replace("BEFORE", "layer.register_full_backward_hook(grab)").replace("AFTER", "")
     assert _errors(source) == [("GL104", 18)]
+
+
+def test_a_partial_of_a_function_is_a_hook_the_engine_follows() -> None:
+    source = MODULE_HOOK.replace("BEFORE", "layer.register_full_backward_hook(functools.partial(grab, 'g'))")
+    source = source.replace("AFTER", "").replace("import torch\n", "import functools\nimport torch\n", 1)
+    source = source.replace("def grab(module, grad_input, grad_output):\n    seen[\"g\"]",
+                            "def grab(key, module, grad_input, grad_output):\n    seen[key]")
+    assert _errors(source) == [("GL104", 19)]
 
 
 def test_a_full_backward_hook_registered_after_the_call_does_not_run_for_it() -> None:

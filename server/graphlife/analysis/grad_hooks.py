@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field, replace
 
-from graphlife.analysis.values import FunctionRef, TensorVal, Tri, Value
+from graphlife.analysis.values import FunctionRef, PartialCall, TensorVal, Tri, Value
 
 #: What a hook is registered on, as torch calls it.
 TENSOR = "tensor"  # ``t.register_hook(fn)``: ``fn(grad)``
@@ -30,7 +30,7 @@ MODULE_PRE = "module_pre"  # ``register_full_backward_pre_hook``: ``fn(module, g
 class GradHook:
     """One function torch runs during the backwards that reach what it is registered on."""
 
-    hook: FunctionRef
+    hook: FunctionRef | PartialCall  # a function of the project, or a ``functools.partial`` of one
     kind: str  # TENSOR | MODULE | MODULE_PRE
     #: The graph nodes whose gradient it sees: a non-leaf tensor's ``grad_fn``, or the
     #: ``grad_fn`` of the outputs of the hooked module call.
@@ -57,6 +57,19 @@ class GradHook:
     def tensor(self) -> TensorVal | None:
         first = self.grads_of[0] if self.grads_of else None
         return first if isinstance(first, TensorVal) else None
+
+
+def followable(hook: Value) -> FunctionRef | PartialCall | None:
+    """``hook`` when the engine can call it itself: a function of the project, or a
+    ``functools.partial`` of one (``partial(save_gradient, name)`` in a ``named_modules()`` loop)."""
+    inner = hook
+    for _ in range(3):
+        if not isinstance(inner, PartialCall):
+            break
+        inner = inner.func
+    if isinstance(inner, FunctionRef) and isinstance(hook, (FunctionRef, PartialCall)):
+        return hook
+    return None
 
 
 def join_hooks(a: frozenset[GradHook], b: frozenset[GradHook]) -> frozenset[GradHook]:

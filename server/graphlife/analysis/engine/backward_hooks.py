@@ -41,7 +41,7 @@ import ast
 
 from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine.core import EngineCore
-from graphlife.analysis.grad_hooks import MODULE, MODULE_PRE, TENSOR, BackwardReach, GradHook, without
+from graphlife.analysis.grad_hooks import MODULE, MODULE_PRE, TENSOR, BackwardReach, GradHook, followable, without
 from graphlife.analysis.state import State
 from graphlife.analysis.torch_api import param_storages
 from graphlife.analysis.values import (
@@ -51,6 +51,7 @@ from graphlife.analysis.values import (
     FunctionRef,
     HeapRef,
     NoneValue,
+    PartialCall,
     TensorVal,
     TupleVal,
     Unknown,
@@ -75,8 +76,8 @@ class BackwardHookParts(EngineCore):
     # -- registration ---------------------------------------------------------------------------------
     def register_tensor_hook(self, tensor: TensorVal, args: list[Value], state: State, site: ast.AST) -> Value:
         """``t.register_hook(fn)``: keep ``fn`` on the tensor (its handle can take it off)."""
-        hook = args[0] if args else UNKNOWN
-        if not isinstance(hook, FunctionRef) or tensor.requires_grad is False:
+        hook = followable(args[0]) if args else None
+        if hook is None or tensor.requires_grad is False:
             self.escape(args, state)  # torch raises on a tensor without grad; nothing to follow
             return UNKNOWN
         storages = param_storages(tensor, state) if tensor.leaf is not False else frozenset()
@@ -94,9 +95,10 @@ class BackwardHookParts(EngineCore):
                                       site: ast.AST) -> GradHook | None:
         """A full backward (pre-)hook the engine follows: noted as registered (unseen code that
         may run a backward weakens what it writes); its module keeps it for its next calls."""
-        if not isinstance(hook, FunctionRef):
+        followed = followable(hook)
+        if followed is None:
             return None
-        entry = GradHook(hook=hook, kind=_KIND_OF_TABLE[BACKWARD_TABLES[method]], module=module, site=site,
+        entry = GradHook(hook=followed, kind=_KIND_OF_TABLE[BACKWARD_TABLES[method]], module=module, site=site,
                          order=self.fresh())
         state.grad_hooks = state.grad_hooks | {entry}
         return entry
@@ -126,7 +128,7 @@ class BackwardHookParts(EngineCore):
             found = obj.attrs.get(table)
             if not isinstance(found, Callbacks) or not found.items:
                 continue
-            hooks = [f for f in found.items if isinstance(f, FunctionRef)]
+            hooks = [f for f in (followable(item) for item in found.items) if f is not None]
             if not followed:
                 # What the call returns is not known, nor where its graph is: the hooks may run anywhere.
                 self.escape(list[Value](hooks), state)
@@ -134,7 +136,7 @@ class BackwardHookParts(EngineCore):
             # Registered on every path when the module certainly has one and this is the only one.
             sure = (obj.backward_hooked is True and len(found.items) == 1 and state.grad_enabled is True
                     and all(o.certain for o in outputs if isinstance(o, TensorVal)))
-            for hook in hooks:
+            for hook in sorted(hooks, key=_function_key):
                 if not nodes:
                     continue
                 entry = GradHook(hook=hook, kind=kind, nodes=nodes, grads_of=tuple(outputs), inputs=tuple(args),
@@ -182,7 +184,7 @@ class BackwardHookParts(EngineCore):
             place: tuple[object, ...] = (entry.nodes, entry.storages)
             tensor = entry.tensor()
             grad = grads.get(place) or self.hook_gradient(tensor, reach, site)
-            out = self.call_function(entry.hook, [grad], {}, state, site)
+            out = self._call(entry.hook, [grad], state, site)
             if isinstance(out, (TensorVal, Unknown)):
                 grads[place] = out
             return
@@ -191,16 +193,27 @@ class BackwardHookParts(EngineCore):
         grad_output = grads.get(out_place) or TupleVal(tuple(self.hook_gradient(o, reach, site)
                                                             for o in entry.grads_of))
         if entry.kind == MODULE_PRE:
-            out = self.call_function(entry.hook, [module, grad_output], {}, state, site)
+            out = self._call(entry.hook, [module, grad_output], state, site)
             if not isinstance(out, NoneValue):
                 grads[out_place] = out
             return
         in_place = ("input", entry.nodes)
         grad_input = grads.get(in_place) or TupleVal(tuple(self.hook_gradient(a, reach, site)
                                                           for a in entry.inputs))
-        out = self.call_function(entry.hook, [module, grad_input, grad_output], {}, state, site)
+        out = self._call(entry.hook, [module, grad_input, grad_output], state, site)
         if not isinstance(out, NoneValue):
             grads[in_place] = out
+
+    def _call(self, hook: FunctionRef | PartialCall, args: list[Value], state: State, site: ast.AST) -> Value:
+        """Call a hook with the arguments torch passes (after those a ``partial`` binds)."""
+        kwargs: dict[str, Value] = {}
+        while isinstance(hook, PartialCall):
+            args = [*hook.args, *args]
+            kwargs = {**dict(hook.kwargs), **kwargs}
+            if not isinstance(hook.func, (FunctionRef, PartialCall)):
+                return UNKNOWN
+            hook = hook.func
+        return self.call_function(hook, args, kwargs, state, site)
 
     def hook_gradient(self, like: Value | None, reach: BackwardReach, site: ast.AST) -> Value:
         """The gradient torch hands a hook for ``like``: ``None`` where ``like`` is not a tensor
@@ -223,3 +236,10 @@ class BackwardHookParts(EngineCore):
             )
             grad = replace(grad, grad_fn=frozenset({node.nid}), certain=needs is True, leaf=False)
         return grad if like.requires_grad is True else grad.join(NONE)
+
+
+def _function_key(hook: FunctionRef | PartialCall) -> int:
+    """The function a hook calls, as a stable order between the hooks of one module."""
+    while isinstance(hook, PartialCall) and isinstance(hook.func, (FunctionRef, PartialCall)):
+        hook = hook.func
+    return hook.key if isinstance(hook, FunctionRef) else 0

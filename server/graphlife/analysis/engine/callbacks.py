@@ -20,8 +20,9 @@ So, as torch does:
   with the gradients torch passes (:mod:`graphlife.analysis.engine.backward_hooks`).
 - A function handed to code the engine does not follow (a hook registered on a
   module or tensor it does not know, a hook that is not a function of the project,
-  ``register_backward_hook``, a callback given to a library) *escapes*: from then on it may run at any call the engine cannot see
-  into, at any module call and at any backward. There, what it may write is
+  ``register_backward_hook``, a callback given to a library) *escapes*: from then on
+  it may run at any call the engine cannot see into, at any module call and at any
+  backward. There, what it may write is
   weakened (:mod:`graphlife.analysis.unseen_writes`): the attributes and containers
   it writes through its ``self`` or the names of its module and enclosing scopes.
 - A call the engine cannot follow may write the containers and objects it is given
@@ -156,7 +157,8 @@ class CallbackParts(BackwardHookParts):
                     weaken_object(state, held.oid)
         self.run_escaped(state)
         for entry in state.grad_hooks:  # it may run a backward, and so the hooks the engine follows
-            self.weaken_effects(entry.hook, state)
+            for func in _callables([entry.hook]):
+                self.weaken_effects(func, state)
 
     # -- module hooks ---------------------------------------------------------------------------------------
     def register_module_hook(self, module: HeapRef, method: str, args: list[Value], state: State,
