@@ -151,3 +151,55 @@ def test_code_the_engine_cannot_follow_may_run_the_followed_hooks() -> None:
     assert _errors(UNSEEN_BACKWARD.replace("RUN", "trainerlib.fit(layer)")) == []
     # nothing runs the hook: the dictionary still holds the zeros, and torch raises
     assert _errors(UNSEEN_BACKWARD.replace("RUN", "")) == [("GL104", 17)]
+
+
+NUMPY_IN_HOOK = """
+import torch
+
+w = torch.randn(3, 3, requires_grad=True)
+x = torch.randn(2, 3, requires_grad=True)
+seen = []
+
+
+def keep(grad):
+    seen.append(grad.numpy())
+
+
+x.register_hook(keep)
+(OPERAND).sum().backward(create_graph=True)
+"""
+
+
+def test_under_create_graph_a_gradient_through_a_weight_has_a_graph() -> None:
+    # the gradient toward `x` of `x @ w` is `g @ w.T`: it requires grad, and `.numpy()` raises
+    assert _errors(NUMPY_IN_HOOK.replace("OPERAND", "x @ w")) == [("GL109", 10)]
+
+
+def test_under_create_graph_a_constant_gradient_has_no_graph() -> None:
+    # the gradient toward `x` of `x * 2` is a constant: torch hands over a tensor without a graph
+    assert _errors(NUMPY_IN_HOOK.replace("OPERAND", "x * 2")) == []
+
+
+HOOK_RUNS_A_BACKWARD = """
+import torch
+
+w = torch.randn(3, requires_grad=True)
+penalties = []
+
+
+def penalize(grad):
+    penalty = (w * grad).pow(2).sum()
+    penalty.backward(retain_graph=True)
+    penalties.append(penalty.item())
+
+
+w.register_hook(penalize)
+(w * 2).sum().backward()
+"""
+
+
+def test_a_hook_runs_with_gradients_off_so_its_own_backward_raises() -> None:
+    findings = check_source(textwrap.dedent(HOOK_RUNS_A_BACKWARD)).findings
+    errors = [f for f in findings if f.severity.value == "error"]
+    assert [(f.code, f.span.line) for f in errors] == [("GL104", 10)]
+    assert "inside a backward hook" in errors[0].message

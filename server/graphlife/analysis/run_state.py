@@ -68,6 +68,9 @@ class RunState:
     emitting: bool = True  # rules see its events (off for quiet evaluations: the definitions)
     #: A ``backward(create_graph=True)`` ran (then a ``.grad`` has a graph of its own).
     create_graph_seen: bool = False
+    #: Backward hooks running (nested), each with gradients off because its backward did not
+    #: create a graph: why a tensor made there has none (GL104's message).
+    hooks_without_grad: int = 0
 
     # -- what it made -------------------------------------------------------------------------------
     graph: GraphStore = field(default_factory=GraphStore)

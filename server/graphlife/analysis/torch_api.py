@@ -250,12 +250,20 @@ def apply_op(
     return replace(result, grad_fn=frozenset({node.nid}), certain=needs_grad is True, leaf=False)
 
 
+def gradients_off_reason(interp: TorchEngine, state: State) -> str:
+    """Why gradients are off here: a ``no_grad`` or ``inference_mode`` block, or a backward hook
+    (torch runs hooks with gradients off unless the backward creates a graph)."""
+    if interp.run_state.hooks_without_grad and not state.inference_mode:
+        return reasons.IN_BACKWARD_HOOK()
+    mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
+    return reasons.GRADIENTS_DISABLED(mode=mode)
+
+
 def _why_no_graph(interp: TorchEngine, state: State, key: str, info: optable.OpInfo | None, tensors: list[TensorVal],
                   site: ast.AST) -> tuple[str, ast.AST | None]:
     """Why an op's result has no graph (for GL104's messages), and where that was decided."""
     if state.grad_enabled is False:
-        mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
-        return reasons.GRADIENTS_DISABLED(mode=mode), interp.current_stmt()
+        return gradients_off_reason(interp, state), interp.current_stmt()
     if info is not None and not info.differentiable:
         return reasons.NOT_DIFFERENTIABLE(op=key.split('.')[-1]), site
     source = next((t for t in tensors if t.why), None)

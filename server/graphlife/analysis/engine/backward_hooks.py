@@ -173,9 +173,12 @@ class BackwardHookParts(EngineCore):
         (what a hook computes from a parameter has no graph otherwise)."""
         outer = state.grad_enabled
         state.grad_enabled = reach.create_graph
+        counted = 1 if reach.create_graph is False else 0
+        self.run_state.hooks_without_grad += counted
         try:
             self._call_hook(entry, state, reach, site, grads)
         finally:
+            self.run_state.hooks_without_grad -= counted
             state.grad_enabled = outer if state.grad_enabled == reach.create_graph else None
 
     def _call_hook(self, entry: GradHook, state: State, reach: BackwardReach, site: ast.AST,
@@ -215,6 +218,43 @@ class BackwardHookParts(EngineCore):
             hook = hook.func
         return self.call_function(hook, args, kwargs, state, site)
 
+    def gradient_has_graph(self, like: TensorVal, reach: BackwardReach) -> bool | None:
+        """Does the gradient toward ``like`` have a graph? Never without ``create_graph``; with it,
+        only where the gradient depends on something that requires grad (that of ``(w * 2).sum()``
+        is a constant and has none). Certain when the backward certainly goes, between its root
+        and ``like``, through an op whose gradient multiplies by another operand that is a leaf
+        requiring grad (``x @ weight``: the gradient toward ``x`` is ``g @ weight.T``); else maybe."""
+        if reach.create_graph is False:
+            return False
+        if reach.create_graph is not True or not like.certain:
+            return None
+        graph = self.run_state.graph
+        must = reach.must
+        target: int | None = None
+        if like.leaf is True and like.storage is not None:
+            target = like.storage
+            first = {nid for nid in must if target in graph.nodes[nid].leaves}
+        elif like.leaf is False and like.grad_fn:
+            first = {nid for nid in must if graph.nodes[nid].parents & like.grad_fn}
+        else:
+            return None
+        above: dict[int, list[int]] = {}
+        for nid in must:
+            for parent in graph.nodes[nid].parents:
+                above.setdefault(parent, []).append(nid)
+        between, stack = set(first), list(first)
+        while stack:
+            for child in above.get(stack.pop(), ()):
+                if child not in between:
+                    between.add(child)
+                    stack.append(child)
+        for nid in between:
+            node = graph.nodes[nid]
+            excluded = target if nid in first else None  # the operand the gradient goes to
+            if _multiplies(node.op) and any(s.storage in node.leaves and s.storage != excluded for s in node.saves):
+                return True
+        return None
+
     def hook_gradient(self, like: Value | None, reach: BackwardReach, site: ast.AST) -> Value:
         """The gradient torch hands a hook for ``like``: ``None`` where ``like`` is not a tensor
         that requires grad; a new tensor of its dtype and device with a graph only under
@@ -223,7 +263,7 @@ class BackwardHookParts(EngineCore):
             return UNKNOWN if isinstance(like, Unknown) else NONE
         if like.requires_grad is False:
             return NONE
-        needs = reach.create_graph
+        needs = self.gradient_has_graph(like, reach)
         grad = TensorVal(requires_grad=needs, leaf=True if needs is False else None, storage=self.fresh(),
                          origin=site, desc="grad", dtype=like.dtype, device=like.device)
         if needs is False:
@@ -234,8 +274,20 @@ class BackwardHookParts(EngineCore):
                 saves_certain=False, iteration=self.iteration(), line_desc=self.text(site),
                 leaves=reach.leaves_may, pattern="", partial=True,
             )
-            grad = replace(grad, grad_fn=frozenset({node.nid}), certain=needs is True, leaf=False)
+            grad = replace(grad, grad_fn=frozenset({node.nid}), certain=needs is True, leaf=False if needs else None)
         return grad if like.requires_grad is True else grad.join(NONE)
+
+
+def _multiplies(op: str) -> bool:
+    """Ops whose gradient toward one operand is the incoming gradient times (or matrix times)
+    another operand: if that operand requires grad, so does the gradient (under create_graph)."""
+    return op.rsplit(".", 1)[-1] in _MULTIPLYING_OPS
+
+
+_MULTIPLYING_OPS = frozenset({
+    "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "linear", "bilinear", "conv1d", "conv2d", "conv3d",
+    "matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "mul", "__mul__", "__rmul__", "einsum", "addmm",
+})
 
 
 def _function_key(hook: FunctionRef | PartialCall) -> int:

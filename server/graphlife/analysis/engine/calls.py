@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis import isolation, namedtuples, torch_api
-from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine.core import EngineCore, handles_expressions
 from graphlife.analysis.events import OpaqueCallEvent
 from graphlife.analysis.modules import is_namespace_key
@@ -175,10 +174,9 @@ class Calls(EngineCore):
     def no_grad_opaque(self, result: Value, state: State, call: ast.Call) -> Value:
         """Whatever an unknown call returns while gradients are off carries no graph."""
         if result is UNKNOWN and state.grad_enabled is False:
-            mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
             return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=call, desc=self.text(call),
                              inference=state.inference_mode, opaque=True,
-                             why=reasons.GRADIENTS_DISABLED(mode=mode), why_site=self.current_stmt())
+                             why=torch_api.gradients_off_reason(self, state), why_site=self.current_stmt())
         return result
 
     def instantiate(self, ref: ClassRef, args: list[Value], kwargs: dict[str, Value], state: State,
