@@ -102,3 +102,6 @@ class BackwardReach:
     create_graph: Tri
     retain_graph: Tri
     roots: frozenset[int]  # the root's graph nodes (a gradient with a graph hangs off them)
+    #: The graph may hold parts the engine does not see (an unknown root or input): any hook
+    #: may be reached through them.
+    open: bool = False

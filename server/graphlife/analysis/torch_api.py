@@ -1765,7 +1765,8 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
     reach = BackwardReach(
         must=frozenset(must), may=frozenset(may), leaves_must=_leaves_of(interp, must), leaves_may=frozenset(leaves),
         whole=kind == "backward" and all_certain and "inputs" not in kwargs, create_graph=create_flag,
-        retain_graph=retain_flag, roots=grad_fns)
+        retain_graph=retain_flag, roots=grad_fns,
+        open=not all_certain or not may or any(interp.run_state.graph.nodes[n].partial for n in may))
     if kind == "grad":
         leaves = set()  # autograd.grad returns gradients; it does not touch .grad
     inputs = (args[1] if len(args) >= 2 else kwargs.get("inputs")) if kind == "grad" else kwargs.get("inputs")

@@ -28,7 +28,9 @@ So, as torch does (``torch/utils/hooks.py``' ``BackwardHook``, ``Tensor.register
 - A hook runs for certain only where the backward certainly reaches what it is
   registered on, it is registered on every path, and the backward runs the whole graph
   (``torch.autograd.grad`` and ``inputs=`` run only part of it). Elsewhere it may run:
-  the state where it ran is joined with the state where it did not.
+  the state where it ran is joined with the state where it did not. A backward whose
+  graph has parts the engine does not see (an unknown loss, an input it could not
+  interpret) may reach any hook through them: each may run.
 - Unseen code may run a backward (a trainer's ``fit``): at a call the engine cannot
   follow, what the followed hooks write is weakened, as for an escaped function. A hook
   the engine cannot follow (not a function of the project, registered on a value it
@@ -146,8 +148,10 @@ class BackwardHookParts(EngineCore):
     # -- the backward ----------------------------------------------------------------------------------
     def run_grad_hooks(self, state: State, reach: BackwardReach, site: ast.AST) -> None:
         """Run the hooks this backward reaches, in torch's order (the output end of the graph
-        first, the leaves last), each for certain or joined with the state where it did not run."""
-        hooks = [h for h in state.grad_hooks if h.nodes & reach.may or h.storages & reach.leaves_may]
+        first, the leaves last), each for certain or joined with the state where it did not run.
+        Where the graph has parts the engine does not see, every hook may be reached through them."""
+        hooks = [h for h in state.grad_hooks
+                 if reach.open or h.nodes & reach.may or h.storages & reach.leaves_may]
         if not hooks:
             return
         hooks.sort(key=lambda h: (h.leaf_hook, -max(h.nodes, default=0), _RUN_ORDER[h.kind], h.order))
