@@ -203,3 +203,14 @@ def test_a_hook_runs_with_gradients_off_so_its_own_backward_raises() -> None:
     errors = [f for f in findings if f.severity.value == "error"]
     assert [(f.code, f.span.line) for f in errors] == [("GL104", 10)]
     assert "inside a backward hook" in errors[0].message
+
+
+def test_a_hook_the_engine_saw_registered_may_still_run_after_unseen_code_had_the_module() -> None:
+    # `trainerlib.prepare(layer)` may have changed the layer's hooks; the hook may still run at
+    # the backward through the next call and replace the detached tensor with one that has a
+    # graph (torch, with a `prepare` that leaves the hooks: it does, and the last backward runs).
+    source = MODULE_HOOK.replace("BEFORE", "layer.register_full_backward_hook(grab)\ntrainerlib.prepare(layer)\n"
+                                           'seen["g"] = x.detach()')
+    source = source.replace("AFTER", "").replace("import torch\n", "import torch\nimport trainerlib\n", 1)
+    source = source.replace('seen["g"] = grad_output[0]', 'seen["g"] = torch.ones(3, requires_grad=True)')
+    assert _errors(source) == []

@@ -128,16 +128,22 @@ class BackwardHookParts(EngineCore):
         followed = all(isinstance(o, (TensorVal, NoneValue)) for o in outputs)
         for table, kind in _KIND_OF_TABLE.items():
             found = obj.attrs.get(table)
-            if not isinstance(found, Callbacks) or not found.items:
+            if isinstance(found, Callbacks):
+                hooks = [f for f in (followable(item) for item in found.items) if f is not None]
+                # Registered on every path when the module certainly has one and this is the only one.
+                sure = (obj.backward_hooked is True and len(found.items) == 1 and state.grad_enabled is True
+                        and all(o.certain for o in outputs if isinstance(o, TensorVal)))
+            else:
+                # Unseen code given the module may have changed its hooks (the table is weakened):
+                # those the engine saw registered on it may still be there.
+                hooks = [e.hook for e in state.grad_hooks if e.kind == kind and not e.nodes and e.module == module]
+                sure = False
+            if not hooks:
                 continue
-            hooks = [f for f in (followable(item) for item in found.items) if f is not None]
             if not followed:
                 # What the call returns is not known, nor where its graph is: the hooks may run anywhere.
                 self.escape(list[Value](hooks), state)
                 continue
-            # Registered on every path when the module certainly has one and this is the only one.
-            sure = (obj.backward_hooked is True and len(found.items) == 1 and state.grad_enabled is True
-                    and all(o.certain for o in outputs if isinstance(o, TensorVal)))
             for hook in sorted(hooks, key=_function_key):
                 if not nodes:
                     continue
