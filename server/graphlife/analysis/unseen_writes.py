@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from graphlife.analysis.state import State
 from graphlife.analysis.tree_index import child_nodes
-from graphlife.analysis.values import UNKNOWN, HeapRef, TensorVal, TupleVal, Value
+from graphlife.analysis.values import UNKNOWN, Callbacks, HeapRef, TensorVal, TupleVal, Value
 
 #: Kinds of heap objects whose identity survives a write the engine did not see.
 STRUCTURAL_KINDS = frozenset({"module", "optimizer", "scaler", "params"})
@@ -149,9 +149,12 @@ class _WriteCollector:
 
 
 def weakened(value: Value) -> Value:
-    """What a place that held ``value`` may hold after a write the engine did not see."""
+    """What a place that held ``value`` may hold after a write the engine did not see (a
+    module's hooks: those it had may have been removed; those unseen code added escaped)."""
     if isinstance(value, (TensorVal, TupleVal)):
         return value.join(UNKNOWN)
+    if isinstance(value, Callbacks):
+        return value.unsure()
     return UNKNOWN
 
 

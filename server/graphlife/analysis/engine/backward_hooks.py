@@ -128,16 +128,17 @@ class BackwardHookParts(EngineCore):
         followed = all(isinstance(o, (TensorVal, NoneValue)) for o in outputs)
         for table, kind in _KIND_OF_TABLE.items():
             found = obj.attrs.get(table)
+            # A hook certainly carried by this call: registered on every path, on a call whose
+            # outputs are certain, with gradients certainly on.
+            certain_call = state.grad_enabled is True and all(o.certain for o in outputs if isinstance(o, TensorVal))
             if isinstance(found, Callbacks):
                 hooks = [f for f in (followable(item) for item in found.items) if f is not None]
-                # Registered on every path when the module certainly has one and this is the only one.
-                sure = (obj.backward_hooked is True and len(found.items) == 1 and state.grad_enabled is True
-                        and all(o.certain for o in outputs if isinstance(o, TensorVal)))
+                sure = found.sure if certain_call else frozenset()
             else:
-                # Unseen code given the module may have changed its hooks (the table is weakened):
-                # those the engine saw registered on it may still be there.
+                # The table is not known (code the engine did not see had the module): the hooks
+                # the engine saw registered on it may still be there.
                 hooks = [e.hook for e in state.grad_hooks if e.kind == kind and not e.nodes and e.module == module]
-                sure = False
+                sure = frozenset()
             if not hooks:
                 continue
             if not followed:
@@ -148,7 +149,7 @@ class BackwardHookParts(EngineCore):
                 if not nodes:
                     continue
                 entry = GradHook(hook=hook, kind=kind, nodes=nodes, grads_of=tuple(outputs), inputs=tuple(args),
-                                 module=module, certain=sure, site=site, order=self.fresh())
+                                 module=module, certain=hook in sure, site=site, order=self.fresh())
                 state.grad_hooks = state.grad_hooks | {entry}
 
     # -- the backward ----------------------------------------------------------------------------------

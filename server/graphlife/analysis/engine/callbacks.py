@@ -171,9 +171,7 @@ class CallbackParts(BackwardHookParts):
             self.escape(args, state)
             return UNKNOWN
         obj = state.heap_write(module.oid)
-        current = obj.attrs.get(table)
-        items = current.items if isinstance(current, Callbacks) else frozenset()
-        obj.attrs[table] = Callbacks(items | {hook})
+        obj.attrs[table] = _with_hook(obj.attrs.get(table), hook)
         handle = self.new_object(state, "hook_handle", site)
         handle_obj = state.heap[handle.oid]
         handle_obj.attrs["__module__"] = module
@@ -194,9 +192,7 @@ class CallbackParts(BackwardHookParts):
             self.escape(args, state)
         table = BACKWARD_TABLES[method]
         obj = state.heap_write(module.oid)
-        current = obj.attrs.get(table)
-        items = current.items if isinstance(current, Callbacks) else frozenset()
-        obj.attrs[table] = Callbacks(items | {hook})
+        obj.attrs[table] = _with_hook(obj.attrs.get(table), hook)
         obj.backward_hooked = True
         handle = self.new_object(state, "hook_handle", site)
         handle_obj = state.heap[handle.oid]
@@ -234,45 +230,77 @@ class CallbackParts(BackwardHookParts):
             if isinstance(current, Callbacks) and hook in current.items:
                 writable = state.heap_write(module.oid)
                 left = current.items - {hook}
-                writable.attrs[table] = Callbacks(left)
+                writable.attrs[table] = Callbacks(left, current.sure - {hook})
                 if table in BACKWARD_TABLES.values() and not any(
                         isinstance(t, Callbacks) and t.items
                         for t in (writable.attrs.get(other) for other in BACKWARD_TABLES.values())):
                     writable.backward_hooked = False
         return NONE
 
-    def module_hooks(self, module: HeapRef, table: str, state: State) -> list[FunctionRef]:
+    def module_hooks(self, module: HeapRef, table: str, state: State) -> list[tuple[FunctionRef, bool]]:
+        """The module's hooks in ``table``, each with whether it certainly runs (registered on
+        every path, not possibly removed by code the engine did not see)."""
         obj = state.heap.get(module.oid)
         found = obj.attrs.get(table) if obj is not None else None
         if not isinstance(found, Callbacks):
             return []
-        return sorted((f for f in found.items if isinstance(f, FunctionRef)), key=lambda f: f.key)
+        hooks = sorted((f for f in found.items if isinstance(f, FunctionRef)), key=lambda f: f.key)
+        return [(hook, hook in found.sure) for hook in hooks]
 
     def run_pre_hooks(self, module: HeapRef, args: list[Value], state: State, site: ast.AST) -> list[Value]:
         """The module's forward pre-hooks, called with ``(module, args)``: a hook that returns
-        something else than ``None`` gives the forward its arguments (a tuple, or one value)."""
-        for hook in self.module_hooks(module, "__forward_pre_hooks__", state):
-            out = self.call_function(hook, [module, TupleVal(tuple(args))], {}, state, site)
-            if isinstance(out, NoneValue):
-                continue
-            if isinstance(out, TupleVal):
-                args = list(out.items)
-            elif out is UNKNOWN:
-                args = [arg.join(UNKNOWN) if isinstance(arg, (TensorVal, TupleVal)) else UNKNOWN for arg in args]
-            else:
-                args = [out]
+        something else than ``None`` gives the forward its arguments (a tuple, or one value). A
+        hook that may not be registered runs joined with the state where it did not."""
+        for hook, sure in self.module_hooks(module, "__forward_pre_hooks__", state):
+            ran = state if sure else state.copy()
+            out = self.call_function(hook, [module, TupleVal(tuple(args))], {}, ran, site)
+            new_args = _arguments_from_pre_hook(out, args)
+            if not sure:
+                state.adopt(State.join_all([ran, state]))
+                new_args = ([a.join(b) for a, b in zip(new_args, args)] if len(new_args) == len(args)
+                            else [_unknown_like(arg) for arg in args])
+            args = new_args
         return args
 
     def run_forward_hooks(self, module: HeapRef, args: list[Value], output: Value, state: State,
                           site: ast.AST) -> Value:
         """The module's forward hooks, called with ``(module, args, output)`` after its forward: a
-        hook that returns something else than ``None`` replaces the output."""
-        for hook in self.module_hooks(module, "__forward_hooks__", state):
-            out = self.call_function(hook, [module, TupleVal(tuple(args)), output], {}, state, site)
-            if isinstance(out, NoneValue):
-                continue
-            output = output.join(UNKNOWN) if out is UNKNOWN and isinstance(output, (TensorVal, TupleVal)) else out
+        hook that returns something else than ``None`` replaces the output. A hook that may not be
+        registered runs joined with the state where it did not."""
+        for hook, sure in self.module_hooks(module, "__forward_hooks__", state):
+            ran = state if sure else state.copy()
+            out = self.call_function(hook, [module, TupleVal(tuple(args)), output], {}, ran, site)
+            new_output = output
+            if not isinstance(out, NoneValue):
+                new_output = _unknown_like(output) if out is UNKNOWN else out
+            if not sure:
+                state.adopt(State.join_all([ran, state]))
+                new_output = new_output.join(output)
+            output = new_output
         return output
+
+
+def _with_hook(current: Value | None, hook: Value) -> Callbacks:
+    """A module's hook table with ``hook`` registered (on this path: it certainly runs)."""
+    if isinstance(current, Callbacks):
+        return Callbacks(current.items | {hook}, current.sure | {hook})
+    return Callbacks(frozenset({hook}), frozenset({hook}))
+
+
+def _arguments_from_pre_hook(out: Value, args: list[Value]) -> list[Value]:
+    """The forward's arguments after a pre-hook returned ``out``."""
+    if isinstance(out, NoneValue):
+        return args
+    if isinstance(out, TupleVal):
+        return list(out.items)
+    if out is UNKNOWN:
+        return [_unknown_like(arg) for arg in args]
+    return [out]
+
+
+def _unknown_like(value: Value) -> Value:
+    """Anything in place of ``value`` (a tensor stays a maybe-tensor)."""
+    return value.join(UNKNOWN) if isinstance(value, (TensorVal, TupleVal)) else UNKNOWN
 
 
 def _all_params(args: ast.arguments) -> list[ast.arg]:
