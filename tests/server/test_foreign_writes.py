@@ -146,20 +146,21 @@ def test_the_collector_keeps_what_may_reach_the_instance() -> None:
                 self.derived = v
 
         def external(model, v):
+            setattr(model, "named", v)
             model.external = v
             model.queue.append(v)
             model.table[1] = v
         """))
     found = foreign_attribute_writes(tree, frozenset({"Base"}))
-    assert found.names == {"hooked", "derived", "external"}
+    assert found.names == {"hooked", "derived", "external", "named"}
     assert found.contents == {"queue", "table"}
     assert not found.any_name
 
 
 def test_the_spelling_scan_over_approximates() -> None:
     spelling = foreign_writes.WriteSpelling.of(b"a.x = 1\nb.y += 2\nc.z[0] = 3\nd.w.append(4)\ne.p, f.q = g()\n"
-                                               b"del h.r\nif i.s == 1: pass\n")
-    assert {"x", "y", "z", "w", "p", "q", "r"} <= spelling.names
+                                               b"del h.r\nif i.s == 1: pass\n(j.t,\n k.u) = g()\n")
+    assert {"x", "y", "z", "w", "p", "q", "r", "t", "u"} <= spelling.names
     assert "s" not in spelling.names
     assert not spelling.any_name
     assert foreign_writes.WriteSpelling.of(b"setattr(m, name, v)\n").any_name

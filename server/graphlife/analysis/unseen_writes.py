@@ -208,6 +208,16 @@ class _ForeignWriteCollector(_WriteCollector):
             for child in child_nodes(node):
                 push((child, own))
 
+    def _call(self, node: ast.Call) -> None:
+        """``setattr(x, "name", v)`` writes one name (code of another file is not read for its
+        other setattr: a name that is not a constant may be any)."""
+        func = node.func
+        if (isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            self.names.add(node.args[1].value)
+            return
+        super()._call(node)
+
     def _may_be_one_of(self, base: ast.expr) -> bool:
         if isinstance(base, ast.Name):
             return base.id in self.classes

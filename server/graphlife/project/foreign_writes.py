@@ -52,15 +52,17 @@ MAX_PARSED = 64
 SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
 
 #: What an attribute write may look like in the text: ``.name = ``, ``.name += ``,
-#: ``.name[...]`` (a store or a read), ``.name.append(`` and the other mutating methods,
-#: ``.name, ... =`` (a target list). Group 1 is the name.
+#: ``.name[`` (a store or a read), ``.name.append(`` and the other mutating methods,
+#: ``.name,`` and ``.name) =`` (maybe a target list: ``a.x, a.y = ...``, or just an argument). Group 1 is the
+#: name; what follows it is only looked at (so the next name of a target list is matched
+#: too). No shape scans the rest of the line: one pass over a 1,300-file project costs about
+#: a tenth of a second.
 WRITE_SHAPE = re.compile(
-    rb"\.([A-Za-z_][A-Za-z0-9_]*)(?=[ \t]*"  # a lookahead: a target list's next name is matched too
-    rb"(?:(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
-    rb"|\["
+    rb"\.([A-Za-z_][A-Za-z0-9_]*)(?=[ \t]*(?:"
+    rb"[-+*/%@&|^]?=(?!=)|\*\*=|//=|>>=|<<="
+    rb"|\[|,|[)\]][ \t]*=(?!=)"
     rb"|\.(?:append|extend|insert|pop|remove|clear|update|setdefault|add|discard|popitem|sort|reverse"
-    rb"|appendleft|extendleft|popleft|__setitem__|__delitem__)\b"
-    rb"|,[^\n]*?[^=!<>]=(?!=)))"
+    rb"|appendleft|extendleft|popleft|__setitem__|__delitem__)\b))"
 )
 #: Writes that name no attribute (any attribute may change).
 ANY_NAME_SHAPE = re.compile(rb"\b(?:setattr|delattr|vars)[ \t]*\(|__dict__")
