@@ -29,7 +29,7 @@ from typing import Protocol
 from graphlife.analysis.call_records import CallRecord, RecordedCall, Reopen
 from graphlife.analysis.events import Event
 from graphlife.analysis.grad_hooks import BackwardReach
-from graphlife.analysis.modules import SourceModule
+from graphlife.analysis.modules import ModuleProvider, SourceModule
 from graphlife.analysis.rule_api import Reporter
 from graphlife.analysis.run_state import RunState
 from graphlife.analysis.state import State
@@ -223,6 +223,7 @@ class EngineParts(TorchEngine, Protocol):
     tree: ast.Module  # of the module whose code runs (the file, or a module it imported)
     module: SourceModule  # the module whose code runs
     entry: SourceModule  # the file being checked
+    modules: ModuleProvider | None  # the project's other modules (``None``: the file alone)
     star_sources: dict[str, list[str]]  # per module: the project's modules it star-imports
     foreign_budget: int  # statements of other modules the running unit may run
     reporter: Reporter

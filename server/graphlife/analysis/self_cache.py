@@ -142,10 +142,33 @@ def _weaken_written_elsewhere(interp: EngineParts, writes: AttributeWrites, inst
     """A method analyzed alone may run after any other code of the file: each attribute that
     code assigns outside ``__init__`` may hold something else than what ``__init__`` made (a
     ``set()`` method, a forward hook writing ``self.features``). What they hold is weakened
-    (:mod:`graphlife.analysis.unseen_writes`), and the code that writes them is read."""
+    (:mod:`graphlife.analysis.unseen_writes`), and the code that writes them is read. So are
+    the attributes that other files of the project may assign on the instance (``probe.captured
+    = ...`` in ``train.py``): the project layer finds them, and counts those files as read."""
     for site in writes.sites:
         interp.touch(site)
     weaken_object(state, instance.oid, writes)
+    obj = state.heap.get(instance.oid)
+    if interp.modules is None or obj is None:
+        return
+    names = frozenset(name for name in obj.attrs if not name.startswith("__"))
+    elsewhere = interp.modules.attribute_writes_elsewhere(names, _class_names(interp.entry.tree))
+    if elsewhere.names or elsewhere.contents or elsewhere.any_name:
+        weaken_object(state, instance.oid, elsewhere)
+
+
+def _class_names(tree: ast.Module) -> frozenset[str]:
+    """The classes the checked file defines (at its top level and in its ``if`` / ``try`` blocks)."""
+    found: set[str] = set()
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        stmt = pending.pop()
+        if isinstance(stmt, ast.ClassDef):
+            found.add(stmt.name)
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            pending.extend(stmt.body)
+            pending.extend(stmt.orelse)
+    return frozenset(found)
 
 
 def _redo_effects(interp: EngineParts, built: BuiltSelf) -> None:
