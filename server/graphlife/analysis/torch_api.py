@@ -14,7 +14,7 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import constants, distributions, growth, namedtuples, op_arguments, optable
+from graphlife.analysis import constants, distributions, growth, library_models, namedtuples, op_arguments, optable
 from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
@@ -713,6 +713,9 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
                 return with_indices(interp, short, result, list(args[1:]), kwargs, call)
             return result
         return UNKNOWN
+    model = library_models.library_model(name)
+    if model is not None:
+        return make_library_model(interp, state, name, model, call)
     return UNKNOWN
 
 
@@ -938,6 +941,51 @@ def make_module(interp: TorchEngine, state: State, key: str, args: list[Value], 
     return ref
 
 
+def make_library_model(interp: TorchEngine, state: State, name: str, model: library_models.LibraryModel,
+                       call: ast.Call) -> Value:
+    """A model a library built (:mod:`graphlife.analysis.library_models`): a module of parameters
+    that may require grad (``frozen`` unknown), called as :func:`call_library_model` says."""
+    ref = interp.new_object(state, "module", call, cls=name)
+    obj = state.heap[ref.oid]
+    obj.param_storages = frozenset({interp.fresh(), interp.fresh()})
+    obj.extra["bias_storage"] = max(obj.param_storages)
+    obj.extra["library_model"] = model
+    obj.frozen = None
+    return ref
+
+
+def call_library_model(interp: TorchEngine, state: State, ref: HeapRef, model: library_models.LibraryModel,
+                       args: list[Value], kwargs: dict[str, Value], call: ast.Call) -> Value:
+    """The forward of a library's model: one op of its inputs and parameters whose backward may
+    fill those parameters' gradients and whose node may save tensors (every network of these
+    libraries saves some). The result's graph is a *may*, also when an input requires grad: the
+    engine cannot see what the library saves, so a rule needing it warns and never errs."""
+    obj = state.heap[ref.oid]
+    storages, frozen = module_params(state, ref)
+    interp.note_module_call(ref, call)
+    tensors = flatten_tensor_args([*args, *kwargs.values()], state)
+    if frozen is not True and storages:
+        tensors.append(TensorVal(requires_grad=None if frozen is None else True, leaf=True, storage=None))
+    result = apply_op(interp, state, obj.cls, tensors, [None] * len(tensors), call, info=None)
+    if isinstance(result, TensorVal) and len(result.grad_fn) == 1:
+        node = interp.run_state.graph.nodes[next(iter(result.grad_fn))]
+        node.saves_certain = True
+        if frozen is not True:
+            node.leaves = node.leaves | storages
+        if result.requires_grad is True:
+            result = replace(result, requires_grad=None, certain=False)
+    if model.output is library_models.OutputShape.TENSOR:
+        return result
+    # A dict of losses, `{"out": ..., "aux": ...}`, or a transformers `ModelOutput`: every item
+    # (by key, by position, by field) is a result of the forward.
+    output = interp.new_object(state, "dict", call)
+    holder = state.heap[output.oid]
+    holder.elem = result
+    if model.output is library_models.OutputShape.MODEL_OUTPUT:
+        holder.attrs.update(dict.fromkeys(library_models.MODEL_OUTPUT_FIELDS, result))
+    return output
+
+
 def module_params(state: State, ref: HeapRef, depth: int = 0) -> tuple[frozenset[int], bool | None]:
     """Storages of every parameter a module owns (recursively), and whether all are frozen."""
     obj = state.heap.get(ref.oid)
@@ -1095,6 +1143,9 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
         method = FunctionRef(node=forward, key=id(forward), bound_self=ref)
         return interp.call_function(method, args, kwargs, state, call)
     key = obj.cls
+    library_model = obj.extra.get("library_model")
+    if isinstance(library_model, library_models.LibraryModel):
+        return call_library_model(interp, state, ref, library_model, args, kwargs, call)
     if key == "nn.Sequential":
         children = obj.attrs.get("__children__")
         if not isinstance(children, TupleVal):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import torch_api
+from graphlife.analysis import library_models, torch_api
 from graphlife.analysis.engine.core import EngineCore
 from graphlife.analysis.events import StoreEvent
 from graphlife.analysis.state import State
@@ -105,7 +105,7 @@ class Assignment(EngineCore):
         if len(born) >= len(loops) and born[: len(loops)] == self.iteration():
             return  # made in this iteration: it dies with it (not one kept from an earlier one)
         for tensor in torch_api.tensors_in(value, state):
-            if tensor.requires_grad is True and tensor.grad_fn:
+            if library_models.stores_graph(self.run_state.graph, tensor):
                 self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target,
                                      kind=kind, whole=value, same_slot=same_slot))
                 return
