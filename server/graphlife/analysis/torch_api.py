@@ -89,6 +89,12 @@ RNN_OUTPUTS = {
     "nn.RNNCell": "cell",
 }
 CONTAINERS = {"nn.Sequential", "nn.ModuleList", "nn.ModuleDict", "nn.ParameterList"}
+#: Containers whose constructor takes the modules as separate arguments: ``nn.Sequential(*blocks)``
+#: is the container built from the list ``blocks``, whatever its length.
+STARRED_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
+#: The ``extra`` key of a list (or container module) built by ``[Block() for _ in range(n)]``:
+#: at least one instance of one class, its ``elem``.
+REPEATED_BLOCKS = "repeated_blocks"
 #: Methods every nn.Module has (the engine models these; other unknown attributes are unknown values).
 MODULE_METHODS = {
     "parameters", "named_parameters", "train", "eval", "to", "cuda", "cpu", "double", "float", "half", "apply",
@@ -904,6 +910,8 @@ def make_module(interp: TorchEngine, state: State, key: str, args: list[Value], 
                     children.extend(items.items)
                 else:
                     obj.elem = state.heap[arg.oid].elem
+                    if state.heap[arg.oid].extra.get(REPEATED_BLOCKS):
+                        obj.extra[REPEATED_BLOCKS] = state.heap[arg.oid].extra[REPEATED_BLOCKS]
             elif isinstance(arg, TupleVal):
                 children.extend(arg.items)
             elif isinstance(arg, HeapRef) and arg.oid in state.heap and state.heap[arg.oid].kind == "dict":
@@ -1148,6 +1156,9 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
         return call_library_model(interp, state, ref, library_model, args, kwargs, call)
     if key == "nn.Sequential":
         children = obj.attrs.get("__children__")
+        blocks = obj.extra.get(REPEATED_BLOCKS)
+        if isinstance(blocks, int) and blocks > 0 and isinstance(obj.elem, HeapRef):
+            return _call_repeated_blocks(interp, state, obj.elem, blocks, args[0] if args else UNKNOWN, call)
         if not isinstance(children, TupleVal):
             return UNKNOWN
         value = args[0] if args else UNKNOWN
@@ -1232,6 +1243,16 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
     if obj.extra.get("reduces_to_one"):
         result = mark_scalar(result)
     return shape_module_output(key, result)
+
+
+def _call_repeated_blocks(interp: TorchEngine, state: State, block: HeapRef, blocks: int, value: Value,
+                          call: ast.Call) -> Value:
+    """``nn.Sequential(*[Block() for _ in range(n)])`` called: a chain of ``blocks`` runs of the
+    block (each output the next one's input; two stand for more, as for a loop); the value of
+    the chain's end is the container's output."""
+    for _ in range(blocks):
+        value = call_module_site(interp, state, block, [value], call)
+    return value
 
 
 def call_module_site(interp: TorchEngine, state: State, child: HeapRef, args: list[Value], call: ast.Call) -> Value:
