@@ -20,6 +20,7 @@ from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
     GradReadEvent,
+    GradShareEvent,
     InplaceEvent,
     NumpyEvent,
     OptimizerEvent,
@@ -538,6 +539,8 @@ def tensor_attribute(interp: TorchEngine, state: State, tensor: TensorVal, expr:
                        desc=interp.text(expr))
     if attr == "grad":
         interp.emit(GradReadEvent(stmt=interp.current_stmt(), state=state, tensor=tensor, expr=expr))
+        if tensor.leaf and grads_set_to_none(state, param_storages(tensor, state)):
+            return NONE  # `zero_grad()` set it to None on every path, and no backward filled it since
         # After a backward with create_graph=True, a .grad has a graph of its own.
         grad_needs = None if interp.run_state.create_graph_seen else False
         grad = TensorVal(requires_grad=grad_needs, leaf=True if grad_needs is False else None, storage=None,
@@ -557,6 +560,13 @@ def tensor_attribute(interp: TorchEngine, state: State, tensor: TensorVal, expr:
     if attr in ("shape", "device", "dtype", "ndim", "grad_fn", "is_cuda", "_version", "real", "imag"):
         return Number(None) if attr != "grad_fn" else UNKNOWN
     return BoundMethod(tensor, attr)
+
+
+def grads_set_to_none(state: State, storages: frozenset[int]) -> bool:
+    """Is the ``.grad`` of each of these leaves None on every path (``zero_grad()`` set it so and
+    no backward or assignment filled it since)?"""
+    return bool(storages) and all(
+        (status := state.grads.get(storage)) is not None and status[0] == "zeroed_none" for storage in storages)
 
 
 def set_requires_grad(interp: TorchEngine, state: State, target: TensorVal, target_expr: ast.expr | None, flag: Tri,
@@ -842,6 +852,7 @@ def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value]
     if name == "zip" and args:
         ref = interp.new_object(state, "zip", call)
         state.heap[ref.oid].elem = TupleVal(tuple(interp.iter_element(a, state) for a in args))
+        state.heap[ref.oid].extra["zipped"] = TupleVal(tuple(args))  # a loop over it runs when each of them has items
         return ref
     if name in ("iter", "reversed", "sorted") and args:
         return args[0]
@@ -1530,11 +1541,14 @@ def call_optimizer_method(interp: TorchEngine, state: State, ref: HeapRef, name:
             run_step_closure(interp, state, closure, call)
             obj = state.heap[ref.oid]
         interp.emit(StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
+        shares = interp.run_state.grad_shares
         for storage in sorted(obj.opt_storages or ()):
             state.bump(storage, interp.current_stmt())
-            status = state.grads.get(storage)
-            if status is not None and status[0] in ("acc", "acc_stale"):
-                state.writable("grads")[storage] = ("acc_stepped", interp.current_stmt())
+            # The gradient the step used: the parameter's own, or the one its `.grad` shares.
+            for used in (storage, *sorted(shares.get(storage, ()))):
+                status = state.grads.get(used)
+                if status is not None and status[0] in ("acc", "acc_stale"):
+                    state.writable("grads")[used] = ("acc_stepped", interp.current_stmt())
         return NONE
     if name == "zero_grad":
         zero_grads(interp, state, obj.opt_storages, call, set_to_none=_set_to_none(args, kwargs))
@@ -1561,12 +1575,41 @@ def _set_to_none(args: list[Value], kwargs: Mapping[str, Value]) -> Tri:
     return const_bool(args[0]) if args else True
 
 
+def share_grads(interp: TorchEngine, state: State, storages: frozenset[int], sources: frozenset[int],
+                target: ast.Attribute) -> None:
+    """``global_param._grad = local_param.grad``: the parameters' ``.grad`` is now the other leaves'
+    gradient tensor, with its status (measured under torch: the global optimizer's
+    ``zero_grad()``, which sets ``.grad`` to None, leaves that tensor as it was, so the next
+    backward adds to it and the next step applies the sum of every earlier gradient)."""
+    interp.emit(GradShareEvent(stmt=interp.current_stmt(), state=state, target=target, storages=storages,
+                               sources=sources))
+    statuses = {state.grads.get(source) for source in sources}
+    status = statuses.pop() if len(statuses) == 1 else ("unknown", None)
+    for storage in storages:
+        if status is None:
+            state.writable("grads").pop(storage, None)
+        else:
+            state.writable("grads")[storage] = status
+        interp.run_state.grad_shares[storage] = sources
+
+
 def zero_grads(interp: TorchEngine, state: State, storages: Collection[int] | None, site: ast.AST, *,
                set_to_none: Tri) -> None:
-    """Gradients reset (``zero_grad``, ``p.grad = None``, ``p.grad.zero_()``): event and status."""
+    """Gradients reset (``zero_grad``, ``p.grad = None``, ``p.grad.zero_()``): event and status.
+    A ``.grad`` shared with other leaves (:func:`share_grads`) is zeroed in place with theirs;
+    set to None, it stops being shared and theirs is left as it was."""
     interp.emit(ZeroGradEvent(stmt=interp.current_stmt(), state=state, call=site,
                                            storages=frozenset(storages) if storages is not None else None,
                                            set_to_none=set_to_none))
+    shares = interp.run_state.grad_shares
+    shared = {source for storage in storages or () for source in shares.get(storage, ())}
+    for storage in storages or ():
+        if set_to_none is not False:
+            shares.pop(storage, None)
+    if set_to_none is None:
+        state.set_grads(shared, "unknown", None)
+    elif set_to_none is False:
+        storages = {*(storages or ()), *shared}
     for storage in storages or ():
         previous = state.grads.get(storage)
         if previous is not None and previous[0] in ("acc", "acc_stale"):

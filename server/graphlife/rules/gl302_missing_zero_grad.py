@@ -50,7 +50,7 @@ import ast
 from dataclasses import dataclass, field
 
 from graphlife.analysis.doc_languages import Translation
-from graphlife.analysis.events import StepEvent, UnitEndEvent, ZeroGradEvent
+from graphlife.analysis.events import GradShareEvent, StepEvent, UnitEndEvent, ZeroGradEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import UNSAFE, InsertBefore
@@ -117,6 +117,18 @@ NEVER_RESET_NO_STEP = MessageTemplate(
 )
 
 
+SHARED = MessageTemplate(
+    "GL302.shared",
+    "Gradients are never reset: `{step}` applies the gradient tensor `{share}` (line {line}) hands to its "
+    "parameters, and `zero_grad()` on this optimizer only sets their `.grad` to None, which leaves that tensor as "
+    "it was; each backward adds to it, so every step applies the sum of all earlier gradients. Reset the gradients "
+    "the backward fills (`zero_grad()` on the model it runs through) before each backward.",
+    zh_cn="梯度从未清零：`{step}` 使用的是 `{share}`（{line}）交给其参数的梯度张量，而这个优化器的 `zero_grad()` "
+    "只把参数的 `.grad` 设为 None，那个张量保持原样；每次反向传播都往里累加，所以每次优化步用的都是之前所有梯度的累加和。"
+    "请在每次反向传播之前，清零反向传播所填充的梯度（对它经过的模型调用 `zero_grad()`）。",
+)
+SHARED_HERE = MessageTemplate("GL302.shared-here", "the parameters get this gradient tensor here",
+                              zh_cn="参数在此得到这个梯度张量")
 CALLED_AGAIN = MessageTemplate(
     "GL302.called-again",
     "Gradients are never reset: `{step}` applies the gradients of `{backward}` (line {line}), and nothing in "
@@ -146,6 +158,15 @@ class GL302State:
 
     fresh_steps: list[tuple[StepEvent, ast.AST]] = field(default_factory=list)
     zeroed: set[int] | None = field(default_factory=set)
+    #: Parameters whose `.grad` was handed another's gradient tensor, and where.
+    shared: dict[int, ast.stmt] = field(default_factory=dict)
+
+
+@RULE.on(GradShareEvent)
+def on_grad_share(event: GradShareEvent, ctx: RuleContext) -> None:
+    shared = ctx.unit_state(GL302State).shared
+    for storage in event.storages:
+        shared[storage] = event.stmt
 
 
 @RULE.on(ZeroGradEvent)
@@ -171,6 +192,10 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
         ctx.unit_state(GL302State).fresh_steps.append((event, backward))
     if not all(st is not None and st[0] == "acc_stale" for st in statuses):
         return
+    shares = {ctx.unit_state(GL302State).shared.get(s) for s in storages}
+    if None not in shares:
+        _report_shared(event, ctx, min(shares, key=lambda stmt: (stmt.lineno, stmt.col_offset)))  # type: ignore[union-attr]
+        return
     earlier_step = statuses[0][1] if statuses[0] is not None else None
     if earlier_step is not None:
         message = NEVER_RESET(step=ctx.text(event.call), earlier=ctx.text(earlier_step), line=ctx.line(earlier_step))
@@ -193,6 +218,14 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     related = ([Related(ctx.span(earlier_step), EARLIER_STEP())]
                if earlier_step is not None else [])
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+
+
+def _report_shared(event: StepEvent, ctx: RuleContext, share: ast.stmt) -> None:
+    """The step's parameters hold another leaf's gradient tensor (``global_param._grad =
+    local_param.grad``), which nothing resets: no fix is offered, since this optimizer's
+    ``zero_grad()`` is not the reset that is missing."""
+    message = SHARED(step=ctx.text(event.call), share=ctx.text(share), line=ctx.line(share))
+    ctx.report(RULE, ctx.span(event.stmt), message, related=[Related(ctx.span(share), SHARED_HERE())])
 
 
 def _closure_of(call: ast.AST, loop: ast.AST | None) -> ast.FunctionDef | None:

@@ -169,13 +169,17 @@ class Loops(EngineCore):
         return None
 
     def nonempty(self, iterable: Value, state: State) -> bool:
-        """A module's parameters: there is at least one (a loop over them runs). A list or a
+        """A module's parameters: there is at least one (a loop over them runs); so does a ``zip``
+        of such. A list or a
         container module built by a comprehension over a ``range`` of blocks (see
         :meth:`_builds_repeated_blocks`)."""
         if isinstance(iterable, HeapRef) and iterable.oid in state.heap:
             obj = state.heap[iterable.oid]
             if obj.extra.get(REPEATED_BLOCKS):
                 return True
+            zipped = obj.extra.get("zipped") if obj.kind == "zip" else None
+            if isinstance(zipped, TupleVal):  # `zip(global_model.parameters(), local_model.parameters())`
+                return all(self.nonempty(part, state) for part in zipped.items)
             module = obj.extra.get("module") if obj.kind == "params" else None
             if isinstance(module, HeapRef):
                 return bool(torch_api.module_params(state, module)[0])
