@@ -106,6 +106,27 @@ def is_library_model_op(op: str) -> bool:
     return library_model(op) is not None
 
 
+#: Optimizers that libraries export with torch's constructor (parameters first): stepped like torch's.
+LIBRARY_OPTIMIZERS = frozenset({
+    "transformers.AdamW", "transformers.optimization.AdamW", "transformers.Adafactor",
+    "transformers.optimization.Adafactor",
+})
+#: What ``torchvision.models.__dict__[args.arch]`` names: some member of the package, chosen at run time.
+ANY_MEMBER = "any_member"
+#: Packages whose members, looked up by a name known only at run time, are model builders.
+_MODEL_NAMESPACES = frozenset({"torchvision.models"})
+
+
+def namespace_member(namespace_dict: str, key: object) -> str | None:
+    """The name ``package.__dict__[key]`` stands for, when ``package`` is a namespace of model
+    builders (``models.__dict__[args.arch](pretrained=True)``, pytorch/examples' ImageNet
+    script); ``None`` for any other package."""
+    package = namespace_dict.removesuffix(".__dict__")
+    if package == namespace_dict or package not in _MODEL_NAMESPACES:
+        return None
+    return f"{package}.{key if isinstance(key, str) and key.isidentifier() else ANY_MEMBER}"
+
+
 def library_model(name: str) -> LibraryModel | None:
     """The model a call of the imported name ``name`` builds, or ``None`` when it builds none
     the engine knows of."""

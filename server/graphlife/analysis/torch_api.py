@@ -637,7 +637,8 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
                          desc=interp.text(call), created_with_grad=call if flag else None,
                          dtype=base.dtype if isinstance(base, TensorVal) else None,
                          device=base.device if isinstance(base, TensorVal) else None)
-    if name.startswith("torch.optim.") and short[:1].isupper() and "lr_scheduler" not in name:
+    if (name.startswith("torch.optim.") and short[:1].isupper() and "lr_scheduler" not in name
+            or name in library_models.LIBRARY_OPTIMIZERS):
         return make_optimizer(interp, state, args, kwargs, call)
     if name in ("torch.autograd.backward",):
         root = args[0] if args else UNKNOWN
@@ -980,17 +981,16 @@ def call_library_model(interp: TorchEngine, state: State, ref: HeapRef, model: l
     libraries saves some). The result's graph is a *may*, also when an input requires grad: the
     engine cannot see what the library saves, so a rule needing it warns and never errs."""
     obj = state.heap[ref.oid]
-    storages, frozen = module_params(state, ref)
+    storages = _library_trainable(state, ref)
     interp.note_module_call(ref, call)
     tensors = flatten_tensor_args([*args, *kwargs.values()], state)
-    if frozen is not True and storages:
-        tensors.append(TensorVal(requires_grad=None if frozen is None else True, leaf=True, storage=None))
+    if storages:
+        tensors.append(TensorVal(requires_grad=None, leaf=True, storage=None))
     result = apply_op(interp, state, obj.cls, tensors, [None] * len(tensors), call, info=None)
     if isinstance(result, TensorVal) and len(result.grad_fn) == 1:
         node = interp.run_state.graph.nodes[next(iter(result.grad_fn))]
         node.saves_certain = True
-        if frozen is not True:
-            node.leaves = node.leaves | storages
+        node.leaves = node.leaves | storages
         if result.requires_grad is True:
             result = replace(result, requires_grad=None, certain=False)
     if model.output is library_models.OutputShape.TENSOR:
@@ -1003,6 +1003,18 @@ def call_library_model(interp: TorchEngine, state: State, ref: HeapRef, model: l
     if model.output is library_models.OutputShape.MODEL_OUTPUT:
         holder.attrs.update(dict.fromkeys(library_models.MODEL_OUTPUT_FIELDS, result))
     return output
+
+
+def _library_trainable(state: State, ref: HeapRef) -> frozenset[int]:
+    """The parameters of a library's model that a backward through it may fill: its own unless
+    the user froze them, and those of the modules the user put into it (``model.fc =
+    nn.Linear(...)`` after freezing the backbone) unless frozen too."""
+    obj = state.heap[ref.oid]
+    storages = set(obj.param_storages) if obj.frozen is not True else set()
+    for child in obj.attrs.values():
+        if isinstance(child, HeapRef) and child.oid in state.heap and state.heap[child.oid].kind == "module":
+            storages |= trainable_params(state, child)
+    return frozenset(storages)
 
 
 def module_params(state: State, ref: HeapRef, depth: int = 0) -> tuple[frozenset[int], bool | None]:

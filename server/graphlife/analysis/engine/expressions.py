@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import constants, distributions, torch_api
+from graphlife.analysis import constants, distributions, library_models, torch_api
 from graphlife.analysis.engine.core import EngineCore, handler_for, handles_expressions
 from graphlife.analysis.engine.heap import MAX_EXACT_UNROLL
 from graphlife.analysis.state import State
@@ -271,6 +271,9 @@ class Expressions(EngineCore):
         key = self.eval(expr.slice, state)
         if isinstance(container, TensorVal):
             return torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
+        if isinstance(container, QualName):
+            member = library_models.namespace_member(container.name, key.const if isinstance(key, Number) else None)
+            return QualName(member) if member is not None else UNKNOWN
         if isinstance(container, TupleVal):
             if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
                 try:

@@ -1,0 +1,95 @@
+"""Models from libraries: which calls build one, and what the training loop around it is told.
+
+The torch truth of the loop rules on library models is in the fixtures (``tests/fixtures/*/
+*library*``, run by the oracle on stand-ins of the same shape). Here: that only calls which
+build a model count as one (a tokenizer, a weights enum, a TensorFlow model or a loss helper
+is no torch module whose step could go wrong), and that the facts stay *may* facts: a second
+backward through a library model is a warning, never an error.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from graphlife.checker import check
+
+LOOP = """\
+import torch
+{imports}
+
+model = {build}
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for batch, target in loader:
+    out = model(batch)
+    loss = torch.nn.functional.cross_entropy(out, target)
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def _codes(source: str) -> list[str]:
+    return [f.code for f in check(textwrap.dedent(source), "train.py")]
+
+
+@pytest.mark.parametrize(("imports", "build"), [
+    ("import torchvision", "torchvision.models.resnet18(weights=None)"),
+    ("from torchvision import models", "models.__dict__[arch](pretrained=True)"),
+    ("from torchvision.models.resnet import ResNet, BasicBlock", "ResNet(BasicBlock, [2, 2, 2, 2])"),
+    ("import timm", "timm.create_model('resnet50', pretrained=True, num_classes=10)"),
+    ("from transformers import AutoModelForImageClassification",
+     "AutoModelForImageClassification.from_pretrained('google/vit-base-patch16-224')"),
+    ("from transformers import BertConfig, BertForSequenceClassification", "BertForSequenceClassification(BertConfig())"),
+])
+def test_a_library_model_never_zeroed_gets_the_missing_zero_grad_warning(imports: str, build: str) -> None:
+    findings = check(LOOP.format(imports=imports, build=build), "train.py")
+    assert [(f.code, f.severity.value) for f in findings] == [("GL302", "warning")]
+
+
+@pytest.mark.parametrize(("imports", "build"), [
+    ("from transformers import AutoTokenizer", "AutoTokenizer.from_pretrained('bert-base-uncased')"),
+    ("from transformers import TFBertForSequenceClassification",
+     "TFBertForSequenceClassification.from_pretrained('bert-base-uncased')"),
+    ("from transformers import AutoConfig", "AutoConfig.from_pretrained('bert-base-uncased')"),
+    ("from torchvision.models import ResNet50_Weights", "ResNet50_Weights.DEFAULT.transforms()"),
+    ("from torchvision.models import get_model_weights", "get_model_weights('resnet50')"),
+    ("from torchvision.models.detection.roi_heads import fastrcnn_loss", "fastrcnn_loss(a, b, c, d)"),
+    ("from torchvision.models.feature_extraction import create_feature_extractor",
+     "create_feature_extractor(backbone, ['layer4'])"),
+])
+def test_what_is_not_a_torch_model_is_not_taken_for_one(imports: str, build: str) -> None:
+    assert _codes(LOOP.format(imports=imports, build=build)) == []
+
+
+def test_a_second_backward_through_a_library_model_is_a_warning_not_an_error() -> None:
+    findings = check(textwrap.dedent("""\
+        import torch
+        import timm
+
+        model = timm.create_model("resnet18", pretrained=True)
+        x = torch.randn(2, 3, 32, 32, requires_grad=True)
+        loss = model(x).sum()
+        loss.backward()
+        loss.backward()
+        """), "probe.py")
+    assert [(f.code, f.severity.value, f.span.line) for f in findings] == [("GL101", "warning", 8)]
+
+
+def test_a_transformers_output_is_read_by_field_key_and_position() -> None:
+    source = """\
+        import torch
+        from transformers import AutoModelForSequenceClassification
+
+        model = AutoModelForSequenceClassification.from_pretrained("bert-base-uncased")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+        kept = []
+        for batch in loader:
+            optimizer.zero_grad()
+            outputs = model(**batch)
+            outputs{read}.backward()
+            optimizer.step()
+            kept.append(outputs{read})
+        """
+    for read in (".loss", "['loss']", "[0]"):
+        assert _codes(source.format(read=read)) == ["GL201"], read
