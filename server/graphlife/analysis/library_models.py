@@ -106,6 +106,20 @@ def is_library_model_op(op: str) -> bool:
     return library_model(op) is not None
 
 
+#: Attributes of these libraries' models that hold settings or numbers, not submodules.
+NOT_SUBMODULES = frozenset({
+    "config", "device", "dtype", "training", "num_features", "num_classes", "num_labels", "in_features",
+    "out_features", "default_cfg", "pretrained_cfg", "name_or_path", "generation_config", "main_input_name",
+    "base_model_prefix", "feature_info", "embed_dim", "hidden_size", "transform", "anchor_generator",
+})
+
+
+def is_submodule_attribute(attr: str) -> bool:
+    """Does ``model.<attr>`` of a library's model name one of its layers (``model.fc``,
+    ``model.features``, ``model.backbone``, ``model.bert``)?"""
+    return not attr.startswith("_") and attr not in NOT_SUBMODULES and not attr.isupper()
+
+
 #: Optimizers that libraries export with torch's constructor (parameters first): stepped like torch's.
 LIBRARY_OPTIMIZERS = frozenset({
     "transformers.AdamW", "transformers.optimization.AdamW", "transformers.Adafactor",

@@ -839,6 +839,9 @@ def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value]
                 return obj.attrs["__items__"]
         ref = interp.new_list(state, (), call, literal=False)
         state.heap[ref.oid].elem = element
+        source = state.heap.get(args[0].oid) if isinstance(args[0], HeapRef) else None
+        if source is not None and source.extra.get(REPEATED_BLOCKS):
+            state.heap[ref.oid].extra[REPEATED_BLOCKS] = source.extra[REPEATED_BLOCKS]
         return ref
     if name in ("tuple", "list", "dict", "set") and not args:
         return interp.new_object(state, "list" if name != "dict" else "dict", call)
@@ -971,6 +974,23 @@ def make_library_model(interp: TorchEngine, state: State, name: str, model: libr
     obj.extra["bias_storage"] = max(obj.param_storages)
     obj.extra["library_model"] = model
     obj.frozen = None
+    return ref
+
+
+def library_submodule(interp: TorchEngine, state: State, parent: HeapRef, attr: str, site: ast.AST) -> Value:
+    """``model.features`` of a library's model: one of its layers, a library model of its own
+    (frozen as its parent is) whose parameters are among the parent's; kept, so that the next
+    read is the same module."""
+    obj = state.heap[parent.oid]
+    model = obj.extra["library_model"]
+    assert isinstance(model, library_models.LibraryModel)
+    ref = interp.new_object(state, "module", site, cls=obj.cls)
+    child = state.heap[ref.oid]
+    child.param_storages = frozenset({interp.fresh(), interp.fresh()})
+    child.extra["bias_storage"] = max(child.param_storages)
+    child.extra["library_model"] = library_models.LibraryModel(model.library, library_models.OutputShape.TENSOR)
+    child.frozen = obj.frozen
+    state.heap_write(parent.oid).attrs[attr] = ref
     return ref
 
 
@@ -1510,6 +1530,11 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         return call_module(interp, state, ref, args, kwargs, call)
     if name in ("children", "modules"):
         out = interp.new_object(state, "list", call)
+        if name == "children" and "library_model" in state.heap[ref.oid].extra:
+            # A library model's layers, one standing for all: `nn.Sequential(*list(resnet.children())[:-1])`
+            # runs them as a chain.
+            state.heap[out.oid].elem = library_submodule(interp, state, ref, "children()", call)
+            state.heap[out.oid].extra[REPEATED_BLOCKS] = 2
         return out
     if name in ("register_buffer", "register_parameter", "add_module") and len(args) >= 2:
         if isinstance(args[0], Number) and isinstance(args[0].const, str):

@@ -139,6 +139,9 @@ class Expressions(EngineCore):
                              storage=bias if expr.attr.startswith("bias") or expr.attr == "in_proj_bias" else weight,
                              is_param=True, origin=expr,
                              desc=self.text(expr), created_with_grad=obj.site)
+        if (obj is not None and obj.kind == "module" and "library_model" in obj.extra
+                and expr.attr not in torch_api.MODULE_METHODS and library_models.is_submodule_attribute(expr.attr)):
+            return torch_api.library_submodule(self, state, receiver, expr.attr, expr)
         if obj is not None and obj.class_ref is not None:
             method = self.find_method(obj.class_ref, expr.attr, state)
             if method is not None:
