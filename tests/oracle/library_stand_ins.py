@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn import functional as F  # noqa: N812 - torch's own spelling
+from torch.nn import functional as F
 
 
 class _SmallClassifier(nn.Module):

@@ -43,7 +43,8 @@ def _codes(source: str) -> list[str]:
     ("import timm", "timm.create_model('resnet50', pretrained=True, num_classes=10)"),
     ("from transformers import AutoModelForImageClassification",
      "AutoModelForImageClassification.from_pretrained('google/vit-base-patch16-224')"),
-    ("from transformers import BertConfig, BertForSequenceClassification", "BertForSequenceClassification(BertConfig())"),
+    ("from transformers import BertConfig, BertForSequenceClassification",
+     "BertForSequenceClassification(BertConfig())"),
 ])
 def test_a_library_model_never_zeroed_gets_the_missing_zero_grad_warning(imports: str, build: str) -> None:
     findings = check(LOOP.format(imports=imports, build=build), "train.py")

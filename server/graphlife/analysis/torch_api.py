@@ -637,7 +637,7 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
                          desc=interp.text(call), created_with_grad=call if flag else None,
                          dtype=base.dtype if isinstance(base, TensorVal) else None,
                          device=base.device if isinstance(base, TensorVal) else None)
-    if (name.startswith("torch.optim.") and short[:1].isupper() and "lr_scheduler" not in name
+    if ((name.startswith("torch.optim.") and short[:1].isupper() and "lr_scheduler" not in name)
             or name in library_models.LIBRARY_OPTIMIZERS):
         return make_optimizer(interp, state, args, kwargs, call)
     if name in ("torch.autograd.backward",):

@@ -124,7 +124,8 @@ SHARED = MessageTemplate(
     "it was; each backward adds to it, so every step applies the sum of all earlier gradients. Reset the gradients "
     "the backward fills (`zero_grad()` on the model it runs through) before each backward.",
     zh_cn="梯度从未清零：`{step}` 使用的是 `{share}`（{line}）交给其参数的梯度张量，而这个优化器的 `zero_grad()` "
-    "只把参数的 `.grad` 设为 None，那个张量保持原样；每次反向传播都往里累加，所以每次优化步用的都是之前所有梯度的累加和。"
+    "只把参数的 `.grad` 设为 None，那个张量保持原样；每次反向传播都往里累加，"
+    "所以每次优化步用的都是之前所有梯度的累加和。"
     "请在每次反向传播之前，清零反向传播所填充的梯度（对它经过的模型调用 `zero_grad()`）。",
 )
 SHARED_HERE = MessageTemplate("GL302.shared-here", "the parameters get this gradient tensor here",
@@ -192,9 +193,10 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
         ctx.unit_state(GL302State).fresh_steps.append((event, backward))
     if not all(st is not None and st[0] == "acc_stale" for st in statuses):
         return
-    shares = {ctx.unit_state(GL302State).shared.get(s) for s in storages}
-    if None not in shares:
-        _report_shared(event, ctx, min(shares, key=lambda stmt: (stmt.lineno, stmt.col_offset)))  # type: ignore[union-attr]
+    shared = ctx.unit_state(GL302State).shared
+    if all(s in shared for s in storages):
+        first = min((shared[s] for s in storages), key=lambda stmt: (stmt.lineno, stmt.col_offset))
+        _report_shared(event, ctx, first)
         return
     earlier_step = statuses[0][1] if statuses[0] is not None else None
     if earlier_step is not None:

@@ -132,7 +132,8 @@ class Statements(EngineCore):
         entry_envs = self.run_state.loop_entry_envs
         if (
             isinstance(stmt.target, ast.Name) and isinstance(result, TensorVal)
-            and library_models.stores_graph(self.run_state.graph, result) and entry_envs and stmt.target.id in entry_envs[-1][1].env
+            and library_models.stores_graph(self.run_state.graph, result)
+            and entry_envs and stmt.target.id in entry_envs[-1][1].env
         ):
             self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=result,
                                  target=stmt.target.id, kind="accumulate", whole=operand))
