@@ -11,6 +11,11 @@ batch)`, run by another module once per batch) is reported too when it runs a
 backward and a step and nothing in it, its class or its module ever resets
 those gradients: from its second call on, it has the same bug.
 
+Parameters handed another model's gradient tensor (`global_param._grad =
+local_param.grad`, as A3C workers do) are reported too when that tensor is never
+reset: the global optimizer's `zero_grad()` only sets their `.grad` to None, and
+the local backward keeps adding to the tensor they are given again.
+
 ## Why is this bad?
 `backward()` adds to `.grad`. Without a reset, each step uses the sum of every
 earlier gradient: the effective learning rate grows and training diverges or
@@ -63,6 +68,8 @@ ZH_CN = Translation(
 
 本文件中没有任何地方调用的训练步函数（`def train(self, batch)`，由另一个模块每个 batch 调用一次），如果它执行了反向传播和优化步，而它自身、它所在的类和模块都从不重置这些梯度，也会被报告：从第二次调用开始，它就有同样的问题。
 
+参数被交给另一个模型的梯度张量时（`global_param._grad = local_param.grad`，A3C 的 worker 就这样做），如果那个张量从不被重置，也会被报告：全局优化器的 `zero_grad()` 只把参数的 `.grad` 设为 None，而本地的反向传播不断往那个张量里累加，下一次它又被交给参数。
+
 ## 为什么这是问题？
 `backward()` 是往 `.grad` 上累加。不重置的话，每一步用的都是之前所有梯度之和：有效学习率越来越大，训练发散或停滞——而且不报任何错。
 
@@ -89,7 +96,7 @@ for x, y in loader:
 ## 修复的安全性
 不安全：在循环开头加 `zero_grad()` 会改变每一步的更新量（梯度不再累积）；只在加 `--unsafe-fixes` 时应用。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="a5af80f8a60d",
+    translates="0d47a6db0432",
 )
 
 RULE = Rule(
