@@ -1009,7 +1009,9 @@ def call_library_model(interp: TorchEngine, state: State, ref: HeapRef, model: l
     result = apply_op(interp, state, obj.cls, tensors, [None] * len(tensors), call, info=None)
     if isinstance(result, TensorVal) and len(result.grad_fn) == 1:
         node = interp.run_state.graph.nodes[next(iter(result.grad_fn))]
-        node.saves_certain = True
+        # What it saves is claimed through its parameters only: a frozen model's graph on an
+        # input that may not require grad is an unknown op's.
+        node.saves_certain = bool(storages)
         node.leaves = node.leaves | storages
         if result.requires_grad is True:
             result = replace(result, requires_grad=None, certain=False)
