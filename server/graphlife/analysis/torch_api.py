@@ -852,6 +852,7 @@ def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value]
     if name == "enumerate" and args:
         ref = interp.new_object(state, "enumerate", call)
         state.heap[ref.oid].elem = interp.iter_element(args[0], state)
+        state.heap[ref.oid].extra["zipped"] = TupleVal((args[0],))  # what it numbers
         return ref
     if name == "zip" and args:
         ref = interp.new_object(state, "zip", call)

@@ -189,10 +189,17 @@ class Expressions(EngineCore):
         operand = self.eval(expr.operand, state)
         if isinstance(operand, TensorVal) and isinstance(expr.op, ast.USub):
             return torch_api.apply_op(self, state, "Tensor.__neg__", [operand], [expr.operand], expr)
+        # Folded where a binary operation is (not in a loop, whose later iterations the engine runs
+        # as one: `flag = not flag` must not carry the second iteration's value), and on a literal.
+        foldable = not self.run_state.loop_stack or isinstance(expr.operand, ast.Constant)
+        known = operand.const if isinstance(operand, Number) and foldable else None
         if isinstance(expr.op, ast.Not):
-            return Number(None)
+            # `if not requires_grad:` with a flag known on every path decides the branch
+            return Number(not known) if isinstance(known, (bool, int, str)) else Number(None)
         if isinstance(operand, TensorVal):
             return operand
+        if isinstance(expr.op, ast.USub) and isinstance(known, int) and not isinstance(known, bool):
+            return Number(-known)  # `outputs[-1]`
         return Number(None) if isinstance(operand, Number) else UNKNOWN
 
     @handles_expressions(ast.Compare)
@@ -292,6 +299,10 @@ class Expressions(EngineCore):
                 return UNKNOWN
             if isinstance(key, Number) and isinstance(key.const, (str, int)) and f"[{key.const!r}]" in obj.attrs:
                 return obj.attrs[f"[{key.const!r}]"]  # a key with one known value: that slot
+            items = obj.attrs.get("__items__") if obj.kind == "list" else None
+            if (isinstance(items, TupleVal) and isinstance(key, Number) and isinstance(key.const, int)
+                    and not isinstance(key.const, bool) and -len(items.items) <= key.const < len(items.items)):
+                return items.items[key.const]  # `outputs[-1]` of a list whose items are known
             if obj.kind == "module":
                 children = obj.attrs.get("__children__")
                 if (isinstance(children, TupleVal) and isinstance(expr.slice, ast.Constant)

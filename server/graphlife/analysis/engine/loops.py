@@ -166,6 +166,12 @@ class Loops(EngineCore):
             blocks = obj.extra.get(REPEATED_BLOCKS) if obj is not None else None
             if isinstance(blocks, int) and blocks > 0 and obj is not None and obj.elem is not None:
                 return [obj.elem] * blocks  # `[Block() for _ in range(n)]`: instances of one class
+            numbered = obj.extra.get("zipped") if obj is not None and obj.kind == "enumerate" else None
+            if isinstance(numbered, TupleVal) and len(numbered.items) == 1:
+                # `enumerate(self.blocks)`: each item of a known sequence, with its (unknown) index
+                items = self.exact_items(numbered.items[0], state)
+                if items is not None:
+                    return [TupleVal((Number(None), item)) for item in items]
         return None
 
     def nonempty(self, iterable: Value, state: State) -> bool:
@@ -177,7 +183,7 @@ class Loops(EngineCore):
             obj = state.heap[iterable.oid]
             if obj.extra.get(REPEATED_BLOCKS):
                 return True
-            zipped = obj.extra.get("zipped") if obj.kind == "zip" else None
+            zipped = obj.extra.get("zipped") if obj.kind in ("zip", "enumerate") else None
             if isinstance(zipped, TupleVal):  # `zip(global_model.parameters(), local_model.parameters())`
                 return all(self.nonempty(part, state) for part in zipped.items)
             module = obj.extra.get("module") if obj.kind == "params" else None
