@@ -97,3 +97,42 @@ def test_a_transformers_output_is_read_by_field_key_and_position() -> None:
         """
     for read in (".loss", "['loss']", "[0]"):
         assert _codes(source.format(read=read)) == ["GL201"], read
+
+
+FEATURE_LOSS = """\
+import torch
+import torch.nn as nn
+from torchvision import models
+
+
+class Features(nn.Module):
+    def __init__(self, requires_grad=False):
+        super().__init__()
+        layers = models.vgg16(weights=None).features
+        self.block = nn.Sequential()
+        for index in range(4):
+            self.block.add_module(str(index), layers[index])
+        if not requires_grad:
+            for param in self.parameters():
+                param.requires_grad = False
+
+    def forward(self, x):
+        return self.block(x)
+
+
+net = nn.Conv2d(3, 3, 3, padding=1)
+features = Features()
+optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+target = features(style_image)
+for image in loader:
+{reset}    loss = (features(net(image)) - target).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_frozen_library_feature_network_passes_the_gradient_to_the_trained_one() -> None:
+    """A style loss: a frozen VGG's layers (`add_module` into a Sequential) between the trained
+    network and the loss. Its features of the style image, computed once, keep no graph."""
+    assert _codes(FEATURE_LOSS.format(reset="    optimizer.zero_grad()\n")) == []
+    assert _codes(FEATURE_LOSS.format(reset="")) == ["GL302"]

@@ -90,6 +90,8 @@ RNN_OUTPUTS = {
     "nn.RNNCell": "cell",
 }
 CONTAINERS = {"nn.Sequential", "nn.ModuleList", "nn.ModuleDict", "nn.ParameterList"}
+#: An ``nn.Sequential`` grown by ``add_module`` is followed child by child up to this many.
+MAX_SEQUENTIAL_CHILDREN = 16
 #: Containers whose constructor takes the modules as separate arguments: ``nn.Sequential(*blocks)``
 #: is the container built from the list ``blocks``, whatever its length.
 STARRED_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
@@ -1539,6 +1541,14 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
             state.heap[out.oid].elem = library_submodule(interp, state, ref, "children()", call)
             state.heap[out.oid].extra[REPEATED_BLOCKS] = 2
         return out
+    if name == "add_module" and len(args) >= 2 and state.heap[ref.oid].cls == "nn.Sequential":
+        # `slice1.add_module(str(x), features[x])`: the Sequential runs it after the ones it holds.
+        obj = state.heap_write(ref.oid)
+        children = obj.attrs.get("__children__", TupleVal(()))
+        if obj.elem is None and isinstance(children, TupleVal) and len(children.items) < MAX_SEQUENTIAL_CHILDREN:
+            obj.attrs["__children__"] = TupleVal((*children.items, args[1]))
+        else:
+            obj.attrs["__children__"] = UNKNOWN
     if name in ("register_buffer", "register_parameter", "add_module") and len(args) >= 2:
         if isinstance(args[0], Number) and isinstance(args[0].const, str):
             value = args[1]

@@ -303,6 +303,10 @@ class Expressions(EngineCore):
             if (isinstance(items, TupleVal) and isinstance(key, Number) and isinstance(key.const, int)
                     and not isinstance(key.const, bool) and -len(items.items) <= key.const < len(items.items)):
                 return items.items[key.const]  # `outputs[-1]` of a list whose items are known
+            if obj.kind == "module" and "library_model" in obj.extra:
+                # `vgg.features[4]`: one of a library model's layers
+                slot = f"[{key.const!r}]" if isinstance(key, Number) and isinstance(key.const, (str, int)) else "[*]"
+                return obj.attrs.get(slot) or torch_api.library_submodule(self, state, container, slot, expr)
             if obj.kind == "module":
                 children = obj.attrs.get("__children__")
                 if (isinstance(children, TupleVal) and isinstance(expr.slice, ast.Constant)
