@@ -169,15 +169,15 @@ class Loops(EngineCore):
             numbered = obj.extra.get("zipped") if obj is not None and obj.kind == "enumerate" else None
             if isinstance(numbered, TupleVal) and len(numbered.items) == 1:
                 # `enumerate(self.blocks)`: each item of a known sequence, with its (unknown) index
-                items = self.exact_items(numbered.items[0], state)
-                if items is not None:
-                    return [TupleVal((Number(None), item)) for item in items]
+                sequence = self.exact_items(numbered.items[0], state)
+                if sequence is not None:
+                    return [TupleVal((Number(None), item)) for item in sequence]
         return None
 
     def nonempty(self, iterable: Value, state: State) -> bool:
         """A module's parameters: there is at least one (a loop over them runs); so does a ``zip``
-        of such. A list or a
-        container module built by a comprehension over a ``range`` of blocks (see
+        or an ``enumerate`` of such. A list or a container module built by a comprehension over a
+        ``range`` of blocks (see
         :meth:`_builds_repeated_blocks`)."""
         if isinstance(iterable, HeapRef) and iterable.oid in state.heap:
             obj = state.heap[iterable.oid]
