@@ -177,8 +177,7 @@ class Loops(EngineCore):
     def nonempty(self, iterable: Value, state: State) -> bool:
         """A module's parameters: there is at least one (a loop over them runs); so does a ``zip``
         or an ``enumerate`` of such. A list or a container module built by a comprehension over a
-        ``range`` of blocks (see
-        :meth:`_builds_repeated_blocks`)."""
+        ``range`` of blocks (see :meth:`_repeated_blocks`)."""
         if isinstance(iterable, HeapRef) and iterable.oid in state.heap:
             obj = state.heap[iterable.oid]
             if obj.extra.get(REPEATED_BLOCKS):
