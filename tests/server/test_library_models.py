@@ -136,3 +136,37 @@ def test_a_frozen_library_feature_network_passes_the_gradient_to_the_trained_one
     network and the loss. Its features of the style image, computed once, keep no graph."""
     assert _codes(FEATURE_LOSS.format(reset="    optimizer.zero_grad()\n")) == []
     assert _codes(FEATURE_LOSS.format(reset="")) == ["GL302"]
+
+
+def test_a_hook_on_a_library_layer_may_run_inside_any_call_of_the_library() -> None:
+    """A forward hook on one of a library model's layers runs inside calls the engine cannot see
+    (the layers of the library's own forward): what it stores is unknown, never "no graph"."""
+    source = """\
+        import torch
+        from torchvision import models
+
+
+        class Dream:
+            def __init__(self, layers, index):
+                self.layers = layers
+                self.activation = 0
+                layers[index].register_forward_hook(self.keep)
+
+            def keep(self, module, inputs, output):
+                self.activation = output
+
+            def run(self, image):
+                optimizer = torch.optim.SGD([image], lr=0.1)
+                for step in range(10):
+                    optimizer.zero_grad()
+                    x = image
+                    for layer in self.layers:
+                        x = layer(x)
+                    loss = -torch.mean(self.activation)
+                    loss.backward()
+                    optimizer.step()
+
+
+        Dream(models.vgg19(pretrained=True).features, 30).run(torch.rand(1, 3, 64, 64, requires_grad=True))
+        """
+    assert _codes(source) == []

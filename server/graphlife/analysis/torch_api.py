@@ -1329,8 +1329,10 @@ def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, a
     receiver_expr = call.func.value if isinstance(call.func, ast.Attribute) else None
     if name.startswith("register_") and name.endswith("hook") and not (
         isinstance(receiver, HeapRef) and receiver.oid in state.heap and state.heap[receiver.oid].kind == "module"
+        and "library_model" not in state.heap[receiver.oid].extra
     ):
-        # `t.register_hook(fn)`, an optimizer's step hooks: torch runs them where the engine does not follow.
+        # `t.register_hook(fn)`, an optimizer's step hooks: torch runs them where the engine does not follow;
+        # so does a library model, whose layers run inside calls the engine cannot see.
         interp.escape([*args, *kwargs.values()], state)
         return UNKNOWN
     if isinstance(receiver, TensorVal):
