@@ -170,3 +170,26 @@ def test_a_hook_on_a_library_layer_may_run_inside_any_call_of_the_library() -> N
         Dream(models.vgg19(pretrained=True).features, 30).run(torch.rand(1, 3, 64, 64, requires_grad=True))
         """
     assert _codes(source) == []
+
+
+def test_a_library_model_wrapped_and_reloaded_is_still_the_model_the_optimizer_steps() -> None:
+    """`.to(device)`, `DistributedDataParallel`, `torch.compile` and a `load_state_dict` that may
+    fail keep the model (and its parameters) the loop trains."""
+    source = """\
+        import torch
+        import timm
+
+        model = timm.create_model("vit_small_patch16_224", pretrained=True).to("cuda")
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])
+        model = torch.compile(model)
+        try:
+            model.load_state_dict(torch.load("checkpoint.pt"))
+        except FileNotFoundError:
+            pass
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        for images, labels in loader:
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+            loss.backward()
+            optimizer.step()
+        """
+    assert _codes(source) == ["GL302"]
