@@ -93,6 +93,10 @@ class Calls(EngineCore):
             value = self.eval(arg, state)
             if isinstance(arg, ast.Starred):
                 items = self.known_items(value, state)
+                if (items is None and isinstance(func, QualName) and self.repeats_blocks(value, state)
+                        and torch_api.canonical(func.name) in torch_api.STARRED_CONTAINERS):
+                    args.append(value)  # `nn.Sequential(*[Block() for _ in range(n)])`: a chain of blocks
+                    break
                 if items is None:
                     args.append(UNKNOWN)
                     break  # positions after an unknown *args are unknown
@@ -104,6 +108,12 @@ class Calls(EngineCore):
             if kw.arg is None:
                 self.eval(kw.value, state)
         return self.call_value(func, args, kwargs, state, call)
+
+    @staticmethod
+    def repeats_blocks(value: Value, state: State) -> bool:
+        """Is ``value`` a list made by ``[Block() for _ in range(n)]`` (see ``Loops``)?"""
+        return (isinstance(value, HeapRef) and value.oid in state.heap
+                and bool(state.heap[value.oid].extra.get(torch_api.REPEATED_BLOCKS)))
 
     def call_value(self, func: Value, args: list[Value], kwargs: dict[str, Value], state: State,
                    call: ast.Call) -> Value:
