@@ -164,6 +164,55 @@ def test_each_method_gets_a_self_of_its_own() -> None:
     assert first.heap[ref_first.oid].site.name == "first" and seen.site.name == "second"
 
 
+GRAD_IN_INIT = '''
+import torch
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self):
+        self.model = nn.Linear(4, 4)
+        self.start = self.model.weight.grad
+
+    def first(self, x):
+        return self.start
+
+    def second(self, x):
+        return self.start
+'''
+
+
+def _entry_states_around_create_graph(source: str) -> tuple[engine.Interpreter, State, State]:
+    """The entry states of ``first`` before a ``backward(create_graph=True)`` ran in the file and
+    of ``second`` after one ran (the fact is carried from unit to unit)."""
+    tree = ast.parse(source)
+    rules = [rule for rule in all_rules() if rule.hooks]
+    interp = engine.Interpreter(tree, source, source.splitlines(), rules, Reporter(), time.monotonic() + 60)
+    owner = next(stmt for stmt in tree.body if isinstance(stmt, ast.ClassDef))
+    methods = {stmt.name: stmt for stmt in owner.body if isinstance(stmt, ast.FunctionDef)}
+    before = interp.function_entry_state(methods["first"], owner)
+    interp.run_state.create_graph_seen = True
+    after = interp.function_entry_state(methods["second"], owner)
+    return interp, before, after
+
+
+def test_a_self_that_reads_no_grad_is_built_once_for_both_create_graph_facts() -> None:
+    interp, before, after = _entry_states_around_create_graph(METHODS)
+    assert len({id(built) for built in interp.self_cache.built.values()}) == 1
+    assert interp.run_state.create_graph_seen  # reusing it leaves the file's fact as it is
+    assert before.heap[before.env["self"].oid].attrs.keys() == after.heap[after.env["self"].oid].attrs.keys()
+
+
+def test_a_self_whose_init_reads_a_grad_is_built_for_each_create_graph_fact() -> None:
+    """After ``backward(create_graph=True)`` a ``.grad`` may have a graph: what ``__init__`` read
+    from one is not what it read before."""
+    interp, before, after = _entry_states_around_create_graph(GRAD_IN_INIT)
+    assert len({id(built) for built in interp.self_cache.built.values()}) == 2
+    start_before = before.heap[before.env["self"].oid].attrs["start"]
+    start_after = after.heap[after.env["self"].oid].attrs["start"]
+    assert start_before.requires_grad is False and start_after.requires_grad is None
+
+
 KEPT_GRAPH = '''import torch
 import torch.nn as nn
 

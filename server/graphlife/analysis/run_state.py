@@ -68,6 +68,10 @@ class RunState:
     emitting: bool = True  # rules see its events (off for quiet evaluations: the definitions)
     #: A ``backward(create_graph=True)`` ran (then a ``.grad`` has a graph of its own).
     create_graph_seen: bool = False
+    #: Something read ``create_graph_seen`` to decide a value (a ``.grad``): what ran since this was
+    #: last cleared depends on that fact (the ``self`` of a class is shared by both values of it
+    #: when building it read nothing of it: :mod:`graphlife.analysis.self_cache`).
+    create_graph_read: bool = False
 
     # -- what it made -------------------------------------------------------------------------------
     graph: GraphStore = field(default_factory=GraphStore)
