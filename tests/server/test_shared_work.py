@@ -242,3 +242,63 @@ def test_an_edit_of_init_reaches_every_method_in_the_language_server() -> None:
         assert incremental == [(f.code, f.span, f.message) for f in check_source(source).findings]
         seen.append([code for code, _, _ in incremental])
     assert seen == [[], ["GL101"], []]
+
+
+HELPER_ABOVE_ITS_CALLER = '''
+import torch
+
+
+def scaled(x):
+    y = x * 2
+    return y
+
+
+def train():
+    model = torch.nn.Linear(3, 1)
+    loss = scaled(model(torch.randn(2, 3))).sum()
+    loss.backward()
+'''
+
+
+def _runs_per_line(source: str, monkeypatch) -> dict[int, int]:
+    runs: dict[int, int] = {}
+    original = engine.Interpreter.exec_stmt
+
+    def counting(self, stmt, state):
+        runs[stmt.lineno] = runs.get(stmt.lineno, 0) + 1
+        return original(self, stmt, state)
+
+    monkeypatch.setattr(engine.Interpreter, "exec_stmt", counting)
+    check_source(source)
+    monkeypatch.setattr(engine.Interpreter, "exec_stmt", original)
+    return runs
+
+
+def test_a_helper_written_above_its_caller_is_analyzed_once_inlined(monkeypatch) -> None:
+    """Functions are analyzed alone callers first: the helper is inlined in ``train`` before its
+    turn comes, and not analyzed alone again."""
+    runs = _runs_per_line(HELPER_ABOVE_ITS_CALLER, monkeypatch)
+    assert runs[6] == 1 and runs[7] == 1  # the helper's body
+    assert runs[12] == 1
+
+
+HELPER_ITS_CALLER_NEVER_REACHES = '''
+import torch
+
+
+def step():
+    x = torch.randn(3, requires_grad=True)
+    loss = (x * 2).sum()
+    loss.backward()
+    loss.backward()
+
+
+def train():
+    if False:
+        step()
+'''
+
+
+def test_a_helper_its_callers_never_reach_is_still_analyzed_alone() -> None:
+    findings = check_source(HELPER_ITS_CALLER_NEVER_REACHES).findings
+    assert [(f.code, f.span.line) for f in findings if f.severity.value == "error"] == [("GL101", 9)]
