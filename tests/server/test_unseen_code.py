@@ -306,6 +306,32 @@ def test_a_module_name_a_function_rebinds_is_not_known_to_functions_analyzed_alo
     assert _errors(NO_REBINDING) == [("GL104", 16)]  # nothing can turn gradients on: run() always raises
 
 
+GLOBAL_REBOUND_BY_A_CALL = """
+import torch
+
+w = torch.randn(3, requires_grad=True)
+loss = None
+
+
+def compute():
+    if w is not None:
+        global loss
+        loss = (w * 2).sum()
+
+
+compute()
+loss.backward()
+loss.backward()
+"""
+
+
+def test_a_module_name_an_inlined_call_rebinds_is_what_it_assigned() -> None:
+    """After ``compute()`` the module's ``loss`` is the graph it made (its ``global`` statement
+    stands in a branch): the second backward through it raises."""
+    assert _errors(GLOBAL_REBOUND_BY_A_CALL) == [("GL101", 16)]
+    assert _errors(GLOBAL_REBOUND_BY_A_CALL.replace("        global loss\n", "")) == []
+
+
 OUTSIDE_WRITE = OTHER_METHOD + """
 
 def outside(runner, x):
