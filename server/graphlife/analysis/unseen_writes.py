@@ -202,14 +202,13 @@ def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, 
             if name in names.contents and isinstance(value, HeapRef):
                 weaken_object(state, value.oid, None, depth + 1, seen, reads=reads)
             continue
-        held = None
         if isinstance(value, HeapRef):
             held = heap.get(value.oid)
             if reads is not None:
                 reads.setdefault(value.oid, held)
-        if held is not None and held.kind in STRUCTURAL_KINDS:
-            weaken_object(state, value.oid, None, depth + 1, seen, reads=reads)
-            continue
+            if held is not None and held.kind in STRUCTURAL_KINDS:
+                weaken_object(state, value.oid, None, depth + 1, seen, reads=reads)
+                continue
         if structural and isinstance(value, TensorVal) and value.is_param:
             continue  # a module's parameters are its own (replacing one is a model surgery we do not see)
         if name == "__items__":
