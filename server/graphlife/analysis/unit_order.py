@@ -33,11 +33,20 @@ def callers_first(functions: list[tuple[_Function, ast.ClassDef | None]], calls:
                  if owner is None and isinstance(parents.get(id(func)), ast.Module)}
     methods: dict[tuple[int, str], _Function] = {(id(owner), func.name): func for func, owner in functions
                                                   if owner is not None and parents.get(id(func)) is owner}
+    method_names = {name for _, name in methods}
     owners = {id(func): owner for func, owner in functions}
     callees: dict[int, set[int]] = {}
     waiting = dict.fromkeys(position, 0)  # callers not yet placed, per function
     for call in calls:
         if not isinstance(call, ast.Call):
+            continue
+        # Most calls are of torch or of objects: no walk up to their function (this loop sees
+        # every call of the file, at every check).
+        target = call.func
+        if isinstance(target, ast.Name):
+            if target.id not in top_level:
+                continue
+        elif not (isinstance(target, ast.Attribute) and _on_self(target, method_names)):
             continue
         caller = _enclosing_function(call, parents)
         if caller is None or id(caller) not in position:
@@ -72,6 +81,11 @@ def callers_first(functions: list[tuple[_Function, ast.ClassDef | None]], calls:
             if waiting[callee_id] == 0 and callee_id not in done:
                 heapq.heappush(ready, position[callee_id])
     return placed
+
+
+def _on_self(target: ast.Attribute, method_names: set[str]) -> bool:
+    """``self.name`` / ``cls.name`` with ``name`` the name of a method of the file."""
+    return target.attr in method_names and isinstance(target.value, ast.Name) and target.value.id in ("self", "cls")
 
 
 def _enclosing_function(node: ast.AST, parents: Mapping[int, ast.AST]) -> _Function | None:
