@@ -832,9 +832,14 @@ _PLAIN_BUILTINS = ("float", "int", "bool", "str", "len", "round", "abs", "repr",
                    "print", "min", "max")
 
 
+#: Builtins that give a tensor for tensors (``max(losses)``, ``abs(t)``, ``round(t)``): a number
+#: only when given numbers.
+_NUMERIC_BUILTINS = ("min", "max", "abs", "round")
+
+
 def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value], kwargs: dict[str, Value],
                  call: ast.Call) -> Value:
-    if name in _PLAIN_BUILTINS and not (name in ("min", "max", "abs") and any(isinstance(a, TensorVal) for a in args)):
+    if name in _PLAIN_BUILTINS and not (name in _NUMERIC_BUILTINS and not all(isinstance(a, Number) for a in args)):
         return Number(None) if name != "print" else NONE
     if name == "sum" and args:
         element = interp.iter_element(args[0], state)

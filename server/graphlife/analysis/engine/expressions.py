@@ -59,6 +59,9 @@ def _methods_of(node: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunc
 _PARAMETER_ATTRIBUTES = ("weight", "bias", "in_proj_weight", "in_proj_bias")
 
 
+#: Comparisons that give a Python ``bool`` whatever they compare (the others give a tensor for tensors).
+_IDENTITY_TESTS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+
 class Expressions(EngineCore):
     """Names, constants, attributes, operators, containers, items and the rest."""
 
@@ -197,6 +200,8 @@ class Expressions(EngineCore):
         values = [self.eval(expr.left, state)] + [self.eval(c, state) for c in expr.comparators]
         if any(isinstance(v, TensorVal) for v in values):
             return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=expr)
+        if any(v is UNKNOWN for v in values) and not all(isinstance(op, _IDENTITY_TESTS) for op in expr.ops):
+            return UNKNOWN  # `a < b` of values not known: a tensor (or an array) for tensors
         if all(isinstance(v, Number) and v.const is not None for v in values):
             folded = constants.fold_compare(expr.ops, [v.const for v in values if isinstance(v, Number)])
             if folded is not constants.NOT_FOLDED:
