@@ -273,6 +273,10 @@ class EngineParts(TorchEngine, Protocol):
         """The forward of an autograd Function nothing applies, run as ``apply`` runs it, with abstract inputs."""
         ...
 
+    def start_backward(self, ref: ClassRef, backward: ast.FunctionDef | ast.AsyncFunctionDef, state: State) -> None:
+        """Bind the ctx and gradient parameters of a custom Function's backward analyzed alone."""
+        ...
+
     def note_ctx_store(self, ctx: HeapRef, target: ast.Attribute, value: Value, state: State) -> None:
         """``ctx.attr = value`` in a custom Function: kept on the ctx for the rules."""
         ...

@@ -26,6 +26,8 @@ The events:
 - :class:`LoopEndEvent`: a loop finished; which nodes and backwards it saw.
 - :class:`FunctionForwardEvent`: a custom ``autograd.Function``'s forward ran (through
   ``apply``, or alone with abstract inputs): its inputs, output, and what it kept on ``ctx``.
+- :class:`FunctionBackwardEvent`: a custom Function's backward starts, analyzed alone (torch
+  calls it, never the file): the gradient tensors it receives.
 - :class:`UnitEndEvent`: the analyzed unit finished (or a call analyzed apart returned),
   with its final state: rules report what they kept pending.
 """
@@ -192,6 +194,17 @@ class FunctionForwardEvent(Event):
     stores: tuple[CtxStore, ...]
     saves: tuple[CtxSave, ...]
     alone: bool  # analyzed without its callers
+
+
+@dataclass
+class FunctionBackwardEvent(Event):
+    """A custom ``torch.autograd.Function``'s backward starts (analyzed as a unit of its own, with a
+    ctx and one tensor per gradient it receives; a ``*grads`` parameter holds tensors too)."""
+
+    function: ast.ClassDef
+    backward: ast.FunctionDef | ast.AsyncFunctionDef
+    grads: tuple[tuple[str, TensorVal], ...]  # the gradient parameters and the tensors they hold
+    star: str | None  # the name of a ``*grads`` parameter (its items are ``grads`` of that name)
 
 
 @dataclass

@@ -23,7 +23,7 @@ import ast
 
 from graphlife.analysis import torch_api
 from graphlife.analysis.engine.core import EngineCore
-from graphlife.analysis.events import CtxSave, CtxStore, FunctionForwardEvent, SavedEvent
+from graphlife.analysis.events import CtxSave, CtxStore, FunctionBackwardEvent, FunctionForwardEvent, SavedEvent
 from graphlife.analysis.semantics.names import scope_nodes
 from graphlife.analysis.state import SavedRef, State
 from graphlife.analysis.values import (
@@ -140,6 +140,30 @@ class AutogradFunctionParts(EngineCore):
             saves=obj.extra.get("ctx_saves", ()) if obj is not None else (), alone=alone,
         )
         return ctx, output, event
+
+    def start_backward(self, ref: ClassRef, backward: ast.FunctionDef | ast.AsyncFunctionDef, state: State) -> None:
+        """Before backward runs alone: its ctx is a ctx, each gradient parameter a tensor without
+        graph (torch hands it the gradients of forward's outputs), ``*grads`` a list of such."""
+        params = _call_params(backward)
+        if not params:
+            return
+        site = backward
+        state.env[params[0].arg] = self.new_object(state, "autograd_ctx", site, cls=ref.node.name)
+        grads: list[tuple[str, TensorVal]] = []
+        for param in params[1:]:
+            grad = TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=param, desc=param.arg)
+            state.env[param.arg] = grad
+            grads.append((param.arg, grad))
+        star = backward.args.vararg.arg if backward.args.vararg else None
+        if star is not None:
+            grad = TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=backward.args.vararg,
+                             desc=star)
+            items = self.new_list(state, (), site, literal=False)
+            state.heap[items.oid].elem = grad
+            state.env[star] = items
+            grads.append((star, grad))
+        self.emit(FunctionBackwardEvent(stmt=backward, state=state, function=ref.node, backward=backward,
+                                        grads=tuple(grads), star=star))
 
     def note_ctx_store(self, ctx: HeapRef, target: ast.Attribute, value: Value, state: State) -> None:
         """``ctx.attr = value``: kept on the ctx for the rules (:class:`FunctionForwardEvent`)."""

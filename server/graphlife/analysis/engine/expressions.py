@@ -34,6 +34,7 @@ from graphlife.analysis.values import (
     TupleVal,
     Value,
     ValuesIndices,
+    replace,
 )
 
 
@@ -61,6 +62,13 @@ _PARAMETER_ATTRIBUTES = ("weight", "bias", "in_proj_weight", "in_proj_bias")
 
 #: Comparisons that give a Python ``bool`` whatever they compare (the others give a tensor for tensors).
 _IDENTITY_TESTS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+
+
+def _advanced_index(key: Value) -> bool:
+    """An index with a tensor in it (a boolean mask, index tensors): torch copies, not a view."""
+    if isinstance(key, TensorVal):
+        return True
+    return isinstance(key, TupleVal) and any(isinstance(item, TensorVal) for item in key.items)
 
 class Expressions(EngineCore):
     """Names, constants, attributes, operators, containers, items and the rest."""
@@ -275,7 +283,12 @@ class Expressions(EngineCore):
         container = self.eval(expr.value, state)
         key = self.eval(expr.slice, state)
         if isinstance(container, TensorVal):
-            return torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
+            result = torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
+            if (_advanced_index(key) and isinstance(result, TensorVal) and result.storage is not None
+                    and result.storage == container.storage):
+                # `t[mask]`, `t[idx]`: advanced indexing copies (an in-place change of it leaves `t` alone).
+                result = replace(result, storage=self.fresh())
+            return result
         if isinstance(container, TupleVal):
             if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
                 try:

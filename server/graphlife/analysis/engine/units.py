@@ -79,7 +79,12 @@ class Units(EngineCore):
             try:
                 self.run_state.emitting = True
                 self.foreign_budget = share
-                unit = self._function_unit(func, owner) if function is None else self._forward_unit(func, function)
+                if function is None:
+                    unit = self._function_unit(func, owner)
+                elif func.name == "backward":
+                    unit = self._backward_unit(func, owner, function)
+                else:
+                    unit = self._forward_unit(func, function)
                 self.run_cached(func, unit)
             except Timeout:
                 notes.append(skipped.TIME_BOX_FUNCTIONS())
@@ -91,7 +96,7 @@ class Units(EngineCore):
     def _autograd_function_of(self, func: _Function, owner: ast.ClassDef | None) -> ClassRef | None:
         """The custom autograd Function whose static ``forward`` (or ``setup_context``) ``func`` is:
         it is analyzed the way ``apply`` runs it (:meth:`_forward_unit`), not as a plain function."""
-        if owner is None or func.name not in ("forward", "setup_context"):
+        if owner is None or func.name not in ("forward", "setup_context", "backward"):
             return None
         if not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in func.decorator_list):
             return None
@@ -116,6 +121,21 @@ class Units(EngineCore):
                 self.emit(UnitEndEvent(stmt=forward, state=state, unit=forward))
             finally:
                 run.stmt_stack.pop()
+
+        return run
+
+    def _backward_unit(self, backward: _Function, owner: ast.ClassDef | None, ref: ClassRef) -> Callable[[], None]:
+        """A custom Function's backward (torch calls it, never the file): with a ctx and a tensor for
+        each gradient it receives (``start_backward``, :mod:`graphlife.analysis.engine.autograd_functions`)."""
+
+        def run() -> None:
+            state = self.function_entry_state(backward, owner)
+            self.run_state.stmt_stack.append(backward)
+            try:
+                self.start_backward(ref, backward, state)
+            finally:
+                self.run_state.stmt_stack.pop()
+            self.run_unit(backward.body, state, backward)
 
         return run
 
