@@ -5,10 +5,11 @@ In the `forward` (or `setup_context`) of a custom `torch.autograd.Function`,
 flags `ctx.name = value` when `value` is an input tensor of forward or a tensor
 forward returns. Where the file calls `apply`, forward is analyzed with the
 values it is given there. A Function nothing in the file applies is analyzed
-alone: an input counts as a tensor when it is annotated `Tensor` or forward uses
-it where only a tensor works (tensor methods or attributes, `@`, a `torch` op's
-tensor argument, `save_for_backward`), and not when its annotation or default
-says otherwise. Intermediate tensors (`ctx.mask = x > 0`) and non-tensors (`ctx.scale = scale`,
+alone: an input counts as a tensor when it is annotated `Tensor`, backward
+returns a gradient for it, or forward uses it where only a tensor works (tensor
+methods or attributes, `@`, a `torch` op's tensor argument, `save_for_backward`,
+in forward or a helper it calls), and not when its annotation or default says
+otherwise. Intermediate tensors (`ctx.mask = x > 0`) and non-tensors (`ctx.scale = scale`,
 `ctx.shape = x.shape`) are the right use of ctx attributes and are not flagged.
 
 ## Why is this bad?
@@ -68,7 +69,7 @@ ZH_CN = Translation(
     """自定义 Function 的输入或输出张量被存成了 ctx 属性，而不是用 `ctx.save_for_backward` 保存。
 
 ## 它检查什么
-在自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中，当 `value` 是 forward 的输入张量或 forward 返回的张量时，标记 `ctx.name = value`。本文件调用 `apply` 的地方，forward 按那里传入的值来分析。本文件没有调用 `apply` 的 Function 会被单独分析：如果某个输入带有 `Tensor` 类型注解，或者 forward 在只有张量才能用的地方使用了它（张量方法或属性、`@`、`torch` 运算的张量参数、`save_for_backward`），它就被视为张量；如果它的类型注解或默认值表明它不是张量，则不视为张量。中间张量（`ctx.mask = x > 0`）和非张量（`ctx.scale = scale`、`ctx.shape = x.shape`）正是 ctx 属性的正确用法，不会被标记。
+在自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中，当 `value` 是 forward 的输入张量或 forward 返回的张量时，标记 `ctx.name = value`。本文件调用 `apply` 的地方，forward 按那里传入的值来分析。本文件没有调用 `apply` 的 Function 会被单独分析：如果某个输入带有 `Tensor` 类型注解，或者 backward 为它返回了梯度，或者 forward 在只有张量才能用的地方使用了它（张量方法或属性、`@`、`torch` 运算的张量参数、`save_for_backward`，无论在 forward 中还是在它调用的辅助函数中），它就被视为张量；如果它的类型注解或默认值表明它不是张量，则不视为张量。中间张量（`ctx.mask = x > 0`）和非张量（`ctx.scale = scale`、`ctx.shape = x.shape`）正是 ctx 属性的正确用法，不会被标记。
 
 ## 为什么这是问题？
 `ctx.save_for_backward` 会记录张量的版本号：在反向传播之前发生原地修改（优化步、在 forward 中更新的运行时 buffer、`x += 1`）时，torch 会报错，而不是悄悄算出错误的梯度。ctx 属性不受这种检查。把输出存到 ctx 上还会形成循环引用（output -> grad_fn -> ctx -> output），只有循环垃圾回收器才能释放它，于是激活值活得更久（如果调用了 `gc.disable()`，就是内存泄漏）。
@@ -97,7 +98,7 @@ def forward(ctx, x, weight):
 ## 修复的安全性
 安全：`ctx.save_for_backward` 为反向传播保留的是同一个张量，并让 torch 检查它没有被原地修改过。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="e1d20189d2d3",
+    translates="e9e1a691565c",
 )
 
 RULE = Rule(

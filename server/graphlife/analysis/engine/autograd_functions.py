@@ -51,23 +51,26 @@ class AutogradFunctionParts(EngineCore):
         if forward is None:
             self.unseen_call([*args, *kwargs.values()], state)
             return UNKNOWN
-        if any(value is UNKNOWN for value in [*args, *kwargs.values()]):
-            self._probe_forward(ref, forward, args, kwargs, state, call)
-        ctx, output = self._run_forward(ref, forward, args, kwargs, state, call, alone=False)
+        before = state.copy() if any(value is UNKNOWN for value in [*args, *kwargs.values()]) else None
+        ctx, output, event = self._forward_event(ref, forward, args, kwargs, state, call, alone=False)
+        self.emit(event)
+        if before is not None and _kept_unknowns(event):
+            self._probe_forward(ref, forward, args, kwargs, before, call)
         return self._function_node(ref, ctx, [*args, *kwargs.values()], output, state, call)
 
     def _probe_forward(self, ref: ClassRef, forward: ast.FunctionDef | ast.AsyncFunctionDef, args: list[Value],
                        kwargs: dict[str, Value], state: State, call: ast.Call) -> None:
         """Forward once more, for the rules only, with an abstract input (:meth:`_abstract_inputs`)
         for each argument the engine does not know: what forward does with it shows what it is
-        (``x.t()`` on a weight from a library module). Quiet, on a copy of the state: the program's
-        run is the one with the values given, which is what the caller gets."""
+        (``x.t()`` on a weight from a library module). Quiet, on a copy of the state before the
+        program's run: that run, with the values given, is what the caller gets. Only when that run
+        kept on the ctx a value the engine does not know: else the rules would learn nothing more."""
         abstract = self._abstract_inputs(ref, forward, state)
         names = _input_names(forward, self.find_method(ref, "setup_context", state) is not None)
         probe_args = [abstract[i] if value is UNKNOWN and i < len(abstract) else value for i, value in enumerate(args)]
         probe_kwargs = {name: abstract[names.index(name)] if value is UNKNOWN and name in names else value
                         for name, value in kwargs.items()}
-        probe = state.copy()
+        probe = state
         run = self.run_state
         path_ends = run.path_ends
         with self.quiet():
@@ -231,6 +234,12 @@ def _as_results(output: Value, nid: int, needs_grad: bool | None, certain: bool)
     if isinstance(output, TupleVal):
         return TupleVal(tuple(_as_results(item, nid, needs_grad, certain) for item in output.items))
     return output
+
+
+def _kept_unknowns(event: FunctionForwardEvent) -> bool:
+    """Did forward store or save on the ctx a value the engine does not know?"""
+    return any(store.value is UNKNOWN for store in event.stores) or any(
+        value is UNKNOWN for save in event.saves for value in save.values)
 
 
 def _input_names(forward: ast.FunctionDef | ast.AsyncFunctionDef, setup_context_style: bool) -> list[str]:
