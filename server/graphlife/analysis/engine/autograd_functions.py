@@ -13,8 +13,14 @@ So ``Fn.apply(*args)`` runs ``Fn.forward(ctx, *args)`` (or ``forward(*args)`` th
 ``setup_context(ctx, inputs, output)``) inlined under ``no_grad`` with a context
 object; ``ctx.save_for_backward`` records the saved tensors; then one node is made
 for the call, saving what the context recorded, and the outputs become its results.
-The backward is not run here (torch runs it at ``loss.backward()``; the GL4xx rules
-check it against the forward).
+The backward is not run here (torch runs it at ``loss.backward()``).
+
+What the rules read of a Function comes from these runs too: every run of forward tells
+them (``FunctionForwardEvent``) its inputs, its output and what it stored and saved on the
+ctx. A forward nothing in the file applies (a library of custom ops) runs as a unit of its
+own with abstract inputs; an ``apply`` given a value the engine does not know runs forward
+once more, quietly, with an abstract input there. backward runs as a unit with a ctx and
+its gradient tensors (``start_backward``; ``FunctionBackwardEvent``).
 """
 
 from __future__ import annotations

@@ -94,8 +94,10 @@ class Units(EngineCore):
         return notes
 
     def _autograd_function_of(self, func: _Function, owner: ast.ClassDef | None) -> ClassRef | None:
-        """The custom autograd Function whose static ``forward`` (or ``setup_context``) ``func`` is:
-        it is analyzed the way ``apply`` runs it (:meth:`_forward_unit`), not as a plain function."""
+        """The custom autograd Function whose static ``forward``, ``setup_context`` or ``backward``
+        ``func`` is: forward is analyzed the way ``apply`` runs it (:meth:`_forward_unit`, with
+        ``setup_context`` after it), backward with a ctx and its gradients (:meth:`_backward_unit`),
+        not as plain functions."""
         if owner is None or func.name not in ("forward", "setup_context", "backward"):
             return None
         if not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in func.decorator_list):
