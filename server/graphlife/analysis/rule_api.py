@@ -510,9 +510,13 @@ class RuleContext:
     def autograd_function(self, node: ast.ClassDef) -> FunctionClass | None:
         """The custom ``torch.autograd.Function`` class ``node`` defines, with its methods (own and
         inherited from the file's Function classes) and ctx parameters; ``None`` when it is not
-        one. The class's code is noted as read (:meth:`touch`)."""
+        one. The class's code, and that of every method it has, is noted as read (:meth:`touch`):
+        a rule reads forward's, ``setup_context``'s and backward's code through it."""
         self.touch(node)
-        return self._model(node).functions.of_class(node)
+        fn = self._model(node).functions.of_class(node)
+        for method in fn.methods.values() if fn is not None else ():
+            self.touch(method)
+        return fn
 
     # -- the run ---------------------------------------------------------------------
     @property

@@ -100,7 +100,10 @@ class AutogradFunctionParts(EngineCore):
         inputs = params if self.find_method(ref, "setup_context", state) is not None else params[1:]
         defaults = dict(zip(reversed([p.arg for p in params]), reversed(forward.args.defaults)))
         backward = self.find_method(ref, "backward", state)
-        graded = _graded_inputs(backward, len(inputs)) if backward is not None and not forward.args.vararg else set()
+        graded: set[int] = set()
+        if backward is not None and not forward.args.vararg:
+            self.touch(backward)  # what forward's inputs are depends on backward's code
+            graded = _graded_inputs(backward, len(inputs))
         args: list[Value] = []
         for index, param in enumerate(inputs):
             if _not_a_tensor(param, defaults.get(param.arg)):
