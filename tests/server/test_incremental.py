@@ -449,3 +449,30 @@ def test_a_proof_that_reads_the_whole_file_sees_edits_anywhere(late) -> None:
         checker = IncrementalChecker()
         checker.check(source + before)
         _assert_same(checker, source + after, f"{path.name} with a gradient clip added")
+
+
+_LIBRARY_FUNCTION = '''import torch
+
+
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.x = x
+        return x * w
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2, g * ctx.x
+'''
+
+
+def test_an_edit_in_backward_is_seen_by_the_findings_on_forward() -> None:
+    """A Function nothing applies: whether forward's `x` is a tensor depends on backward returning a
+    gradient for it, and the line GL401 points to in backward moves with backward's code."""
+    checker = IncrementalChecker()
+    assert [(f.code, f.span.line) for f in checker.check(_LIBRARY_FUNCTION).findings] == [("GL401", 7)]
+    no_gradient = _LIBRARY_FUNCTION.replace("return g * 2, g * ctx.x", "return None, g * ctx.x")
+    assert _outcome(checker.check(no_gradient)) == _outcome(check_source(no_gradient))
+    assert [f.code for f in check_source(no_gradient).findings] == []
+    moved = _LIBRARY_FUNCTION.replace("    def backward(ctx, g):\n", "    def backward(ctx, g):\n        g = g\n")
+    assert _outcome(checker.check(moved)) == _outcome(check_source(moved))

@@ -283,6 +283,19 @@ class EngineParts(TorchEngine, Protocol):
         """``Fn.apply(*args)`` of an autograd Function of the project."""
         ...
 
+    def run_forward_alone(self, ref: ClassRef, forward: ast.FunctionDef | ast.AsyncFunctionDef,
+                          state: State) -> None:
+        """The forward of an autograd Function nothing applies, run as ``apply`` runs it, with abstract inputs."""
+        ...
+
+    def start_backward(self, ref: ClassRef, backward: ast.FunctionDef | ast.AsyncFunctionDef, state: State) -> None:
+        """Bind the ctx and gradient parameters of a custom Function's backward analyzed alone."""
+        ...
+
+    def note_ctx_store(self, ctx: HeapRef, target: ast.Attribute, value: Value, state: State) -> None:
+        """``ctx.attr = value`` in a custom Function: kept on the ctx for the rules."""
+        ...
+
     def attribute_value(self, receiver: Value, expr: ast.Attribute, state: State) -> Value:
         """The attribute ``expr.attr`` of an evaluated value."""
         ...

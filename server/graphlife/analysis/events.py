@@ -24,6 +24,10 @@ The events:
 - :class:`StoreEvent`: a tensor stored where it outlives the loop iteration
   (a container or object made before the loop, an accumulator variable).
 - :class:`LoopEndEvent`: a loop finished; which nodes and backwards it saw.
+- :class:`FunctionForwardEvent`: a custom ``autograd.Function``'s forward ran (through
+  ``apply``, or alone with abstract inputs): its inputs, output, and what it kept on ``ctx``.
+- :class:`FunctionBackwardEvent`: a custom Function's backward starts, analyzed alone (torch
+  calls it, never the file): the gradient tensors it receives.
 - :class:`UnitEndEvent`: the analyzed unit finished (or a call analyzed apart returned),
   with its final state: rules report what they kept pending.
 """
@@ -162,6 +166,55 @@ class LoopEndEvent(Event):
     last_node: int
     backwards: int  # backward events seen while the loop ran
     module_calls: list[tuple[HeapRef, ast.AST]] = field(default_factory=list)  # modules called, and where
+
+
+@dataclass(frozen=True)
+class CtxStore:
+    """``ctx.attr = value`` in a custom Function's forward or ``setup_context``."""
+
+    attr: str
+    value: Value
+    target: ast.Attribute  # the `ctx.attr` written
+    stmt: ast.stmt  # the statement that writes it
+
+
+@dataclass(frozen=True)
+class CtxSave:
+    """``ctx.save_for_backward(...)``: the values it was given, one per positional argument
+    (``None`` after a ``*args``, whose values are not known one by one)."""
+
+    call: ast.Call
+    values: tuple[Value, ...]
+    stmt: ast.stmt
+
+
+@dataclass
+class FunctionForwardEvent(Event):
+    """A custom ``torch.autograd.Function``'s forward ran: through ``Fn.apply(...)`` with the
+    values it was given, or alone (nothing in the file applies it) with abstract inputs: values
+    that may not be tensors (opaque) until the run uses them as tensors. ``stores`` and ``saves``
+    are what forward (and ``setup_context``) did to the ctx, on some path; ``output`` is what
+    forward returned."""
+
+    function: ast.ClassDef  # the Function class whose apply ran
+    forward: ast.FunctionDef | ast.AsyncFunctionDef
+    setup_context: ast.FunctionDef | ast.AsyncFunctionDef | None
+    inputs: tuple[tuple[str, Value], ...]  # forward's input parameters and their values
+    output: Value
+    stores: tuple[CtxStore, ...]
+    saves: tuple[CtxSave, ...]
+    alone: bool  # analyzed without its callers
+
+
+@dataclass
+class FunctionBackwardEvent(Event):
+    """A custom ``torch.autograd.Function``'s backward starts (analyzed as a unit of its own, with a
+    ctx and one tensor per gradient it receives; a ``*grads`` parameter holds tensors too)."""
+
+    function: ast.ClassDef
+    backward: ast.FunctionDef | ast.AsyncFunctionDef
+    grads: tuple[tuple[str, TensorVal], ...]  # the gradient parameters and the tensors they hold
+    star: str | None  # the name of a ``*grads`` parameter (its items are ``grads`` of that name)
 
 
 @dataclass

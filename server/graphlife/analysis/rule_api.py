@@ -49,8 +49,8 @@ from graphlife.analysis.doc_languages import (
 )
 from graphlife.analysis.events import Event
 from graphlife.analysis.positions import node_span
-from graphlife.analysis.semantics import GradSwitch, Semantics, semantics_of
-from graphlife.analysis.values import UNKNOWN, Tri, Value
+from graphlife.analysis.semantics import FunctionClass, GradSwitch, Semantics, semantics_of
+from graphlife.analysis.values import UNKNOWN, TensorVal, Tri, Value
 from graphlife.findings import (
     Finding,
     FixRecipe,
@@ -271,6 +271,17 @@ def _rank(severity: Severity) -> int:
 # --------------------------------------------------------------------------- syntactic rules
 
 
+class SourceText(Protocol):
+    """The checked file's text, as the fixes that rewrite a definition read it: a
+    :class:`ModuleContext` or a :class:`RuleContext` (whose hooks then write the same edits)."""
+
+    @property
+    def lines(self) -> list[str]: ...
+
+    def span(self, node: ast.AST) -> Span: ...
+
+
+
 @dataclass
 class ModuleContext:
     """What a rule's ``check_module(ctx)`` hook gets: the parsed file and a reporter.
@@ -430,6 +441,15 @@ class RuleContext:
         engine did not run calls :meth:`touch` on it (or :meth:`read_whole_file`)."""
         return self._engine.tree
 
+    @property
+    def lines(self) -> list[str]:
+        """The checked file's lines (for fixes that rewrite its code: :class:`SourceText`)."""
+        return self._engine.entry.lines
+
+    def in_checked_file(self, node: ast.AST) -> bool:
+        """Is ``node`` code of the checked file (not of a module of the project it imported)?"""
+        return self._engine.module_of(node) is self._engine.entry
+
     def if_statements(self) -> Sequence[ast.If]:
         """Every ``if`` statement of the file, in source order (for rules that look for guards)."""
         return self._engine.if_nodes
@@ -486,6 +506,17 @@ class RuleContext:
         """Every call of the file, in source order, noting the whole file as read."""
         self._engine.touch_whole_file()
         return self._model().nodes(ast.Call)
+
+    def autograd_function(self, node: ast.ClassDef) -> FunctionClass | None:
+        """The custom ``torch.autograd.Function`` class ``node`` defines, with its methods (own and
+        inherited from the file's Function classes) and ctx parameters; ``None`` when it is not
+        one. The class's code, and that of every method it has, is noted as read (:meth:`touch`):
+        a rule reads forward's, ``setup_context``'s and backward's code through it."""
+        self.touch(node)
+        fn = self._model(node).functions.of_class(node)
+        for method in fn.methods.values() if fn is not None else ():
+            self.touch(method)
+        return fn
 
     # -- the run ---------------------------------------------------------------------
     @property
@@ -544,6 +575,15 @@ class RuleContext:
         if not all(isinstance(node, _REFERENCE_NODES) for node in ast.walk(expr)):
             return UNKNOWN
         return self._engine.eval_quiet(expr, state)
+
+    def is_tensor(self, value: Value) -> bool:
+        """Is ``value`` certainly a tensor? A value that may not be one (an input of a custom
+        Function analyzed without its callers) is one once the run has used it where only a
+        tensor works: a tensor method or attribute, a torch op's tensor argument, ``@``,
+        ``save_for_backward`` (torch would have raised otherwise)."""
+        if not isinstance(value, TensorVal):
+            return False
+        return not value.opaque or (value.storage is not None and value.storage in self._engine.run_state.tensor_uses)
 
     def grad_mode(self, state: State) -> GradMode:
         """Whether gradients are recorded in ``state``."""

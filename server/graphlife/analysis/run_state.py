@@ -100,6 +100,11 @@ class RunState:
     #: and the functions it inlined (``None``: not recording).
     touched: dict[int, ast.AST] | None = None
     unit_inlined: set[int] | None = None
+    #: Storages of values that may not be tensors (an input of a custom Function analyzed without
+    #: its callers) which the run used where only a tensor works (a tensor method or attribute, the
+    #: tensor argument of a torch op, ``@``, ``save_for_backward``): had they not been tensors, torch
+    #: would have raised there, so they are tensors (``RuleContext.is_tensor``).
+    tensor_uses: set[int] = field(default_factory=set)
 
     def in_loop(self) -> bool:
         """Does a loop (or comprehension, or generator being inlined) run, at any depth?"""

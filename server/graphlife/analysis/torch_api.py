@@ -174,6 +174,15 @@ def pattern_char(value: Value) -> str:
     return "?"
 
 
+def note_tensor_use(interp: TorchEngine, value: Value) -> None:
+    """``value`` is used where only a tensor works (a tensor method or attribute, the tensor argument
+    of a torch op, ``@``, ``save_for_backward``). For a value that may not be a tensor (``opaque``:
+    an input of a custom Function analyzed without its callers), that proves it is one: had it
+    not been, torch would have raised there. Noted for the run (``RuleContext.is_tensor`` reads it)."""
+    if isinstance(value, TensorVal) and value.opaque and value.storage is not None:
+        interp.run_state.tensor_uses.add(value.storage)
+
+
 def tensors_in(value: Value, state: State, depth: int = 0) -> Iterable[TensorVal]:
     """Every tensor inside a value: tuples, lists, dicts, objects (bounded)."""
     if depth > 3:
@@ -446,6 +455,9 @@ def spread_inplace(interp: TorchEngine, state: State, target: TensorVal, target_
 def binop(interp: TorchEngine, state: State, op: ast.operator, left: Value, right: Value, site: ast.AST,
           left_expr: ast.expr | None, right_expr: ast.expr | None) -> Value:
     name = BIN_OPS.get(type(op))
+    if isinstance(op, ast.MatMult):
+        note_tensor_use(interp, left)
+        note_tensor_use(interp, right)
     if isinstance(left, TensorVal) and name:
         result = apply_op(interp, state, f"Tensor.__{name}__", [left, right], [left_expr, right_expr], site)
         return mark_scalar(result) if _scalar_operands(left, right) and not isinstance(op, ast.MatMult) else result
@@ -543,6 +555,22 @@ def enter_context(state: State, ctx: ContextVal) -> None:
 # -- attributes ----------------------------------------------------------------------------
 
 
+#: Attributes that, read on a value, show it is a tensor (arrays have a ``shape`` and a ``dtype`` too,
+#: but no ``device``, ``grad_fn`` or ``requires_grad``; a tensor method call shows it as well).
+_TENSOR_ONLY_ATTRIBUTES = frozenset(
+    {"shape", "device", "dtype", "ndim", "grad_fn", "is_cuda", "_version", "requires_grad", "is_leaf", "T", "mT"}
+)
+
+
+#: Tensor methods that other objects a custom Function is given have too: a module (``to``,
+#: ``cuda``, ``float``, ``type``, ``requires_grad_``), a process group (``size``). Calling one
+#: does not show the receiver is a tensor.
+_METHODS_NOT_ONLY_OF_TENSORS = frozenset(
+    {"size", "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type", "requires_grad_", "zero_",
+     "share_memory_", "apply", "register_hook"}
+)
+
+
 def tensor_attribute(interp: TorchEngine, state: State, tensor: TensorVal, expr: ast.Attribute) -> Value:
     attr = expr.attr
     if attr == "data":
@@ -570,6 +598,8 @@ def tensor_attribute(interp: TorchEngine, state: State, tensor: TensorVal, expr:
         return tensor  # torch.max(dim=...).values: the differentiable part
     if attr == "indices":
         return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=expr)
+    if attr in _TENSOR_ONLY_ATTRIBUTES:
+        note_tensor_use(interp, tensor)
     if attr in ("shape", "device", "dtype", "ndim", "grad_fn", "is_cuda", "_version", "real", "imag"):
         return Number(None) if attr != "grad_fn" else UNKNOWN
     return BoundMethod(tensor, attr)
@@ -788,6 +818,8 @@ def flatten_tensor_args(args: list[Value], state: State, depth: int = 0) -> list
 
 def call_table_function(interp: TorchEngine, state: State, key: str, info: optable.OpInfo, args: list[Value],
                         kwargs: dict[str, Value], call: ast.Call) -> Value:
+    if args and info.inputs and info.kind != "factory" and not key.rsplit(".", 1)[-1].startswith("is_"):
+        note_tensor_use(interp, args[0])  # `torch.exp(x)`: the table's ops take a tensor first
     out_expr = kwarg_expr(call, "out")
     bound = op_arguments.bind(info, None, None, args, kwargs, call)
     if bound is not None:  # `torch.gather(x, 1, idx)`: a non-tensor before an input
@@ -833,9 +865,14 @@ _PLAIN_BUILTINS = ("float", "int", "bool", "str", "len", "round", "abs", "repr",
                    "print", "min", "max")
 
 
+#: Builtins that give a tensor for tensors (``max(losses)``, ``abs(t)``, ``round(t)``): a number
+#: only when given numbers.
+_NUMERIC_BUILTINS = ("min", "max", "abs", "round")
+
+
 def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value], kwargs: dict[str, Value],
                  call: ast.Call) -> Value:
-    if name in _PLAIN_BUILTINS and not (name in ("min", "max", "abs") and any(isinstance(a, TensorVal) for a in args)):
+    if name in _PLAIN_BUILTINS and not (name in _NUMERIC_BUILTINS and not all(isinstance(a, Number) for a in args)):
         return Number(None) if name != "print" else NONE
     if name == "sum" and args:
         element = interp.iter_element(args[0], state)
@@ -1775,6 +1812,8 @@ def _call_tensor_method(interp: TorchEngine, state: State, tensor: TensorVal, re
                         args: list[Value], kwargs: dict[str, Value], call: ast.Call) -> Value:
     if tensor.opaque and optable.lookup(f"Tensor.{name}") is None and name not in CONVERSIONS and name != "backward":
         return UNKNOWN  # an object of unknown kind (a distribution, a model): not a tensor method
+    if name not in _METHODS_NOT_ONLY_OF_TENSORS:
+        note_tensor_use(interp, tensor)
     if name == "backward":
         return do_backward(interp, state, tensor, receiver_expr, kwargs, call, "backward", args=args)
     if name == "numpy" and receiver_expr is not None and not args and not kwargs:

@@ -343,6 +343,11 @@ def join_values(a: Value | None, b: Value | None) -> Value:
 # -- heap objects --------------------------------------------------------------------
 
 
+#: Records kept in :attr:`HeapObject.extra` as tuples that grow along a path: joined, they hold
+#: what either path recorded (a custom Function's ``ctx``: what forward stored and saved on it).
+_EXTRA_UNIONS = ("ctx_stores", "ctx_saves")
+
+
 @dataclass
 class HeapObject:
     """A mutable object: its kind and attributes. Copied on write by the state."""
@@ -412,6 +417,10 @@ class HeapObject:
             joined.elem = self.elem if other.elem is None else other.elem
         else:
             joined.elem = self.elem.join(other.elem)
+        for key in _EXTRA_UNIONS:
+            mine, theirs = self.extra.get(key), other.extra.get(key)
+            if mine is not None and theirs is not None and mine != theirs:
+                joined.extra[key] = (*mine, *(item for item in theirs if item not in mine))
         joined.frozen = join_tri(self.frozen, other.frozen)
         joined.backward_hooked = join_tri(self.backward_hooked, other.backward_hooked)
         if self.opt_storages != other.opt_storages:

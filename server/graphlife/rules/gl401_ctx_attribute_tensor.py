@@ -3,11 +3,13 @@
 ## What it does
 In the `forward` (or `setup_context`) of a custom `torch.autograd.Function`,
 flags `ctx.name = value` when `value` is an input tensor of forward or a tensor
-forward returns. Inputs count as tensors when forward uses them like tensors
-(tensor methods or attributes, `@`, the first argument of a `torch` function,
-`save_for_backward`, a `Tensor` annotation) and nothing says otherwise (a
-non-tensor default, annotation, or literal in an `apply` call of the file).
-Intermediate tensors (`ctx.mask = x > 0`) and non-tensors (`ctx.scale = scale`,
+forward returns. Where the file calls `apply`, forward is analyzed with the
+values it is given there. A Function nothing in the file applies is analyzed
+alone: an input counts as a tensor when it is annotated `Tensor`, backward
+returns a gradient for it, or forward uses it where only a tensor works (tensor
+methods or attributes, `@`, a `torch` op's tensor argument, `save_for_backward`,
+in forward or a helper it calls), and not when its annotation or default says
+otherwise. Intermediate tensors (`ctx.mask = x > 0`) and non-tensors (`ctx.scale = scale`,
 `ctx.shape = x.shape`) are the right use of ctx attributes and are not flagged.
 
 ## Why is this bad?
@@ -54,26 +56,20 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis.doc_languages import Translation
-from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
-from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method, Names
-from graphlife.analysis.semantics.functions import (
-    call_params,
-    ctx_attribute,
-    returns,
-    save_for_backward_calls,
-    saved_unpacking,
-    walk_body,
-)
+from graphlife.analysis.events import FunctionForwardEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc, SourceText
+from graphlife.analysis.semantics import FunctionClass, Method
+from graphlife.analysis.semantics.functions import ctx_attribute, save_for_backward_calls, saved_unpacking, walk_body
+from graphlife.analysis.values import TupleVal, Value
 from graphlife.findings import FixRecipe, Line, MessageTemplate, Related, Severity, Span
 from graphlife.recipes import ReplaceText
-from graphlife.rules.base import is_non_tensor_literal
 from graphlife.rules.source_edits import merge_edits, segment, starts_its_line, unpacking_text
 
 ZH_CN = Translation(
     """自定义 Function 的输入或输出张量被存成了 ctx 属性，而不是用 `ctx.save_for_backward` 保存。
 
 ## 它检查什么
-在自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中，当 `value` 是 forward 的输入张量或 forward 返回的张量时，标记 `ctx.name = value`。如果 forward 把某个输入当作张量使用（调用张量方法或属性、`@`、作为 `torch` 函数的第一个参数、`save_for_backward`、`Tensor` 类型注解），并且没有相反的证据（非张量的默认值、类型注解，或本文件某处 `apply` 调用中传入的字面量），这个输入就被视为张量。中间张量（`ctx.mask = x > 0`）和非张量（`ctx.scale = scale`、`ctx.shape = x.shape`）正是 ctx 属性的正确用法，不会被标记。
+在自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中，当 `value` 是 forward 的输入张量或 forward 返回的张量时，标记 `ctx.name = value`。本文件调用 `apply` 的地方，forward 按那里传入的值来分析。本文件没有调用 `apply` 的 Function 会被单独分析：如果某个输入带有 `Tensor` 类型注解，或者 backward 为它返回了梯度，或者 forward 在只有张量才能用的地方使用了它（张量方法或属性、`@`、`torch` 运算的张量参数、`save_for_backward`，无论在 forward 中还是在它调用的辅助函数中），它就被视为张量；如果它的类型注解或默认值表明它不是张量，则不视为张量。中间张量（`ctx.mask = x > 0`）和非张量（`ctx.scale = scale`、`ctx.shape = x.shape`）正是 ctx 属性的正确用法，不会被标记。
 
 ## 为什么这是问题？
 `ctx.save_for_backward` 会记录张量的版本号：在反向传播之前发生原地修改（优化步、在 forward 中更新的运行时 buffer、`x += 1`）时，torch 会报错，而不是悄悄算出错误的梯度。ctx 属性不受这种检查。把输出存到 ctx 上还会形成循环引用（output -> grad_fn -> ctx -> output），只有循环垃圾回收器才能释放它，于是激活值活得更久（如果调用了 `gc.disable()`，就是内存泄漏）。
@@ -102,7 +98,7 @@ def forward(ctx, x, weight):
 ## 修复的安全性
 安全：`ctx.save_for_backward` 为反向传播保留的是同一个张量，并让 torch 检查它没有被原地修改过。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="c06d11ab80c1",
+    translates="e9e1a691565c",
 )
 
 RULE = Rule(
@@ -141,144 +137,6 @@ READS_HERE = MessageTemplate(
 SAVE_TITLE = MessageTemplate("fix.save-for-backward", "Save `{name}` with `save_for_backward`",
                              zh_cn="用 `save_for_backward` 保存 `{name}`")
 
-#: Attributes and methods that, used on a forward input, show it is a tensor (arbitrary objects,
-#: process groups, meshes, metadata and modules have attributes too: only these count).
-_TENSOR_ATTRIBUTES = frozenset(
-    "shape dtype device size dim ndim numel view view_as reshape reshape_as t mT contiguous clone detach sum mean "
-    "exp log sigmoid tanh relu clamp clamp_min clamp_max abs sign pow sqrt rsqrt matmul mm bmm mv mul add sub div "
-    "unsqueeze squeeze expand expand_as permute transpose flatten unflatten new_zeros new_ones new_empty new_full "
-    "new_tensor is_floating_point norm masked_fill gather scatter index_select chunk split cumsum softmax "
-    "log_softmax type_as narrow select unbind argmax argmin where addmm grad_fn is_leaf requires_grad "
-    "data_ptr stride storage_offset nelement element_size is_contiguous square reciprocal neg".split()
-)
-#: torch namespaces whose functions take a tensor first (not torch.distributed & co).
-_TENSOR_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.special.", "torch.linalg.", "torch.fft.")
-_FACTORIES = frozenset(
-    "zeros ones empty full randn rand arange linspace tensor as_tensor randint eye zeros_like ones_like "
-    "empty_like full_like".split()
-)
-
-
-def _annotation_name(node: ast.expr | None) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value.rsplit(".", 1)[-1]
-    return None
-
-
-class _Inputs:
-    """Which forward inputs are tensors: evidence from forward's body, annotations, defaults and apply calls."""
-
-    def __init__(self, fn: FunctionClass, scopes: Names, calls: list[ApplyCall]) -> None:
-        forward = fn.forward
-        assert forward is not None
-        self.params = fn.forward_inputs()
-        names = [p.arg for p in self.params]
-        defaults = dict(zip(reversed(names), reversed(forward.args.defaults)))
-        self.tensor: set[str] = set()
-        self.not_tensor: set[str] = set()
-        for param in self.params:
-            annotation = _annotation_name(param.annotation)
-            if annotation == "Tensor":
-                self.tensor.add(param.arg)
-            elif annotation is not None or isinstance(param.annotation, ast.expr):
-                self.not_tensor.add(param.arg)  # annotated as something else (or a union): trust the author
-            default = defaults.get(param.arg)
-            if default is not None and is_non_tensor_literal(default):
-                self.not_tensor.add(param.arg)
-        for call in calls:
-            if call.fn is not fn:
-                continue
-            for index, name in enumerate(names):
-                value = call.positional(index)
-                if value is not None and is_non_tensor_literal(value):
-                    self.not_tensor.add(name)
-        body_methods = [m for m in (forward, fn.setup_context) if m is not None]
-        wanted = set(names)
-        for method in body_methods:
-            for node in walk_body(method):
-                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in wanted:
-                    if node.attr in _TENSOR_ATTRIBUTES:
-                        self.tensor.add(node.value.id)
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in wanted:
-                    self.not_tensor.add(node.func.id)  # called like a function or module: not a tensor
-                elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-                    for side in (node.left, node.right):
-                        if isinstance(side, ast.Name) and side.id in wanted:
-                            self.tensor.add(side.id)
-                elif isinstance(node, ast.Call):
-                    resolved = scopes.qualified_name(node.func)
-                    namespace, _, function = (resolved or "").rpartition(".")
-                    if (
-                        f"{namespace}." in _TENSOR_NAMESPACES
-                        and function not in _FACTORIES
-                        and not function.startswith("is_")
-                        and node.args
-                        and isinstance(node.args[0], ast.Name)
-                        and node.args[0].id in wanted
-                    ):
-                        self.tensor.add(node.args[0].id)
-                    if ctx_attribute(node.func, fn.ctx_of(method)) == "save_for_backward":
-                        self.tensor.update(a.id for a in node.args if isinstance(a, ast.Name) and a.id in wanted)
-        # backward returns a gradient (not `None`) for it: torch accepts that only for tensor inputs.
-        if fn.backward is not None and not forward.args.vararg:
-            for ret in returns(fn.backward):
-                values = ret.value.elts if isinstance(ret.value, ast.Tuple) else [ret.value]
-                if len(values) != len(names) or any(isinstance(v, ast.Starred) for v in values):
-                    continue
-                for name, value in zip(names, values):
-                    if value is not None and not (isinstance(value, ast.Constant) and value.value is None):
-                        self.tensor.add(name)
-        rebound = {
-            n.id for n in walk_body(forward) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-        }
-        self.not_tensor |= rebound & wanted  # rebound: not necessarily the input any more
-
-    def is_tensor(self, name: str) -> bool:
-        return name in self.tensor and name not in self.not_tensor
-
-
-def _outputs(fn: FunctionClass) -> set[str]:
-    """Names forward returns (alone or in a returned tuple), or setup_context's ``output`` parameter."""
-    names: set[str] = set()
-    if fn.forward is not None:
-        for ret in returns(fn.forward):
-            values = ret.value.elts if isinstance(ret.value, (ast.Tuple, ast.List)) else [ret.value]
-            names.update(v.id for v in values if isinstance(v, ast.Name))
-    return names
-
-
-def _setup_context_names(fn: FunctionClass) -> tuple[dict[str, str], set[str]]:
-    """In ``setup_context(ctx, inputs, output)``: local name -> forward input name, and the output names."""
-    method = fn.setup_context
-    if method is None:
-        return {}, set()
-    params = [a.arg for a in call_params(method)]
-    if len(params) < 3:
-        return {}, set()
-    inputs_name, output_name = params[1], params[2]
-    forward_names = [a.arg for a in fn.forward_inputs()]
-    local_inputs: dict[str, str] = {}
-    # The whole output, when forward returns one value (elements of a returned tuple may be non-tensors).
-    single = fn.forward is not None and all(
-        r.value is not None and not isinstance(r.value, (ast.Tuple, ast.List)) for r in returns(fn.forward)
-    )
-    outputs = {output_name} if single else set()
-    for stmt in method.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name):
-            target = stmt.targets[0]
-            if stmt.value.id == inputs_name and isinstance(target, (ast.Tuple, ast.List)):
-                for index, elt in enumerate(target.elts):
-                    if isinstance(elt, ast.Starred):
-                        break
-                    if isinstance(elt, ast.Name) and index < len(forward_names):
-                        local_inputs[elt.id] = forward_names[index]
-    return local_inputs, outputs
-
-
 def _stored_pairs(stmt: ast.Assign, ctx_var: str) -> list[tuple[ast.Attribute, ast.expr]]:
     """``(ctx.attr target, value)`` pairs of ``ctx.a = v`` or ``ctx.a, ctx.b = v, w``."""
     pairs: list[tuple[ast.Attribute, ast.expr]] = []
@@ -300,7 +158,7 @@ def _free_name(preferred: str, taken: set[str]) -> str:
 
 
 def _fix(
-    ctx: ModuleContext, fn: FunctionClass, method: Method, stmt: ast.Assign, attr: str, value: ast.Name, ctx_var: str
+    ctx: SourceText, fn: FunctionClass, method: Method, stmt: ast.Assign, attr: str, value: ast.Name, ctx_var: str
 ) -> FixRecipe | None:
     """Save the tensor with ``save_for_backward`` and read it from ``saved_tensors`` in backward."""
     backward = fn.backward
@@ -383,53 +241,48 @@ def _fix(
     return ReplaceText(title=SAVE_TITLE(name=value.id), span=span, text=text)
 
 
-def _indent(ctx: ModuleContext, stmt: ast.stmt) -> str:
+def _indent(ctx: SourceText, stmt: ast.stmt) -> str:
     text = ctx.lines[stmt.lineno - 1]
     return text[: len(text) - len(text.lstrip())]
 
 
-def check_module(ctx: ModuleContext) -> None:
-    semantics = ctx.semantics
-    model = semantics.functions
-    for fn in model.classes:
-        if fn.forward is None:
+def _outputs(output: Value) -> list[Value]:
+    """What forward returned: the value, and the items of a returned tuple."""
+    return [output, *output.items] if isinstance(output, TupleVal) else [output]
+
+
+@RULE.on(FunctionForwardEvent)
+def on_forward(event: FunctionForwardEvent, ctx: RuleContext) -> None:
+    """Each ``ctx.attr = name`` of the run whose value the engine knows is a tensor and is an
+    input forward was given or a tensor it returned (the same value, not a copy or a result)."""
+    if not event.stores or not ctx.in_checked_file(event.function):
+        return
+    fn = ctx.autograd_function(event.function)
+    if fn is None:
+        return
+    outputs = _outputs(event.output)
+    for store in event.stores:
+        method = ctx.enclosing_function(store.stmt)
+        ctx_var = fn.ctx_of(method) if method in (fn.forward, fn.setup_context) else None
+        if method is None or ctx_var is None or not isinstance(store.stmt, ast.Assign):
             continue
-        inputs = _Inputs(fn, semantics.names, model.calls)
-        outputs = _outputs(fn)
-        setup_inputs, setup_outputs = _setup_context_names(fn)
-        for method in (fn.forward, fn.setup_context):
-            ctx_var = fn.ctx_of(method)
-            if method is None or ctx_var is None:
-                continue
-            for stmt in walk_body(method):
-                if not isinstance(stmt, ast.Assign):
-                    continue
-                for target, value in _stored_pairs(stmt, ctx_var):
-                    if not isinstance(value, ast.Name):
-                        continue
-                    attr = target.attr
-                    if (value.id in outputs and method is fn.forward) or (
-                        method is fn.setup_context and value.id in setup_outputs
-                    ):
-                        template = OUTPUT_ON_CTX
-                    elif (method is fn.forward and inputs.is_tensor(value.id)) or (
-                        method is fn.setup_context
-                        and value.id in setup_inputs
-                        and inputs.is_tensor(setup_inputs[value.id])
-                    ):
-                        template = INPUT_ON_CTX
-                    else:
-                        continue
-                    related = []
-                    if fn.backward is not None:
-                        back_ctx = fn.ctx_of(fn.backward)
-                        reads = [n for n in walk_body(fn.backward) if ctx_attribute(n, back_ctx) == attr]
-                        if reads:
-                            related.append(Related(ctx.span(reads[0]), READS_HERE(ctx=back_ctx, attr=attr)))
-                    read_at = READ_AT(attr=attr, line=Line(related[0].span.line)) if related else ""
-                    message = template(ctx=ctx_var, attr=attr, name=value.id, function=fn.name, read_at=read_at)
-                    fix = _fix(ctx, fn, method, stmt, attr, value, ctx_var)
-                    ctx.reporter.report(RULE, ctx.span(stmt), message, related=related, fixes=(fix,) if fix else ())
-
-
-RULE.check_module = check_module
+        value = next((v for t, v in _stored_pairs(store.stmt, ctx_var) if t is store.target), None)
+        if not isinstance(value, ast.Name) or not ctx.is_tensor(store.value):
+            continue
+        if any(store.value is output for output in outputs):
+            template = OUTPUT_ON_CTX
+        elif any(store.value is given or store.value == given for _, given in event.inputs):
+            template = INPUT_ON_CTX
+        else:
+            continue
+        attr = store.target.attr
+        related = []
+        if fn.backward is not None:
+            back_ctx = fn.ctx_of(fn.backward)
+            reads = [n for n in walk_body(fn.backward) if ctx_attribute(n, back_ctx) == attr]
+            if reads:
+                related.append(Related(ctx.span(reads[0]), READS_HERE(ctx=back_ctx, attr=attr)))
+        read_at = READ_AT(attr=attr, line=Line(related[0].span.line)) if related else ""
+        message = template(ctx=ctx_var, attr=attr, name=value.id, function=fn.name, read_at=read_at)
+        fix = _fix(ctx, fn, method, store.stmt, attr, value, ctx_var)
+        ctx.report(RULE, ctx.span(store.stmt), message, related=related, fixes=(fix,) if fix else ())

@@ -1,13 +1,14 @@
 """In-place change of `grad_output` inside a custom Function's backward.
 
 ## What it does
-Follows the gradient parameters of `backward` (and the names that are still
-the same tensor or a view of it: `g = grad_output`, `g = grad_output.view(-1)`,
-`grad_output[:, 0]`) through the body, and flags a statement that changes one
-of them in place: `g[mask] = 0`, `g *= 2`, `g.mul_(2)`, `torch.relu_(g)`,
-`out=g`, `F.relu(g, inplace=True)`. A name rebound to a new tensor
-(`g = grad_output.clone()`, `g = g * 2`) is no longer followed; a name that is
-still the gradient on one branch only is not followed after the branch.
+Analyzes `backward` with the gradient tensors it receives and follows them
+(and what is still the same tensor or a view of it: `g = grad_output`,
+`g = grad_output.view(-1)`, `grad_output[:, 0]`, in backward or a helper it
+calls), and flags a statement that changes one of them in place: `g[mask] = 0`,
+`g *= 2`, `g.mul_(2)`, `torch.relu_(g)`, `out=g`, `F.relu(g, inplace=True)`.
+A new tensor (`g = grad_output.clone()`, `g = g * 2`, `grad_output[mask]`) is
+not the gradient; a name that is the gradient on one branch only is not
+followed after the branch.
 
 ## Why is this bad?
 `grad_output` is not yours: autograd may hand the very same tensor to other
@@ -52,12 +53,11 @@ The in-place statement on the gradient carries `# expect: GL403`.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from graphlife.analysis.doc_languages import Translation
-from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
-from graphlife.analysis.semantics import Names
-from graphlife.analysis.semantics.functions import call_params, takes_self_before_ctx
+from graphlife.analysis.events import FunctionBackwardEvent, InplaceEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc, SourceText
 from graphlife.findings import FixRecipe, MessageTemplate, Severity
 from graphlife.recipes import OutOfPlace, ReplaceText
 from graphlife.rules.source_edits import line_indent, point, segment, starts_its_line
@@ -66,7 +66,7 @@ ZH_CN = Translation(
     """在自定义 Function 的 backward 中原地修改了 `grad_output`。
 
 ## 它检查什么
-在 `backward` 的函数体中跟踪它的梯度参数（以及仍然是同一个张量或其视图的名字：`g = grad_output`、`g = grad_output.view(-1)`、`grad_output[:, 0]`），标记原地修改其中之一的语句：`g[mask] = 0`、`g *= 2`、`g.mul_(2)`、`torch.relu_(g)`、`out=g`、`F.relu(g, inplace=True)`。一个名字被重新绑定到新张量后（`g = grad_output.clone()`、`g = g * 2`）就不再跟踪；只在某一个分支上仍是梯度的名字，在分支之后也不再跟踪。
+用 `backward` 收到的梯度张量来分析它，并跟踪这些张量（以及仍然是同一个张量或其视图的东西：`g = grad_output`、`g = grad_output.view(-1)`、`grad_output[:, 0]`，无论在 backward 中还是在它调用的辅助函数中），标记原地修改其中之一的语句：`g[mask] = 0`、`g *= 2`、`g.mul_(2)`、`torch.relu_(g)`、`out=g`、`F.relu(g, inplace=True)`。新张量（`g = grad_output.clone()`、`g = g * 2`、`grad_output[mask]`）不是梯度；只在某一个分支上是梯度的名字，在分支之后不再跟踪。
 
 ## 为什么这是问题？
 `grad_output` 不归你所有：自动求导可能把同一个张量交给其他节点。在 `out = x + MyFn.apply(x)` 之后，跳跃连接收到的是同一个梯度张量；在 `y.sum()` 之后，它是一个全 1 的扩展（expand）张量，所有元素共用同一块内存：原地修改它，会悄悄改掉另一个分支的梯度（或者一次改掉所有元素）。什么错都不报，模型只是学到了别的东西。
@@ -96,7 +96,7 @@ def backward(ctx, grad_output):
 ## 修复的安全性
 安全：修改 `grad_output` 的副本（或者用非原地写法计算）返回的梯度相同，而且不会破坏 torch 传进来的张量。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="8c1a7831dd18",
+    translates="88485ce958c0",
 )
 
 RULE = Rule(
@@ -108,184 +108,6 @@ RULE = Rule(
 )
 
 #: Methods that return a view of (or the very same) tensor.
-_VIEW_METHODS = frozenset(
-    "view view_as expand expand_as t transpose permute unsqueeze squeeze narrow select diagonal unflatten "
-    "as_strided detach swapaxes swapdims movedim unfold real imag".split()
-)
-_VIEW_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH"})
-
-
-def _in_place(name: str) -> bool:
-    """``mul_``, ``torch.relu_``: the naming of in-place operations (not ``__dunder__``)."""
-    return name.endswith("_") and not name.endswith("__")
-
-
-def _basic_index(node: ast.expr) -> bool:
-    """Indexing that gives a view (ints, slices, `...`, `None`), not a copy (masks, index tensors)."""
-    if isinstance(node, ast.Tuple):
-        return all(_basic_index(e) for e in node.elts)
-    if isinstance(node, ast.Slice):
-        return True
-    if isinstance(node, ast.Constant):
-        value = node.value
-        return value is None or value is Ellipsis or (isinstance(value, int) and not isinstance(value, bool))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
-        return isinstance(node.operand.value, int)
-    return False
-
-
-class _Flow:
-    """Must-alias analysis of the gradient inside one backward."""
-
-    def __init__(self, ctx: ModuleContext, names: Names, fn_name: str, star: str | None) -> None:
-        self.ctx = ctx
-        self.names = names
-        self.fn_name = fn_name
-        self.star = star  # `*grad_outputs`: its constant-indexed elements are gradients
-        self.found: list[tuple[ast.stmt, str, ast.expr]] = []
-        #: The ``grads[0]`` subscripts of backward's ``*grads`` found to be gradients (by id).
-        self.star_items: set[int] = set()
-
-    # -- what is the gradient --------------------------------------------------------
-    def root(self, node: ast.expr, names: frozenset[str]) -> str | None:
-        """The gradient name ``node`` is (a view of), or ``None``."""
-        while True:
-            if isinstance(node, ast.Name):
-                return node.id if node.id in names and node.id != self.star else None
-            if isinstance(node, ast.Attribute) and node.attr in _VIEW_ATTRIBUTES:
-                node = node.value
-            elif isinstance(node, ast.Subscript):
-                if (
-                    self.star
-                    and isinstance(node.value, ast.Name)
-                    and node.value.id == self.star
-                    and self.star in names
-                    and _basic_index(node.slice)
-                ):
-                    self.star_items.add(id(node))
-                    return segment(self.ctx, node) or self.star
-                if not _basic_index(node.slice):
-                    return None
-                node = node.value
-            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                  and node.func.attr in _VIEW_METHODS):
-                node = node.func.value
-            else:
-                return None
-
-    def mutation(self, stmt: ast.stmt, names: frozenset[str]) -> tuple[str, ast.expr] | None:
-        """``(gradient name, mutated expression)`` when the statement changes a gradient in place."""
-        if isinstance(stmt, ast.AugAssign):
-            name = self.root(stmt.target, names)
-            if name:
-                return name, stmt.target
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                if isinstance(target, ast.Subscript) and (name := self.root(target.value, names)):
-                    return name, target.value
-        for node in _expressions(stmt):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            resolved = self.names.qualified_name(func)
-            if (
-                isinstance(func, ast.Attribute)
-                and _in_place(func.attr)
-                and resolved is None
-                and (name := self.root(func.value, names))
-            ):
-                return name, func.value  # `g.mul_(2)`
-            if (
-                resolved
-                and resolved.startswith("torch.")
-                and _in_place(resolved)
-                and node.args
-                and (name := self.root(node.args[0], names))
-            ):
-                return name, node.args[0]  # `torch.relu_(g)`
-            for keyword in node.keywords:
-                if keyword.arg == "out" and (name := self.root(keyword.value, names)):
-                    return name, keyword.value
-                if (
-                    keyword.arg == "inplace"
-                    and isinstance(keyword.value, ast.Constant)
-                    and keyword.value.value is True
-                    and node.args
-                    and (name := self.root(node.args[0], names))
-                ):
-                    return name, node.args[0]
-        return None
-
-    # -- walking the body ------------------------------------------------------------
-    def block(self, body: list[ast.stmt], names: frozenset[str], report: bool) -> frozenset[str]:
-        for stmt in body:
-            names = self.statement(stmt, names, report)
-        return names
-
-    def statement(self, stmt: ast.stmt, names: frozenset[str], report: bool) -> frozenset[str]:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return names - {stmt.name}
-        if isinstance(stmt, ast.If):
-            self._check(stmt.test, stmt, names, report)
-            return self.block(stmt.body, names, report) & self.block(stmt.orelse, names, report)
-        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-            if isinstance(stmt, ast.While):
-                self._check(stmt.test, stmt, names, report)
-                entry = names
-            else:
-                entry = names - set(_stored(stmt.target))
-            entry = entry & self.block(stmt.body, entry, False)
-            after = self.block(stmt.body, entry, report)
-            return self.block(stmt.orelse, entry & after, report) & names if stmt.orelse else entry & after
-        if isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                if item.optional_vars is not None:
-                    names = names - set(_stored(item.optional_vars))
-            return self.block(stmt.body, names, report)
-        if isinstance(stmt, ast.Try):
-            after_body = self.block(stmt.body, names, report)
-            result = after_body
-            for handler in stmt.handlers:
-                result = result & self.block(handler.body, names & after_body - {handler.name or ""}, report)
-            result = result & self.block(stmt.orelse, after_body, report)
-            return self.block(stmt.finalbody, result & names, report)
-        if report:
-            hit = self.mutation(stmt, names)
-            if hit:
-                self.found.append((stmt, hit[0], hit[1]))
-        if isinstance(stmt, ast.Assign):
-            keep = self.root(stmt.value, names)
-            for target in stmt.targets:
-                names = names | {target.id} if isinstance(target, ast.Name) and keep else names - set(_stored(target))
-            return names
-        if isinstance(stmt, (ast.AnnAssign,)) and isinstance(stmt.target, ast.Name):
-            if stmt.value is not None and self.root(stmt.value, names):
-                return names | {stmt.target.id}
-            return names - {stmt.target.id}
-        if isinstance(stmt, ast.AugAssign):
-            return names  # an in-place change keeps the name on the same tensor
-        stored = [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
-        return names - set(stored)
-
-    def _check(self, expr: ast.expr, stmt: ast.stmt, names: frozenset[str], report: bool) -> None:
-        if report:
-            hit = self.mutation(ast.Expr(value=expr), names)
-            if hit:
-                self.found.append((stmt, hit[0], hit[1]))
-
-
-def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
-    """Every expression node of a simple statement (not of nested bodies)."""
-    for child in ast.iter_child_nodes(stmt):
-        if isinstance(child, ast.expr):
-            yield from ast.walk(child)
-
-
-def _stored(target: ast.AST) -> list[str]:
-    """Names a target rebinds (``g[i] = v`` and ``g.x = v`` rebind nothing)."""
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
-
-
 def _star_root(node: ast.expr, star_items: set[int]) -> str | None:
     """``grads`` for ``grads[0]`` (and views of it), when ``grads`` is backward's ``*grads``
     (``star_items``: the subscripts the flow found to be its gradients)."""
@@ -314,7 +136,7 @@ CLONE_TITLE = MessageTemplate(
 OUT_OF_PLACE_TITLE = MessageTemplate("fix.compute-out-of-place", "Compute it out of place", zh_cn="改用非原地计算")
 
 
-def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr, star_items: set[int]) -> list[FixRecipe]:
+def _fixes(ctx: SourceText, stmt: ast.stmt, name: str, target: ast.expr, star_items: set[int]) -> list[FixRecipe]:
     fixes: list[FixRecipe] = []
     standalone = isinstance(target, ast.Name) and (
         isinstance(stmt, ast.AugAssign) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call))
@@ -342,24 +164,58 @@ def _fixes(ctx: ModuleContext, stmt: ast.stmt, name: str, target: ast.expr, star
     return fixes
 
 
-def check_module(ctx: ModuleContext) -> None:
-    semantics = ctx.semantics
-    seen: set[int] = set()
-    for fn in semantics.functions.classes:
-        backward = fn.backward
-        if backward is None or id(backward) in seen or takes_self_before_ctx(backward):
-            continue
-        seen.add(id(backward))
-        grads = [p.arg for p in call_params(backward)[1:]]
-        star = backward.args.vararg.arg if backward.args.vararg else None
-        if not grads and not star:
-            continue
-        flow = _Flow(ctx, semantics.names, fn.name, star)
-        flow.block(backward.body, frozenset(grads + ([star] if star else [])), True)
-        for stmt, name, target in flow.found:
-            shown = segment(ctx, target) or name
-            message = CHANGED(shown=shown, function=fn.name, name=name)
-            ctx.reporter.report(RULE, ctx.span(stmt), message, fixes=_fixes(ctx, stmt, name, target, flow.star_items))
+@dataclass
+class _Gradients:
+    """The gradients the running backward received: storage -> (Function, parameter name, ``*grads``)."""
+
+    by_storage: dict[int, tuple[str, str, str | None]] = field(default_factory=dict)
 
 
-RULE.check_module = check_module
+@RULE.on(FunctionBackwardEvent)
+def on_backward_start(event: FunctionBackwardEvent, ctx: RuleContext) -> None:
+    if not ctx.in_checked_file(event.function):
+        return
+    grads = ctx.unit_state(_Gradients)
+    for name, tensor in event.grads:
+        if tensor.storage is not None:
+            grads.by_storage[tensor.storage] = (event.function.name, name, event.star)
+
+
+@RULE.on(InplaceEvent)
+def on_inplace(event: InplaceEvent, ctx: RuleContext) -> None:
+    """An in-place change of a tensor whose storage is a received gradient's: the gradient itself
+    or a view of it, however the code reached it (an alias, a view, a helper)."""
+    storage = event.target.storage
+    if storage is None or event.target_expr is None:
+        return
+    grads = ctx.unit_state(_Gradients)
+    found = grads.by_storage.get(storage)
+    if found is None:
+        return
+    function, name, star = found
+    target = event.target_expr
+    star_items = {id(n) for n in ast.walk(target)
+                  if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == star}
+    root = _root_name(target)
+    shown = segment(ctx, target) or name
+    if star is not None and star_items:
+        item = next(n for n in ast.walk(target) if id(n) in star_items)
+        name = segment(ctx, item) or name
+    elif root is not None:
+        name = root
+    message = CHANGED(shown=shown, function=function, name=name)
+    stmt = event.stmt
+    ctx.report(RULE, ctx.span(stmt), message, fixes=_fixes(ctx, stmt, name, target, star_items))
+
+
+def _root_name(node: ast.expr) -> str | None:
+    """The name an expression of views starts from (``g`` of ``g.view(-1)[0]``)."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return None

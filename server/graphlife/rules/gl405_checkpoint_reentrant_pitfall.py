@@ -290,10 +290,7 @@ def _method_param_oracle(scope: Scope, semantics: Semantics) -> Callable[[str], 
 def _instance_calls(klass: ast.ClassDef, semantics: Semantics) -> list[ast.Call]:
     """Calls ``m(...)`` of every ``m = Klass(...)`` of the file, looked up in the binding's scope."""
     calls: list[ast.Call] = []
-    for assign in semantics.nodes(ast.Assign):
-        value = assign.value
-        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == klass.name):
-            continue
+    for assign in semantics.constructions(klass):
         for target in assign.targets:
             if not isinstance(target, ast.Name):
                 return []  # held as an attribute or in a container: other code may call it

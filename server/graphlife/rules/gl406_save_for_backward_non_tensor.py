@@ -5,9 +5,10 @@ Looks at every `ctx.save_for_backward(...)` in the `forward` (or
 `setup_context`) of a custom `torch.autograd.Function` and flags arguments that
 are certainly not tensors nor `None`: numbers, strings, tuples and lists,
 shapes (`x.shape`, `x.size()`), `x.item()`, `len(...)`, or a name bound only to
-such values. An error when the value is certain from the forward itself; a
-warning when it comes from a forward input that every `apply` call of the file
-fills with a non-tensor literal (another caller could pass a tensor).
+such values. An error when forward computes the value itself; a warning when
+it is a forward input that every `apply` call analyzed with it fills with a
+non-tensor, a literal or a value known to be one (another caller could pass a
+tensor).
 
 ## Why is this bad?
 `save_for_backward` only stores tensors (it tracks their version counters to
@@ -46,11 +47,14 @@ The `ctx.save_for_backward(...)` statement carries `# expect: GL406`.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
 from graphlife.analysis.doc_languages import Translation
-from graphlife.analysis.rule_api import ModuleContext, Rule, RuleDoc
-from graphlife.analysis.semantics import ApplyCall, FunctionClass, Method
-from graphlife.analysis.semantics.functions import save_for_backward_calls, saved_unpacking, walk_body
+from graphlife.analysis.events import CtxSave, FunctionForwardEvent, UnitEndEvent
+from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc, SourceText
+from graphlife.analysis.semantics import FunctionClass, Method
+from graphlife.analysis.semantics.functions import saved_unpacking, walk_body
+from graphlife.analysis.values import HeapRef, Number, TupleVal, Value
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity, Span
 from graphlife.recipes import ReplaceText
 from graphlife.rules.base import is_non_tensor_literal
@@ -60,7 +64,7 @@ ZH_CN = Translation(
     """传给 `ctx.save_for_backward` 的东西不是张量。
 
 ## 它检查什么
-检查自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中的每个 `ctx.save_for_backward(...)`，标记肯定既不是张量也不是 `None` 的参数：数字、字符串、元组和列表、形状（`x.shape`、`x.size()`）、`x.item()`、`len(...)`，或者只绑定到这类值的名字。如果从 forward 本身就能确定这个值，报错误；如果它来自 forward 的某个输入，而本文件中每个 `apply` 调用都给这个输入传非张量字面量，则报警告（别的调用方可能会传张量）。
+检查自定义 `torch.autograd.Function` 的 `forward`（或 `setup_context`）中的每个 `ctx.save_for_backward(...)`，标记肯定既不是张量也不是 `None` 的参数：数字、字符串、元组和列表、形状（`x.shape`、`x.size()`）、`x.item()`、`len(...)`，或者只绑定到这类值的名字。如果这个值是 forward 自己算出来的，报错误；如果它是 forward 的某个输入，而与它一起分析的每个 `apply` 调用都给这个输入传非张量（字面量，或已知不是张量的值），则报警告（别的调用方可能会传张量）。
 
 ## 为什么这是问题？
 `save_for_backward` 只保存张量（它跟踪张量的版本计数器来发现原地修改），其他东西一律拒绝。每个训练步的 `Fn.apply(...)` 都会因此失败（在某个输入需要梯度且处于梯度模式时；在 `torch.no_grad()` 下 torch 2.13 不做检查）。
@@ -88,7 +92,7 @@ def forward(ctx, x, alpha):
 ## 修复的安全性
 安全：逐个传入张量，把非张量的值留作 ctx 属性，保存的值完全相同。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="fce0cd344c93",
+    translates="a1292ebb4f78",
 )
 
 RULE = Rule(
@@ -116,61 +120,31 @@ CTX_ATTRIBUTES_TITLE = MessageTemplate("fix.non-tensors-on-ctx", "Store the non-
                                        zh_cn="把非张量的值存为 ctx 的属性")
 
 
-def _bound_only_to_non_tensors(method: Method, name: str) -> bool:
-    """Every binding of ``name`` in the method is ``name = <non-tensor literal>`` (and it is no parameter)."""
-    params = {a.arg for a in [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]}
-    if name in params:
-        return False
-    simple_targets: dict[int, ast.expr] = {}
-    for node in walk_body(method):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            simple_targets[id(node.targets[0])] = node.value
-    stores = [
-        n for n in walk_body(method) if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
-    ]
-    return bool(stores) and all(
-        id(n) in simple_targets and is_non_tensor_literal(simple_targets[id(n)]) for n in stores
-    )
-
-
-def _input_filled_with_literals(fn: FunctionClass, name: str, calls: list[ApplyCall]) -> bool:
-    """Every ``apply`` call of the file (at least one) passes a non-tensor literal for input ``name``."""
-    inputs = [a.arg for a in fn.forward_inputs()]
-    if name not in inputs:
-        return False
-    index = inputs.index(name)
-    mine = [c for c in calls if c.fn is fn]
-    if not mine:
-        return False
-    for call in mine:
-        value = call.positional(index)
-        if value is None:
-            value = next((k.value for k in call.call.keywords if k.arg == name), None)
-        if value is None or not is_non_tensor_literal(value):
-            return False
-    return True
-
-
-def _literal_for(fn: FunctionClass, method: Method, arg: ast.expr, calls: list[ApplyCall]) -> ast.expr:
-    """The literal behind ``arg``: itself, the value a local name is bound to, or what an ``apply`` call passes."""
+def _literal_for(method: Method, arg: ast.expr) -> ast.expr:
+    """The expression behind ``arg`` for the message's wording: itself, or what a local name is
+    bound to in the method."""
     if not isinstance(arg, ast.Name):
         return arg
     for node in walk_body(method):
         if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id == arg.id):
             return node.value
-    inputs = [a.arg for a in fn.forward_inputs()]
-    if arg.id in inputs:
-        for call in calls:
-            if call.fn is fn:
-                value = call.positional(inputs.index(arg.id))
-                if value is not None:
-                    return value
     return arg
 
 
 #: Builtins that convert to a type named like them.
 _CONVERSIONS = frozenset({"float", "int", "bool", "str", "tuple", "list", "dict"})
+
+
+def _value_kind(value: Value, kinds: dict[int, str]) -> str:
+    """The type torch will name, when the engine knows it (empty when it does not)."""
+    if isinstance(value, Number) and value.const is not None:
+        return type(value.const).__name__
+    if isinstance(value, TupleVal):
+        return "tuple"
+    if isinstance(value, HeapRef) and kinds.get(value.oid) in ("list", "dict"):
+        return kinds[value.oid]
+    return ""
 
 
 def _describe(node: ast.expr) -> str:
@@ -211,7 +185,7 @@ def _attr_name(node: ast.expr, index: int, used: set[str]) -> str:
 
 
 def _fix(
-    ctx: ModuleContext, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, bad: list[int], ctx_var: str
+    ctx: SourceText, fn: FunctionClass, stmt: ast.stmt, call: ast.Call, bad: list[int], ctx_var: str
 ) -> FixRecipe | None:
     """Move the non-tensor arguments to ctx attributes, in forward and in backward's unpacking."""
     if not isinstance(stmt, ast.Expr) or stmt.value is not call or not starts_its_line(ctx, stmt):
@@ -258,52 +232,94 @@ def _fix(
     return ReplaceText(title=CTX_ATTRIBUTES_TITLE(), span=span, text=text)
 
 
-def check_module(ctx: ModuleContext) -> None:
-    model = ctx.semantics.functions
-    calls = model.calls
-    for fn in model.classes:
-        for method in (fn.forward, fn.setup_context):
-            ctx_var = fn.ctx_of(method)
-            if method is None or ctx_var is None:
-                continue
-            parents = {id(child): node for node in walk_body(method) for child in ast.iter_child_nodes(node)}
-            for call in save_for_backward_calls(method, ctx_var):
-                certain: list[int] = []
-                likely: list[int] = []
-                for index, arg in enumerate(call.args):
-                    if isinstance(arg, ast.Starred):
-                        break
-                    if is_non_tensor_literal(arg) or (
-                        isinstance(arg, ast.Name) and _bound_only_to_non_tensors(method, arg.id)
-                    ):
-                        certain.append(index)
-                    elif (isinstance(arg, ast.Name) and method is fn.forward
-                          and _input_filled_with_literals(fn, arg.id, calls)):
-                        likely.append(index)
-                bad = sorted(certain + likely)
-                if not bad:
-                    continue
-                stmt = parents.get(id(call))
-                while stmt is not None and not isinstance(stmt, ast.stmt):
-                    stmt = parents.get(id(stmt))
-                target = stmt if stmt is not None else call
-                first = bad[0]
-                arg = call.args[first]
-                text = segment(ctx, arg) or "?"
-                kind = _describe(_literal_for(fn, method, arg, calls))
-                names = ", ".join(f"`{segment(ctx, call.args[i])}`" for i in bad)
-                message = (NOT_A_TENSOR if len(bad) == 1 else NOT_TENSORS)(
-                    ctx=ctx_var, function=fn.name, method=method.name, names=names, first=first, kind=kind, text=text)
-                fix = _fix(ctx, fn, target, call, sorted(bad), ctx_var) if isinstance(target, ast.stmt) else None
-                related = [Related(ctx.span(arg), IS_KIND(text=text, kind=kind))]
-                ctx.reporter.report(
-                    RULE,
-                    ctx.span(target),
-                    message,
-                    severity=Severity.ERROR if certain else Severity.WARNING,
-                    related=related,
-                    fixes=(fix,) if fix else (),
-                )
+def _not_a_tensor(value: Value, kinds: dict[int, str]) -> bool:
+    """Certainly neither a tensor nor ``None``: a number, string, shape, tuple, or a list or dict
+    (``kinds``: the heap objects' kinds of the run, by id)."""
+    if isinstance(value, (Number, TupleVal)):
+        return True
+    return isinstance(value, HeapRef) and kinds.get(value.oid) in ("list", "dict")
 
 
-RULE.check_module = check_module
+@dataclass
+class _Save:
+    """One ``ctx.save_for_backward(...)`` as the runs of the unit saw it."""
+
+    fn: FunctionClass
+    method: Method
+    call: ast.Call
+    stmt: ast.stmt
+    certain: set[int] = field(default_factory=set)  # computed in forward: not a tensor on any call
+    #: Arguments that are an input's value: ``True`` while every run filled that input with a non-tensor.
+    from_inputs: dict[int, bool] = field(default_factory=dict)
+    kinds: dict[int, str] = field(default_factory=dict)  # what the engine knew of each bad argument's type
+
+
+@dataclass
+class _Saves:
+    by_call: dict[int, _Save] = field(default_factory=dict)
+
+
+@RULE.on(FunctionForwardEvent)
+def on_forward(event: FunctionForwardEvent, ctx: RuleContext) -> None:
+    """Note what each save of the run was given: a value forward computed that is no tensor is an
+    error; an input's value that is none is a warning when every run of the unit passed one."""
+    if not event.saves or not ctx.in_checked_file(event.function):
+        return
+    fn = ctx.autograd_function(event.function)
+    if fn is None:
+        return
+    heap = event.state.heap
+    kinds = {oid: obj.kind for oid, obj in heap.items()} if any(
+        isinstance(v, HeapRef) for save in event.saves for v in save.values) else {}
+    inputs = [value for _, value in event.inputs]
+    pending = ctx.unit_state(_Saves)
+    for save in event.saves:
+        method = ctx.enclosing_function(save.call)
+        if method is None or method not in (fn.forward, fn.setup_context):
+            continue
+        entry = pending.by_call.get(id(save.call))
+        if entry is None:
+            entry = pending.by_call[id(save.call)] = _Save(fn, method, save.call, save.stmt)
+        _note(entry, save, inputs, kinds)
+
+
+def _note(entry: _Save, save: CtxSave, inputs: list[Value], kinds: dict[int, str]) -> None:
+    for index, value in enumerate(save.values):
+        bad = _not_a_tensor(value, kinds)
+        if any(value is given for given in inputs):
+            entry.from_inputs[index] = entry.from_inputs.get(index, True) and bad
+        elif bad:
+            entry.certain.add(index)
+        if bad and not entry.kinds.get(index):
+            entry.kinds[index] = _value_kind(value, kinds)
+
+
+@RULE.on(UnitEndEvent)
+def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
+    pending = ctx.take_unit_state(_Saves)
+    if pending is None:
+        return
+    for entry in pending.by_call.values():
+        _report(ctx, entry)
+
+
+def _report(ctx: RuleContext, entry: _Save) -> None:
+    fn, method, call = entry.fn, entry.method, entry.call
+    certain = sorted(entry.certain)
+    likely = sorted(i for i, bad in entry.from_inputs.items() if bad and i not in entry.certain)
+    bad = sorted(certain + likely)
+    if not bad:
+        return
+    ctx_var = fn.ctx_of(method) or "ctx"
+    target = entry.stmt
+    first = bad[0]
+    arg = call.args[first]
+    text = segment(ctx, arg) or "?"
+    kind = entry.kinds.get(first) or _describe(_literal_for(method, arg))
+    names = ", ".join(f"`{segment(ctx, call.args[i])}`" for i in bad)
+    message = (NOT_A_TENSOR if len(bad) == 1 else NOT_TENSORS)(
+        ctx=ctx_var, function=fn.name, method=method.name, names=names, first=first, kind=kind, text=text)
+    fix = _fix(ctx, fn, target, call, bad, ctx_var)
+    related = [Related(ctx.span(arg), IS_KIND(text=text, kind=kind))]
+    ctx.report(RULE, ctx.span(target), message, severity=Severity.ERROR if certain else Severity.WARNING,
+               related=related, fixes=(fix,) if fix else ())

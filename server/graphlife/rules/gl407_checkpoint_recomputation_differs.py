@@ -263,12 +263,12 @@ def _module_classes(semantics: Semantics, expr: ast.expr, klass: ast.ClassDef | 
 
 def _constructed(semantics: Semantics, values: list[ast.expr]) -> list[ast.ClassDef]:
     """The classes of the file that ``values`` construct (``Block(...)``, in a list or a comprehension)."""
-    classes = {node.name: node for node in semantics.nodes(ast.ClassDef)}
     found: dict[str, ast.ClassDef] = {}
     for value in values:
         for node in ast.walk(value):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
-                found.setdefault(node.func.id, classes[node.func.id])
+            klass = semantics.class_constructed(node)
+            if klass is not None:
+                found.setdefault(klass.name, klass)
     return list(found.values())
 
 

@@ -13,18 +13,18 @@ import ast
 from itertools import pairwise
 
 from graphlife.analysis.positions import byte_to_char_column
-from graphlife.analysis.rule_api import ModuleContext
+from graphlife.analysis.rule_api import SourceText
 from graphlife.analysis.semantics import Method
 from graphlife.findings import Span
 
 
-def char_col(ctx: ModuleContext, line: int, byte_col: int) -> int:
+def char_col(ctx: SourceText, line: int, byte_col: int) -> int:
     """1-based character column of a 0-based byte column on 1-based ``line``."""
     text = ctx.lines[line - 1] if 0 < line <= len(ctx.lines) else ""
     return byte_to_char_column(text, byte_col) + 1
 
 
-def def_line_span(ctx: ModuleContext, method: Method) -> Span:
+def def_line_span(ctx: SourceText, method: Method) -> Span:
     """``def name`` on the def line (not the decorators)."""
     line = method.lineno
     text = ctx.lines[line - 1] if 0 < line <= len(ctx.lines) else ""
@@ -34,13 +34,13 @@ def def_line_span(ctx: ModuleContext, method: Method) -> Span:
     return Span(line, start, line, end)
 
 
-def point(ctx: ModuleContext, line: int, byte_col: int) -> Span:
+def point(ctx: SourceText, line: int, byte_col: int) -> Span:
     """An empty span (an insertion point)."""
     column = char_col(ctx, line, byte_col)
     return Span(line, column, line, column)
 
 
-def source_of(ctx: ModuleContext, span: Span) -> str:
+def source_of(ctx: SourceText, span: Span) -> str:
     """The text of ``span`` in the analyzed source."""
     if span.line == span.end_line:
         return ctx.lines[span.line - 1][span.column - 1 : span.end_column - 1]
@@ -50,12 +50,12 @@ def source_of(ctx: ModuleContext, span: Span) -> str:
     return "\n".join(parts)
 
 
-def segment(ctx: ModuleContext, node: ast.AST) -> str:
+def segment(ctx: SourceText, node: ast.AST) -> str:
     """The source text of a node (``ast.get_source_segment`` re-splits the whole file on every call)."""
     return source_of(ctx, ctx.span(node))
 
 
-def merge_edits(ctx: ModuleContext, edits: list[tuple[Span, str]]) -> tuple[Span, str] | None:
+def merge_edits(ctx: SourceText, edits: list[tuple[Span, str]]) -> tuple[Span, str] | None:
     """One ``(span, text)`` replacement equivalent to several non-overlapping edits, or ``None`` if they overlap."""
     if not edits:
         return None
@@ -73,13 +73,13 @@ def merge_edits(ctx: ModuleContext, edits: list[tuple[Span, str]]) -> tuple[Span
     return region, "".join(pieces)
 
 
-def line_indent(ctx: ModuleContext, line: int) -> str:
+def line_indent(ctx: SourceText, line: int) -> str:
     """The leading whitespace of 1-based ``line``."""
     text = ctx.lines[line - 1] if 0 < line <= len(ctx.lines) else ""
     return text[: len(text) - len(text.lstrip())]
 
 
-def starts_its_line(ctx: ModuleContext, node: ast.stmt) -> bool:
+def starts_its_line(ctx: SourceText, node: ast.stmt) -> bool:
     """The statement is the first thing on its line (so a line can be inserted before it)."""
     text = ctx.lines[node.lineno - 1] if 0 < node.lineno <= len(ctx.lines) else ""
     return char_col(ctx, node.lineno, node.col_offset) == len(line_indent(ctx, node.lineno)) + 1 and text.strip() != ""
@@ -90,7 +90,7 @@ def unpacking_text(names: list[str], value: str) -> str:
     return f"{', '.join(names)}{',' if len(names) == 1 else ''} = {value}"
 
 
-def report_span(ctx: ModuleContext, node: ast.AST, stmt: ast.stmt | None) -> Span:
+def report_span(ctx: SourceText, node: ast.AST, stmt: ast.stmt | None) -> Span:
     """The node's span when it starts its statement's first line, else the statement's (markers sit there)."""
     if stmt is None or getattr(node, "lineno", None) == stmt.lineno:
         return ctx.span(node)

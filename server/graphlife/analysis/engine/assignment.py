@@ -74,6 +74,8 @@ class Assignment(EngineCore):
                     torch_api.zero_grads(self, state, storages, target, set_to_none=isinstance(value, NoneValue))
             return
         if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
+            if state.heap[receiver.oid].kind == "autograd_ctx":
+                self.note_ctx_store(receiver, target, value, state)
             self.maybe_store(state, receiver, value, self.text(target), "attribute")
             torch_api.note_growth(self, state, target, state.heap[receiver.oid].attrs.get(target.attr), value)
             obj = state.heap_write(receiver.oid)

@@ -34,6 +34,7 @@ from graphlife.analysis.values import (
     TupleVal,
     Value,
     ValuesIndices,
+    replace,
 )
 
 
@@ -58,6 +59,16 @@ def _methods_of(node: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunc
 #: Attributes of a torch module that are its parameters (``layer.weight``).
 _PARAMETER_ATTRIBUTES = ("weight", "bias", "in_proj_weight", "in_proj_bias")
 
+
+#: Comparisons that give a Python ``bool`` whatever they compare (the others give a tensor for tensors).
+_IDENTITY_TESTS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+
+
+def _advanced_index(key: Value) -> bool:
+    """An index with a tensor in it (a boolean mask, index tensors): torch copies, not a view."""
+    if isinstance(key, TensorVal):
+        return True
+    return isinstance(key, TupleVal) and any(isinstance(item, TensorVal) for item in key.items)
 
 class Expressions(EngineCore):
     """Names, constants, attributes, operators, containers, items and the rest."""
@@ -207,6 +218,8 @@ class Expressions(EngineCore):
         values = [self.eval(expr.left, state)] + [self.eval(c, state) for c in expr.comparators]
         if any(isinstance(v, TensorVal) for v in values):
             return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=expr)
+        if any(v is UNKNOWN for v in values) and not all(isinstance(op, _IDENTITY_TESTS) for op in expr.ops):
+            return UNKNOWN  # `a < b` of values not known: a tensor (or an array) for tensors
         if all(isinstance(v, Number) and v.const is not None for v in values):
             folded = constants.fold_compare(expr.ops, [v.const for v in values if isinstance(v, Number)])
             if folded is not constants.NOT_FOLDED:
@@ -280,7 +293,12 @@ class Expressions(EngineCore):
         container = self.eval(expr.value, state)
         key = self.eval(expr.slice, state)
         if isinstance(container, TensorVal):
-            return torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
+            result = torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
+            if (_advanced_index(key) and isinstance(result, TensorVal) and result.storage is not None
+                    and result.storage == container.storage):
+                # `t[mask]`, `t[idx]`: advanced indexing copies (an in-place change of it leaves `t` alone).
+                result = replace(result, storage=self.fresh())
+            return result
         if isinstance(container, QualName):
             member = library_models.namespace_member(container.name, key.const if isinstance(key, Number) else None)
             return QualName(member) if member is not None else UNKNOWN

@@ -75,16 +75,73 @@ class Units(EngineCore):
         for func, owner in functions:
             if id(func) in self.inlined:
                 continue  # already analyzed with the caller's values, which know more
+            function = self._autograd_function_of(func, owner)
+            if function is not None and func.name == "setup_context":
+                continue  # runs after forward, in forward's unit (or where `apply` ran it)
             try:
                 self.run_state.emitting = True
                 self.foreign_budget = share
-                self.run_cached(func, self._function_unit(func, owner))
+                if function is None:
+                    unit = self._function_unit(func, owner)
+                elif func.name == "backward":
+                    unit = self._backward_unit(func, owner, function)
+                else:
+                    unit = self._forward_unit(func, function)
+                self.run_cached(func, unit)
             except Timeout:
                 notes.append(skipped.TIME_BOX_FUNCTIONS())
                 break
             except RecursionError:
                 notes.append(skipped.FUNCTION_TOO_DEEP(name=func.name))
         return notes
+
+    def _autograd_function_of(self, func: _Function, owner: ast.ClassDef | None) -> ClassRef | None:
+        """The custom autograd Function whose static ``forward``, ``setup_context`` or ``backward``
+        ``func`` is: forward is analyzed the way ``apply`` runs it (:meth:`_forward_unit`, with
+        ``setup_context`` after it), backward with a ctx and its gradients (:meth:`_backward_unit`),
+        not as plain functions."""
+        if owner is None or func.name not in ("forward", "setup_context", "backward"):
+            return None
+        if not any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in func.decorator_list):
+            return None
+        ref = self.lookup_class(owner, self.module_names())
+        if not isinstance(ref, ClassRef) or not ref.is_autograd_function:
+            return None
+        if func.name == "setup_context" and self.find_method(ref, "forward", self.module_names()) is None:
+            return None
+        return ref
+
+    def _forward_unit(self, forward: _Function, ref: ClassRef) -> Callable[[], None]:
+        """A custom Function's forward that nothing applied: run as ``apply`` runs it, with a ctx
+        and abstract inputs (``run_forward_alone``, :mod:`graphlife.analysis.engine.autograd_functions`)."""
+
+        def run() -> None:
+            state = self.module_names().copy()
+            run = self.run_state
+            run.current_unit, run.no_grad_writes, run.foreign_steps = forward, {}, 0
+            run.stmt_stack.append(forward)
+            try:
+                self.run_forward_alone(ref, forward, state)
+                self.emit(UnitEndEvent(stmt=forward, state=state, unit=forward))
+            finally:
+                run.stmt_stack.pop()
+
+        return run
+
+    def _backward_unit(self, backward: _Function, owner: ast.ClassDef | None, ref: ClassRef) -> Callable[[], None]:
+        """A custom Function's backward (torch calls it, never the file): with a ctx and a tensor for
+        each gradient it receives (``start_backward``, :mod:`graphlife.analysis.engine.autograd_functions`)."""
+
+        def run() -> None:
+            state = self.function_entry_state(backward, owner)
+            self.run_state.stmt_stack.append(backward)
+            try:
+                self.start_backward(ref, backward, state)
+            finally:
+                self.run_state.stmt_stack.pop()
+            self.run_unit(backward.body, state, backward)
+
+        return run
 
     def _function_unit(self, func: _Function, owner: ast.ClassDef | None) -> Callable[[], None]:
         """Running ``func`` alone, as the unit cache calls it when it cannot replay it."""

@@ -244,6 +244,10 @@ class FunctionModel:
         self.by_name: dict[str, FunctionClass] = {fn.name: fn for fn in self.classes}
         self.calls: list[ApplyCall] = _apply_calls(self.by_name, assignments, calls) if self.classes else []
 
+    def of_class(self, node: ast.ClassDef) -> FunctionClass | None:
+        """The Function class defined by ``node`` (``None``: not a custom Function)."""
+        return next((fn for fn in self.classes if fn.node is node), None)
+
     def calls_of(self, fn: FunctionClass) -> list[ApplyCall]:
         """The ``apply`` calls that run ``fn``."""
         return [call for call in self.calls if call.fn is fn]

@@ -35,6 +35,7 @@ class Semantics:
         self._by_kind = index.by_kind
         self._sorted: dict[type[ast.AST], list[ast.AST]] = {}
         self._mentions: dict[str, list[ast.AST]] | None = None
+        self._classes_by_name: dict[str, ast.ClassDef] | None = None
 
     # -- the tree --------------------------------------------------------------------
     def nodes(self, kind: type[NodeT]) -> Sequence[NodeT]:
@@ -82,6 +83,25 @@ class Semantics:
                 nodes.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
             self._mentions = found
         return self._mentions.get(name, [])
+
+    # -- classes of the file and where they are built -------------------------------------
+    def class_constructed(self, call: ast.AST) -> ast.ClassDef | None:
+        """The class of this file that ``call`` builds (``Block(dim)``: a call of a name one of its
+        classes has; the last of that name when several do), else ``None``."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+            return None
+        if self._classes_by_name is None:
+            self._classes_by_name = {node.name: node for node in self.nodes(ast.ClassDef)}
+        return self._classes_by_name.get(call.func.id)
+
+    def constructions(self, klass: ast.ClassDef) -> list[ast.Assign]:
+        """Every ``target = Klass(...)`` of the file that builds an instance of ``klass`` (by its name)."""
+        return [
+            assign for assign in self.nodes(ast.Assign)
+            if self.class_constructed(assign.value) is not None
+            and isinstance(assign.value, ast.Call) and isinstance(assign.value.func, ast.Name)
+            and assign.value.func.id == klass.name
+        ]
 
     # -- what the syntax says --------------------------------------------------------
     @cached_property
