@@ -27,7 +27,8 @@ from oracle.runner import reset_torch_state
 #: fixture -> (a line the oldest live graph was built at, the container that keeps it; None: a
 #: reference cycle through torch, which no name holds). For GL204 the line is the
 #: `backward(create_graph=True)` that built the gradient's graph.
-LEAKS: dict[str, tuple[int, str | None]] = {
+#: A line of None: the graph is built inside a library model, so no site is in the fixture.
+LEAKS: dict[str, tuple[int | None, str | None]] = {
     "GL201/bad_dict_history_lists.py": (27, "history['total']"),
     "GL201/bad_forward_hook_collects_live_activations.py": (16, "monitor.history"),
     "GL201/bad_defaultdict_metrics_keep_losses.py": (15, "metrics['train/loss']"),
@@ -47,6 +48,9 @@ LEAKS: dict[str, tuple[int, str | None]] = {
     "GL201/bad_monitor_features_collected_in_training.py": (16, "feature_snapshots"),
     "GL201/bad_running_total_before_backward.py": (24, "epoch_loss"),
     "GL201/bad_trainer_self_history.py": (27, "self.history"),
+    "GL201/bad_library_timm_losses_kept.py": (15, "losses"),
+    # The graph is built inside the library model (the oracle's stand-in): no site in the fixture.
+    "GL201/bad_library_sequence_classifier_loss_summed.py": (None, "total_loss"),
     "GL203/bad_dict_context_while_loop.py": (14, "state['context']"),
     "GL203/bad_ema_features_carried_retain.py": (26, "ema"),
     "GL203/bad_helper_leaky_integrator_retain.py": (15, "hidden"),
@@ -103,7 +107,8 @@ def test_watch_reports_the_leaks_and_only_them(path: Path) -> None:
     assert len(reports) == 1, f"expected one report, counts: {[c.old_nodes for c in watch.counts]}"
     report = reports[0]
     line, container = expected
-    assert (str(path), line) in _sites(report), report
+    if line is not None:
+        assert (str(path), line) in _sites(report), report
     if container is None:
         assert "a reference cycle through torch" in report, report
     else:
