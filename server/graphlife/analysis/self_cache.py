@@ -83,7 +83,7 @@ class SelfCache:
         if not ENABLED:
             value = build_instance(interp, ref, func, state)
             if isinstance(value, HeapRef):
-                _weaken_written_elsewhere(interp, writes, value, state)
+                _weaken_written_elsewhere(writes, value, state)
             return state, value
         key: SelfKey = (ref.key, ref.is_module, ref.is_autograd_function, param, interp.run_state.create_graph_seen)
         built = self.built.get(key)
@@ -124,7 +124,7 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State, wri
     try:
         value = build_instance(interp, ref, func, state)
         if isinstance(value, HeapRef):
-            _weaken_written_elsewhere(interp, writes, value, state)
+            _weaken_written_elsewhere(writes, value, state)
         built = BuiltSelf(
             state=state.copy(), value=value, touched=touched, inlined=inlined,
             zeroed_added={key: stmt for key, stmt in run.zeroed_after.items() if zeroed_before.get(key) is not stmt},
@@ -138,13 +138,16 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State, wri
     return built
 
 
-def _weaken_written_elsewhere(interp: EngineParts, writes: AttributeWrites, instance: HeapRef, state: State) -> None:
+def _weaken_written_elsewhere(writes: AttributeWrites, instance: HeapRef, state: State) -> None:
     """A method analyzed alone may run after any other code of the file: each attribute that
     code assigns outside ``__init__`` may hold something else than what ``__init__`` made (a
     ``set()`` method, a forward hook writing ``self.features``). What they hold is weakened
-    (:mod:`graphlife.analysis.unseen_writes`), and the code that writes them is read."""
-    for site in writes.sites:
-        interp.touch(site)
+    (:mod:`graphlife.analysis.unseen_writes`).
+
+    What is weakened depends only on the attribute names the file writes, not on the code that
+    writes them, so that code is not noted as read (``touch``): the unit cache keys every unit on
+    those names (``unit_cache._attribute_writes_key``). Noting it made every method of a class
+    depend on every other method that assigns an attribute: an edit in any of them ran them all."""
     weaken_object(state, instance.oid, writes)
 
 
