@@ -536,7 +536,8 @@ def test_class_segments_make_the_tree_ast_parse_makes() -> None:
 def test_an_edit_in_one_method_parses_only_that_method() -> None:
     parser = BlockParser()
     first = parser.parse(_CLASS_SOURCE).tree.body[2]
-    edited = _CLASS_SOURCE.replace("        out = self.model(x)\n", "        out = self.model(x)\n\n        out = out * 2\n")
+    edited = _CLASS_SOURCE.replace("        out = self.model(x)\n",
+                                   "        out = self.model(x)\n\n        out = out * 2\n")
     second = parser.parse("# moved\n" + edited).tree.body[2]
     assert isinstance(first, ast.ClassDef) and isinstance(second, ast.ClassDef)
     kept = [new is old for new, old in zip(second.body, first.body)]
@@ -569,7 +570,8 @@ def test_a_reset_added_in_another_method_withdraws_gl302() -> None:
 def test_an_edit_in_a_method_of_a_class_of_attribute_writers_analyzes_only_that_method() -> None:
     """Every method assigns an attribute (`self.steps += 1`), which the `self` of each method
     analyzed alone is weakened for: an edit that writes no new name runs one method."""
-    source = _trainer_class(20).replace("        return loss.item()\n", "        self.steps += 1\n        return loss.item()\n")
+    source = _trainer_class(20).replace("        return loss.item()\n",
+                                        "        self.steps += 1\n        return loss.item()\n")
     checker = IncrementalChecker()
     checker.check(source)
     units = checker.statistics["ran"]

@@ -299,10 +299,10 @@ class BlockParser:
         for old in self._classes.get(_first_line(text), ()):
             if id(old) in self._taken:
                 continue
-            block = reparse_class(old, text, start)
-            if block is not None:
+            reparsed = reparse_class(old, text, start)
+            if reparsed is not None:
                 self._taken.add(id(old))  # its segments are the new block's now
-                return block
+                return reparsed
         return Block.parse(text, start)
 
     def _from_whole_file(self, source: str, lines: list[str]) -> list[Block] | None:

@@ -98,7 +98,7 @@ def _statement_writes(stmt: ast.stmt) -> tuple[frozenset[str], frozenset[str], b
     else:
         collector.visit(stmt)
     found = frozenset(collector.names), frozenset(collector.contents), collector.any_name
-    setattr(stmt, _WRITES, found)  # noqa: B010 - a cache hung on the node (the same code gives the same answer)
+    setattr(stmt, _WRITES, found)  # a cache hung on the node (the same code gives the same answer)
     return found
 
 

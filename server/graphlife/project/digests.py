@@ -13,7 +13,7 @@ same digests. ``hashlib`` is the fallback where a build leaves that module out.
 from __future__ import annotations
 
 try:
-    from _sha256 import sha256
+    from _sha256 import sha256  # type: ignore[import-not-found]  # CPython's, without a stub
 except ImportError:  # pragma: no cover - a Python built without it
     from hashlib import sha256
 

@@ -287,7 +287,7 @@ def _resets_in(ctx: RuleContext, root: ast.AST) -> list[tuple[ast.AST, ast.AST |
             found.append((node, enclosing))
         inner = node if isinstance(node, functions) else enclosing
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-    setattr(root, _RESETS, found)  # noqa: B010 - a cache hung on the node
+    setattr(root, _RESETS, found)  # a cache hung on the node
     return found
 
 
