@@ -396,7 +396,7 @@ def _trainer_class(methods: int) -> str:
     return "".join(parts)
 
 
-def test_an_edit_in_one_method_analyzes_only_that_method() -> None:
+def test_an_edit_in_one_method_analyzes_that_method_and_its_neighbour() -> None:
     source = _trainer_class(30)
     checker = IncrementalChecker()
     first = checker.check(source)
@@ -407,7 +407,9 @@ def test_an_edit_in_one_method_analyzes_only_that_method() -> None:
     lines.insert(target + 1, "        loss.backward()")  # a new bug in one method; the methods below move
     edited = "\n".join(lines)
     second = checker.check(edited)
-    assert checker.statistics == {"replayed": units - 1, "ran": 1, "calls_replayed": 0, "calls_ran": 0}
+    # The method edited, and the one after it: GL302 on a method that steps asks whether another
+    # method of the class resets the gradients, and its nearest such method is the one edited.
+    assert checker.statistics == {"replayed": units - 2, "ran": 2, "calls_replayed": 0, "calls_ran": 0}
     assert len(second.findings) == 7
     assert _outcome(second) == _outcome(check_source(edited))
 
@@ -567,9 +569,9 @@ def test_a_reset_added_in_another_method_withdraws_gl302() -> None:
     _assert_same(checker, source, "the reset taken away again")
 
 
-def test_an_edit_in_a_method_of_a_class_of_attribute_writers_analyzes_only_that_method() -> None:
+def test_an_edit_in_a_method_of_a_class_of_attribute_writers_runs_no_other_method_for_them() -> None:
     """Every method assigns an attribute (`self.steps += 1`), which the `self` of each method
-    analyzed alone is weakened for: an edit that writes no new name runs one method."""
+    analyzed alone is weakened for: an edit that writes no new name does not run every method."""
     source = _trainer_class(20).replace("        return loss.item()\n",
                                         "        self.steps += 1\n        return loss.item()\n")
     checker = IncrementalChecker()
@@ -577,5 +579,7 @@ def test_an_edit_in_a_method_of_a_class_of_attribute_writers_analyzes_only_that_
     units = checker.statistics["ran"]
     edited = source.replace("self.model(x * 7)", "self.model(x * 7 + 1)")
     result = checker.check(edited)
-    assert checker.statistics == {"replayed": units - 1, "ran": 1, "calls_replayed": 0, "calls_ran": 0}
+    # The method edited, and the one after it: GL302 on a method that steps asks whether another
+    # method of the class resets the gradients, and its nearest such method is the one edited.
+    assert checker.statistics == {"replayed": units - 2, "ran": 2, "calls_replayed": 0, "calls_ran": 0}
     assert _outcome(result) == _outcome(check_source(edited))

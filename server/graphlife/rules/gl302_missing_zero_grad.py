@@ -252,7 +252,13 @@ def _resets_elsewhere(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFun
     method cost more than the analysis."""
     owner = ctx.parent(function)
     if isinstance(owner, ast.ClassDef):
-        scope: list[ast.AST] = [*owner.decorator_list, *owner.bases, *owner.keywords, *owner.body]
+        # The statements nearest the method first: the reset found is the code the answer depends
+        # on, and a method's neighbours make different methods depend on different code (an edit
+        # in the class's first reset would otherwise run every method of the class again).
+        place = next((index for index, stmt in enumerate(owner.body) if stmt is function), 0)
+        nearest = sorted(range(len(owner.body)), key=lambda index: (abs(index - place), index))
+        scope: list[ast.AST] = [*(owner.body[index] for index in nearest), *owner.decorator_list, *owner.bases,
+                                *owner.keywords]
     else:
         scope = list(ctx.read_whole_file().body)
     for node in scope:
