@@ -23,10 +23,11 @@
 // (.ci/run installs it, so CI always runs this).
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { cleanEnv, freePort, installExtension, logsUnder, runCommand as runPaletteCommand, startCodeServer, stepRunner, stopCodeServer } from "./harness.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const chromiumPath = process.env.GRAPHLIFE_E2E_CHROMIUM || "/usr/bin/chromium";
@@ -70,72 +71,12 @@ function graphlifeLog(tail = 6000) {
   return logsUnder(dirs.user, tail);
 }
 
-/** The graphlife output channel of the VS Code whose user data folder is `user`. */
-function logsUnder(user, tail = 6000) {
-  const found = [];
-  const walk = (dir) => {
-    for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (/graphlife\.log$/.test(entry.name)) found.push(full);
-    }
-  };
-  walk(path.join(user, "logs"));
-  return found.map((f) => `--- ${f}\n${fs.readFileSync(f, "utf8").slice(-tail)}`).join("\n") || "(no graphlife log was written: the extension did not activate)";
-}
-
-const failures = [];
-
 /** A picture for the README, written only when GRAPHLIFE_E2E_SCREENSHOTS=1. */
 async function screenshot(name) {
   if (wantScreenshots) await page.screenshot({ path: path.join(shots, name) });
 }
 
-/**
- * Runs one user-visible step. A failed step fails the test; `fatal: false` steps
- * (independent of what follows) let the rest still run so one report shows every problem.
- */
-async function step(name, fn, { fatal = true } = {}) {
-  log(name);
-  try {
-    return await fn();
-  } catch (error) {
-    console.error(`\ne2e: FAIL in step "${name}": ${error instanceof Error ? error.message : error}`);
-    if (page) {
-      const shot = path.join(work, `failure-${failures.length + 1}.png`);
-      await page.screenshot({ path: shot }).catch(() => undefined);
-      console.error(`e2e: failure screenshot: ${shot}`);
-      console.error(`e2e: graphlife output channel:\n${graphlifeLog()}`);
-    }
-    failures.push(name);
-    process.exitCode = 1;
-    if (fatal) throw error;
-    await page?.keyboard.press("Escape").catch(() => undefined);
-  }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** PATH without this repository's .venv: the server must run on the system Python + bundled libraries. */
-function cleanEnv() {
-  const env = { ...process.env };
-  delete env.VIRTUAL_ENV;
-  delete env.PYTHONPATH;
-  env.PATH = (env.PATH || "")
-    .split(path.delimiter)
-    .filter((p) => !p.includes(`${path.sep}.venv${path.sep}`) && !p.endsWith(`${path.sep}.venv`) && !p.includes("node_modules"))
-    .join(path.delimiter);
-  return env;
-}
+const { step, failures } = stepRunner({ prefix: "e2e", work, page: () => page, log: () => graphlifeLog() });
 
 async function main() {
   const entry = await step("install code-server 4.100.3 (cached)", () => {
@@ -171,9 +112,7 @@ async function main() {
   });
 
   await step(`install ${path.relative(root, vsix)} into a fresh extensions folder`, () => {
-    const r = spawnSync(process.execPath, [entry, "--extensions-dir", dirs.ext, "--user-data-dir", dirs.user, "--install-extension", vsix], { encoding: "utf8" });
-    const out = `${r.stdout}\n${r.stderr}`;
-    if (r.status !== 0 || !/successfully installed/i.test(out)) fail(`code-server could not install the .vsix:\n${out}`);
+    installExtension(entry, dirs, vsix);
   });
 
   await step("the server in the .vsix answers `initialize` on every Python 3.10+ on this machine", async () => {
@@ -193,35 +132,7 @@ async function main() {
 
   const port = await freePort();
   await step(`start code-server on 127.0.0.1:${port}`, async () => {
-    codeServer = spawn(
-      process.execPath,
-      [
-        entry,
-        "--bind-addr", `127.0.0.1:${port}`,
-        "--auth", "none",
-        "--disable-telemetry",
-        "--disable-update-check",
-        "--disable-workspace-trust",
-        "--extensions-dir", dirs.ext,
-        "--user-data-dir", dirs.user,
-        dirs.ws,
-      ],
-      { env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true },
-    );
-    let output = "";
-    await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`code-server did not start:\n${output}`)), 60_000);
-      const onData = (chunk) => {
-        output += chunk;
-        if (output.includes("HTTP server listening on")) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      codeServer.stdout.on("data", onData);
-      codeServer.stderr.on("data", onData);
-      codeServer.once("exit", (code) => reject(new Error(`code-server exited (${code}):\n${output}`)));
-    });
+    codeServer = await startCodeServer(entry, { port, user: dirs.user, ext: dirs.ext, folder: dirs.ws, extraArgs: ["--disable-workspace-trust"] });
   });
 
   await step("open VS Code in Chromium", async () => {
@@ -478,8 +389,7 @@ async function main() {
       encoding: "utf8",
     });
     if (packed.status !== 0) fail(`could not package the fake Python extension:\n${packed.stdout}${packed.stderr}`);
-    const installed = spawnSync(process.execPath, [entry, "--extensions-dir", dirs.ext, "--user-data-dir", dirs.user, "--install-extension", fakeVsix], { encoding: "utf8" });
-    if (!/successfully installed/i.test(`${installed.stdout}${installed.stderr}`)) fail(`could not install the fake Python extension:\n${installed.stdout}${installed.stderr}`);
+    installExtension(entry, dirs, fakeVsix);
     await page.reload();
     await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
     // A reload restores the open editors only if VS Code saved them in time: open train.py
@@ -631,28 +541,9 @@ async function restrictedModeSteps(entry) {
       "graphlife.showNotifications": "onWarning",
     }, null, 2));
     const port = await freePort();
-    const untrusted = spawn(
-      process.execPath,
-      [entry, "--bind-addr", `127.0.0.1:${port}`, "--auth", "none", "--disable-telemetry", "--disable-update-check",
-        "--extensions-dir", dirs.ext, "--user-data-dir", user, ws],
-      { env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true },
-    );
-    let output = "";
+    const untrusted = await startCodeServer(entry, { port, user, ext: dirs.ext, folder: ws });
     const second = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     try {
-      await new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`code-server did not start:\n${output}`)), 60_000);
-        const onData = (chunk) => {
-          output += chunk;
-          if (output.includes("HTTP server listening on")) {
-            clearTimeout(timer);
-            resolve();
-          }
-        };
-        untrusted.stdout.on("data", onData);
-        untrusted.stderr.on("data", onData);
-        untrusted.once("exit", (code) => reject(new Error(`code-server exited (${code}):\n${output}`)));
-      });
       await second.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(ws)}`);
       await second.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
       // VS Code asks whether to trust the folder: the user says no.
@@ -675,11 +566,7 @@ async function restrictedModeSteps(entry) {
       throw error;
     } finally {
       await second.close().catch(() => undefined);
-      try {
-        process.kill(-untrusted.pid, "SIGTERM");
-      } catch {
-        // already gone
-      }
+      stopCodeServer(untrusted);
     }
   }, { fatal: false });
 }
@@ -737,13 +624,7 @@ function lspInitialize(exe, bundled, tag) {
 }
 
 async function runCommand(title) {
-  await page.keyboard.press("F1");
-  const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ state: "visible", timeout: 10_000 });
-  await input.fill(`>${title}`);
-  const item = page.locator(".quick-input-widget .monaco-list-row", { hasText: title }).first();
-  await item.waitFor({ state: "visible", timeout: 10_000 });
-  await page.keyboard.press("Enter");
+  await runPaletteCommand(page, title);
 }
 
 async function showProblems() {
@@ -797,13 +678,7 @@ try {
   console.error(`\ne2e: FAILED: ${failures.join("; ") || "see above"}`);
 } finally {
   await browser?.close().catch(() => undefined);
-  if (codeServer?.pid) {
-    try {
-      process.kill(-codeServer.pid, "SIGTERM"); // its own process group: the extension host and the server go too
-    } catch {
-      // already gone
-    }
-  }
+  stopCodeServer(codeServer); // its own process group: the extension host and the server go too
   if (process.exitCode !== 1) fs.rmSync(work, { recursive: true, force: true });
   else console.error(`e2e: kept ${work} for inspection`);
 }

@@ -20,13 +20,14 @@
 //
 // A picture for the README (docs/screenshots/e2e-zh-hover.png) is written only when
 // GRAPHLIFE_E2E_SCREENSHOTS=1 asks for it. Without Chromium the test says SKIP and exits 0.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { freePort, installExtension, logsUnder, runCommand as runPaletteCommand, startCodeServer, stepRunner, stopCodeServer } from "./harness.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const chromiumPath = process.env.GRAPHLIFE_E2E_CHROMIUM || "/usr/bin/chromium";
@@ -52,7 +53,6 @@ const bundle = JSON.parse(fs.readFileSync(path.join(root, "l10n", "bundle.l10n.z
 const vsix = path.join(root, "dist", `graphlife-${manifest.version}.vsix`);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "graphlife-e2e-zh-"));
 const dirs = { ext: path.join(work, "ext"), user: path.join(work, "user"), ws: path.join(work, "workspace") };
-const failures = [];
 let codeServer;
 let browser;
 let page;
@@ -66,62 +66,14 @@ function fail(message) {
 }
 
 /** The graphlife output channel as the extension host wrote it. */
-function graphlifeLog() {
-  const found = [];
-  const walk = (dir) => {
-    for (const entry of fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else if (/graphlife\.log$/.test(entry.name)) found.push(fs.readFileSync(full, "utf8"));
-    }
-  };
-  walk(path.join(dirs.user, "logs"));
-  return found.join("\n");
+function graphlifeLog(tail = Infinity) {
+  return logsUnder(dirs.user, tail);
 }
 
-async function step(name, fn, { fatal = true } = {}) {
-  log(name);
-  try {
-    return await fn();
-  } catch (error) {
-    console.error(`\ne2e-zh: FAIL in step "${name}": ${error instanceof Error ? error.message : error}`);
-    if (page) {
-      const shot = path.join(work, `failure-${failures.length + 1}.png`);
-      await page.screenshot({ path: shot }).catch(() => undefined);
-      console.error(`e2e-zh: failure screenshot: ${shot}\ne2e-zh: graphlife output channel:\n${graphlifeLog().slice(-4000)}`);
-    }
-    failures.push(name);
-    if (fatal) throw error;
-    await page?.keyboard.press("Escape").catch(() => undefined);
-  }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** PATH without this repository's .venv: the server runs on the system Python + bundled libraries. */
-function cleanEnv() {
-  const env = { ...process.env };
-  delete env.VIRTUAL_ENV;
-  delete env.PYTHONPATH;
-  env.PATH = (env.PATH || "")
-    .split(path.delimiter)
-    .filter((p) => !p.includes(`${path.sep}.venv${path.sep}`) && !p.endsWith(`${path.sep}.venv`) && !p.includes("node_modules"))
-    .join(path.delimiter);
-  return env;
-}
+const { step, failures } = stepRunner({ prefix: "e2e-zh", work, page: () => page, log: () => graphlifeLog(4000) });
 
 function install(entry, file) {
-  const r = spawnSync(process.execPath, [entry, "--extensions-dir", dirs.ext, "--user-data-dir", dirs.user, "--install-extension", file], { encoding: "utf8" });
-  if (!/successfully installed/i.test(`${r.stdout}${r.stderr}`)) fail(`code-server could not install ${file}:\n${r.stdout}${r.stderr}`);
+  installExtension(entry, dirs, file);
 }
 
 /**
@@ -147,20 +99,7 @@ function registerLanguagePack(packManifest) {
 }
 
 async function runCommand(title) {
-  // The palette lists the commands known when it opens: reopen it until the command is there.
-  for (const deadline = Date.now() + 30_000; ; ) {
-    await page.keyboard.press("F1");
-    const input = page.locator(".quick-input-widget input");
-    await input.waitFor({ state: "visible", timeout: 10_000 });
-    await input.fill(`>${title}`);
-    const item = page.locator(".quick-input-widget .monaco-list-row", { hasText: title }).first();
-    if (await item.waitFor({ state: "visible", timeout: 3_000 }).then(() => true, () => false)) {
-      await item.click();
-      return;
-    }
-    await page.keyboard.press("Escape");
-    if (Date.now() > deadline) fail(`the command palette has no "${title}"`);
-  }
+  await runPaletteCommand(page, title);
 }
 
 async function main() {
@@ -203,35 +142,8 @@ async function main() {
 
   const port = await freePort();
   await step(`start code-server with --locale ${LOCALE} on 127.0.0.1:${port}`, async () => {
-    codeServer = spawn(
-      process.execPath,
-      [
-        entry,
-        "--bind-addr", `127.0.0.1:${port}`,
-        "--auth", "none",
-        "--disable-telemetry",
-        "--disable-update-check",
-        "--disable-workspace-trust",
-        "--locale", LOCALE,
-        "--extensions-dir", dirs.ext,
-        "--user-data-dir", dirs.user,
-        dirs.ws,
-      ],
-      { env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"], detached: true },
-    );
-    let output = "";
-    await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`code-server did not start:\n${output}`)), 60_000);
-      const onData = (chunk) => {
-        output += chunk;
-        if (output.includes("HTTP server listening on")) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      codeServer.stdout.on("data", onData);
-      codeServer.stderr.on("data", onData);
-      codeServer.once("exit", (code) => reject(new Error(`code-server exited (${code}):\n${output}`)));
+    codeServer = await startCodeServer(entry, {
+      port, user: dirs.user, ext: dirs.ext, folder: dirs.ws, extraArgs: ["--disable-workspace-trust", "--locale", LOCALE],
     });
   });
 
@@ -340,13 +252,7 @@ try {
   console.error(`\ne2e-zh: FAILED: ${failures.join("; ") || "see above"}`);
 } finally {
   await browser?.close().catch(() => undefined);
-  if (codeServer?.pid) {
-    try {
-      process.kill(-codeServer.pid, "SIGTERM"); // its own process group: the extension host and the server go too
-    } catch {
-      // already gone
-    }
-  }
+  stopCodeServer(codeServer); // its own process group: the extension host and the server go too
   if (process.exitCode !== 1) fs.rmSync(work, { recursive: true, force: true });
   else console.error(`e2e-zh: kept ${work} for inspection`);
 }

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 
 import pytest
 from lsp_helpers import initialize, open_document, replace_all, wait_for_publish
@@ -137,6 +139,14 @@ def _story_runs(client: LanguageClient) -> int:
     return sum(STORIES_TOLD in message.message for message in client.log_messages)
 
 
+async def _until_story_runs(client: LanguageClient, count: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while _story_runs(client) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{count} story runs were expected: {[m.message for m in client.log_messages]}")
+        await asyncio.sleep(0.02)
+
+
 async def test_hovers_on_new_names_do_not_run_the_file_again(client: LanguageClient, workdir):
     """The stories of a version come from one watched run: a hover on a name not hovered before
     looks its story up (each such hover used to run the whole file again: 1.4 s on a
@@ -166,3 +176,22 @@ async def test_hovers_on_new_names_do_not_run_the_file_again(client: LanguageCli
     assert await _hover(client, uri, 3, 0) is not None
     assert await _hover(client, uri, 2, 0) is not None
     assert _story_runs(client) == 2, [m.message for m in client.log_messages]
+
+
+async def test_stories_are_told_ahead_only_in_documents_the_user_hovers(client: LanguageClient, workdir):
+    """Telling a version's stories is a watched run of the whole file. A document hovered once
+    gets each new version's stories ahead (the next hover finds them told); one never hovered
+    costs no run per version."""
+    await initialize(client)
+    hovered = open_document(client, workdir / "train.py", DOUBLE_BACKWARD)
+    await wait_for_publish(client, hovered, version=1)
+    assert await _hover(client, hovered, 3, 0) is not None
+    assert _story_runs(client) == 1
+
+    quiet = open_document(client, workdir / "other.py", DOUBLE_BACKWARD)
+    await wait_for_publish(client, quiet, version=1)
+    replace_all(client, hovered, DOUBLE_BACKWARD.replace("(w * w)", "(w * 2)"), 2, DOUBLE_BACKWARD)
+    await wait_for_publish(client, hovered, version=2)
+    await _until_story_runs(client, 2)  # version 2 of the hovered document, told without a hover
+    names = [message.message for message in client.log_messages if STORIES_TOLD in message.message]
+    assert not any("other.py" in name for name in names), names

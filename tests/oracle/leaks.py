@@ -40,7 +40,8 @@ Optimizer steps (``optim=True``)
     backward starts has been zeroed: its running contribution restarts. At each
     ``optimizer.step()`` the gradient it applies (``p.grad``) is recorded next to
     the *fresh* gradient: the sum of the contributions since that parameter's
-    previous step. A correct loop applies the fresh gradient (or a uniformly
+    previous step (for a parameter whose ``.grad`` is another leaf's gradient tensor,
+    ``global_param._grad = local_param.grad``: that leaf's). A correct loop applies the fresh gradient (or a uniformly
     scaled-down copy of it: gradient clipping); ``zero_grad()`` between backward
     and step applies zeros; a loop that never zeroes applies stale gradients too.
 
@@ -435,8 +436,21 @@ class Meter(TorchFunctionMode):
         with torch._C.DisableTorchFunction():
             params = self._params(optimizer)
             applied = [None if p.grad is None else p.grad.detach().clone() for p in params]
-            fresh = [self._contrib.pop(id(p), None) for p in params]
+            fresh = [self._contrib.pop(id(self._grad_owner(p)), None) for p in params]
             self._step_before[id(optimizer)] = (applied, fresh, [p.detach().clone() for p in params])
+
+    def _grad_owner(self, param: torch.Tensor) -> torch.Tensor:
+        """The leaf whose backward contributions ``param``'s gradient holds: ``param`` itself, or,
+        when its ``.grad`` is the very tensor another leaf's backward fills (``global_param._grad =
+        local_param.grad``, the A3C pattern), that leaf."""
+        grad = param.grad
+        if grad is None or id(param) in self._contrib:
+            return param
+        for ref in self._leaves_seen.values():
+            leaf = ref()
+            if leaf is not None and leaf is not param and leaf.grad is grad:
+                return leaf
+        return param
 
     def _post_step(self, optimizer, args, kwargs) -> None:
         applied, fresh, before = self._step_before.pop(id(optimizer))

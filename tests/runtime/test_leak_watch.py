@@ -38,6 +38,7 @@ LEAKS: dict[str, tuple[int, str | None]] = {
     "GL201/bad_smoothed_loss_for_progress_bar.py": (13, "smoothed"),
     "GL201/bad_tensor_accumulator_add_.py": (13, "epoch_loss"),
     "GL201/bad_helper_returns_step_outputs.py": (12, "records"),
+    "GL201/bad_input_gradient_hook_keeps_double_backward_graph.py": (19, "input_gradients"),
     "GL201/bad_layer_outputs_logged_to_module_list.py": (22, "LAYER_OUTPUTS"),
     "GL201/bad_losses_list_after_backward.py": (28, "losses"),
     "GL201/bad_actor_critic_named_records_never_cleared.py": (34, "model.saved_actions"),

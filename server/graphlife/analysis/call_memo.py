@@ -148,7 +148,8 @@ def _key(interp: EngineParts, func: FunctionRef, state: State) -> tuple[object, 
     where it is an object of this analysis: the graph store, the definitions table)."""
     run = interp.run_state
     return (
-        func.key, tuple(run.call_stack), state.escaped, state.grad_enabled, state.inference_mode, state.grad_assumed,
+        func.key, tuple(run.call_stack), state.escaped, state.grad_hooks, state.grad_enabled, state.inference_mode,
+        state.grad_assumed,
         run.create_graph_seen, run.emitting, run.in_loop(), len(run.loop_stack),
         id(run.graph), id(run.globals), len(run.globals),
     )
@@ -170,7 +171,7 @@ def _same_heap(before: MutableMapping[int, HeapObject], after: MutableMapping[in
 
 
 #: The state's facts about tensors (versions, gradients, freed graphs): a pure call leaves them.
-_FACT_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed", "escaped")
+_FACT_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed", "escaped", "grad_hooks")
 
 
 def _maps(state: State) -> tuple[object, ...]:

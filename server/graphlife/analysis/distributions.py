@@ -35,6 +35,9 @@ from graphlife.analysis.state import State
 from graphlife.analysis.values import UNKNOWN, HeapRef, TensorVal, TupleVal, Value
 
 #: Methods whose result is a differentiable function of the parameters (and of their arguments).
+#: How the op table's keys for a distribution's members begin.
+DISTRIBUTION_PREFIX = "Distribution."
+
 DIFFERENTIABLE_METHODS = frozenset({
     "log_prob", "entropy", "rsample", "cdf", "icdf", "perplexity", "expand",
 })
@@ -105,7 +108,7 @@ def measured_member(state: State, ref: HeapRef, member: str, args: list[Value],
         if name in obj.attrs and name not in given:
             given[name] = obj.attrs[name]
     named = [name for name in signature if name in given]
-    key = f"Distribution.{obj.cls}({','.join(named)}).{member}"
+    key = f"{DISTRIBUTION_PREFIX}{obj.cls}({','.join(named)}).{member}"
     info = optable.lookup(key)
     inputs = [*(given[name] for name in named), *args]
     if info is None or len(info.inputs) != len(inputs):
@@ -153,3 +156,15 @@ def no_graph_sample(interp: TorchEngine, call: ast.AST, method: str) -> TensorVa
 
 def is_distribution(state: State, value: Value) -> bool:
     return isinstance(value, HeapRef) and value.oid in state.heap and state.heap[value.oid].kind == "distribution"
+
+
+def display_op(op: str) -> str:
+    """An op's name as a message shows it: a distribution's measured member by its class and
+    member (``Normal.log_prob``), not by its op-table key (``Distribution.Normal(loc,scale).log_prob``,
+    which names the constructor's parameters only to tell the forms apart); other ops as they are."""
+    if not op.startswith(DISTRIBUTION_PREFIX) or "(" not in op:
+        return op
+    cls, _, rest = op[len(DISTRIBUTION_PREFIX):].partition("(")
+    member = rest.rpartition(").")[2]
+    return f"{cls}.{member}" if member else cls
+

@@ -44,6 +44,12 @@ def merge_modules(a: int, heap_a: Mapping[int, HeapObject], b: int,
         frozen=join_tri(obj_a.frozen, obj_b.frozen),
     )
     merged.extra["either"] = (a, b)
+    library = obj_a.extra.get("library_model")
+    if library is not None and library == obj_b.extra.get("library_model"):
+        # A library's model on both paths (`models.__dict__[arch](pretrained=True)` or not): one
+        # such model, whichever was built (`graphlife.analysis.library_models`).
+        merged.cls = obj_a.cls
+        merged.extra["library_model"] = library
     training = (obj_a.extra.get("training"), obj_b.extra.get("training"))
     if training[0] == training[1] and training[0] is not None:
         merged.extra["training"] = training[0]

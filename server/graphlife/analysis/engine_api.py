@@ -28,11 +28,12 @@ from typing import Protocol
 
 from graphlife.analysis.call_records import CallRecord, RecordedCall, Reopen
 from graphlife.analysis.events import Event
-from graphlife.analysis.modules import SourceModule
+from graphlife.analysis.grad_hooks import BackwardReach
+from graphlife.analysis.modules import ModuleProvider, SourceModule
 from graphlife.analysis.rule_api import Reporter
 from graphlife.analysis.run_state import RunState
 from graphlife.analysis.state import State
-from graphlife.analysis.values import ClassRef, FunctionRef, HeapRef, Value
+from graphlife.analysis.values import ClassRef, FunctionRef, HeapRef, TensorVal, Value
 
 
 class Timeout(Exception):
@@ -145,8 +146,21 @@ class TorchEngine(Protocol):
         ...
 
     def register_full_backward_hook(self, module: HeapRef, args: list[Value], state: State,
-                                    site: ast.AST) -> Value:
+                                    site: ast.AST, method: str = "register_full_backward_hook") -> Value:
         """``module.register_full_backward_hook(fn)``: the handle."""
+        ...
+
+    def register_tensor_hook(self, tensor: TensorVal, args: list[Value], state: State, site: ast.AST) -> Value:
+        """``t.register_hook(fn)``: the handle."""
+        ...
+
+    def note_hooked_call(self, module: HeapRef, args: list[Value], output: Value, state: State,
+                         site: ast.AST) -> None:
+        """A module call: its full backward hooks run at a backward through its outputs."""
+        ...
+
+    def run_grad_hooks(self, state: State, reach: BackwardReach, site: ast.AST) -> None:
+        """A backward runs the tensor hooks and module backward hooks its graph reaches."""
         ...
 
     def through_backward_hooks(self, module: HeapRef, value: Value, state: State, site: ast.AST) -> Value:
@@ -209,6 +223,7 @@ class EngineParts(TorchEngine, Protocol):
     tree: ast.Module  # of the module whose code runs (the file, or a module it imported)
     module: SourceModule  # the module whose code runs
     entry: SourceModule  # the file being checked
+    modules: ModuleProvider | None  # the project's other modules (``None``: the file alone)
     star_sources: dict[str, list[str]]  # per module: the project's modules it star-imports
     foreign_budget: int  # statements of other modules the running unit may run
     reporter: Reporter

@@ -119,6 +119,16 @@ class ZeroGradEvent(Event):
 
 
 @dataclass
+class GradShareEvent(Event):
+    """``global_param._grad = local_param.grad``: the parameters ``storages`` now hold the gradient
+    tensor of the leaves ``sources`` (the A3C pattern: one model's backward, another's step)."""
+
+    target: ast.Attribute  # `global_param._grad`
+    storages: frozenset[int]
+    sources: frozenset[int]
+
+
+@dataclass
 class GradReadEvent(Event):
     tensor: TensorVal  # the tensor whose `.grad` is read
     expr: ast.Attribute  # the `t.grad` expression

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis import library_models
 from graphlife.analysis.state import GraphStore
 from graphlife.analysis.values import TensorVal, Value
 
@@ -53,7 +54,7 @@ def grows(graph: GraphStore, old: Value | None, new: Value, current: tuple[int, 
     state, not a running total.)"""
     if not isinstance(old, TensorVal) or not isinstance(new, TensorVal) or not old.grad_fn or not new.grad_fn:
         return False
-    if new.requires_grad is not True:
+    if not library_models.stores_graph(graph, new):
         return False
     targets = {nid for nid in old.grad_fn if earlier_iteration(graph.nodes[nid].iteration, current)}
     if not targets:

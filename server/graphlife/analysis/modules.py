@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from graphlife.analysis.tree_index import TreeIndex
+from graphlife.analysis.unseen_writes import AttributeWrites
 
 
 @dataclass(eq=False)
@@ -70,6 +71,11 @@ class ModuleProvider(Protocol):
 
     def lines_of(self, path: str) -> list[str] | None:
         """The lines of a module found so far, by its path (``None``: none found there)."""
+        ...
+
+    def attribute_writes_elsewhere(self, names: frozenset[str], classes: frozenset[str]) -> AttributeWrites:
+        """Which of ``names`` the project's other files may write on instances of the checked
+        file's ``classes`` (a method analyzed alone must not trust what ``__init__`` put there)."""
         ...
 
     def exists(self, module: str) -> bool:

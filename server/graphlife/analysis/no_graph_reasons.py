@@ -18,6 +18,14 @@ GRADIENTS_DISABLED = MessageTemplate(
 A_GRAD = MessageTemplate(
     "why.a-grad", "a `.grad`, which has no graph unless a backward used `create_graph=True`",
     zh_cn="它是一个 `.grad`，除非某次反向传播使用了 `create_graph=True`，否则它没有计算图")
+A_HOOK_GRAD = MessageTemplate(
+    "why.a-hook-grad",
+    "a gradient torch handed to a backward hook, which has no graph unless the backward used `create_graph=True`",
+    zh_cn="它是 torch 在反向传播中交给反向传播钩子的梯度，除非该次反向传播使用了 `create_graph=True`，否则它没有计算图")
+IN_BACKWARD_HOOK = MessageTemplate(
+    "why.in-backward-hook",
+    "computed inside a backward hook, where torch turns gradients off unless the backward used `create_graph=True`",
+    zh_cn="它是在反向传播钩子里计算的；除非该次反向传播使用了 `create_graph=True`，torch 在钩子里会关闭梯度记录")
 REENTRANT_CHECKPOINT = MessageTemplate(
     "why.reentrant-checkpoint",
     "the output of a reentrant `checkpoint` whose inputs do not require grad has no graph (pass `use_reentrant=False`)",

@@ -68,6 +68,9 @@ class RunState:
     emitting: bool = True  # rules see its events (off for quiet evaluations: the definitions)
     #: A ``backward(create_graph=True)`` ran (then a ``.grad`` has a graph of its own).
     create_graph_seen: bool = False
+    #: Backward hooks running (nested), each with gradients off because its backward did not
+    #: create a graph: why a tensor made there has none (GL104's message).
+    hooks_without_grad: int = 0
 
     # -- what it made -------------------------------------------------------------------------------
     graph: GraphStore = field(default_factory=GraphStore)
@@ -77,6 +80,10 @@ class RunState:
     #: build): past :data:`~graphlife.analysis.engine.imports.FOREIGN_BUDGET`, their calls are unknown.
     foreign_steps: int = 0
     zeroed_after: dict[int, ast.AST] = field(default_factory=dict)  # zero_grad statement -> the backward it cleared
+    #: Parameter storage -> the storages whose gradient tensor its ``.grad`` is
+    #: (``global_param._grad = local_param.grad``): a step on it uses, and a ``zero_grad`` in place
+    #: resets, that tensor; setting its ``.grad`` to None ends the sharing.
+    grad_shares: dict[int, frozenset[int]] = field(default_factory=dict)
 
     # -- what it noted ------------------------------------------------------------------------------
     path_ends: bool = False  # an inlined call never returns (it raised): the statement ends the path

@@ -83,7 +83,7 @@ class SelfCache:
         if not ENABLED:
             value = build_instance(interp, ref, func, state)
             if isinstance(value, HeapRef):
-                _weaken_written_elsewhere(writes, value, state)
+                _weaken_written_elsewhere(interp, writes, value, state)
             return state, value
         key: SelfKey = (ref.key, ref.is_module, ref.is_autograd_function, param, interp.run_state.create_graph_seen)
         built = self.built.get(key)
@@ -124,7 +124,7 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State, wri
     try:
         value = build_instance(interp, ref, func, state)
         if isinstance(value, HeapRef):
-            _weaken_written_elsewhere(writes, value, state)
+            _weaken_written_elsewhere(interp, writes, value, state)
         built = BuiltSelf(
             state=state.copy(), value=value, touched=touched, inlined=inlined,
             zeroed_added={key: stmt for key, stmt in run.zeroed_after.items() if zeroed_before.get(key) is not stmt},
@@ -138,17 +138,40 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State, wri
     return built
 
 
-def _weaken_written_elsewhere(writes: AttributeWrites, instance: HeapRef, state: State) -> None:
+def _weaken_written_elsewhere(interp: EngineParts, writes: AttributeWrites, instance: HeapRef, state: State) -> None:
     """A method analyzed alone may run after any other code of the file: each attribute that
     code assigns outside ``__init__`` may hold something else than what ``__init__`` made (a
     ``set()`` method, a forward hook writing ``self.features``). What they hold is weakened
-    (:mod:`graphlife.analysis.unseen_writes`).
+    (:mod:`graphlife.analysis.unseen_writes`). So are the attributes that other files of the
+    project may assign on the instance (``probe.captured = ...`` in ``train.py``): the project
+    layer finds them, and counts those files as read.
 
-    What is weakened depends only on the attribute names the file writes, not on the code that
+    What is weakened depends only on the attribute names this file writes, not on the code that
     writes them, so that code is not noted as read (``touch``): the unit cache keys every unit on
     those names (``unit_cache._attribute_writes_key``). Noting it made every method of a class
     depend on every other method that assigns an attribute: an edit in any of them ran them all."""
     weaken_object(state, instance.oid, writes)
+    obj = state.heap.get(instance.oid)
+    if interp.modules is None or obj is None:
+        return
+    names = frozenset(name for name in obj.attrs if not name.startswith("__"))
+    elsewhere = interp.modules.attribute_writes_elsewhere(names, _class_names(interp.entry.tree))
+    if elsewhere.names or elsewhere.contents or elsewhere.any_name:
+        weaken_object(state, instance.oid, elsewhere)
+
+
+def _class_names(tree: ast.Module) -> frozenset[str]:
+    """The classes the checked file defines (at its top level and in its ``if`` / ``try`` blocks)."""
+    found: set[str] = set()
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        stmt = pending.pop()
+        if isinstance(stmt, ast.ClassDef):
+            found.add(stmt.name)
+        elif isinstance(stmt, (ast.If, ast.Try)):
+            pending.extend(stmt.body)
+            pending.extend(stmt.orelse)
+    return frozenset(found)
 
 
 def _redo_effects(interp: EngineParts, built: BuiltSelf) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from graphlife.analysis.cow_map import CowMap, join_dicts, join_maps
 from graphlife.analysis.either_module import merge_modules
+from graphlife.analysis.grad_hooks import GradHook, join_hooks
 from graphlife.analysis.values import HeapObject, HeapRef, Tri, Value, join_tri, join_values
 
 
@@ -123,6 +124,9 @@ class State:
     #: cannot see into, at a module's call and at a backward (:mod:`graphlife.analysis.engine.callbacks`).
     #: Joins keep every path's.
     escaped: frozenset[Value] = frozenset()
+    #: Hooks the engine follows into the backwards that reach what they are registered on
+    #: (tensor hooks, full backward hooks: :mod:`graphlife.analysis.grad_hooks`).
+    grad_hooks: frozenset[GradHook] = frozenset()
     #: Which of the maps in ``SHARED_MAPS`` this state shares with another one (copy on write).
     shared: set[str] = field(default_factory=set, repr=False, compare=False)
 
@@ -259,6 +263,7 @@ class State:
             reachable=True,
             grad_assumed=self.grad_assumed or other.grad_assumed,
             escaped=self.escaped | other.escaped if self.escaped is not other.escaped else self.escaped,
+            grad_hooks=join_hooks(self.grad_hooks, other.grad_hooks),
             shared=set(SHARED_MAPS),  # the maps above may be self's
         )
         return out

@@ -14,12 +14,13 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import constants, distributions, growth, namedtuples, op_arguments, optable
+from graphlife.analysis import constants, distributions, growth, library_models, namedtuples, op_arguments, optable
 from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
     BackwardEvent,
     GradReadEvent,
+    GradShareEvent,
     InplaceEvent,
     NumpyEvent,
     OptimizerEvent,
@@ -29,6 +30,7 @@ from graphlife.analysis.events import (
     StoreEvent,
     ZeroGradEvent,
 )
+from graphlife.analysis.grad_hooks import BackwardReach
 from graphlife.analysis.state import SavedRef, State
 from graphlife.analysis.unseen_writes import MUTATING_METHODS, weaken_object
 from graphlife.analysis.values import (
@@ -89,6 +91,14 @@ RNN_OUTPUTS = {
     "nn.RNNCell": "cell",
 }
 CONTAINERS = {"nn.Sequential", "nn.ModuleList", "nn.ModuleDict", "nn.ParameterList"}
+#: An ``nn.Sequential`` grown by ``add_module`` is followed child by child up to this many.
+MAX_SEQUENTIAL_CHILDREN = 16
+#: Containers whose constructor takes the modules as separate arguments: ``nn.Sequential(*blocks)``
+#: is the container built from the list ``blocks``, whatever its length.
+STARRED_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
+#: The ``extra`` key of a list (or container module) built by ``[Block() for _ in range(n)]``:
+#: at least one instance of one class, its ``elem``.
+REPEATED_BLOCKS = "repeated_blocks"
 #: Methods every nn.Module has (the engine models these; other unknown attributes are unknown values).
 MODULE_METHODS = {
     "parameters", "named_parameters", "train", "eval", "to", "cuda", "cpu", "double", "float", "half", "apply",
@@ -249,12 +259,20 @@ def apply_op(
     return replace(result, grad_fn=frozenset({node.nid}), certain=needs_grad is True, leaf=False)
 
 
+def gradients_off_reason(interp: TorchEngine, state: State) -> str:
+    """Why gradients are off here: a ``no_grad`` or ``inference_mode`` block, or a backward hook
+    (torch runs hooks with gradients off unless the backward creates a graph)."""
+    if interp.run_state.hooks_without_grad and not state.inference_mode:
+        return reasons.IN_BACKWARD_HOOK()
+    mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
+    return reasons.GRADIENTS_DISABLED(mode=mode)
+
+
 def _why_no_graph(interp: TorchEngine, state: State, key: str, info: optable.OpInfo | None, tensors: list[TensorVal],
                   site: ast.AST) -> tuple[str, ast.AST | None]:
     """Why an op's result has no graph (for GL104's messages), and where that was decided."""
     if state.grad_enabled is False:
-        mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
-        return reasons.GRADIENTS_DISABLED(mode=mode), interp.current_stmt()
+        return gradients_off_reason(interp, state), interp.current_stmt()
     if info is not None and not info.differentiable:
         return reasons.NOT_DIFFERENTIABLE(op=key.split('.')[-1]), site
     source = next((t for t in tensors if t.why), None)
@@ -532,6 +550,8 @@ def tensor_attribute(interp: TorchEngine, state: State, tensor: TensorVal, expr:
                        desc=interp.text(expr))
     if attr == "grad":
         interp.emit(GradReadEvent(stmt=interp.current_stmt(), state=state, tensor=tensor, expr=expr))
+        if tensor.leaf and grads_set_to_none(state, param_storages(tensor, state)):
+            return NONE  # `zero_grad()` set it to None on every path, and no backward filled it since
         # After a backward with create_graph=True, a .grad has a graph of its own.
         grad_needs = None if interp.run_state.create_graph_seen else False
         grad = TensorVal(requires_grad=grad_needs, leaf=True if grad_needs is False else None, storage=None,
@@ -551,6 +571,13 @@ def tensor_attribute(interp: TorchEngine, state: State, tensor: TensorVal, expr:
     if attr in ("shape", "device", "dtype", "ndim", "grad_fn", "is_cuda", "_version", "real", "imag"):
         return Number(None) if attr != "grad_fn" else UNKNOWN
     return BoundMethod(tensor, attr)
+
+
+def grads_set_to_none(state: State, storages: frozenset[int]) -> bool:
+    """Is the ``.grad`` of each of these leaves None on every path (``zero_grad()`` set it so and
+    no backward or assignment filled it since)?"""
+    return bool(storages) and all(
+        (status := state.grads.get(storage)) is not None and status[0] == "zeroed_none" for storage in storages)
 
 
 def set_requires_grad(interp: TorchEngine, state: State, target: TensorVal, target_expr: ast.expr | None, flag: Tri,
@@ -621,7 +648,8 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
                          desc=interp.text(call), created_with_grad=call if flag else None,
                          dtype=base.dtype if isinstance(base, TensorVal) else None,
                          device=base.device if isinstance(base, TensorVal) else None)
-    if name.startswith("torch.optim.") and short[:1].isupper() and "lr_scheduler" not in name:
+    if ((name.startswith("torch.optim.") and short[:1].isupper() and "lr_scheduler" not in name)
+            or name in library_models.LIBRARY_OPTIMIZERS):
         return make_optimizer(interp, state, args, kwargs, call)
     if name in ("torch.autograd.backward",):
         root = args[0] if args else UNKNOWN
@@ -713,6 +741,9 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
                 return with_indices(interp, short, result, list(args[1:]), kwargs, call)
             return result
         return UNKNOWN
+    model = library_models.library_model(name)
+    if model is not None:
+        return make_library_model(interp, state, name, model, call)
     return UNKNOWN
 
 
@@ -819,6 +850,9 @@ def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value]
                 return obj.attrs["__items__"]
         ref = interp.new_list(state, (), call, literal=False)
         state.heap[ref.oid].elem = element
+        source = state.heap.get(args[0].oid) if isinstance(args[0], HeapRef) else None
+        if source is not None and source.extra.get(REPEATED_BLOCKS):
+            state.heap[ref.oid].extra[REPEATED_BLOCKS] = source.extra[REPEATED_BLOCKS]
         return ref
     if name in ("tuple", "list", "dict", "set") and not args:
         return interp.new_object(state, "list" if name != "dict" else "dict", call)
@@ -829,10 +863,12 @@ def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value]
     if name == "enumerate" and args:
         ref = interp.new_object(state, "enumerate", call)
         state.heap[ref.oid].elem = interp.iter_element(args[0], state)
+        state.heap[ref.oid].extra["zipped"] = TupleVal((args[0],))  # what it numbers
         return ref
     if name == "zip" and args:
         ref = interp.new_object(state, "zip", call)
         state.heap[ref.oid].elem = TupleVal(tuple(interp.iter_element(a, state) for a in args))
+        state.heap[ref.oid].extra["zipped"] = TupleVal(tuple(args))  # a loop over it runs when each of them has items
         return ref
     if name in ("iter", "reversed", "sorted") and args:
         return args[0]
@@ -901,6 +937,8 @@ def make_module(interp: TorchEngine, state: State, key: str, args: list[Value], 
                     children.extend(items.items)
                 else:
                     obj.elem = state.heap[arg.oid].elem
+                    if state.heap[arg.oid].extra.get(REPEATED_BLOCKS):
+                        obj.extra[REPEATED_BLOCKS] = state.heap[arg.oid].extra[REPEATED_BLOCKS]
             elif isinstance(arg, TupleVal):
                 children.extend(arg.items)
             elif isinstance(arg, HeapRef) and arg.oid in state.heap and state.heap[arg.oid].kind == "dict":
@@ -936,6 +974,81 @@ def make_module(interp: TorchEngine, state: State, key: str, args: list[Value], 
         if const_bool(flag):
             obj.inplace_site = call
     return ref
+
+
+def make_library_model(interp: TorchEngine, state: State, name: str, model: library_models.LibraryModel,
+                       call: ast.Call) -> Value:
+    """A model a library built (:mod:`graphlife.analysis.library_models`): a module of parameters
+    that may require grad (``frozen`` unknown), called as :func:`call_library_model` says."""
+    ref = interp.new_object(state, "module", call, cls=name)
+    obj = state.heap[ref.oid]
+    obj.param_storages = frozenset({interp.fresh(), interp.fresh()})
+    obj.extra["bias_storage"] = max(obj.param_storages)
+    obj.extra["library_model"] = model
+    obj.frozen = None
+    return ref
+
+
+def library_submodule(interp: TorchEngine, state: State, parent: HeapRef, attr: str, site: ast.AST) -> Value:
+    """``model.features`` of a library's model: one of its layers, a library model of its own
+    (frozen as its parent is) whose parameters are among the parent's; kept, so that the next
+    read is the same module."""
+    obj = state.heap[parent.oid]
+    model = obj.extra["library_model"]
+    assert isinstance(model, library_models.LibraryModel)
+    ref = interp.new_object(state, "module", site, cls=obj.cls)
+    child = state.heap[ref.oid]
+    child.param_storages = frozenset({interp.fresh(), interp.fresh()})
+    child.extra["bias_storage"] = max(child.param_storages)
+    child.extra["library_model"] = library_models.LibraryModel(model.library, library_models.OutputShape.TENSOR)
+    child.frozen = obj.frozen
+    state.heap_write(parent.oid).attrs[attr] = ref
+    return ref
+
+
+def call_library_model(interp: TorchEngine, state: State, ref: HeapRef, model: library_models.LibraryModel,
+                       args: list[Value], kwargs: dict[str, Value], call: ast.Call) -> Value:
+    """The forward of a library's model: one op of its inputs and parameters whose backward may
+    fill those parameters' gradients and whose node may save tensors (every network of these
+    libraries saves some). The result's graph is a *may*, also when an input requires grad: the
+    engine cannot see what the library saves, so a rule needing it warns and never errs."""
+    obj = state.heap[ref.oid]
+    storages = _library_trainable(state, ref)
+    interp.note_module_call(ref, call)
+    tensors = flatten_tensor_args([*args, *kwargs.values()], state)
+    if storages:
+        tensors.append(TensorVal(requires_grad=None, leaf=True, storage=None))
+    result = apply_op(interp, state, obj.cls, tensors, [None] * len(tensors), call, info=None)
+    if isinstance(result, TensorVal) and len(result.grad_fn) == 1:
+        node = interp.run_state.graph.nodes[next(iter(result.grad_fn))]
+        # What it saves is claimed through its parameters only: a frozen model's graph on an
+        # input that may not require grad is an unknown op's.
+        node.saves_certain = bool(storages)
+        node.leaves = node.leaves | storages
+        if result.requires_grad is True:
+            result = replace(result, requires_grad=None, certain=False)
+    if model.output is library_models.OutputShape.TENSOR:
+        return result
+    # A dict of losses, `{"out": ..., "aux": ...}`, or a transformers `ModelOutput`: every item
+    # (by key, by position, by field) is a result of the forward.
+    output = interp.new_object(state, "dict", call)
+    holder = state.heap[output.oid]
+    holder.elem = result
+    if model.output is library_models.OutputShape.MODEL_OUTPUT:
+        holder.attrs.update(dict.fromkeys(library_models.MODEL_OUTPUT_FIELDS, result))
+    return output
+
+
+def _library_trainable(state: State, ref: HeapRef) -> frozenset[int]:
+    """The parameters of a library's model that a backward through it may fill: its own unless
+    the user froze them, and those of the modules the user put into it (``model.fc =
+    nn.Linear(...)`` after freezing the backbone) unless frozen too."""
+    obj = state.heap[ref.oid]
+    storages = set(obj.param_storages) if obj.frozen is not True else set()
+    for child in obj.attrs.values():
+        if isinstance(child, HeapRef) and child.oid in state.heap and state.heap[child.oid].kind == "module":
+            storages |= trainable_params(state, child)
+    return frozenset(storages)
 
 
 def module_params(state: State, ref: HeapRef, depth: int = 0) -> tuple[frozenset[int], bool | None]:
@@ -1081,7 +1194,9 @@ def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Valu
     args = [interp.through_backward_hooks(ref, arg, state, call) for arg in args]
     output = _call_module_forward(interp, state, ref, args, kwargs, call, via_container=via_container)
     output = interp.run_forward_hooks(ref, args, output, state, call)
-    return interp.through_backward_hooks(ref, output, state, call)
+    output = interp.through_backward_hooks(ref, output, state, call)
+    interp.note_hooked_call(ref, args, output, state, call)  # its backward hooks run at a backward through it
+    return output
 
 
 def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value],
@@ -1095,8 +1210,14 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
         method = FunctionRef(node=forward, key=id(forward), bound_self=ref)
         return interp.call_function(method, args, kwargs, state, call)
     key = obj.cls
+    library_model = obj.extra.get("library_model")
+    if isinstance(library_model, library_models.LibraryModel):
+        return call_library_model(interp, state, ref, library_model, args, kwargs, call)
     if key == "nn.Sequential":
         children = obj.attrs.get("__children__")
+        blocks = obj.extra.get(REPEATED_BLOCKS)
+        if isinstance(blocks, int) and blocks > 0 and isinstance(obj.elem, HeapRef):
+            return _call_repeated_blocks(interp, state, obj.elem, blocks, args[0] if args else UNKNOWN, call)
         if not isinstance(children, TupleVal):
             return UNKNOWN
         value = args[0] if args else UNKNOWN
@@ -1183,6 +1304,16 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
     return shape_module_output(key, result)
 
 
+def _call_repeated_blocks(interp: TorchEngine, state: State, block: HeapRef, blocks: int, value: Value,
+                          call: ast.Call) -> Value:
+    """``nn.Sequential(*[Block() for _ in range(n)])`` called: a chain of ``blocks`` runs of the
+    block (each output the next one's input; two stand for more, as for a loop); the value of
+    the chain's end is the container's output."""
+    for _ in range(blocks):
+        value = call_module_site(interp, state, block, [value], call)
+    return value
+
+
 def call_module_site(interp: TorchEngine, state: State, child: HeapRef, args: list[Value], call: ast.Call) -> Value:
     obj = state.heap.get(child.oid)
     if obj is None:
@@ -1207,10 +1338,14 @@ def shape_module_output(key: str, result: Value) -> Value:
 def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, args: list[Value],
                 kwargs: dict[str, Value], call: ast.Call) -> Value:
     receiver_expr = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if name == "register_hook" and isinstance(receiver, TensorVal) and not kwargs:
+        return interp.register_tensor_hook(receiver, args, state, call)  # runs at the backwards reaching it
     if name.startswith("register_") and name.endswith("hook") and not (
         isinstance(receiver, HeapRef) and receiver.oid in state.heap and state.heap[receiver.oid].kind == "module"
+        and "library_model" not in state.heap[receiver.oid].extra
     ):
-        # `t.register_hook(fn)`, an optimizer's step hooks: torch runs them where the engine does not follow.
+        # `t.register_hook(fn)`, an optimizer's step hooks: torch runs them where the engine does not follow;
+        # so does a library model, whose layers run inside calls the engine cannot see.
         interp.escape([*args, *kwargs.values()], state)
         return UNKNOWN
     if isinstance(receiver, TensorVal):
@@ -1415,7 +1550,20 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         return call_module(interp, state, ref, args, kwargs, call)
     if name in ("children", "modules"):
         out = interp.new_object(state, "list", call)
+        if name == "children" and "library_model" in state.heap[ref.oid].extra:
+            # A library model's layers, one standing for all: `nn.Sequential(*list(resnet.children())[:-1])`
+            # runs them as a chain.
+            state.heap[out.oid].elem = library_submodule(interp, state, ref, "children()", call)
+            state.heap[out.oid].extra[REPEATED_BLOCKS] = 2
         return out
+    if name == "add_module" and len(args) >= 2 and state.heap[ref.oid].cls == "nn.Sequential":
+        # `slice1.add_module(str(x), features[x])`: the Sequential runs it after the ones it holds.
+        obj = state.heap_write(ref.oid)
+        children = obj.attrs.get("__children__", TupleVal(()))
+        if obj.elem is None and isinstance(children, TupleVal) and len(children.items) < MAX_SEQUENTIAL_CHILDREN:
+            obj.attrs["__children__"] = TupleVal((*children.items, args[1]))
+        else:
+            obj.attrs["__children__"] = UNKNOWN
     if name in ("register_buffer", "register_parameter", "add_module") and len(args) >= 2:
         if isinstance(args[0], Number) and isinstance(args[0].const, str):
             value = args[1]
@@ -1426,7 +1574,7 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
     if name in ("register_forward_hook", "register_forward_pre_hook"):
         return interp.register_module_hook(ref, name, args, state, call)
     if name in ("register_full_backward_hook", "register_full_backward_pre_hook"):
-        return interp.register_full_backward_hook(ref, args, state, call)
+        return interp.register_full_backward_hook(ref, args, state, call, name)
     if name in ("state_dict", "load_state_dict"):
         return UNKNOWN
     # Any other method (a backward hook's registration, `apply(fn)`, a method torch added): a
@@ -1458,11 +1606,14 @@ def call_optimizer_method(interp: TorchEngine, state: State, ref: HeapRef, name:
             run_step_closure(interp, state, closure, call)
             obj = state.heap[ref.oid]
         interp.emit(StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
+        shares = interp.run_state.grad_shares
         for storage in sorted(obj.opt_storages or ()):
             state.bump(storage, interp.current_stmt())
-            status = state.grads.get(storage)
-            if status is not None and status[0] in ("acc", "acc_stale"):
-                state.writable("grads")[storage] = ("acc_stepped", interp.current_stmt())
+            # The gradient the step used: the parameter's own, or the one its `.grad` shares.
+            for used in (storage, *sorted(shares.get(storage, ()))):
+                status = state.grads.get(used)
+                if status is not None and status[0] in ("acc", "acc_stale"):
+                    state.writable("grads")[used] = ("acc_stepped", interp.current_stmt())
         return NONE
     if name == "zero_grad":
         zero_grads(interp, state, obj.opt_storages, call, set_to_none=_set_to_none(args, kwargs))
@@ -1489,12 +1640,41 @@ def _set_to_none(args: list[Value], kwargs: Mapping[str, Value]) -> Tri:
     return const_bool(args[0]) if args else True
 
 
+def share_grads(interp: TorchEngine, state: State, storages: frozenset[int], sources: frozenset[int],
+                target: ast.Attribute) -> None:
+    """``global_param._grad = local_param.grad``: the parameters' ``.grad`` is now the other leaves'
+    gradient tensor, with its status (measured under torch: the global optimizer's
+    ``zero_grad()``, which sets ``.grad`` to None, leaves that tensor as it was, so the next
+    backward adds to it and the next step applies the sum of every earlier gradient)."""
+    interp.emit(GradShareEvent(stmt=interp.current_stmt(), state=state, target=target, storages=storages,
+                               sources=sources))
+    statuses = {state.grads.get(source) for source in sources}
+    status = statuses.pop() if len(statuses) == 1 else ("unknown", None)
+    for storage in storages:
+        if status is None:
+            state.writable("grads").pop(storage, None)
+        else:
+            state.writable("grads")[storage] = status
+        interp.run_state.grad_shares[storage] = sources
+
+
 def zero_grads(interp: TorchEngine, state: State, storages: Collection[int] | None, site: ast.AST, *,
                set_to_none: Tri) -> None:
-    """Gradients reset (``zero_grad``, ``p.grad = None``, ``p.grad.zero_()``): event and status."""
+    """Gradients reset (``zero_grad``, ``p.grad = None``, ``p.grad.zero_()``): event and status.
+    A ``.grad`` shared with other leaves (:func:`share_grads`) is zeroed in place with theirs;
+    set to None, it stops being shared and theirs is left as it was."""
     interp.emit(ZeroGradEvent(stmt=interp.current_stmt(), state=state, call=site,
                                            storages=frozenset(storages) if storages is not None else None,
                                            set_to_none=set_to_none))
+    shares = interp.run_state.grad_shares
+    shared = {source for storage in storages or () for source in shares.get(storage, ())}
+    for storage in storages or ():
+        if set_to_none is not False:
+            shares.pop(storage, None)
+    if set_to_none is None:
+        state.set_grads(shared, "unknown", None)
+    elif set_to_none is False:
+        storages = {*(storages or ()), *shared}
     for storage in storages or ():
         previous = state.grads.get(storage)
         if previous is not None and previous[0] in ("acc", "acc_stale"):
@@ -1749,6 +1929,11 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
     create_flag = const_bool(create) if create is not None else False
     if create_flag is not False:
         interp.run_state.create_graph_seen = True
+    reach = BackwardReach(
+        must=frozenset(must), may=frozenset(may), leaves_must=_leaves_of(interp, must), leaves_may=frozenset(leaves),
+        whole=kind == "backward" and all_certain and "inputs" not in kwargs, create_graph=create_flag,
+        retain_graph=retain_flag, roots=grad_fns,
+        open=not all_certain or not may or any(interp.run_state.graph.nodes[n].partial for n in may))
     if kind == "grad":
         leaves = set()  # autograd.grad returns gradients; it does not touch .grad
     inputs = (args[1] if len(args) >= 2 else kwargs.get("inputs")) if kind == "grad" else kwargs.get("inputs")
@@ -1756,6 +1941,7 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
                               retain_graph=retain_flag, kind=kind, must=must, may=may,
                               create_graph=create_flag, leaves=frozenset(leaves), inputs=inputs))
     interp.backward_count += 1
+    interp.run_grad_hooks(state, reach, call)  # tensor hooks and the backward hooks of hooked module calls
     if kind == "backward" and (not may or any(interp.run_state.graph.nodes[n].partial for n in may)):
         # Part of this graph is unknown, so are the gradients it fills. The leaves the known part
         # reaches still get this backward's gradient (an unknown input, such as a batch from a
@@ -1781,3 +1967,9 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
             state.writable("may_freed").setdefault(nid, stmt)
     interp.run_escaped(state)  # tensor hooks and backward hooks run during the backward
     return NONE
+
+
+def _leaves_of(interp: TorchEngine, nodes: set[int]) -> frozenset[int]:
+    """The leaf storages the graph nodes feed."""
+    graph = interp.run_state.graph
+    return frozenset().union(*(graph.nodes[nid].leaves for nid in nodes))

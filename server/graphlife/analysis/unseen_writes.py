@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from graphlife.analysis.state import State
 from graphlife.analysis.tree_index import child_nodes
-from graphlife.analysis.values import UNKNOWN, HeapRef, TensorVal, TupleVal, Value
+from graphlife.analysis.values import UNKNOWN, Callbacks, HeapRef, TensorVal, TupleVal, Value
 
 #: Kinds of heap objects whose identity survives a write the engine did not see.
 STRUCTURAL_KINDS = frozenset({"module", "optimizer", "scaler", "params"})
@@ -169,13 +169,111 @@ class _WriteCollector:
             self.contents.add(func.value.attr)
 
 
+def foreign_attribute_writes(tree: ast.AST, classes: frozenset[str]) -> AttributeWrites:
+    """The attribute writes of another file of the project that may reach instances of the
+    checked file's ``classes``: as :func:`attribute_writes`, but a method of a class that does
+    not derive from one of them writes its own ``self``, not theirs, and is left out. A class
+    derives from one when a base is spelled with its name (``Probe``, ``models.Probe``) or
+    is not a plain name (a call, a subscript: it may be anything)."""
+    collector = _ForeignWriteCollector(classes)
+    collector.visit(tree)
+    return AttributeWrites(frozenset(collector.names), frozenset(collector.contents), collector.any_name)
+
+
+class _ForeignWriteCollector(_WriteCollector):
+    """:class:`_WriteCollector` where ``building`` is the ``self`` of a method of an unrelated class."""
+
+    def __init__(self, classes: frozenset[str]) -> None:
+        super().__init__()
+        self.classes = classes
+
+    def visit(self, root: ast.AST) -> None:
+        stack: list[tuple[ast.AST, str | None]] = [(root, None)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, own = pop()
+            kind = type(node)
+            if kind is ast.ClassDef:
+                assert isinstance(node, ast.ClassDef)
+                related = any(self._may_be_one_of(base) for base in node.bases)
+                for item in node.body:
+                    own_self = None if related else _self_parameter(item)
+                    if own_self is None:
+                        push((item, None))
+                        continue
+                    assert isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    for part in (*item.body, *item.decorator_list, *item.args.defaults, *item.args.kw_defaults):
+                        if part is not None:
+                            push((part, own_self))  # the method's body, its `self` bound
+                for expr in (*node.bases, *(keyword.value for keyword in node.keywords), *node.decorator_list):
+                    push((expr, None))
+                continue
+            if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda) and own is not None:
+                assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                arguments = node.args
+                bound = {arg.arg for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+                if own in bound:
+                    own = None  # a nested function's own parameter of the same name: not the method's `self`
+            if kind is ast.Attribute:
+                assert isinstance(node, ast.Attribute)
+                self._attribute(node, own)
+            elif kind is ast.Subscript:
+                assert isinstance(node, ast.Subscript)
+                if (isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Attribute)
+                        and not _through(node.value, own)):
+                    self.contents.add(node.value.attr)
+            elif kind is ast.Call:
+                assert isinstance(node, ast.Call)
+                func = node.func
+                if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
+                        and _through(func.value, own)):
+                    self._call(node)
+            for child in child_nodes(node):
+                push((child, own))
+
+    def _call(self, node: ast.Call) -> None:
+        """``setattr(x, "name", v)`` writes one name (code of another file is not read for its
+        other setattr: a name that is not a constant may be any)."""
+        func = node.func
+        if (isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            self.names.add(node.args[1].value)
+            return
+        super()._call(node)
+
+    def _may_be_one_of(self, base: ast.expr) -> bool:
+        if isinstance(base, ast.Name):
+            return base.id in self.classes
+        if isinstance(base, ast.Attribute):
+            return base.attr in self.classes
+        return True
+
+
+def _self_parameter(item: ast.stmt) -> str | None:
+    """The first parameter of a method (``self``; ``cls`` of a class method), ``None`` for a
+    static method or anything else in a class body."""
+    if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if any(isinstance(decorator, ast.Name) and decorator.id == "staticmethod" for decorator in item.decorator_list):
+        return None
+    params = item.args.posonlyargs + item.args.args
+    return params[0].arg if params else None
+
+
+def _through(attribute: ast.Attribute, own: str | None) -> bool:
+    return own is not None and isinstance(attribute.value, ast.Name) and attribute.value.id == own
+
+
 # -- values ---------------------------------------------------------------------------------------------
 
 
 def weakened(value: Value) -> Value:
-    """What a place that held ``value`` may hold after a write the engine did not see."""
+    """What a place that held ``value`` may hold after a write the engine did not see (a
+    module's hooks: those it had may have been removed; those unseen code added escaped)."""
     if isinstance(value, (TensorVal, TupleVal)):
         return value.join(UNKNOWN)
+    if isinstance(value, Callbacks):
+        return value.unsure()
     return UNKNOWN
 
 

@@ -300,14 +300,24 @@ class PartialCall(Value):
 @dataclass(frozen=True)
 class Callbacks(Value):
     """Functions registered on a module to run when torch calls it (forward hooks, forward
-    pre-hooks). A join keeps every path's: a hook registered on some path may run."""
+    pre-hooks, backward hooks). A join keeps every path's: a hook registered on some path may
+    run; only those registered on every path (and not possibly removed by code the engine did
+    not see) certainly run (``sure``)."""
 
     items: frozenset[Value] = frozenset()
+    sure: frozenset[Value] = frozenset()
 
     def join(self, other: Value) -> Value:
         if isinstance(other, Callbacks):
-            return self if self.items >= other.items else Callbacks(self.items | other.items)
+            if self == other:
+                return self
+            return Callbacks(self.items | other.items, self.sure & other.sure)
         return Value.join(self, other)
+
+    def unsure(self) -> Callbacks:
+        """The same hooks, each of which may have been removed (or, joined with a path without
+        the table, never registered)."""
+        return Callbacks(self.items) if self.sure else self
 
 
 def join_values(a: Value | None, b: Value | None) -> Value:
@@ -315,8 +325,12 @@ def join_values(a: Value | None, b: Value | None) -> Value:
     if a is None:
         if b is None:
             return UNKNOWN
+        if isinstance(b, Callbacks):
+            return b.unsure()
         return b.join(UNKNOWN) if isinstance(b, (TensorVal, TupleVal)) else b
     if b is None:
+        if isinstance(a, Callbacks):
+            return a.unsure()
         return a.join(UNKNOWN) if isinstance(a, (TensorVal, TupleVal)) else a
     return a.join(b)
 

@@ -9,6 +9,9 @@ lines that run takes a second or more. The hover must not pay it:
   (:data:`WARM_AFTER_SECONDS`): the user reads the squiggles, then hovers, and
   the stories are there. A newer version (typing) stops a run that is no longer
   needed, so it never competes with the analysis the user waits for.
+- Only for a document the user has hovered since it was opened: one who never
+  hovers (or reads another file) pays no run per version. The first hover of a
+  document waits for its run.
 - A hover that comes before (or while) the run is made waits for that run; it
   never starts a second one, and a hover the editor cancels (the mouse moved on)
   does not stop it: the next hover would have to start over.
@@ -53,12 +56,15 @@ class HoverStories:
         self._runs: dict[str, tuple[Analysis, Job, asyncio.Future[None]]] = {}
         #: key -> the last analysis whose stories were told (a reused analysis of its text adopts them).
         self._finished: dict[str, Analysis] = {}
+        #: Documents hovered since they were opened: their next versions are told ahead.
+        self._hovered: set[str] = set()
 
     def warm(self, analysis: Analysis, modules: Callable[[], ModuleProvider | None]) -> None:
-        """The analysis was published: tell its stories after a moment of quiet."""
-        if not self._tellable(analysis) or self._adopt(analysis):
-            return
+        """The analysis was published: tell its stories after a moment of quiet, if the user
+        hovers in this document."""
         key = analysis.snapshot.key
+        if key not in self._hovered or not self._tellable(analysis) or self._adopt(analysis):
+            return
 
         async def start() -> None:
             self._start(analysis, modules)
@@ -68,6 +74,7 @@ class HoverStories:
     async def ready(self, analysis: Analysis, modules: Callable[[], ModuleProvider | None]) -> Stories | None:
         """The analysis's stories, told (waiting for the run that tells them, or starting it);
         ``None`` when the file gets none or the run was stopped."""
+        self._hovered.add(analysis.snapshot.key)
         if not self._tellable(analysis):
             return None
         stories = analysis.stories
@@ -88,6 +95,7 @@ class HoverStories:
         self.debouncer.cancel(key)
         if current_stamp(self.server.workspace, key) is None:
             self._finished.pop(key, None)  # closed
+            self._hovered.discard(key)
         run = self._runs.pop(key, None)
         if run is not None and not run[2].done():
             self.runner.cancel(run[1], "a newer version arrived")

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 
 from graphlife.analysis.modules import SourceModule
 from graphlife.analysis.tree_index import TreeIndex
+from graphlife.analysis.unseen_writes import AttributeWrites
+from graphlife.project.foreign_writes import writes_elsewhere
 from graphlife.project.resolver import FolderListing, Kind, Location, Resolver, absolute_name, listing_digest
 from graphlife.project.roots import SearchRoots, entry_module_name, search_roots
 from graphlife.project.sources import ParsedSource, SourceCache
@@ -40,6 +42,7 @@ class ProjectModules:
         self._buffers = {os.path.normpath(os.path.join(self._cwd, path)): text
                          for path, text in (buffers or {}).items()}
         self.roots: SearchRoots = search_roots(entry_path, extra_roots, self._cwd)
+        self._entry_path = os.path.normpath(os.path.join(self._cwd, entry_path)) if entry_path is not None else None
         self._listing = FolderListing(self._buffers)
         self._resolver = Resolver(self.roots.folders, self._listing)
         self._sources = sources if sources is not None else SourceCache()
@@ -87,6 +90,15 @@ class ProjectModules:
     def found(self) -> list[SourceModule]:
         """The project's modules found so far (for the language server's map of importers)."""
         return [module for module in self._modules.values() if module is not None]
+
+    def attribute_writes_elsewhere(self, names: frozenset[str], classes: frozenset[str]) -> AttributeWrites:
+        """Which of ``names`` the project's other files may assign (or change the content of)
+        on instances of the checked file's ``classes`` (:mod:`.foreign_writes`); the files
+        that decide it count as read. An unsaved buffer belongs to no project: nothing."""
+        if self._entry_path is None:
+            return AttributeWrites()
+        root = self.roots.project_root or self.roots.entry_folder
+        return writes_elsewhere(root, self._entry_path, names, classes, self._sources, self._buffers, self._read)
 
     def dependencies(self) -> dict[str, str]:
         """Every file read so far (absolute path) and the hash of the content used."""

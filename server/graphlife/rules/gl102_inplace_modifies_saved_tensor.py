@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import ast
 
+from graphlife.analysis.distributions import display_op
 from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
@@ -173,7 +174,7 @@ def _report(ctx: RuleContext, event: BackwardEvent, node: Node, saved: SavedRef,
     message = template(change_text=ctx.text(bump_site), change=change, what=what,
                        saved=ctx.line(node.site), backward=ctx.line(event.stmt))
     related = [
-        Related(ctx.span(node.site), SAVED_BY(op=node.op)),
+        Related(ctx.span(node.site), SAVED_BY(op=display_op(node.op))),
         Related(ctx.span(event.stmt), NEEDS_SAVED()),
     ]
     fixes: list[FixRecipe] = []

@@ -6,8 +6,12 @@ Reports a backward whose root cannot require grad: it was computed under
 re-wrapped from a Python number or array (`torch.tensor(loss.item())`,
 `torch.from_numpy(...)`), computed by a model whose parameters are all frozen
 from inputs that do not require grad, or is the result of a non-differentiable
-op (`argmax`, comparisons). The message points at the place the graph was lost
-and, for `no_grad`, at the block or decorator that turned gradients off.
+op (`argmax`, comparisons). A gradient torch hands to a tensor hook or a full
+backward hook (`self.gradients = grad_output[0]` in a Grad-CAM hook) counts too:
+the hook runs inside the backward that reaches it, and that gradient has no
+graph unless the backward used `create_graph=True`. The message points at the
+place the graph was lost and, for `no_grad`, at the block or decorator that
+turned gradients off.
 
 ## Why is this bad?
 There is no graph to backpropagate through, so nothing can receive a gradient.
@@ -69,7 +73,7 @@ ZH_CN = Translation(
     """对一个肯定没有计算图的值做反向传播。
 
 ## 它检查什么
-报告根节点不可能需要梯度的反向传播：它是在 `torch.no_grad()` 或 `torch.inference_mode()` 下算出来的，被 `.detach()` 切断了，从 Python 数字或数组重新包装而来（`torch.tensor(loss.item())`、`torch.from_numpy(...)`），由一个参数全部冻结、输入也不需要梯度的模型算出，或者是不可导操作（`argmax`、比较运算）的结果。诊断信息会指出计算图是在哪里丢掉的；如果是 `no_grad`，还会指出关掉梯度的那个代码块或装饰器。
+报告根节点不可能需要梯度的反向传播：它是在 `torch.no_grad()` 或 `torch.inference_mode()` 下算出来的，被 `.detach()` 切断了，从 Python 数字或数组重新包装而来（`torch.tensor(loss.item())`、`torch.from_numpy(...)`），由一个参数全部冻结、输入也不需要梯度的模型算出，或者是不可导操作（`argmax`、比较运算）的结果。torch 交给张量钩子或完整的反向传播钩子（full backward hook）的梯度也算在内（例如 Grad-CAM 钩子里的 `self.gradients = grad_output[0]`）：钩子在到达它的那次反向传播中运行，除非该次反向传播使用了 `create_graph=True`，否则这个梯度没有计算图。诊断信息会指出计算图是在哪里丢掉的；如果是 `no_grad`，还会指出关掉梯度的那个代码块或装饰器。
 
 ## 为什么这是问题？
 没有计算图可以反向传播，也就没有任何张量能得到梯度。torch 在调用反向传播时报错。
@@ -96,7 +100,7 @@ loss.backward()
 ## 修复的安全性
 安全：每个修复都保留反向传播需要的计算图，程序算出的其他东西一概不变——用 `x` 代替 `x.detach()` 或 `torch.tensor(x.item())`，用这些值的 `torch.stack` 代替由它们的 `.item()` 组成的张量，`use_reentrant=False`，在别处都不需要时去掉 `no_grad` 代码块或装饰器；对于和评估共用的辅助函数，则把 `no_grad` 移到评估的调用处（每处调用算出的东西和以前一样）。原来的代码在反向传播时就会报错，所以此前并没有任何东西通过这个值训练过。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="dbb0fbac0470",
+    translates="e9516afd7110",
 )
 
 RULE = Rule(

@@ -11,6 +11,11 @@ batch)`, run by another module once per batch) is reported too when it runs a
 backward and a step and nothing in it, its class or its module ever resets
 those gradients: from its second call on, it has the same bug.
 
+Parameters handed another model's gradient tensor (`global_param._grad =
+local_param.grad`, as A3C workers do) are reported too when that tensor is never
+reset: the global optimizer's `zero_grad()` only sets their `.grad` to None, and
+the local backward keeps adding to the tensor they are given again.
+
 ## Why is this bad?
 `backward()` adds to `.grad`. Without a reset, each step uses the sum of every
 earlier gradient: the effective learning rate grows and training diverges or
@@ -50,7 +55,7 @@ import ast
 from dataclasses import dataclass, field
 
 from graphlife.analysis.doc_languages import Translation
-from graphlife.analysis.events import StepEvent, UnitEndEvent, ZeroGradEvent
+from graphlife.analysis.events import GradShareEvent, StepEvent, UnitEndEvent, ZeroGradEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
 from graphlife.recipes import UNSAFE, InsertBefore
@@ -62,6 +67,8 @@ ZH_CN = Translation(
 在循环中跟踪每个参数的 `.grad`：反向传播向其中累积，`step()` 使用它，而在下一次反向传播之前没有任何操作（`zero_grad()`、`p.grad = None`）重置它。报告那个 `step()`。梯度累积（每 k 步清零一次）没有问题。
 
 本文件中没有任何地方调用的训练步函数（`def train(self, batch)`，由另一个模块每个 batch 调用一次），如果它执行了反向传播和优化步，而它自身、它所在的类和模块都从不重置这些梯度，也会被报告：从第二次调用开始，它就有同样的问题。
+
+参数被交给另一个模型的梯度张量时（`global_param._grad = local_param.grad`，A3C 的 worker 就这样做），如果那个张量从不被重置，也会被报告：全局优化器的 `zero_grad()` 只把参数的 `.grad` 设为 None，而本地的反向传播不断往那个张量里累加，下一次它又被交给参数。
 
 ## 为什么这是问题？
 `backward()` 是往 `.grad` 上累加。不重置的话，每一步用的都是之前所有梯度之和：有效学习率越来越大，训练发散或停滞——而且不报任何错。
@@ -89,7 +96,7 @@ for x, y in loader:
 ## 修复的安全性
 不安全：在循环开头加 `zero_grad()` 会改变每一步的更新量（梯度不再累积）；只在加 `--unsafe-fixes` 时应用。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="a5af80f8a60d",
+    translates="0d47a6db0432",
 )
 
 RULE = Rule(
@@ -117,6 +124,19 @@ NEVER_RESET_NO_STEP = MessageTemplate(
 )
 
 
+SHARED = MessageTemplate(
+    "GL302.shared",
+    "Gradients are never reset: `{step}` applies the gradient tensor `{share}` (line {line}) hands to its "
+    "parameters, and `zero_grad()` on this optimizer only sets their `.grad` to None, which leaves that tensor as "
+    "it was; each backward adds to it, so every step applies the sum of all earlier gradients. Reset the gradients "
+    "the backward fills (`zero_grad()` on the model it runs through) before each backward.",
+    zh_cn="梯度从未清零：`{step}` 使用的是 `{share}`（{line}）交给其参数的梯度张量，而这个优化器的 `zero_grad()` "
+    "只把参数的 `.grad` 设为 None，那个张量保持原样；每次反向传播都往里累加，"
+    "所以每次优化步用的都是之前所有梯度的累加和。"
+    "请在每次反向传播之前，清零反向传播所填充的梯度（对它经过的模型调用 `zero_grad()`）。",
+)
+SHARED_HERE = MessageTemplate("GL302.shared-here", "the parameters get this gradient tensor here",
+                              zh_cn="参数在此得到这个梯度张量")
 CALLED_AGAIN = MessageTemplate(
     "GL302.called-again",
     "Gradients are never reset: `{step}` applies the gradients of `{backward}` (line {line}), and nothing in "
@@ -146,6 +166,15 @@ class GL302State:
 
     fresh_steps: list[tuple[StepEvent, ast.AST]] = field(default_factory=list)
     zeroed: set[int] | None = field(default_factory=set)
+    #: Parameters whose `.grad` was handed another's gradient tensor, and where.
+    shared: dict[int, ast.stmt] = field(default_factory=dict)
+
+
+@RULE.on(GradShareEvent)
+def on_grad_share(event: GradShareEvent, ctx: RuleContext) -> None:
+    shared = ctx.unit_state(GL302State).shared
+    for storage in event.storages:
+        shared[storage] = event.stmt
 
 
 @RULE.on(ZeroGradEvent)
@@ -171,6 +200,11 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
         ctx.unit_state(GL302State).fresh_steps.append((event, backward))
     if not all(st is not None and st[0] == "acc_stale" for st in statuses):
         return
+    shared = ctx.unit_state(GL302State).shared
+    if all(s in shared for s in storages):
+        first = min((shared[s] for s in storages), key=lambda stmt: (stmt.lineno, stmt.col_offset))
+        _report_shared(event, ctx, first)
+        return
     earlier_step = statuses[0][1] if statuses[0] is not None else None
     if earlier_step is not None:
         message = NEVER_RESET(step=ctx.text(event.call), earlier=ctx.text(earlier_step), line=ctx.line(earlier_step))
@@ -193,6 +227,14 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     related = ([Related(ctx.span(earlier_step), EARLIER_STEP())]
                if earlier_step is not None else [])
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+
+
+def _report_shared(event: StepEvent, ctx: RuleContext, share: ast.stmt) -> None:
+    """The step's parameters hold another leaf's gradient tensor (``global_param._grad =
+    local_param.grad``), which nothing resets: no fix is offered, since this optimizer's
+    ``zero_grad()`` is not the reset that is missing."""
+    message = SHARED(step=ctx.text(event.call), share=ctx.text(share), line=ctx.line(share))
+    ctx.report(RULE, ctx.span(event.stmt), message, related=[Related(ctx.span(share), SHARED_HERE())])
 
 
 def _closure_of(call: ast.AST, loop: ast.AST | None) -> ast.FunctionDef | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import torch_api
+from graphlife.analysis import library_models, torch_api
 from graphlife.analysis.engine.core import EngineCore
 from graphlife.analysis.events import StoreEvent
 from graphlife.analysis.state import State
@@ -63,12 +63,15 @@ class Assignment(EngineCore):
             flag = value.const if isinstance(value, Number) and isinstance(value.const, bool) else None
             torch_api.set_requires_grad(self, state, receiver, target.value, flag, "attribute", self.current_stmt())
             return
-        if isinstance(receiver, TensorVal) and target.attr in ("data", "grad"):
+        if isinstance(receiver, TensorVal) and target.attr in ("data", "grad", "_grad"):
             if target.attr == "data":
                 pass  # `t.data = other` swaps the storage behind the graph's back; not modeled
             elif receiver.leaf:
                 storages = torch_api.param_storages(receiver, state)
-                torch_api.zero_grads(self, state, storages, target, set_to_none=isinstance(value, NoneValue))
+                if isinstance(value, TensorVal) and value.grad_of and not value.grad_of & storages:
+                    torch_api.share_grads(self, state, storages, value.grad_of, target)
+                else:
+                    torch_api.zero_grads(self, state, storages, target, set_to_none=isinstance(value, NoneValue))
             return
         if isinstance(receiver, HeapRef) and receiver.oid in state.heap:
             self.maybe_store(state, receiver, value, self.text(target), "attribute")
@@ -105,7 +108,7 @@ class Assignment(EngineCore):
         if len(born) >= len(loops) and born[: len(loops)] == self.iteration():
             return  # made in this iteration: it dies with it (not one kept from an earlier one)
         for tensor in torch_api.tensors_in(value, state):
-            if tensor.requires_grad is True and tensor.grad_fn:
+            if library_models.stores_graph(self.run_state.graph, tensor):
                 self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=tensor, target=target,
                                      kind=kind, whole=value, same_slot=same_slot))
                 return

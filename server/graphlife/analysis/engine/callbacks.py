@@ -15,10 +15,14 @@ So, as torch does:
   pre-hooks with ``(module, args)`` before the forward and its hooks with
   ``(module, args, output)`` after, and what a hook returns (when not ``None``)
   replaces the arguments or the output. ``handle.remove()`` takes it off again.
+- ``t.register_hook(fn)`` and ``module.register_full_backward_hook(fn)`` (and its
+  pre-hook) keep ``fn`` where torch keeps it, and the backwards that reach it run it
+  with the gradients torch passes (:mod:`graphlife.analysis.engine.backward_hooks`).
 - A function handed to code the engine does not follow (a hook registered on a
-  module it does not know, a tensor hook, a backward hook, a callback given to a
-  library) *escapes*: from then on it may run at any call the engine cannot see
-  into, at any module call and at any backward. There, what it may write is
+  module or tensor it does not know, a hook that is not a function of the project,
+  ``register_backward_hook``, a callback given to a library) *escapes*: from then on
+  it may run at any call the engine cannot see into, at any module call and at any
+  backward. There, what it may write is
   weakened (:mod:`graphlife.analysis.unseen_writes`): the attributes and containers
   it writes through its ``self`` or the names of its module and enclosing scopes.
 - A call the engine cannot follow may write the containers and objects it is given
@@ -30,7 +34,8 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis.engine.core import EngineCore
+from graphlife.analysis.engine.backward_hooks import BACKWARD_TABLES, BackwardHookParts
+from graphlife.analysis.grad_hooks import GradHook
 from graphlife.analysis.state import State
 from graphlife.analysis.unseen_writes import function_effects, weaken_object, weaken_place
 from graphlife.analysis.values import (
@@ -53,8 +58,6 @@ HOOK_TABLES = {"register_forward_hook": "__forward_hooks__", "register_forward_p
 #: Module methods whose hook makes torch wrap the module's inputs and outputs in
 #: ``BackwardHookFunction`` views (an in-place change of one raises: GL110).
 FULL_BACKWARD_HOOK_METHODS = frozenset({"register_full_backward_hook", "register_full_backward_pre_hook"})
-#: Where a module keeps its full backward hooks (so that ``handle.remove()`` takes one off).
-FULL_BACKWARD_HOOKS = "__full_backward_hooks__"
 
 #: Module methods that register code torch runs during backward (run where the engine cannot follow).
 BACKWARD_HOOK_METHODS = frozenset({
@@ -63,7 +66,7 @@ BACKWARD_HOOK_METHODS = frozenset({
 })
 
 
-class CallbackParts(EngineCore):
+class CallbackParts(BackwardHookParts):
     """Lambdas as functions, module hooks run where torch runs them, and escaped callables."""
 
     # -- lambdas ------------------------------------------------------------------------------------------
@@ -153,6 +156,9 @@ class CallbackParts(EngineCore):
                 if held.oid in state.heap:
                     weaken_object(state, held.oid)
         self.run_escaped(state)
+        for entry in state.grad_hooks:  # it may run a backward, and so the hooks the engine follows
+            for func in _callables([entry.hook]):
+                self.weaken_effects(func, state)
 
     # -- module hooks ---------------------------------------------------------------------------------------
     def register_module_hook(self, module: HeapRef, method: str, args: list[Value], state: State,
@@ -165,9 +171,7 @@ class CallbackParts(EngineCore):
             self.escape(args, state)
             return UNKNOWN
         obj = state.heap_write(module.oid)
-        current = obj.attrs.get(table)
-        items = current.items if isinstance(current, Callbacks) else frozenset()
-        obj.attrs[table] = Callbacks(items | {hook})
+        obj.attrs[table] = _with_hook(obj.attrs.get(table), hook)
         handle = self.new_object(state, "hook_handle", site)
         handle_obj = state.heap[handle.oid]
         handle_obj.attrs["__module__"] = module
@@ -176,22 +180,27 @@ class CallbackParts(EngineCore):
         return handle
 
     def register_full_backward_hook(self, module: HeapRef, args: list[Value], state: State,
-                                    site: ast.AST) -> Value:
-        """``module.register_full_backward_hook(fn)``: ``fn`` runs during backward, where the engine
-        does not follow it (it escapes); from now on torch passes the module's inputs and outputs
-        through ``BackwardHookFunction`` (:meth:`through_backward_hooks`)."""
-        self.escape(args, state)
+                                    site: ast.AST, method: str = "register_full_backward_hook") -> Value:
+        """``module.register_full_backward_hook(fn)`` (or ``..._pre_hook``): the module keeps
+        ``fn``, and each later call of it carries it into the backward through its outputs, which
+        runs it (:mod:`graphlife.analysis.engine.backward_hooks`); a function the engine cannot
+        follow escapes instead. From now on torch passes the module's inputs and outputs through
+        ``BackwardHookFunction`` (:meth:`through_backward_hooks`)."""
         hook = args[0] if args else UNKNOWN
+        entry = self.register_backward_module_hook(module, method, hook, state, site)
+        if entry is None:
+            self.escape(args, state)
+        table = BACKWARD_TABLES[method]
         obj = state.heap_write(module.oid)
-        current = obj.attrs.get(FULL_BACKWARD_HOOKS)
-        items = current.items if isinstance(current, Callbacks) else frozenset()
-        obj.attrs[FULL_BACKWARD_HOOKS] = Callbacks(items | {hook})
+        obj.attrs[table] = _with_hook(obj.attrs.get(table), hook)
         obj.backward_hooked = True
         handle = self.new_object(state, "hook_handle", site)
         handle_obj = state.heap[handle.oid]
         handle_obj.attrs["__module__"] = module
         handle_obj.attrs["__hook__"] = hook
-        handle_obj.extra["table"] = FULL_BACKWARD_HOOKS
+        handle_obj.extra["table"] = table
+        if entry is not None:
+            handle_obj.extra["grad_hook"] = entry
         return handle
 
     def through_backward_hooks(self, module: HeapRef, value: Value, state: State, site: ast.AST) -> Value:
@@ -212,49 +221,86 @@ class CallbackParts(EngineCore):
         obj = state.heap.get(handle.oid)
         if obj is None:
             return NONE
+        entry = obj.extra.get("grad_hook")
+        if isinstance(entry, GradHook):
+            self.remove_grad_hook(entry, state)
         module, hook, table = obj.attrs.get("__module__"), obj.attrs.get("__hook__"), obj.extra.get("table")
         if isinstance(module, HeapRef) and module.oid in state.heap and isinstance(table, str):
             current = state.heap[module.oid].attrs.get(table)
             if isinstance(current, Callbacks) and hook in current.items:
                 writable = state.heap_write(module.oid)
                 left = current.items - {hook}
-                writable.attrs[table] = Callbacks(left)
-                if table == FULL_BACKWARD_HOOKS and not left:
+                writable.attrs[table] = Callbacks(left, current.sure - {hook})
+                if table in BACKWARD_TABLES.values() and not any(
+                        isinstance(t, Callbacks) and t.items
+                        for t in (writable.attrs.get(other) for other in BACKWARD_TABLES.values())):
                     writable.backward_hooked = False
         return NONE
 
-    def module_hooks(self, module: HeapRef, table: str, state: State) -> list[FunctionRef]:
+    def module_hooks(self, module: HeapRef, table: str, state: State) -> list[tuple[FunctionRef, bool]]:
+        """The module's hooks in ``table``, each with whether it certainly runs (registered on
+        every path, not possibly removed by code the engine did not see)."""
         obj = state.heap.get(module.oid)
         found = obj.attrs.get(table) if obj is not None else None
         if not isinstance(found, Callbacks):
             return []
-        return sorted((f for f in found.items if isinstance(f, FunctionRef)), key=lambda f: f.key)
+        hooks = sorted((f for f in found.items if isinstance(f, FunctionRef)), key=lambda f: f.key)
+        return [(hook, hook in found.sure) for hook in hooks]
 
     def run_pre_hooks(self, module: HeapRef, args: list[Value], state: State, site: ast.AST) -> list[Value]:
         """The module's forward pre-hooks, called with ``(module, args)``: a hook that returns
-        something else than ``None`` gives the forward its arguments (a tuple, or one value)."""
-        for hook in self.module_hooks(module, "__forward_pre_hooks__", state):
-            out = self.call_function(hook, [module, TupleVal(tuple(args))], {}, state, site)
-            if isinstance(out, NoneValue):
-                continue
-            if isinstance(out, TupleVal):
-                args = list(out.items)
-            elif out is UNKNOWN:
-                args = [arg.join(UNKNOWN) if isinstance(arg, (TensorVal, TupleVal)) else UNKNOWN for arg in args]
-            else:
-                args = [out]
+        something else than ``None`` gives the forward its arguments (a tuple, or one value). A
+        hook that may not be registered runs joined with the state where it did not."""
+        for hook, sure in self.module_hooks(module, "__forward_pre_hooks__", state):
+            ran = state if sure else state.copy()
+            out = self.call_function(hook, [module, TupleVal(tuple(args))], {}, ran, site)
+            new_args = _arguments_from_pre_hook(out, args)
+            if not sure:
+                state.adopt(State.join_all([ran, state]))
+                new_args = ([a.join(b) for a, b in zip(new_args, args)] if len(new_args) == len(args)
+                            else [_unknown_like(arg) for arg in args])
+            args = new_args
         return args
 
     def run_forward_hooks(self, module: HeapRef, args: list[Value], output: Value, state: State,
                           site: ast.AST) -> Value:
         """The module's forward hooks, called with ``(module, args, output)`` after its forward: a
-        hook that returns something else than ``None`` replaces the output."""
-        for hook in self.module_hooks(module, "__forward_hooks__", state):
-            out = self.call_function(hook, [module, TupleVal(tuple(args)), output], {}, state, site)
-            if isinstance(out, NoneValue):
-                continue
-            output = output.join(UNKNOWN) if out is UNKNOWN and isinstance(output, (TensorVal, TupleVal)) else out
+        hook that returns something else than ``None`` replaces the output. A hook that may not be
+        registered runs joined with the state where it did not."""
+        for hook, sure in self.module_hooks(module, "__forward_hooks__", state):
+            ran = state if sure else state.copy()
+            out = self.call_function(hook, [module, TupleVal(tuple(args)), output], {}, ran, site)
+            new_output = output
+            if not isinstance(out, NoneValue):
+                new_output = _unknown_like(output) if out is UNKNOWN else out
+            if not sure:
+                state.adopt(State.join_all([ran, state]))
+                new_output = new_output.join(output)
+            output = new_output
         return output
+
+
+def _with_hook(current: Value | None, hook: Value) -> Callbacks:
+    """A module's hook table with ``hook`` registered (on this path: it certainly runs)."""
+    if isinstance(current, Callbacks):
+        return Callbacks(current.items | {hook}, current.sure | {hook})
+    return Callbacks(frozenset({hook}), frozenset({hook}))
+
+
+def _arguments_from_pre_hook(out: Value, args: list[Value]) -> list[Value]:
+    """The forward's arguments after a pre-hook returned ``out``."""
+    if isinstance(out, NoneValue):
+        return args
+    if isinstance(out, TupleVal):
+        return list(out.items)
+    if out is UNKNOWN:
+        return [_unknown_like(arg) for arg in args]
+    return [out]
+
+
+def _unknown_like(value: Value) -> Value:
+    """Anything in place of ``value`` (a tensor stays a maybe-tensor)."""
+    return value.join(UNKNOWN) if isinstance(value, (TensorVal, TupleVal)) else UNKNOWN
 
 
 def _all_params(args: ast.arguments) -> list[ast.arg]:

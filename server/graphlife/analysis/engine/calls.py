@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis import isolation, namedtuples, torch_api
-from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine.core import EngineCore, handles_expressions
 from graphlife.analysis.events import OpaqueCallEvent
 from graphlife.analysis.modules import is_namespace_key
@@ -94,6 +93,10 @@ class Calls(EngineCore):
             value = self.eval(arg, state)
             if isinstance(arg, ast.Starred):
                 items = self.known_items(value, state)
+                if (items is None and isinstance(func, QualName) and self.repeats_blocks(value, state)
+                        and torch_api.canonical(func.name) in torch_api.STARRED_CONTAINERS):
+                    args.append(value)  # `nn.Sequential(*[Block() for _ in range(n)])`: a chain of blocks
+                    break
                 if items is None:
                     args.append(UNKNOWN)
                     break  # positions after an unknown *args are unknown
@@ -105,6 +108,12 @@ class Calls(EngineCore):
             if kw.arg is None:
                 self.eval(kw.value, state)
         return self.call_value(func, args, kwargs, state, call)
+
+    @staticmethod
+    def repeats_blocks(value: Value, state: State) -> bool:
+        """Is ``value`` a list made by ``[Block() for _ in range(n)]`` (see ``Loops``)?"""
+        return (isinstance(value, HeapRef) and value.oid in state.heap
+                and bool(state.heap[value.oid].extra.get(torch_api.REPEATED_BLOCKS)))
 
     def call_value(self, func: Value, args: list[Value], kwargs: dict[str, Value], state: State,
                    call: ast.Call) -> Value:
@@ -175,10 +184,9 @@ class Calls(EngineCore):
     def no_grad_opaque(self, result: Value, state: State, call: ast.Call) -> Value:
         """Whatever an unknown call returns while gradients are off carries no graph."""
         if result is UNKNOWN and state.grad_enabled is False:
-            mode = "torch.inference_mode()" if state.inference_mode else "torch.no_grad()"
             return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=call, desc=self.text(call),
                              inference=state.inference_mode, opaque=True,
-                             why=reasons.GRADIENTS_DISABLED(mode=mode), why_site=self.current_stmt())
+                             why=torch_api.gradients_off_reason(self, state), why_site=self.current_stmt())
         return result
 
     def instantiate(self, ref: ClassRef, args: list[Value], kwargs: dict[str, Value], state: State,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import constants, distributions, torch_api
+from graphlife.analysis import constants, distributions, library_models, torch_api
 from graphlife.analysis.engine.core import EngineCore, handler_for, handles_expressions
 from graphlife.analysis.engine.heap import MAX_EXACT_UNROLL
 from graphlife.analysis.state import State
@@ -139,6 +139,9 @@ class Expressions(EngineCore):
                              storage=bias if expr.attr.startswith("bias") or expr.attr == "in_proj_bias" else weight,
                              is_param=True, origin=expr,
                              desc=self.text(expr), created_with_grad=obj.site)
+        if (obj is not None and obj.kind == "module" and "library_model" in obj.extra
+                and expr.attr not in torch_api.MODULE_METHODS and library_models.is_submodule_attribute(expr.attr)):
+            return torch_api.library_submodule(self, state, receiver, expr.attr, expr)
         if obj is not None and obj.class_ref is not None:
             method = self.find_method(obj.class_ref, expr.attr, state)
             if method is not None:
@@ -186,10 +189,17 @@ class Expressions(EngineCore):
         operand = self.eval(expr.operand, state)
         if isinstance(operand, TensorVal) and isinstance(expr.op, ast.USub):
             return torch_api.apply_op(self, state, "Tensor.__neg__", [operand], [expr.operand], expr)
+        # Folded where a binary operation is (not in a loop, whose later iterations the engine runs
+        # as one: `flag = not flag` must not carry the second iteration's value), and on a literal.
+        foldable = not self.run_state.loop_stack or isinstance(expr.operand, ast.Constant)
+        known = operand.const if isinstance(operand, Number) and foldable else None
         if isinstance(expr.op, ast.Not):
-            return Number(None)
+            # `if not requires_grad:` with a flag known on every path decides the branch
+            return Number(not known) if isinstance(known, (bool, int, str)) else Number(None)
         if isinstance(operand, TensorVal):
             return operand
+        if isinstance(expr.op, ast.USub) and isinstance(known, int) and not isinstance(known, bool):
+            return Number(-known)  # `outputs[-1]`
         return Number(None) if isinstance(operand, Number) else UNKNOWN
 
     @handles_expressions(ast.Compare)
@@ -271,6 +281,9 @@ class Expressions(EngineCore):
         key = self.eval(expr.slice, state)
         if isinstance(container, TensorVal):
             return torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
+        if isinstance(container, QualName):
+            member = library_models.namespace_member(container.name, key.const if isinstance(key, Number) else None)
+            return QualName(member) if member is not None else UNKNOWN
         if isinstance(container, TupleVal):
             if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
                 try:
@@ -286,6 +299,14 @@ class Expressions(EngineCore):
                 return UNKNOWN
             if isinstance(key, Number) and isinstance(key.const, (str, int)) and f"[{key.const!r}]" in obj.attrs:
                 return obj.attrs[f"[{key.const!r}]"]  # a key with one known value: that slot
+            items = obj.attrs.get("__items__") if obj.kind == "list" else None
+            if (isinstance(items, TupleVal) and isinstance(key, Number) and isinstance(key.const, int)
+                    and not isinstance(key.const, bool) and -len(items.items) <= key.const < len(items.items)):
+                return items.items[key.const]  # `outputs[-1]` of a list whose items are known
+            if obj.kind == "module" and "library_model" in obj.extra:
+                # `vgg.features[4]`: one of a library model's layers
+                slot = f"[{key.const!r}]" if isinstance(key, Number) and isinstance(key.const, (str, int)) else "[*]"
+                return obj.attrs.get(slot) or torch_api.library_submodule(self, state, container, slot, expr)
             if obj.kind == "module":
                 children = obj.attrs.get("__children__")
                 if (isinstance(children, TupleVal) and isinstance(expr.slice, ast.Constant)

@@ -142,6 +142,8 @@ class Heap(EngineCore):
         state copy or join pays for them: quadratic on large files.
         """
         roots: list[Value] = list(state.env.values()) + extra_roots + list(state.escaped)
+        for hook in state.grad_hooks:  # what a hook torch runs later holds (its closure, its module)
+            roots.extend((hook.hook, *hook.inputs, *hook.grads_of, *([hook.module] if hook.module else [])))
         if made_since is not None:
             roots.extend(HeapRef(oid) for oid in state.heap if oid <= made_since)
         run = self.run_state

@@ -21,7 +21,8 @@ from graphlife.analysis.engine.heap import MAX_EXACT_UNROLL
 from graphlife.analysis.engine_api import Flow
 from graphlife.analysis.events import LoopEndEvent
 from graphlife.analysis.state import State
-from graphlife.analysis.values import HeapRef, TupleVal, Value
+from graphlife.analysis.torch_api import REPEATED_BLOCKS
+from graphlife.analysis.values import HeapRef, Number, QualName, TupleVal, Value
 
 #: Loops nested deeper than this (with the comprehensions and the loops of the inlined callers)
 #: run their body once, not twice: each level of two iterations doubles the work, and a file of
@@ -162,12 +163,28 @@ class Loops(EngineCore):
             children = obj.attrs.get("__children__") if obj is not None and obj.kind == "module" else None
             if isinstance(children, TupleVal) and 0 < len(children.items) <= MAX_EXACT_UNROLL:
                 return list(children.items)
+            blocks = obj.extra.get(REPEATED_BLOCKS) if obj is not None else None
+            if isinstance(blocks, int) and blocks > 0 and obj is not None and obj.elem is not None:
+                return [obj.elem] * blocks  # `[Block() for _ in range(n)]`: instances of one class
+            numbered = obj.extra.get("zipped") if obj is not None and obj.kind == "enumerate" else None
+            if isinstance(numbered, TupleVal) and len(numbered.items) == 1:
+                # `enumerate(self.blocks)`: each item of a known sequence, with its (unknown) index
+                sequence = self.exact_items(numbered.items[0], state)
+                if sequence is not None:
+                    return [TupleVal((Number(None), item)) for item in sequence]
         return None
 
     def nonempty(self, iterable: Value, state: State) -> bool:
-        """A module's parameters: there is at least one (a loop over them runs)."""
+        """A module's parameters: there is at least one (a loop over them runs); so does a ``zip``
+        or an ``enumerate`` of such. A list or a container module built by a comprehension over a
+        ``range`` of blocks (see :meth:`_repeated_blocks`)."""
         if isinstance(iterable, HeapRef) and iterable.oid in state.heap:
             obj = state.heap[iterable.oid]
+            if obj.extra.get(REPEATED_BLOCKS):
+                return True
+            zipped = obj.extra.get("zipped") if obj.kind in ("zip", "enumerate") else None
+            if isinstance(zipped, TupleVal):  # `zip(global_model.parameters(), local_model.parameters())`
+                return all(self.nonempty(part, state) for part in zipped.items)
             module = obj.extra.get("module") if obj.kind == "params" else None
             if isinstance(module, HeapRef):
                 return bool(torch_api.module_params(state, module)[0])
@@ -206,7 +223,42 @@ class Loops(EngineCore):
         state.env = env
         ref = self.new_list(state, (), expr, literal=False)
         state.heap[ref.oid].elem = element
+        blocks = self._repeated_blocks(expr, element, state)
+        if blocks:
+            state.heap[ref.oid].extra[REPEATED_BLOCKS] = blocks
         return ref
+
+    def _repeated_blocks(self, expr: _Comprehension, element: Value | None, state: State) -> int:
+        """Is this ``[Block(i) for i in range(n)]``: a comprehension over a ``range``, without a
+        filter, that makes a module each time? It holds at least one block: ``range(n)`` with
+        a known ``n`` says so, and a network built of blocks is built of at least one even where
+        ``n`` is a setting the engine does not know. Each item is an instance of the class the
+        element is (its one evaluation stands for all), so a loop over the list, or the
+        ``nn.Sequential``/``nn.ModuleList`` built from it, runs that class's ``forward``.
+
+        How many blocks the engine runs for it: the known length, at most two (a loop of
+        unknown count runs twice too); two where ``n`` is unknown; 0 when it is no such
+        comprehension."""
+        if len(expr.generators) != 1 or expr.generators[0].ifs or not isinstance(element, HeapRef):
+            return 0
+        obj = state.heap.get(element.oid)
+        if obj is None or obj.kind != "module":
+            return 0
+        iterable = expr.generators[0].iter
+        if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range"
+                and 1 <= len(iterable.args) <= 3 and not iterable.keywords):
+            return 0
+        if not isinstance(self.eval_quiet(iterable.func, state), QualName):
+            return 0  # a `range` of the file's own
+        bounds = [self.eval_quiet(arg, state) for arg in iterable.args]
+        constants = [b.const for b in bounds if isinstance(b, Number) and isinstance(b.const, int)
+                     and not isinstance(b.const, bool)]
+        if len(constants) == len(bounds):
+            try:
+                return min(len(range(*constants)), 2)
+            except ValueError:
+                return 0
+        return 2 if len(iterable.args) == 1 else 0
 
     @handles_expressions(ast.DictComp)
     def eval_dict_comprehension(self, expr: ast.DictComp, state: State) -> Value:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import torch_api
+from graphlife.analysis import library_models, torch_api
 from graphlife.analysis.engine.core import EngineCore, handler_for, handles_statements
 from graphlife.analysis.engine_api import Flow
 from graphlife.analysis.events import StoreEvent
@@ -131,7 +131,8 @@ class Statements(EngineCore):
         result = torch_api.binop(self, state, stmt.op, target_value, operand, stmt, stmt.target, stmt.value)
         entry_envs = self.run_state.loop_entry_envs
         if (
-            isinstance(stmt.target, ast.Name) and isinstance(result, TensorVal) and result.requires_grad is True
+            isinstance(stmt.target, ast.Name) and isinstance(result, TensorVal)
+            and library_models.stores_graph(self.run_state.graph, result)
             and entry_envs and stmt.target.id in entry_envs[-1][1].env
         ):
             self.emit(StoreEvent(stmt=self.current_stmt(), state=state, value=result,

@@ -1,0 +1,166 @@
+"""Attribute writes in other files of the project weaken the `self` of a method analyzed alone.
+
+A method that nothing in its file calls starts from what `__init__` made; another file
+that assigns the attribute on an instance makes that start a guess, and an error built
+on it could be false (the critic fixture projects show the torch truth of the shape).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import textwrap
+from pathlib import Path
+
+from graphlife.analysis.unseen_writes import foreign_attribute_writes
+from graphlife.checker import check_source
+from graphlife.project import foreign_writes
+from graphlife.project.provider import ProjectModules
+from graphlife.project.sources import SourceCache
+
+MODELS = textwrap.dedent("""\
+    import torch
+    from torch import nn
+
+
+    class Probe(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 1)
+            self.captured = torch.zeros(1)
+
+        def finish(self):
+            self.captured.sum().backward()
+    """)
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    (tmp_path / "pyproject.toml").write_text("")
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def _codes(root: Path, name: str, buffers: dict[str, str] | None = None) -> list[tuple[int, str, str]]:
+    path = str(root / name)
+    modules = ProjectModules(path, buffers=buffers, sources=SourceCache(), cwd=str(root))
+    text = (buffers or {}).get(path) or (root / name).read_text()
+    result = check_source(text, path, modules=modules)
+    return [(f.line, f.code, f.severity.value) for f in result.findings]
+
+
+def test_a_write_in_another_file_removes_the_error(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"models.py": MODELS, "train.py": """\
+        import torch
+        from models import Probe
+
+        probe = Probe()
+        probe.captured = probe.lin(torch.randn(2, 4))
+        probe.finish()
+        """})
+    assert _codes(root, "models.py") == []
+
+
+def test_without_a_write_elsewhere_the_error_stays(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"models.py": MODELS, "train.py": """\
+        import torch
+        from models import Probe
+
+        probe = Probe()
+        print(probe.captured)
+        probe.finish()
+        """})
+    assert _codes(root, "models.py") == [(12, "GL104", "error")]
+
+
+def test_another_class_writing_its_own_self_does_not_count(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"models.py": MODELS, "other/recorder.py": """\
+        class Recorder:
+            def __init__(self):
+                self.captured = None
+
+            def record(self, value):
+                self.captured = value
+        """})
+    assert _codes(root, "models.py") == [(12, "GL104", "error")]
+
+
+def test_a_subclass_writing_its_self_counts(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"models.py": MODELS, "hooks.py": """\
+        import models
+
+        class Capturing(models.Probe):
+            def capture(self, x):
+                self.captured = self.lin(x)
+        """})
+    assert _codes(root, "models.py") == []
+
+
+def test_a_helper_given_the_instance_counts(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"models.py": MODELS, "utils/capture.py": """\
+        def capture(module, x):
+            module.captured = module.lin(x)
+        """})
+    assert _codes(root, "models.py") == []
+
+
+def test_an_unsaved_buffer_of_another_file_counts(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"models.py": MODELS, "train.py": "import models\n"})
+    unsaved = "import torch\nfrom models import Probe\np = Probe()\np.captured = p.lin(torch.randn(2, 4))\n"
+    buffer = {str(root / "train.py"): unsaved}
+    assert _codes(root, "models.py", buffers=buffer) == []
+
+
+def test_the_files_that_decide_are_dependencies(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"models.py": MODELS, "train.py": "from models import Probe\nProbe().captured = 1\n",
+                               "unrelated.py": "x = 1\n"})
+    path = str(root / "models.py")
+    modules = ProjectModules(path, sources=SourceCache(), cwd=str(root))
+    check_source(MODELS, path, modules=modules)
+    assert set(modules.dependencies()) == {os.path.normpath(str(root / "train.py"))}
+
+
+def test_too_many_candidates_weaken_every_name(tmp_path: Path, monkeypatch) -> None:
+    files = {"models.py": MODELS}
+    files.update({f"reader{i}.py": f"def f(o):\n    o.captured[{i}] = 0\n" for i in range(3)})
+    root = _project(tmp_path, files)
+    monkeypatch.setattr(foreign_writes, "MAX_PARSED", 2)
+    assert _codes(root, "models.py") == []
+
+
+def test_the_collector_keeps_what_may_reach_the_instance() -> None:
+    tree = ast.parse(textwrap.dedent("""\
+        class Other:
+            def set(self, v):
+                self.own = v
+                def hook(self, out):
+                    self.hooked = out
+                helper = lambda: setattr_free(self)
+                self.items[0] = v
+                self.buffer.append(v)
+
+        class Derived(Base):
+            def set(self, v):
+                self.derived = v
+
+        def external(model, v):
+            setattr(model, "named", v)
+            model.external = v
+            model.queue.append(v)
+            model.table[1] = v
+        """))
+    found = foreign_attribute_writes(tree, frozenset({"Base"}))
+    assert found.names == {"hooked", "derived", "external", "named"}
+    assert found.contents == {"queue", "table"}
+    assert not found.any_name
+
+
+def test_the_spelling_scan_over_approximates() -> None:
+    spelling = foreign_writes.WriteSpelling.of(b"a.x = 1\nb.y += 2\nc.z[0] = 3\nd.w.append(4)\ne.p, f.q = g()\n"
+                                               b"del h.r\nif i.s == 1: pass\n(j.t,\n k.u) = g()\n")
+    assert {"x", "y", "z", "w", "p", "q", "r", "t", "u"} <= spelling.names
+    assert "s" not in spelling.names
+    assert not spelling.any_name
+    assert foreign_writes.WriteSpelling.of(b"setattr(m, name, v)\n").any_name
