@@ -192,7 +192,25 @@ class MessageTemplate:
     zh_cn: str
 
     def __call__(self, **args: MessageArg) -> Message:
-        return Message(self.id, self.text, args, self.zh_cn)
+        if not all(type(value) in _PLAIN_ARGUMENTS for value in args.values()):
+            return Message(self.id, self.text, args, self.zh_cn)
+        key = (self, tuple(args.items()))
+        made = _MADE.get(key)
+        if made is None:
+            if len(_MADE) >= _MAX_MADE:
+                _MADE.clear()
+            made = _MADE[key] = Message(self.id, self.text, args, self.zh_cn)
+        return made
+
+
+#: Arguments whose equal values render the same (exactly these types: ``True == 1``, and a
+#: :class:`Message` equals its English text whatever its other languages say).
+_PLAIN_ARGUMENTS = frozenset({str, int, type(None)})
+#: Messages made from plain arguments, by template and arguments, shared (a message is never
+#: changed once made): the engine gives every tensor an op makes without a graph the reason
+#: why (``no_grad``, a factory, an integer op), thousands per file, most of them the same.
+_MADE: dict[tuple[MessageTemplate, tuple[tuple[str, MessageArg], ...]], Message] = {}
+_MAX_MADE = 4096
 
 
 @dataclass(frozen=True)

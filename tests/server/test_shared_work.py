@@ -164,6 +164,55 @@ def test_each_method_gets_a_self_of_its_own() -> None:
     assert first.heap[ref_first.oid].site.name == "first" and seen.site.name == "second"
 
 
+GRAD_IN_INIT = '''
+import torch
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self):
+        self.model = nn.Linear(4, 4)
+        self.start = self.model.weight.grad
+
+    def first(self, x):
+        return self.start
+
+    def second(self, x):
+        return self.start
+'''
+
+
+def _entry_states_around_create_graph(source: str) -> tuple[engine.Interpreter, State, State]:
+    """The entry states of ``first`` before a ``backward(create_graph=True)`` ran in the file and
+    of ``second`` after one ran (the fact is carried from unit to unit)."""
+    tree = ast.parse(source)
+    rules = [rule for rule in all_rules() if rule.hooks]
+    interp = engine.Interpreter(tree, source, source.splitlines(), rules, Reporter(), time.monotonic() + 60)
+    owner = next(stmt for stmt in tree.body if isinstance(stmt, ast.ClassDef))
+    methods = {stmt.name: stmt for stmt in owner.body if isinstance(stmt, ast.FunctionDef)}
+    before = interp.function_entry_state(methods["first"], owner)
+    interp.run_state.create_graph_seen = True
+    after = interp.function_entry_state(methods["second"], owner)
+    return interp, before, after
+
+
+def test_a_self_that_reads_no_grad_is_built_once_for_both_create_graph_facts() -> None:
+    interp, before, after = _entry_states_around_create_graph(METHODS)
+    assert len({id(built) for built in interp.self_cache.built.values()}) == 1
+    assert interp.run_state.create_graph_seen  # reusing it leaves the file's fact as it is
+    assert before.heap[before.env["self"].oid].attrs.keys() == after.heap[after.env["self"].oid].attrs.keys()
+
+
+def test_a_self_whose_init_reads_a_grad_is_built_for_each_create_graph_fact() -> None:
+    """After ``backward(create_graph=True)`` a ``.grad`` may have a graph: what ``__init__`` read
+    from one is not what it read before."""
+    interp, before, after = _entry_states_around_create_graph(GRAD_IN_INIT)
+    assert len({id(built) for built in interp.self_cache.built.values()}) == 2
+    start_before = before.heap[before.env["self"].oid].attrs["start"]
+    start_after = after.heap[after.env["self"].oid].attrs["start"]
+    assert start_before.requires_grad is False and start_after.requires_grad is None
+
+
 KEPT_GRAPH = '''import torch
 import torch.nn as nn
 
@@ -193,3 +242,63 @@ def test_an_edit_of_init_reaches_every_method_in_the_language_server() -> None:
         assert incremental == [(f.code, f.span, f.message) for f in check_source(source).findings]
         seen.append([code for code, _, _ in incremental])
     assert seen == [[], ["GL101"], []]
+
+
+HELPER_ABOVE_ITS_CALLER = '''
+import torch
+
+
+def scaled(x):
+    y = x * 2
+    return y
+
+
+def train():
+    model = torch.nn.Linear(3, 1)
+    loss = scaled(model(torch.randn(2, 3))).sum()
+    loss.backward()
+'''
+
+
+def _runs_per_line(source: str, monkeypatch) -> dict[int, int]:
+    runs: dict[int, int] = {}
+    original = engine.Interpreter.exec_stmt
+
+    def counting(self, stmt, state):
+        runs[stmt.lineno] = runs.get(stmt.lineno, 0) + 1
+        return original(self, stmt, state)
+
+    monkeypatch.setattr(engine.Interpreter, "exec_stmt", counting)
+    check_source(source)
+    monkeypatch.setattr(engine.Interpreter, "exec_stmt", original)
+    return runs
+
+
+def test_a_helper_written_above_its_caller_is_analyzed_once_inlined(monkeypatch) -> None:
+    """Functions are analyzed alone callers first: the helper is inlined in ``train`` before its
+    turn comes, and not analyzed alone again."""
+    runs = _runs_per_line(HELPER_ABOVE_ITS_CALLER, monkeypatch)
+    assert runs[6] == 1 and runs[7] == 1  # the helper's body
+    assert runs[12] == 1
+
+
+HELPER_ITS_CALLER_NEVER_REACHES = '''
+import torch
+
+
+def step():
+    x = torch.randn(3, requires_grad=True)
+    loss = (x * 2).sum()
+    loss.backward()
+    loss.backward()
+
+
+def train():
+    if False:
+        step()
+'''
+
+
+def test_a_helper_its_callers_never_reach_is_still_analyzed_alone() -> None:
+    findings = check_source(HELPER_ITS_CALLER_NEVER_REACHES).findings
+    assert [(f.code, f.span.line) for f in findings if f.severity.value == "error"] == [("GL101", 9)]

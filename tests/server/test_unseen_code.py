@@ -306,6 +306,32 @@ def test_a_module_name_a_function_rebinds_is_not_known_to_functions_analyzed_alo
     assert _errors(NO_REBINDING) == [("GL104", 16)]  # nothing can turn gradients on: run() always raises
 
 
+GLOBAL_REBOUND_BY_A_CALL = """
+import torch
+
+w = torch.randn(3, requires_grad=True)
+loss = None
+
+
+def compute():
+    if w is not None:
+        global loss
+        loss = (w * 2).sum()
+
+
+compute()
+loss.backward()
+loss.backward()
+"""
+
+
+def test_a_module_name_an_inlined_call_rebinds_is_what_it_assigned() -> None:
+    """After ``compute()`` the module's ``loss`` is the graph it made (its ``global`` statement
+    stands in a branch): the second backward through it raises."""
+    assert _errors(GLOBAL_REBOUND_BY_A_CALL) == [("GL101", 16)]
+    assert _errors(GLOBAL_REBOUND_BY_A_CALL.replace("        global loss\n", "")) == []
+
+
 OUTSIDE_WRITE = OTHER_METHOD + """
 
 def outside(runner, x):
@@ -331,3 +357,56 @@ def test_the_language_server_sees_a_write_added_or_removed_anywhere(versions: li
         text = textwrap.dedent(source)
         incremental = [(f.code, f.span.line) for f in checker.check(text).findings]
         assert incremental == [(f.code, f.span.line) for f in check_source(text).findings]
+
+
+ESCAPED_HOOK_AGAIN = """
+import torch
+import somelib
+
+
+class Holder:
+    pass
+
+
+h = Holder()
+
+
+def hook(*args):
+    h.x = torch.randn(2, requires_grad=True) * 2
+
+
+somelib.register(hook)
+h.x = torch.zeros(2)
+somelib.step()
+somelib.step()
+h.x = torch.zeros(2)
+{between}
+h.x.sum().backward()
+"""
+
+
+@pytest.mark.parametrize(("between", "errors"), [("somelib.step()", []), ("pass", [("GL104", 23)])])
+def test_an_escaped_hook_may_run_again_after_its_place_is_assigned_again(between: str, errors: list) -> None:
+    """The unseen calls before changed nothing the second time (the engine skips such repeats):
+    the assignment after them is a change, and the hook may overwrite it at the next one."""
+    assert _errors(ESCAPED_HOOK_AGAIN.format(between=between)) == errors
+
+
+def test_unseen_calls_that_change_nothing_do_not_run_the_escaped_hooks_again(monkeypatch) -> None:
+    """Fifty library calls with a hook that writes a module name: its place is weakened once,
+    not at every call (the cost of a training loop full of library calls)."""
+    from graphlife.analysis.engine.callbacks import CallbackParts
+
+    runs = 0
+    original = CallbackParts.weaken_effects
+
+    def counting(self, func, state, reads=None):
+        nonlocal runs
+        runs += 1
+        return original(self, func, state, reads)
+
+    monkeypatch.setattr(CallbackParts, "weaken_effects", counting)
+    calls = "\n".join("somelib.step()" for _ in range(50))
+    source = ESCAPED_HOOK_AGAIN.format(between=calls)
+    assert _errors(source) == []
+    assert runs <= 6, runs

@@ -9,7 +9,10 @@ gives its first parameter (``__init__`` sees the method's other names as the
 caller's), and on one fact carried between units (``create_graph_seen``): the state
 it is built in is always the module's names with that parameter unknown. So it is
 built once per such key, and each method starts from a copy of the state it was
-built in.
+built in. Most ``__init__`` never read a ``.grad`` (the one value the ``create_graph`` fact
+decides) nor run a backward: what they build is then the same for both values of the fact,
+and one build serves both (on DeepSpeed's engine, a build is 1,067 statements, 15% of the
+file's).
 
 What each method gets is its own: :meth:`State.copy` gives a new path, and the
 state's heap objects are copied before any write (``State.heap_write``), so what one
@@ -57,6 +60,9 @@ class BuiltSelf:
     zeroed_added: dict[int, ast.AST]
     path_ends: bool
     create_graph_out: bool
+    #: Building it neither read nor changed the ``create_graph`` fact: it is this ``self`` for
+    #: both values of the fact.
+    either_create_graph: bool
 
 
 class SelfCache:
@@ -85,8 +91,13 @@ class SelfCache:
             if isinstance(value, HeapRef):
                 _weaken_written_elsewhere(interp, writes, value, state)
             return state, value
-        key: SelfKey = (ref.key, ref.is_module, ref.is_autograd_function, param, interp.run_state.create_graph_seen)
+        create_graph = interp.run_state.create_graph_seen
+        key: SelfKey = (ref.key, ref.is_module, ref.is_autograd_function, param, create_graph)
         built = self.built.get(key)
+        if built is None:
+            other = self.built.get((*key[:-1], not create_graph))
+            if other is not None and other.either_create_graph:
+                built = self.built[key] = other
         if built is None:
             built = self.built[key] = _build(interp, ref, func, state, writes)
         else:
@@ -117,10 +128,12 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State, wri
     run = interp.run_state
     outer_touched, outer_inlined, outer_ends = run.touched, run.unit_inlined, run.path_ends
     outer_foreign = run.foreign_steps  # a `self` has a budget of its own: built once, whichever unit asks
+    outer_read, create_graph_in = run.create_graph_read, run.create_graph_seen
     zeroed_before = dict(run.zeroed_after)
     touched: dict[int, ast.AST] = {}
     inlined: set[int] = set()
     run.touched, run.unit_inlined, run.path_ends, run.foreign_steps = touched, inlined, False, 0
+    run.create_graph_read = False
     try:
         value = build_instance(interp, ref, func, state)
         if isinstance(value, HeapRef):
@@ -129,11 +142,13 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State, wri
             state=state.copy(), value=value, touched=touched, inlined=inlined,
             zeroed_added={key: stmt for key, stmt in run.zeroed_after.items() if zeroed_before.get(key) is not stmt},
             path_ends=run.path_ends, create_graph_out=run.create_graph_seen,
+            either_create_graph=not run.create_graph_read and run.create_graph_seen == create_graph_in,
         )
     finally:
         ends = run.path_ends
         run.touched, run.unit_inlined, run.path_ends = outer_touched, outer_inlined, outer_ends or ends
         run.foreign_steps = outer_foreign
+        run.create_graph_read = outer_read or run.create_graph_read
     _merge_reads(interp, touched, inlined)
     return built
 
@@ -179,7 +194,8 @@ def _redo_effects(interp: EngineParts, built: BuiltSelf) -> None:
     interp.inlined.update(built.inlined)
     run = interp.run_state
     run.zeroed_after.update(built.zeroed_added)
-    run.create_graph_seen = built.create_graph_out
+    if not built.either_create_graph:
+        run.create_graph_seen = built.create_graph_out
     if built.path_ends:
         run.path_ends = True
 

@@ -553,7 +553,9 @@ def tensor_attribute(interp: TorchEngine, state: State, tensor: TensorVal, expr:
         if tensor.leaf and grads_set_to_none(state, param_storages(tensor, state)):
             return NONE  # `zero_grad()` set it to None on every path, and no backward filled it since
         # After a backward with create_graph=True, a .grad has a graph of its own.
-        grad_needs = None if interp.run_state.create_graph_seen else False
+        run = interp.run_state
+        run.create_graph_read = True
+        grad_needs = None if run.create_graph_seen else False
         grad = TensorVal(requires_grad=grad_needs, leaf=True if grad_needs is False else None, storage=None,
                          origin=expr, desc=interp.text(expr),
                          grad_of=param_storages(tensor, state) if tensor.leaf else frozenset(),

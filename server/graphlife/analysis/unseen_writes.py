@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from graphlife.analysis.state import State
 from graphlife.analysis.tree_index import child_nodes
-from graphlife.analysis.values import UNKNOWN, Callbacks, HeapRef, TensorVal, TupleVal, Value
+from graphlife.analysis.values import UNKNOWN, Callbacks, HeapObject, HeapRef, TensorVal, TupleVal, Value
 
 #: Kinds of heap objects whose identity survives a write the engine did not see.
 STRUCTURAL_KINDS = frozenset({"module", "optimizer", "scaler", "params"})
@@ -277,29 +277,44 @@ def weakened(value: Value) -> Value:
     return UNKNOWN
 
 
-def weaken_place(state: State, value: Value) -> Value:
+def weaken_place(state: State, value: Value, reads: HeapReads | None = None) -> Value:
     """The new value of a place holding ``value`` that unseen code may have assigned: objects
-    that keep their identity (:data:`STRUCTURAL_KINDS`) stay, with their own places weakened."""
+    that keep their identity (:data:`STRUCTURAL_KINDS`) stay, with their own places weakened.
+    ``reads``: see :func:`weaken_object`."""
     if isinstance(value, HeapRef):
         obj = state.heap.get(value.oid)
+        if reads is not None:
+            reads.setdefault(value.oid, obj)
         if obj is not None and obj.kind in STRUCTURAL_KINDS:
-            weaken_object(state, value.oid)
+            weaken_object(state, value.oid, reads=reads)
             return value
     return weakened(value)
 
 
+#: The heap objects a weakening read, each as it was when read (``None``: not in the heap).
+HeapReads = dict[int, HeapObject | None]
+
+
 def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, depth: int = 0,
-                  seen: set[int] | None = None) -> None:
+                  seen: set[int] | None = None, *, reads: HeapReads | None = None) -> None:
     """Weaken what object ``oid`` holds, and what the objects it holds hold (bounded): every
     attribute (or only those ``names`` says are written, and the contents of those it says
     change), its element summary and known items. Modules keep their children and parameters
     (their identity); what else they hold is weakened. An object whose content is already as
-    weak is left as it is (the same object: a call that changed nothing stays pure for the memo)."""
+    weak is left as it is (the same object: a call that changed nothing stays pure for the memo).
+
+    ``reads`` (when given) gets every heap object the weakening looked at, as it was when first
+    read: what it did is a function of those objects alone (:mod:`graphlife.analysis.escaped_runs`)."""
     seen = set() if seen is None else seen
-    if depth > MAX_DEPTH or oid in seen or oid not in state.heap:
+    if depth > MAX_DEPTH or oid in seen:
+        return
+    heap = state.heap
+    obj = heap.get(oid)
+    if reads is not None:
+        reads.setdefault(oid, obj)
+    if obj is None:
         return
     seen.add(oid)
-    obj = state.heap[oid]
     structural = obj.kind in STRUCTURAL_KINDS
     changed: dict[str, Value | None] = {}
     for name, value in _attributes_to_visit(obj.attrs, names):
@@ -307,18 +322,22 @@ def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, 
             continue
         if names is not None and not names.touches(name):
             if name in names.contents and isinstance(value, HeapRef):
-                weaken_object(state, value.oid, None, depth + 1, seen)
+                weaken_object(state, value.oid, None, depth + 1, seen, reads=reads)
             continue
-        if isinstance(value, HeapRef) and value.oid in state.heap and state.heap[value.oid].kind in STRUCTURAL_KINDS:
-            weaken_object(state, value.oid, None, depth + 1, seen)
-            continue
+        if isinstance(value, HeapRef):
+            held = heap.get(value.oid)
+            if reads is not None:
+                reads.setdefault(value.oid, held)
+            if held is not None and held.kind in STRUCTURAL_KINDS:
+                weaken_object(state, value.oid, None, depth + 1, seen, reads=reads)
+                continue
         if structural and isinstance(value, TensorVal) and value.is_param:
             continue  # a module's parameters are its own (replacing one is a model surgery we do not see)
         if name == "__items__":
             changed[name] = None
             continue
         if isinstance(value, HeapRef) and names is None:
-            weaken_object(state, value.oid, None, depth + 1, seen)
+            weaken_object(state, value.oid, None, depth + 1, seen, reads=reads)
             continue  # the object stays (its identity); what it holds is weakened
         new = weakened(value)
         if new != value or type(new) is not type(value):
@@ -326,7 +345,7 @@ def weaken_object(state: State, oid: int, names: AttributeWrites | None = None, 
     element = obj.elem if names is None else None
     new_element: Value | None = element
     if isinstance(element, HeapRef):
-        weaken_object(state, element.oid, None, depth + 1, seen)
+        weaken_object(state, element.oid, None, depth + 1, seen, reads=reads)
     elif element is not None:
         new_element = weakened(element)
     # Unseen code given the whole module may remove a backward hook (or register one).

@@ -148,6 +148,8 @@ class TensorVal(Value):
         if isinstance(other, Unknown):
             # Anything on the other path, a tensor with a graph among them (`x = layer(x)` in a
             # loop over layers the engine cannot see): whether it requires grad is not known.
+            if not self.certain and self.requires_grad is None and self.nullable:
+                return self  # already as weak (the same object: what is unchanged stays identical)
             return replace(self, certain=False, requires_grad=None, nullable=True)
         if isinstance(other, NoneValue):
             requires_grad = None if self.requires_grad else self.requires_grad
@@ -172,7 +174,10 @@ class TupleVal(Value):
         if isinstance(other, TupleVal) and len(other.items) == len(self.items):
             return TupleVal(tuple(a.join(b) for a, b in zip(self.items, other.items)))
         if isinstance(other, (NoneValue, Unknown)):
-            return TupleVal(tuple(item.join(UNKNOWN) for item in self.items))
+            items = tuple(item.join(UNKNOWN) for item in self.items)
+            if type(self) is TupleVal and all(new is old for new, old in zip(items, self.items)):
+                return self  # already as weak
+            return TupleVal(items)
         return UNKNOWN
 
 

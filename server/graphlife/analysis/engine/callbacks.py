@@ -33,8 +33,10 @@ So, as torch does:
 from __future__ import annotations
 
 import ast
+import functools
 
 from graphlife.analysis.engine.backward_hooks import BACKWARD_TABLES, BackwardHookParts
+from graphlife.analysis.escaped_runs import EscapedReads, EscapedRuns
 from graphlife.analysis.grad_hooks import GradHook
 from graphlife.analysis.state import State
 from graphlife.analysis.unseen_writes import function_effects, weaken_object, weaken_place
@@ -120,14 +122,26 @@ class CallbackParts(BackwardHookParts):
         for func in found:
             self.weaken_effects(func, state)
 
+    @functools.cached_property
+    def escaped_runs(self) -> EscapedRuns:
+        """The runs of escaped functions that changed nothing (:mod:`graphlife.analysis.escaped_runs`)."""
+        return EscapedRuns()
+
     def run_escaped(self, state: State) -> None:
         """Code the engine does not see runs here (a call it cannot follow, a module call, a
-        backward): each escaped function may run, and what it writes is weakened."""
-        for func in state.escaped:
-            self.weaken_effects(func, state)
+        backward): each escaped function may run, and what it writes is weakened. Skipped where
+        everything it would read is what it read the last time it changed nothing."""
+        escaped = state.escaped
+        if not escaped or self.escaped_runs.needless(escaped, state):
+            return
+        reads = EscapedReads()
+        for func in escaped:
+            self.weaken_effects(func, state, reads)
+        self.escaped_runs.ran(escaped, state, reads)
 
-    def weaken_effects(self, func: Value, state: State) -> None:
-        """Weaken every place ``func`` may write when it runs unseen."""
+    def weaken_effects(self, func: Value, state: State, reads: EscapedReads | None = None) -> None:
+        """Weaken every place ``func`` may write when it runs unseen (noting in ``reads``, when
+        given, the names and objects looked at)."""
         if not isinstance(func, FunctionRef):
             return
         effects = function_effects(func.node)
@@ -135,17 +149,28 @@ class CallbackParts(BackwardHookParts):
             return  # it writes nothing the engine tracks
         params = func.node.args.posonlyargs + func.node.args.args
         first = params[0].arg if params and func.bound_self is not None else None
+        heap_reads = reads.objects if reads is not None else None
         for root, writes in effects.roots.items():
-            target = func.bound_self if root == first else state.env.get(root)
-            if not isinstance(target, HeapRef) or target.oid not in state.heap:
+            if root == first:
+                target = func.bound_self
+            else:
+                target = reads.name(state, root) if reads is not None else state.env.get(root)
+            if not isinstance(target, HeapRef):
+                continue
+            if heap_reads is not None:
+                heap_reads.setdefault(target.oid, state.heap.get(target.oid))
+            if target.oid not in state.heap:
                 continue
             if writes.whole:
-                weaken_object(state, target.oid)
+                weaken_object(state, target.oid, reads=heap_reads)
             else:
-                weaken_object(state, target.oid, writes.as_attribute_writes)
+                weaken_object(state, target.oid, writes.as_attribute_writes, reads=heap_reads)
         for name in effects.globals:
-            if name in state.env:
-                state.env[name] = weaken_place(state, state.env[name])
+            value = reads.name(state, name) if reads is not None else state.env.get(name)
+            if value is not None:
+                weakened = weaken_place(state, value, heap_reads)
+                if weakened is not value:  # already as weak: left as it is (a call changing nothing stays pure)
+                    state.env[name] = weakened
 
     def unseen_call(self, values: list[Value], state: State, receiver: Value | None = None) -> None:
         """A call the engine cannot follow: the functions it is given escape, the objects it is

@@ -13,6 +13,7 @@ never the basis of an error.
 from __future__ import annotations
 
 import ast
+import functools
 
 from graphlife.analysis import isolation, namedtuples, torch_api
 from graphlife.analysis.engine.core import EngineCore, handles_expressions
@@ -284,7 +285,7 @@ class Calls(EngineCore):
             for name, value in after.env.items():
                 if is_namespace_key(name) and name not in caller_env:
                     state.env[name] = value  # a module the callee imported is imported for all (sys.modules)
-        if self.module_of(node) is self.module:
+        if self.module_of(node) is self.module and self.may_declare_global(node):
             for name in function_effects(node).globals:
                 if name in after.env:  # `global name` then an assignment: the module's name changed
                     state.env[name] = after.env[name]
@@ -305,6 +306,27 @@ class Calls(EngineCore):
         if flow.normal.reachable:
             result = NONE if result is None else result.join(NONE)
         return result if result is not None else UNKNOWN
+
+    @functools.cached_property
+    def _global_declarers(self) -> dict[int, frozenset[int]]:
+        """Per module's index: the functions with a ``global`` statement in them (nested ones too)."""
+        return {}
+
+    def may_declare_global(self, node: ast.AST) -> bool:
+        """Does a ``global`` statement stand in the function ``node`` (or in one nested in it)? Most
+        files have none: then no inlined call walks its callee for the names it rebinds."""
+        index = self.module_of(node).index
+        declarers = self._global_declarers.get(id(index))
+        if declarers is None:
+            found: set[int] = set()
+            for statement in index.by_kind[ast.Global]:
+                current = index.parents.get(id(statement))
+                while current is not None:
+                    if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        found.add(id(current))
+                    current = index.parents.get(id(current))
+            declarers = self._global_declarers[id(index)] = frozenset(found)
+        return id(node) in declarers
 
     def _callee_names(self, func: FunctionRef, bound: bool, args: list[Value], kwargs: dict[str, Value],
                       state: State) -> dict[str, Value]:

@@ -22,6 +22,7 @@ from graphlife.analysis.engine_api import Timeout
 from graphlife.analysis.events import UnitEndEvent
 from graphlife.analysis.run_state import RunState
 from graphlife.analysis.state import State
+from graphlife.analysis.unit_order import callers_first
 from graphlife.analysis.values import UNKNOWN, ClassRef, Number, TensorVal, Value
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -96,7 +97,8 @@ class Units(EngineCore):
             notes.append(skipped.MODULE_TOO_DEEP())
         if self.unit_cache is not None:
             self.unit_cache.read_definitions(self)
-        functions = list(self.iter_functions())
+        index = self.entry.index
+        functions = callers_first(list(self.iter_functions()), index.by_kind[ast.Call], index.parents)
         share = function_foreign_budget(len(functions))
         for func, owner in functions:
             if id(func) in self.inlined:
