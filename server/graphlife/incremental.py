@@ -3,7 +3,8 @@ at the cost of the code that changed.
 
 One :class:`IncrementalChecker` lives per open document. Between versions it
 keeps the parsed top-level blocks (:mod:`graphlife.analysis.blocks`: only the
-blocks whose text changed are parsed again) and what each unit of the engine
+blocks whose text changed are parsed again, and in an edited class only the methods
+whose lines changed: :mod:`graphlife.analysis.class_body`) and what each unit of the engine
 reported (:mod:`graphlife.analysis.unit_cache`: a function analyzed alone is
 analyzed again only when its own code, the code it inlined, or the file's
 definitions changed; the module body when any of its statements or the

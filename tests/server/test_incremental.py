@@ -398,7 +398,7 @@ def _trainer_class(methods: int) -> str:
     return "".join(parts)
 
 
-def test_an_edit_in_one_method_analyzes_only_that_method() -> None:
+def test_an_edit_in_one_method_analyzes_that_method_and_its_neighbour() -> None:
     source = _trainer_class(30)
     checker = IncrementalChecker()
     first = checker.check(source)
@@ -409,7 +409,9 @@ def test_an_edit_in_one_method_analyzes_only_that_method() -> None:
     lines.insert(target + 1, "        loss.backward()")  # a new bug in one method; the methods below move
     edited = "\n".join(lines)
     second = checker.check(edited)
-    assert checker.statistics == {"replayed": units - 1, "ran": 1, "calls_replayed": 0, "calls_ran": 0}
+    # The method edited, and the one after it: GL302 on a method that steps asks whether another
+    # method of the class resets the gradients, and its nearest such method is the one edited.
+    assert checker.statistics == {"replayed": units - 2, "ran": 2, "calls_replayed": 0, "calls_ran": 0}
     assert len(second.findings) == 7
     assert _outcome(second) == _outcome(check_source(edited))
 
@@ -476,3 +478,137 @@ def test_an_edit_in_backward_is_seen_by_the_findings_on_forward() -> None:
     assert [f.code for f in check_source(no_gradient).findings] == []
     moved = _LIBRARY_FUNCTION.replace("    def backward(ctx, g):\n", "    def backward(ctx, g):\n        g = g\n")
     assert _outcome(checker.check(moved)) == _outcome(check_source(moved))
+
+
+# -- a class cut into its methods -------------------------------------------------------------------
+
+_CLASS_SOURCE = '''import torch
+import torch.nn as nn
+
+
+@some_decorator(option=True)
+class Trainer(nn.Module):
+    """A trainer."""
+
+    steps = 0
+
+    def __init__(self):
+        super().__init__()
+        self.model = nn.Linear(4, 4)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    @property
+    def size(self):
+        return 4
+
+    def first(self, x):
+        self.optimizer.zero_grad()
+        loss = self.model(x).sum()
+        loss.backward()
+        self.optimizer.step()
+        # a comment after the method
+
+    def second(self, x):
+        out = self.model(x)
+        out.sum().backward()
+        return out
+
+    x = 1; y = 2
+
+
+def after(model):
+    return model
+'''
+
+#: Edits of the class (old text -> new text, applied one after the other): inside a method, in
+#: `__init__`, a method added and removed, a decorator added, indentation changed (a syntax error
+#: and its repair, a method pulled out of the class), the class header, a docstring opened.
+_CLASS_EDITS = [
+    ("        out.sum().backward()\n", "        out.sum().backward()\n        out.sum().backward()\n"),
+    ("        self.model = nn.Linear(4, 4)\n", "        self.model = nn.Linear(4, 4, bias=False)\n"),
+    ("    def second(self, x):\n", "    def added(self, x):\n        return x * 2\n\n    def second(self, x):\n"),
+    ("    def added(self, x):\n        return x * 2\n\n", ""),
+    ("    def second(self, x):\n", "    @torch.no_grad()\n    def second(self, x):\n"),
+    ("        loss.backward()\n", "      loss.backward()\n"),
+    ("      loss.backward()\n", "        loss.backward()\n"),
+    ("    def second(self, x):\n        out", "def second(self, x):\n        out"),
+    ("def second(self, x):\n        out", "    def second(self, x):\n        out"),
+    ("class Trainer(nn.Module):\n", "class Trainer(nn.Module, object):\n"),
+    ("        return 4\n", '        """open\n        return 4\n'),
+    ('        """open\n        return 4\n', "        return 4\n"),
+    ("    x = 1; y = 2\n", "    x = 1; y = 2\n    z = (\n        3)\n"),
+    ("    steps = 0\n", ""),
+    ("    @property\n", "    @property\n    # between\n"),
+    ('    """A trainer."""\n', ""),
+]
+
+
+def test_class_segments_make_the_tree_ast_parse_makes() -> None:
+    parser = BlockParser()
+    source = _CLASS_SOURCE
+    parser.parse(source)
+    for old, new in _CLASS_EDITS:
+        assert old in source
+        source = source.replace(old, new, 1)
+        parsed = parser.parse(source)
+        try:
+            expected = ast.parse(source)
+        except SyntaxError:
+            assert parsed.errors
+            continue
+        assert parsed.errors == []
+        assert ast.dump(parsed.tree, include_attributes=True) == ast.dump(expected, include_attributes=True), new
+        for node in ast.walk(parsed.tree):  # the merged index knows every parent
+            for child in ast.iter_child_nodes(node):
+                if hasattr(child, "lineno"):
+                    assert parsed.index.parents[id(child)] is node
+
+
+def test_an_edit_in_one_method_parses_only_that_method() -> None:
+    parser = BlockParser()
+    first = parser.parse(_CLASS_SOURCE).tree.body[2]
+    edited = _CLASS_SOURCE.replace("        out = self.model(x)\n",
+                                   "        out = self.model(x)\n\n        out = out * 2\n")
+    second = parser.parse("# moved\n" + edited).tree.body[2]
+    assert isinstance(first, ast.ClassDef) and isinstance(second, ast.ClassDef)
+    kept = [new is old for new, old in zip(second.body, first.body)]
+    assert kept == [True, True, True, True, True, False, True, True]  # all but `second`, moved one line down
+    assert second.body[4].lineno == first.body[4].lineno == 21
+    assert ast.dump(second, include_attributes=True) == ast.dump(
+        ast.parse("# moved\n" + edited).body[2], include_attributes=True)
+
+
+def test_class_edits_check_as_a_full_check_does() -> None:
+    checker = IncrementalChecker()
+    source = _CLASS_SOURCE
+    _assert_same(checker, source, "the class as written")
+    for old, new in _CLASS_EDITS:
+        source = source.replace(old, new, 1)
+        _assert_same(checker, source, f"after {new!r}")
+
+
+def test_a_reset_added_in_another_method_withdraws_gl302() -> None:
+    """GL302 on a method reads the other methods of its class (a reset there may run between two
+    calls): an edit in one of them must reach the method's finding."""
+    source = _CLASS_SOURCE.replace("        self.optimizer.zero_grad()\n", "")
+    checker = IncrementalChecker()
+    assert [f.code for f in checker.check(source).findings if f.code == "GL302"] == ["GL302"]
+    reset = source.replace("        return out\n", "        self.optimizer.zero_grad()\n        return out\n")
+    _assert_same(checker, reset, "a reset added in another method")
+    _assert_same(checker, source, "the reset taken away again")
+
+
+def test_an_edit_in_a_method_of_a_class_of_attribute_writers_runs_no_other_method_for_them() -> None:
+    """Every method assigns an attribute (`self.steps += 1`), which the `self` of each method
+    analyzed alone is weakened for: an edit that writes no new name does not run every method."""
+    source = _trainer_class(20).replace("        return loss.item()\n",
+                                        "        self.steps += 1\n        return loss.item()\n")
+    checker = IncrementalChecker()
+    checker.check(source)
+    units = checker.statistics["ran"]
+    edited = source.replace("self.model(x * 7)", "self.model(x * 7 + 1)")
+    result = checker.check(edited)
+    # The method edited, and the one after it: GL302 on a method that steps asks whether another
+    # method of the class resets the gradients, and its nearest such method is the one edited.
+    assert checker.statistics == {"replayed": units - 2, "ran": 2, "calls_replayed": 0, "calls_ran": 0}
+    assert _outcome(result) == _outcome(check_source(edited))

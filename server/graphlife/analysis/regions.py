@@ -22,7 +22,6 @@ import ast
 from collections.abc import Iterable
 
 from graphlife.analysis.blocks import Block
-from graphlife.text_lines import source_lines_keepends
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -113,7 +112,7 @@ class RegionMap:
         if len(statements) != 1 or not isinstance(statements[0], ast.ClassDef):
             return [Region(("block", id(block)), block, block, mappable=True)]
         cls = statements[0]
-        lines = source_lines_keepends(block.text)
+        lines = block.lines
         regions: list[Region] = []
         rest = list(lines)
         for method in cls.body:

@@ -157,11 +157,14 @@ def _weaken_written_elsewhere(interp: EngineParts, writes: AttributeWrites, inst
     """A method analyzed alone may run after any other code of the file: each attribute that
     code assigns outside ``__init__`` may hold something else than what ``__init__`` made (a
     ``set()`` method, a forward hook writing ``self.features``). What they hold is weakened
-    (:mod:`graphlife.analysis.unseen_writes`), and the code that writes them is read. So are
-    the attributes that other files of the project may assign on the instance (``probe.captured
-    = ...`` in ``train.py``): the project layer finds them, and counts those files as read."""
-    for site in writes.sites:
-        interp.touch(site)
+    (:mod:`graphlife.analysis.unseen_writes`). So are the attributes that other files of the
+    project may assign on the instance (``probe.captured = ...`` in ``train.py``): the project
+    layer finds them, and counts those files as read.
+
+    What is weakened depends only on the attribute names this file writes, not on the code that
+    writes them, so that code is not noted as read (``touch``): the unit cache keys every unit on
+    those names (``unit_cache._attribute_writes_key``). Noting it made every method of a class
+    depend on every other method that assigns an attribute: an edit in any of them ran them all."""
     weaken_object(state, instance.oid, writes)
     obj = state.heap.get(instance.oid)
     if interp.modules is None or obj is None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from graphlife.analysis.state import State
 from graphlife.analysis.tree_index import child_nodes
@@ -53,30 +53,60 @@ class AttributeWrites:
     contents: frozenset[str] = frozenset()
     #: Some write names no attribute (``setattr(x, name, v)``, ``x.__dict__``): every one may change.
     any_name: bool = False
-    #: The store expressions, for the unit cache's dependencies (the code read).
-    sites: tuple[ast.AST, ...] = field(default=(), compare=False)
 
     def touches(self, name: str) -> bool:
         return self.any_name or name in self.names
 
 
+#: The attribute of a statement that keeps what :func:`_statement_writes` found in it.
+_WRITES = "_graphlife_attribute_writes"
+
+
 def attribute_write_names(statements: list[ast.stmt]) -> tuple[frozenset[str], frozenset[str], bool]:
-    """What :func:`attribute_writes` finds in these statements, without where (the unit cache keys
-    the methods analyzed alone on it: a write added anywhere changes what they start from)."""
-    collector = _WriteCollector()
+    """What :func:`attribute_writes` finds in these statements, as (names, contents, any name).
+
+    Each statement's writes are found once and kept on it, and a class's are those of its
+    statements: the language server keeps the statements of unchanged code (and of the unchanged
+    methods of an edited class) between versions, so after an edit only the changed code is
+    walked. The unit cache keys the methods analyzed alone on the file's writes (a write added
+    anywhere changes what they start from)."""
+    names: set[str] = set()
+    contents: set[str] = set()
+    any_name = False
     for stmt in statements:
+        found = _statement_writes(stmt)
+        names |= found[0]
+        contents |= found[1]
+        any_name = any_name or found[2]
+    return frozenset(names), frozenset(contents), any_name
+
+
+def _statement_writes(stmt: ast.stmt) -> tuple[frozenset[str], frozenset[str], bool]:
+    found: tuple[frozenset[str], frozenset[str], bool] | None = getattr(stmt, _WRITES, None)
+    if found is not None:
+        return found
+    collector = _WriteCollector()
+    if isinstance(stmt, ast.ClassDef):
+        # The same walk as from the class itself (what it holds is visited as another object's
+        # code, outside any `__init__`), one body statement at a time.
+        for expr in (*stmt.decorator_list, *stmt.bases, *stmt.keywords):
+            collector.visit(expr)
+        body = attribute_write_names(stmt.body)
+        collector.names |= body[0]
+        collector.contents |= body[1]
+        collector.any_name = collector.any_name or body[2]
+    else:
         collector.visit(stmt)
-    return frozenset(collector.names), frozenset(collector.contents), collector.any_name
+    found = frozenset(collector.names), frozenset(collector.contents), collector.any_name
+    setattr(stmt, _WRITES, found)  # a cache hung on the node (the same code gives the same answer)
+    return found
 
 
-def attribute_writes(tree: ast.AST) -> AttributeWrites:
+def attribute_writes(tree: ast.Module) -> AttributeWrites:
     """Every attribute write of ``tree`` but those that build a new object: stores on the first
     parameter of an ``__init__`` made directly in its body (not in a function or lambda defined
     there, which may run any time later: a hook)."""
-    collector = _WriteCollector()
-    collector.visit(tree)
-    return AttributeWrites(frozenset(collector.names), frozenset(collector.contents), collector.any_name,
-                           tuple(collector.sites))
+    return AttributeWrites(*attribute_write_names(tree.body))
 
 
 class _WriteCollector:
@@ -87,7 +117,6 @@ class _WriteCollector:
         self.names: set[str] = set()
         self.contents: set[str] = set()
         self.any_name = False
-        self.sites: list[ast.AST] = []
 
     def visit(self, root: ast.AST) -> None:
         # Each entry: a node, and the first parameter of the `__init__` whose body it is directly in.
@@ -116,7 +145,6 @@ class _WriteCollector:
                 assert isinstance(node, ast.Subscript)
                 if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Attribute):
                     self.contents.add(node.value.attr)
-                    self.sites.append(node)
             elif kind is ast.Call:
                 assert isinstance(node, ast.Call)
                 self._call(node)
@@ -127,22 +155,18 @@ class _WriteCollector:
         if isinstance(node.ctx, (ast.Store, ast.Del)) and not (
                 building is not None and isinstance(node.value, ast.Name) and node.value.id == building):
             self.names.add(node.attr)
-            self.sites.append(node)
             if node.attr == "__dict__":
                 self.any_name = True
         if isinstance(node.ctx, ast.Load) and node.attr == "__dict__":
             self.any_name = True  # `obj.__dict__.update(...)`, `obj.__dict__[k] = v`
-            self.sites.append(node)
 
     def _call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Name) and func.id in ("setattr", "delattr", "vars"):
             self.any_name = True
-            self.sites.append(node)
         elif (isinstance(func, ast.Attribute) and func.attr in MUTATING_METHODS
               and isinstance(func.value, ast.Attribute)):
             self.contents.add(func.value.attr)
-            self.sites.append(node)
 
 
 def foreign_attribute_writes(tree: ast.AST, classes: frozenset[str]) -> AttributeWrites:
@@ -150,8 +174,7 @@ def foreign_attribute_writes(tree: ast.AST, classes: frozenset[str]) -> Attribut
     checked file's ``classes``: as :func:`attribute_writes`, but a method of a class that does
     not derive from one of them writes its own ``self``, not theirs, and is left out. A class
     derives from one when a base is spelled with its name (``Probe``, ``models.Probe``) or
-    is not a plain name (a call, a subscript: it may be anything). ``sites`` stays empty (the
-    unit cache places sites in the checked file only; the other files are dependencies)."""
+    is not a plain name (a call, a subscript: it may be anything)."""
     collector = _ForeignWriteCollector(classes)
     collector.visit(tree)
     return AttributeWrites(frozenset(collector.names), frozenset(collector.contents), collector.any_name)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import hashlib
 import json
 import os
 import time
@@ -41,7 +40,7 @@ from typing import Any
 
 import graphlife
 from graphlife.config import Config
-from graphlife.project.digests import text_digest
+from graphlife.project.digests import sha256, text_digest
 from graphlife.project.roots import find_project_root
 
 #: The cache folder's name, at the project root.
@@ -117,7 +116,7 @@ def settings_key(config: Config) -> str:
             value = tuple(os.path.abspath(folder) for folder in value)
         fields[field.name] = _canonical(value)
     text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256(text.encode("utf-8")).hexdigest()
 
 
 def _canonical(value: object) -> Any:
@@ -142,7 +141,7 @@ def graphlife_identity() -> str:
 @functools.cache
 def _package_fingerprint() -> str:
     """The names, sizes and mtimes of graphlife's modules and data (about a hundred stats)."""
-    digest = hashlib.sha256()
+    digest = sha256()
     # Depth first, names sorted (as ``os.walk`` with sorted folders would go), with the stat
     # each folder entry carries: this runs at every start, a check answered from the cache
     # included, where ``os.walk`` and ``relpath`` were a tenth of the whole process.
@@ -221,7 +220,7 @@ class ResultCache:
         return list(self._warnings)
 
     def _record_path(self, entry: str) -> Path:
-        return self.folder / (hashlib.sha256(entry.encode("utf-8", "surrogatepass")).hexdigest()[:32] + ".json")
+        return self.folder / (sha256(entry.encode("utf-8", "surrogatepass")).hexdigest()[:32] + ".json")
 
     def _unchanged(self, kind: str, path: str, known: dict[str, Any]) -> bool:
         """Whether ``path`` still has its recorded digest: trusted when its stat is the one

@@ -285,18 +285,58 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
 def _resets_elsewhere(ctx: RuleContext, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Does other code of the function's class (for a method) or of its file reset gradients
     (`zero_grad`, `.grad = ...`)? The engine did not run it in this unit, but a caller may run it
-    between two calls of this one. Reading a class notes only that class as read."""
+    between two calls of this one.
+
+    What the answer read is noted for the unit cache: a reset found, the code that holds it (it
+    stays true while that code does); none found, every statement of the class (any may gain one)
+    or the whole file. Each statement's resets are found once per version of its code
+    (:func:`_resets_in`): asked for every method of a large class, a walk of the whole class per
+    method cost more than the analysis."""
     owner = ctx.parent(function)
     if isinstance(owner, ast.ClassDef):
-        ctx.touch(owner)
-        scope: ast.AST = owner
+        # The statements nearest the method first: the reset found is the code the answer depends
+        # on, and a method's neighbours make different methods depend on different code (an edit
+        # in the class's first reset would otherwise run every method of the class again).
+        place = next((index for index, stmt in enumerate(owner.body) if stmt is function), 0)
+        nearest = sorted(range(len(owner.body)), key=lambda index: (abs(index - place), index))
+        scope: list[ast.AST] = [*(owner.body[index] for index in nearest), *owner.decorator_list, *owner.bases,
+                                *owner.keywords]
     else:
-        scope = ctx.read_whole_file()
-    for node in ast.walk(scope):
-        resets = (isinstance(node, ast.Attribute) and node.attr == "zero_grad") or _assigns_grad(ctx, node)
-        if resets and ctx.enclosing_function(node) is not function:
-            return True
+        scope = list(ctx.read_whole_file().body)
+    for node in scope:
+        for reset, enclosing in _resets_in(ctx, node):
+            if enclosing is not function:
+                if isinstance(owner, ast.ClassDef):
+                    ctx.touch(reset)
+                return True
+    if isinstance(owner, ast.ClassDef):
+        ctx.touch(owner)
+        for stmt in owner.body:
+            ctx.touch(stmt)
     return False
+
+
+#: The attribute of a node that keeps its resets (:func:`_resets_in`).
+_RESETS = "_graphlife_gl302_resets"
+
+
+def _resets_in(ctx: RuleContext, root: ast.AST) -> list[tuple[ast.AST, ast.AST | None]]:
+    """The gradient resets inside ``root``, each with the innermost function inside ``root`` that
+    holds it (``None``: none does). Kept on the node: the same code gives the same answer."""
+    found: list[tuple[ast.AST, ast.AST | None]] | None = getattr(root, _RESETS, None)
+    if found is not None:
+        return found
+    found = []
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    stack: list[tuple[ast.AST, ast.AST | None]] = [(root, None)]
+    while stack:
+        node, enclosing = stack.pop()
+        if (isinstance(node, ast.Attribute) and node.attr == "zero_grad") or _assigns_grad(ctx, node):
+            found.append((node, enclosing))
+        inner = node if isinstance(node, functions) else enclosing
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    setattr(root, _RESETS, found)  # a cache hung on the node
+    return found
 
 
 def _assigns_grad(ctx: RuleContext, node: ast.AST) -> bool:

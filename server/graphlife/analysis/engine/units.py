@@ -54,6 +54,34 @@ def _functions_under(root: ast.AST, owner: ast.ClassDef | None) -> Iterator[tupl
                 stack.append((child, step[1]))
 
 
+def _functions_held(stmt: ast.AST, owner: ast.ClassDef | None) -> list[tuple[_Function, ast.ClassDef | None]]:
+    """``list(_functions_under(stmt, owner))``, kept on the node. A class's list is made from its
+    methods' lists (the walk of :func:`_functions_under` goes through each child in turn, the
+    last first): after an edit in one method of a large class, the language server's new class
+    node walks that method again, not every method."""
+    found: list[tuple[_Function, ast.ClassDef | None]] | None = getattr(stmt, "_graphlife_functions", None)
+    if found is not None:
+        return found
+    if isinstance(stmt, ast.ClassDef):
+        found = []
+        children: list[tuple[ast.AST, ast.ClassDef | None]] = []
+        for child in ast.iter_child_nodes(stmt):
+            step = _function_walk_step(child, owner)
+            if step is not None:
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found.append((child, owner))
+                children.append((child, step[1]))
+        for child, inner in reversed(children):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.extend(_functions_held(child, None))  # what a function holds does not depend on where it is
+            else:
+                found.extend(_functions_under(child, inner))
+    else:
+        found = list(_functions_under(stmt, owner))
+    setattr(stmt, "_graphlife_functions", found)  # noqa: B010 - a cache hung on the node
+    return found
+
+
 class Units(EngineCore):
     """The file's units in order, the state each starts from, and the module's definitions."""
 
@@ -184,11 +212,7 @@ class Units(EngineCore):
                     yield stmt, None
                 entries.append((stmt, step[1]))
         for stmt, owner in reversed(entries):
-            found: list[tuple[_Function, ast.ClassDef | None]] | None = getattr(stmt, "_graphlife_functions", None)
-            if found is None:
-                found = list(_functions_under(stmt, owner))
-                setattr(stmt, "_graphlife_functions", found)  # noqa: B010 - a cache hung on the node
-            yield from found
+            yield from _functions_held(stmt, owner)
 
     # -- the state a unit starts from ------------------------------------------------------------------
     def module_names(self) -> State:
