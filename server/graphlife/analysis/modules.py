@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from graphlife.analysis.tree_index import TreeIndex
-from graphlife.analysis.unseen_writes import AttributeWrites
+
+if TYPE_CHECKING:  # the engine's values are not loaded for a check answered from the cache
+    from graphlife.analysis.unseen_writes import AttributeWrites
 
 
 @dataclass(eq=False)

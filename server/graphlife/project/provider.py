@@ -16,14 +16,16 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from graphlife.analysis.modules import SourceModule
 from graphlife.analysis.tree_index import TreeIndex
-from graphlife.analysis.unseen_writes import AttributeWrites
-from graphlife.project.foreign_writes import writes_elsewhere
 from graphlife.project.resolver import FolderListing, Kind, Location, Resolver, absolute_name, listing_digest
 from graphlife.project.roots import SearchRoots, entry_module_name, search_roots
 from graphlife.project.sources import ParsedSource, SourceCache
+
+if TYPE_CHECKING:  # loaded by the analysis only: a check answered from the cache needs neither
+    from graphlife.analysis.unseen_writes import AttributeWrites
 
 
 class ProjectModules:
@@ -95,6 +97,10 @@ class ProjectModules:
         """Which of ``names`` the project's other files may assign (or change the content of)
         on instances of the checked file's ``classes`` (:mod:`.foreign_writes`); the files
         that decide it count as read. An unsaved buffer belongs to no project: nothing."""
+        # Loaded here: a check answered from the cache imports this module, not the engine's values.
+        from graphlife.analysis.unseen_writes import AttributeWrites  # noqa: PLC0415
+        from graphlife.project.foreign_writes import writes_elsewhere  # noqa: PLC0415
+
         if self._entry_path is None:
             return AttributeWrites()
         root = self.roots.project_root or self.roots.entry_folder
