@@ -107,9 +107,9 @@ RULE = Rule(
     torch_message="",
 )
 
-_SUM = ("so every step applies the sum of all earlier gradients. Call `optimizer.zero_grad()` at the top of each "
+_SUM = ("so every step applies the sum of all earlier gradients. Call `{optimizer}.zero_grad()` at the top of each "
         "iteration.")
-_SUM_ZH = "因此每次优化步用的都是之前所有梯度的累加和。请在每次迭代开头调用 `optimizer.zero_grad()`。"
+_SUM_ZH = "因此每次优化步用的都是之前所有梯度的累加和。请在每次迭代开头调用 `{optimizer}.zero_grad()`。"
 NEVER_RESET = MessageTemplate(
     "GL302.never-reset",
     "Gradients are never reset: `{step}` applies the new gradients on top of the ones `{earlier}` (line {line}) "
@@ -206,14 +206,16 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
         _report_shared(event, ctx, first)
         return
     earlier_step = statuses[0][1] if statuses[0] is not None else None
+    receiver = _optimizer_text(ctx, event.stmt)
+    optimizer = receiver or "optimizer"  # the user's name for it (`opt`, `self.optimizer`)
     if earlier_step is not None:
-        message = NEVER_RESET(step=ctx.text(event.call), earlier=ctx.text(earlier_step), line=ctx.line(earlier_step))
+        message = NEVER_RESET(step=ctx.text(event.call), earlier=ctx.text(earlier_step), line=ctx.line(earlier_step),
+                              optimizer=optimizer)
     else:
-        message = NEVER_RESET_NO_STEP(step=ctx.text(event.call))
+        message = NEVER_RESET_NO_STEP(step=ctx.text(event.call), optimizer=optimizer)
     loop = ctx.current_loop()
     fixes: list[FixRecipe] = []
     body = getattr(loop, "body", None)
-    receiver = _optimizer_text(ctx, event.stmt)
     closure = _closure_of(event.call, loop)
     if closure is not None and receiver:
         # The step evaluates the closure (LBFGS several times per step): the gradients must be
