@@ -130,6 +130,43 @@ def test_too_many_candidates_weaken_every_name(tmp_path: Path, monkeypatch) -> N
     assert _codes(root, "models.py") == []
 
 
+def test_too_many_folders_weaken_every_name(tmp_path: Path, monkeypatch) -> None:
+    """A project past the folder limit (a dataset of image folders beside the script) is not
+    walked: the write that removes the error may be in a folder not listed."""
+    root = _project(tmp_path, {"models.py": MODELS, "data/a/readme.txt": "", "data/b/readme.txt": ""})
+    assert _codes(root, "models.py") == [(12, "GL104", "error")]
+    monkeypatch.setattr(foreign_writes, "MAX_FOLDERS", 2)
+    assert _codes(root, "models.py") == []
+
+
+def test_the_project_is_walked_once_per_analysis(tmp_path: Path, monkeypatch) -> None:
+    """A file with several classes asks once per class; the folders are listed once."""
+    two_classes = MODELS + textwrap.dedent("""
+
+        class Other(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.kept = torch.zeros(1)
+
+            def finish(self):
+                self.kept.sum().backward()
+        """)
+    root = _project(tmp_path, {"models.py": two_classes, "train.py": "x = 1\n"})
+    walks: list[str] = []
+    walk = foreign_writes.FolderTree.python_files
+
+    def counted(self, folder: str, limit: int, folder_limit: int):
+        walks.append(folder)
+        return walk(self, folder, limit, folder_limit)
+
+    monkeypatch.setattr(foreign_writes.FolderTree, "python_files", counted)
+    path = str(root / "models.py")
+    modules = ProjectModules(path, sources=SourceCache(), cwd=str(root))
+    found = check_source(two_classes, path, modules=modules).findings
+    assert [(f.line, f.code) for f in found] == [(12, "GL104"), (21, "GL104")]
+    assert len(walks) == 1
+
+
 def test_the_collector_keeps_what_may_reach_the_instance() -> None:
     tree = ast.parse(textwrap.dedent("""\
         class Other:

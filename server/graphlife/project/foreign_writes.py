@@ -23,10 +23,16 @@ a file is unchanged:
    tree decides (:func:`graphlife.analysis.unseen_writes.foreign_attribute_writes`),
    leaving out what another class's methods do to their own ``self``.
 
+Step 1 is taken once per analysis (:class:`ProjectWrites`): a file with several classes
+asks once per class, and the language server asks on every keystroke, so the folders are
+walked and the files ``stat``ed once, not per question.
+
 Those files count as read by the analysis (its dependencies), so an edit to them makes
-a cached result stale. A project larger than :data:`MAX_FILES` files, or with more
+a cached result stale. A project larger than :data:`MAX_FILES` files or
+:data:`MAX_FOLDERS` folders (a dataset of images beside the script), or with more
 candidates than :data:`MAX_PARSED`, is not read in full: then every attribute
-``__init__`` gave is taken as written elsewhere (sound, less precise). A file that starts
+``__init__`` gave is taken as written elsewhere (sound, less precise). Folders the
+settings exclude or git ignores are walked all the same: code there may still run. A file that starts
 to write one of the names without having written any before is seen when the checked
 file is analyzed next (not at once by an open editor).
 """
@@ -45,6 +51,8 @@ from graphlife.project.sources import ParsedSource, SourceCache
 
 #: Python files walked at most per project; beyond, every name is taken as written elsewhere.
 MAX_FILES = 5000
+#: Folders walked at most per project (ten times Megatron-LM's); beyond, likewise.
+MAX_FOLDERS = 2000
 #: Files parsed at most per analysis to decide their writes.
 MAX_PARSED = 64
 
@@ -125,12 +133,17 @@ class FolderTree:
         self._folders: dict[str, tuple[int, tuple[str, ...], tuple[str, ...]]] = {}
         self._lock = threading.Lock()
 
-    def python_files(self, root: str, limit: int) -> list[str] | None:
-        """The ``.py`` files under ``root`` (absolute paths), ``None`` past ``limit`` of them."""
+    def python_files(self, root: str, limit: int, folder_limit: int) -> list[str] | None:
+        """The ``.py`` files under ``root`` (absolute paths), ``None`` past ``limit`` of them or
+        past ``folder_limit`` folders."""
         found: list[str] = []
         pending = [root]
+        visited = 0
         while pending:
             folder = pending.pop()
+            visited += 1
+            if visited > folder_limit:
+                return None
             listed = self._listing(folder)
             if listed is None:
                 continue
@@ -176,34 +189,52 @@ SPELLINGS = SpellingMemo()
 FOLDERS = FolderTree()
 
 
-def writes_elsewhere(root: str, entry_path: str, names: frozenset[str], classes: frozenset[str],
-                     sources: SourceCache, buffers: Mapping[str, str],
-                     read: dict[str, str]) -> AttributeWrites:
-    """The writes of ``names`` that the project's files under ``root`` other than
-    ``entry_path`` may make to instances of the checked file's ``classes``. The files parsed
-    for it are added to ``read`` (absolute path -> digest)."""
-    if not names:
-        return AttributeWrites()
-    paths = FOLDERS.python_files(root, MAX_FILES)
-    if paths is None:
-        return AttributeWrites(names=names)
-    entry = os.path.normpath(entry_path)
-    candidates = [path for path in _others(paths, buffers, entry, root) if _may_write(path, names, buffers)]
-    if len(candidates) > MAX_PARSED:
-        return AttributeWrites(names=names)
-    written: set[str] = set()
-    contents: set[str] = set()
-    for path in candidates:
-        loaded = sources.load(path, buffers.get(path))
-        read[path] = loaded.digest
-        if not isinstance(loaded, ParsedSource):
-            continue  # a file Python would not run either (too big, binary, nothing parses)
-        found = foreign_attribute_writes(loaded.tree, classes)
-        if found.any_name:
+class ProjectWrites:
+    """Step 1 for the whole project, taken once for one analysis: which files other than the
+    checked one may write attributes, and which names. Step 2 (the parsed trees) is asked per
+    question, since it depends on the checked file's classes, and remembered for the analysis.
+
+    ``None`` of :attr:`spellings` means the project is too large to read (every name then
+    counts as written elsewhere)."""
+
+    def __init__(self, root: str, entry_path: str, buffers: Mapping[str, str]) -> None:
+        self._buffers = buffers
+        paths = FOLDERS.python_files(root, MAX_FILES, MAX_FOLDERS)
+        self.spellings: list[tuple[str, WriteSpelling]] | None = None
+        if paths is not None:
+            entry = os.path.normpath(entry_path)
+            self.spellings = [(path, spelling) for path in _others(paths, buffers, entry, root)
+                              if (spelling := _spelling(path, buffers)) is not None]
+        self._parsed: dict[tuple[str, frozenset[str]], AttributeWrites] = {}
+
+    def writes(self, names: frozenset[str], classes: frozenset[str], sources: SourceCache,
+               read: dict[str, str]) -> AttributeWrites:
+        """The writes of ``names`` that the other files may make to instances of the checked
+        file's ``classes``. The files parsed for it are added to ``read`` (absolute path ->
+        digest)."""
+        if not names:
+            return AttributeWrites()
+        if self.spellings is None:
             return AttributeWrites(names=names)
-        written |= found.names & names
-        contents |= found.contents & names
-    return AttributeWrites(names=frozenset(written), contents=frozenset(contents))
+        candidates = [path for path, spelling in self.spellings if spelling.may_write(names)]
+        if len(candidates) > MAX_PARSED:
+            return AttributeWrites(names=names)
+        written: set[str] = set()
+        contents: set[str] = set()
+        for path in candidates:
+            loaded = sources.load(path, self._buffers.get(path))
+            read[path] = loaded.digest
+            if not isinstance(loaded, ParsedSource):
+                continue  # a file Python would not run either (too big, binary, nothing parses)
+            key = (path, classes)
+            found = self._parsed.get(key)
+            if found is None:
+                found = self._parsed[key] = foreign_attribute_writes(loaded.tree, classes)
+            if found.any_name:
+                return AttributeWrites(names=names)
+            written |= found.names & names
+            contents |= found.contents & names
+        return AttributeWrites(names=frozenset(written), contents=frozenset(contents))
 
 
 def _others(paths: Iterable[str], buffers: Mapping[str, str], entry: str, root: str) -> list[str]:
@@ -216,13 +247,12 @@ def _others(paths: Iterable[str], buffers: Mapping[str, str], entry: str, root: 
         if path not in seen and path != entry and path.endswith(".py") and path.startswith(inside)]
 
 
-def _may_write(path: str, names: frozenset[str], buffers: Mapping[str, str]) -> bool:
+def _spelling(path: str, buffers: Mapping[str, str]) -> WriteSpelling | None:
     text = buffers.get(path)
     if text is not None:
-        return WriteSpelling.of(text.encode("utf-8", "surrogatepass")).may_write(names)
+        return WriteSpelling.of(text.encode("utf-8", "surrogatepass"))
     try:
         stat = os.stat(path)
     except OSError:
-        return False
-    spelling = SPELLINGS.spelling(path, stat)
-    return spelling is not None and spelling.may_write(names)
+        return None
+    return SPELLINGS.spelling(path, stat)

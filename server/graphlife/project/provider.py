@@ -26,6 +26,7 @@ from graphlife.project.sources import ParsedSource, SourceCache
 
 if TYPE_CHECKING:  # loaded by the analysis only: a check answered from the cache needs neither
     from graphlife.analysis.unseen_writes import AttributeWrites
+    from graphlife.project.foreign_writes import ProjectWrites
 
 
 class ProjectModules:
@@ -51,6 +52,7 @@ class ProjectModules:
         self._relative_spelling = entry_path is not None and not os.path.isabs(entry_path)
         self._modules: dict[str, SourceModule | None] = {}
         self._read: dict[str, str] = {}
+        self._writes: ProjectWrites | None = None
         #: Files an import resolved to that could not be analyzed: absolute path -> reason.
         self.unreadable: dict[str, str] = {}
 
@@ -99,12 +101,14 @@ class ProjectModules:
         that decide it count as read. An unsaved buffer belongs to no project: nothing."""
         # Loaded here: a check answered from the cache imports this module, not the engine's values.
         from graphlife.analysis.unseen_writes import AttributeWrites  # noqa: PLC0415
-        from graphlife.project.foreign_writes import writes_elsewhere  # noqa: PLC0415
+        from graphlife.project.foreign_writes import ProjectWrites  # noqa: PLC0415
 
         if self._entry_path is None:
             return AttributeWrites()
-        root = self.roots.project_root or self.roots.entry_folder
-        return writes_elsewhere(root, self._entry_path, names, classes, self._sources, self._buffers, self._read)
+        if self._writes is None:  # walked once per analysis, asked once per class
+            root = self.roots.project_root or self.roots.entry_folder
+            self._writes = ProjectWrites(root, self._entry_path, self._buffers)
+        return self._writes.writes(names, classes, self._sources, self._read)
 
     def dependencies(self) -> dict[str, str]:
         """Every file read so far (absolute path) and the hash of the content used."""
