@@ -201,7 +201,8 @@ def test_a_settings_file_that_applies_leaves_the_check_to_the_full_command_line(
 
 @pytest.mark.parametrize("change", ["edit", "touch an import", "import", "corrupt", "old-format"])
 def test_a_record_that_no_longer_holds_is_not_used(project, change):
-    (project / "train.py").write_text("import torch\nfrom helpers import step\n\nw = torch.randn(3, requires_grad=True)\n"
+    (project / "train.py").write_text("import torch\nfrom helpers import step\n\n"
+                                      "w = torch.randn(3, requires_grad=True)\n"
                                       "loss = step(w)\nloss.backward()\nloss.backward()\n")
     (project / "helpers.py").write_text("def step(w):\n    return (w * w).sum()\n")  # the graph the error names
     age(project / "train.py", project / "helpers.py")
@@ -228,7 +229,7 @@ def test_a_record_that_no_longer_holds_is_not_used(project, change):
 
 
 def test_a_touched_file_is_still_answered_its_text_decides(project):
-    first, cached = first_and_cached(project, "check", "train.py")
+    first, _ = first_and_cached(project, "check", "train.py")
     os.utime(project / "train.py")
     again = graphlife("check", "train.py", cwd=project)
     assert again.fast and again.shown() == first.shown()

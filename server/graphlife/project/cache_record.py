@@ -177,7 +177,8 @@ def settings_search(path: str) -> list[list]:
     """What a settings search for ``path`` looks at, as a record keeps it: each folder from the
     file's (its real path's) up to the root, with the trusted stat of the ``pyproject.toml``
     there (``None`` when there is none) -- :func:`graphlife.config.pyproject_settings` reads the
-    nearest ones. ``[]`` when a stat there is too recent to prove the file unchanged later."""
+    nearest ones. ``[]`` when a stat there is too recent to prove the file unchanged later, or
+    the file cannot be read (a ``chmod`` keeps its stat's mtime and size)."""
     here = os.path.realpath(path)
     if not os.path.isdir(here):
         here = os.path.dirname(here)
@@ -188,8 +189,8 @@ def settings_search(path: str) -> list[list]:
         if stat is not None and not os.path.isfile(candidate):
             stat = None  # a folder named pyproject.toml is no settings file
         kept = trusted(stat)
-        if stat is not None and kept is None:
-            return []
+        if stat is not None and (kept is None or not os.access(candidate, os.R_OK)):
+            return []  # too recent to prove anything later, or a file the search cannot read (a problem)
         seen.append([candidate, kept])
         parent = os.path.dirname(here)
         if parent == here:
