@@ -12,10 +12,17 @@ Code, ``zh_CN.UTF-8`` from a shell, ``zh-Hans`` from macOS); they all map to one
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Literal
 
-Language = Literal["en", "zh-CN"]
+# Neither ``typing`` nor ``collections.abc`` at run time: a check answered from the cache
+# (:mod:`graphlife.fast_check`) chooses its language here and imports nothing else that needs them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Literal
+
+    Language = Literal["en", "zh-CN"]
+else:
+    Language = str
 
 ENGLISH: Language = "en"
 CHINESE: Language = "zh-CN"

@@ -10,6 +10,7 @@ small project in a temporary folder: ``train.py`` checked, importing ``losses.py
 from __future__ import annotations
 
 import ast
+import marshal
 import os
 import shutil
 import subprocess
@@ -195,17 +196,22 @@ def test_another_graphlife_version_is_a_miss(project, monkeypatch):
 
 
 @pytest.mark.parametrize("damage", [
-    lambda text: text[: len(text) // 2],  # a write cut short
-    lambda text: "",
-    lambda text: "\x00\xff garbage",
-    lambda text: "[]",  # JSON, not a record
-    lambda text: text.replace('"stat":[', '"stat":["x",'),  # a record with a field of the wrong type
+    lambda data: data[: len(data) // 2],  # a write cut short
+    lambda data: b"",
+    lambda data: b"\x00\xff garbage",
+    lambda data: marshal.dumps([]),  # readable, not a record
+    lambda data: b"{" + data[1:],  # the layout of format 1 (JSON) where marshal expects its own
+    lambda data: marshal.dumps({**marshal.loads(data), "format": 1}),  # another format
+    lambda data: marshal.dumps({**marshal.loads(data), "python": "cpython-0"}),  # another Python
+    lambda data: marshal.dumps({**marshal.loads(data),  # a record with a field of the wrong type
+                                "folders": {path: {**known, "stat": ["x", 1]}
+                                            for path, known in marshal.loads(data)["folders"].items()}}),
 ])
 def test_a_damaged_record_is_a_miss_and_is_replaced(project, damage):
     cache = ResultCache(default_cache_folder(project / "train.py"))
     store_train(cache, project)
-    (record,) = default_cache_folder(project).glob("*.json")
-    record.write_text(damage(record.read_text()))
+    (record,) = default_cache_folder(project).glob("*.rec")
+    record.write_bytes(damage(record.read_bytes()))
     assert lookup_train(project) is None
     store_train(cache, project)
     assert lookup_train(project) is not None

@@ -9,7 +9,7 @@ time; this test keeps the heavy imports out.
 
 from __future__ import annotations
 
-import json
+import ast
 import os
 import subprocess
 import sys
@@ -43,13 +43,14 @@ def is_fixer(name: str) -> bool:
     return name.startswith("graphlife.fixes.") and not name.startswith("graphlife.fixes.proofs")
 
 
-def modules_after_check(path: Path) -> set[str]:
-    code = ("import json, sys\nfrom graphlife.cli import main\nmain(['check', sys.argv[1]])\n"
-            "print(json.dumps(sorted(sys.modules)))\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120,
-                          check=False)
+def modules_after_check(path: Path, *options: str) -> set[str]:
+    """The modules ``graphlife check [options] path`` loaded, run as the console script runs it."""
+    code = ("import sys\nfrom graphlife.cli import main\nmain(['check', *sys.argv[2:], sys.argv[1]])\n"
+            "print(repr(sorted(sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path), *options], capture_output=True, text=True,
+                          timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
-    return set(json.loads(proc.stdout.splitlines()[-1]))
+    return set(ast.literal_eval(proc.stdout.splitlines()[-1]))
 
 
 def test_check_of_one_file_loads_no_server_fixer_torch_or_process_pool(tmp_path):
@@ -63,9 +64,20 @@ def test_check_of_one_file_loads_no_server_fixer_torch_or_process_pool(tmp_path)
         assert "tomllib" not in loaded and "tomli" not in loaded  # no settings file to read
 
 
+#: What a check answered from the cache before the command line loads (:mod:`graphlife.fast_check`)
+#: does not import: the standard library modules of the full command line, which alone cost
+#: more than three times a bare ``python -c pass`` (benchmarks/RESULTS.md, "Start-up").
+NOT_ON_THE_FAST_PATH = ("argparse", "json", "pathlib", "dataclasses", "inspect", "typing", "enum", "re", "gettext",
+                        "locale", "tempfile", "hashlib", "graphlife.cli_full", "graphlife.config",
+                        "graphlife.findings", "graphlife.project.result_cache")
+
+
 def test_check_answered_from_the_cache_loads_neither_engine_nor_parser(tmp_path):
-    """A file checked again unchanged is answered from the cache of results: that run loads
-    no engine, no parser and no tree index, and no temporary-file machinery (it writes nothing)."""
+    """A file checked again unchanged is answered from the cache of results: the plain command
+    (no options) is answered before the command line loads, and loads none of the standard
+    library the command line needs; with an option, the full command line answers from the
+    cache and loads no engine, no parser and no tree index, and no temporary-file machinery
+    (it writes nothing)."""
     path = tmp_path / "train.py"
     path.write_text(SMALL)
     an_hour_ago = time.time_ns() - 3600 * 10**9
@@ -74,6 +86,9 @@ def test_check_answered_from_the_cache_loads_neither_engine_nor_parser(tmp_path)
     os.utime(tmp_path, ns=(an_hour_ago, an_hour_ago))
     modules_after_check(path)  # sees the folder's new stat once
     loaded = modules_after_check(path)
-    assert "graphlife.project.result_cache" in loaded  # the cache answered
+    assert "graphlife.fast_check" in loaded  # the cache answered
+    assert not [name for name in loaded if name.split(".")[0] in NOT_ON_THE_FAST_PATH or name in NOT_ON_THE_FAST_PATH]
+    full = modules_after_check(path, "--output-format", "concise")
+    assert "graphlife.project.result_cache" in full and "graphlife.cli_full" in full  # the cache answered
     heavy = ("graphlife.analysis", "graphlife.checker", "graphlife.rules", "graphlife.project.sources", "tempfile")
-    assert not [name for name in loaded if name.startswith(heavy)]
+    assert not [name for name in full if name.startswith(heavy)]

@@ -15,10 +15,12 @@ text format does not load the XML or SARIF writers.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, TextIO
-
+# Nothing at run time: a check answered from the cache imports :mod:`.text_render`, and with
+# it this package, and must not pay for ``typing`` (nor ``importlib`` under the console script).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TextIO
+
     from graphlife.output.report import RunResult
 
 #: ``--output-format`` value -> (module, function writing ``RunResult`` to a stream).
@@ -36,6 +38,8 @@ FORMATS: dict[str, tuple[str, str]] = {
 
 def write(output_format: str, result: RunResult, out: TextIO) -> None:
     """Write ``result`` to ``out`` in ``output_format`` (one of :data:`FORMATS`)."""
+    import importlib  # noqa: PLC0415 - see the imports above
+
     module_name, function = FORMATS[output_format]
     module = importlib.import_module(f"{__name__}.{module_name}")
     getattr(module, function)(result, out)

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-#: How loud each severity is, loudest first (the exit status and merging compare them).
-SEVERITY_RANK = {"error": 0, "warning": 1, "information": 2, "hint": 3}
+from graphlife.output.text_render import SEVERITY_RANK, shown_message
 
 
 @dataclass
@@ -98,6 +97,9 @@ class RunResult:
         return sorted(((code, name, n) for (code, name), n in counts.items()), key=lambda row: (-row[2], row[0]))
 
 
+__all__ = ["SEVERITY_RANK", "FileReport", "Note", "RunResult", "exit_status", "fails", "shown_message"]
+
+
 def fails(severity: str, fail_on: str) -> bool:
     """Whether a finding of ``severity`` fails the run at threshold ``fail_on``."""
     return SEVERITY_RANK[severity] <= SEVERITY_RANK[fail_on]
@@ -111,9 +113,3 @@ def exit_status(result: RunResult, fail_on: str, usage_or_read_error: bool) -> i
     if result.syntax_errors() or any(fails(f["severity"], fail_on) for f in result.findings()):
         return 1
     return 0
-
-
-def shown_message(entry: dict[str, Any]) -> str:
-    """The message a person reads: in the chosen language when the finding (or related place)
-    has it (``localized_message``), else the English ``message``."""
-    return str(entry.get("localized_message", entry["message"]))

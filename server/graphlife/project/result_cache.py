@@ -28,30 +28,34 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import json
 import os
-import time
 from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import graphlife
 from graphlife.config import Config
+from graphlife.project.cache_record import (
+    CACHE_FOLDER_NAME,
+    DEFAULT_SETTINGS,
+    FILES,
+    FOLDERS,
+    FORMAT,
+    KINDS,
+    PYTHON,
+    cache_folder,
+    dumps,
+    find_project_root,
+    graphlife_identity,
+    read_record,
+    record_path,
+    settings_search,
+    stat_key,
+    trusted,
+)
 from graphlife.project.digests import sha256, text_digest
-from graphlife.project.roots import find_project_root
-
-#: The cache folder's name, at the project root.
-CACHE_FOLDER_NAME = ".graphlife_cache"
-
-#: Bumped when the layout of a record changes: older records are then misses.
-_FORMAT = 1
-
-#: A stat whose mtime is this close to the moment it was taken is not trusted (2 s covers
-#: file systems with coarse timestamps: FAT, some network mounts).
-_RACY_WINDOW_NS = 2_000_000_000
 
 #: Config fields that do not change findings; every other field is part of the settings key,
 #: so that a setting added later makes records stale rather than wrong.
@@ -73,10 +77,8 @@ _CACHEDIR_TAG = (
 
 _StatKey = tuple[int, int]  # (mtime_ns, size)
 
-#: The two kinds of inputs a record keeps besides the entry's text: files read (by content
-#: digest) and folders searched (by the digest of their importable names).
-_FILES, _FOLDERS = "dependencies", "folders"
-_KINDS = (_FILES, _FOLDERS)
+__all__ = ["CACHE_FOLDER_NAME", "CachedResult", "ResultCache", "default_cache_folder", "find_project_root",
+           "graphlife_identity", "settings_key", "text_hash"]
 
 
 @dataclass(frozen=True)
@@ -91,10 +93,7 @@ def default_cache_folder(path: str | os.PathLike[str]) -> Path:
     """``<project root>/.graphlife_cache`` for a checked file or folder; without a project
     root (no ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git`` above it), the
     checked folder's (the file's own folder for a file)."""
-    start = os.path.abspath(path)
-    if not os.path.isdir(start):
-        start = os.path.dirname(start)
-    return Path(find_project_root(start) or start) / CACHE_FOLDER_NAME
+    return Path(cache_folder(os.fspath(path)))
 
 
 def text_hash(text: str) -> str:
@@ -132,36 +131,6 @@ def _canonical(value: object) -> Any:
     raise TypeError(f"settings_key cannot fingerprint a {type(value).__name__}; teach _canonical")
 
 
-def graphlife_identity() -> str:
-    """graphlife's version, and a fingerprint of its own files: a record made by other code
-    is stale even when the version was not bumped (a development tree, a git install)."""
-    return f"{graphlife.__version__}+{_package_fingerprint()}"
-
-
-@functools.cache
-def _package_fingerprint() -> str:
-    """The names, sizes and mtimes of graphlife's modules and data (about a hundred stats)."""
-    digest = sha256()
-    # Depth first, names sorted (as ``os.walk`` with sorted folders would go), with the stat
-    # each folder entry carries: this runs at every start, a check answered from the cache
-    # included, where ``os.walk`` and ``relpath`` were a tenth of the whole process.
-    pending = [(os.path.dirname(graphlife.__file__), "")]
-    while pending:
-        folder, prefix = pending.pop()
-        with os.scandir(folder) as scan:
-            entries = sorted(scan, key=lambda entry: entry.name)
-        subfolders = []
-        for entry in entries:
-            if entry.is_dir():
-                if entry.name != "__pycache__":
-                    subfolders.append((entry.path, f"{prefix}{entry.name}{os.sep}"))
-            elif entry.name.endswith((".py", ".json")):
-                stat = entry.stat()
-                digest.update(f"{prefix}{entry.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-        pending.extend(reversed(subfolders))
-    return digest.hexdigest()[:16]
-
-
 class ResultCache:
     """One record per checked file in ``folder``, named by a hash of its absolute path."""
 
@@ -177,12 +146,12 @@ class ResultCache:
         the same, every file it read still has the content it had, and every folder its
         imports were searched in still offers the same modules; else ``None``."""
         entry = os.path.abspath(entry_path)
-        record = _read_record(self._record_path(entry))
-        if record is None or record.get("entry") != entry or record.get("entry_hash") != entry_text_hash \
-                or record.get("settings") != settings_key or record.get("graphlife") != graphlife_identity():
+        record = read_record(str(self._record_path(entry)))
+        if record is None or record["entry"] != entry or record["entry_hash"] != entry_text_hash \
+                or record["settings"] != settings_key:
             return None
         refreshed = False
-        for kind in _KINDS:
+        for kind in KINDS:
             for path, known in record[kind].items():
                 before = known["stat"]
                 if not self._unchanged(kind, path, known):
@@ -190,29 +159,39 @@ class ResultCache:
                 refreshed = refreshed or known["stat"] != before
         if refreshed:  # the next lookup need not re-read what was only touched
             self._write(self._record_path(entry), record)
-        return CachedResult(record["payload"], {path: known["hash"] for path, known in record[_FILES].items()})
+        return CachedResult(record["payload"], {path: known["hash"] for path, known in record[FILES].items()})
 
     def store(self, entry_path: str, entry_text_hash: str, settings_key: str, dependencies: Mapping[str, str],
-              payload: Any, *, folders: Mapping[str, str] | None = None) -> None:
+              payload: Any, *, folders: Mapping[str, str] | None = None,
+              default_settings: tuple[str, str, str] | None = None) -> None:
         """Keep ``payload`` (JSON data) for ``entry_path``, computed from the files in
         ``dependencies`` (:meth:`ProjectModules.dependencies`) and, if given, with imports
-        searched in ``folders`` (:meth:`ProjectModules.folders_searched`). Nothing is kept
+        searched in ``folders`` (:meth:`ProjectModules.folders_searched`). ``default_settings``
+        (the current folder, the path as spelled and the language) says that ``settings_key``
+        is what a check of that path with no settings on the command line has, while no
+        ``pyproject.toml`` around it changes (:func:`~graphlife.project.cache_record.default_settings_hold`
+        tests it). Nothing is kept
         when one of them is gone or no longer has the digest the analysis saw (it changed
         during the check: the result is already stale). Never raises for the disk; see
         :meth:`warnings`."""
         if not self._prepare():
             return
         record: dict[str, Any] = {
-            "format": _FORMAT, "graphlife": graphlife_identity(), "entry": os.path.abspath(entry_path),
+            "format": FORMAT, "python": PYTHON, "graphlife": graphlife_identity(),
+            "entry": os.path.abspath(entry_path),
             "entry_hash": entry_text_hash, "settings": settings_key, "payload": payload,
         }
-        for kind, digests in ((_FILES, dependencies), (_FOLDERS, folders or {})):
+        for kind, digests in ((FILES, dependencies), (FOLDERS, folders or {})):
             record[kind] = {}
             for path, digest in digests.items():
-                stat = _stat_key(path)  # before reading: a change after it gives another stat next time
-                if (stat is None and kind == _FILES) or self._digest_now(kind, path, stat) != digest:
+                stat = stat_key(path)  # before reading: a change after it gives another stat next time
+                if (stat is None and kind == FILES) or self._digest_now(kind, path, stat) != digest:
                     return
-                record[kind][path] = {"hash": digest, "stat": _trusted(stat)}
+                record[kind][path] = {"hash": digest, "stat": trusted(stat)}
+        if default_settings is not None:
+            cwd, spelled, language = default_settings
+            record[DEFAULT_SETTINGS] = {"cwd": cwd, "path": spelled, "language": language,
+                                        "pyproject": settings_search(spelled)}
         self._write(self._record_path(record["entry"]), record)
 
     def warnings(self) -> list[str]:
@@ -220,20 +199,20 @@ class ResultCache:
         return list(self._warnings)
 
     def _record_path(self, entry: str) -> Path:
-        return self.folder / (sha256(entry.encode("utf-8", "surrogatepass")).hexdigest()[:32] + ".json")
+        return Path(record_path(str(self.folder), entry))
 
     def _unchanged(self, kind: str, path: str, known: dict[str, Any]) -> bool:
         """Whether ``path`` still has its recorded digest: trusted when its stat is the one
         recorded, else read again (and its new stat kept in ``known`` when the digest is
         the same). A file gone is changed; a folder gone offers no module, like an empty one."""
-        stat = _stat_key(path)
-        if stat is None and kind == _FILES:
+        stat = stat_key(path)
+        if stat is None and kind == FILES:
             return False
         if stat is not None and known["stat"] == list(stat):
             return True
         if self._digest_now(kind, path, stat) != known["hash"]:
             return False
-        known["stat"] = _trusted(stat)
+        known["stat"] = trusted(stat)
         return True
 
     def _digest_now(self, kind: str, path: str, stat: _StatKey | None) -> str:
@@ -244,8 +223,8 @@ class ResultCache:
         from graphlife.project.resolver import FolderListing, listing_digest  # noqa: PLC0415
         from graphlife.project.sources import file_digest  # noqa: PLC0415
 
-        digest = file_digest(path) if kind == _FILES else listing_digest(FolderListing().entries(path))
-        if stat is not None and _trusted(stat) is not None:  # a stat too recent proves nothing here either
+        digest = file_digest(path) if kind == FILES else listing_digest(FolderListing().entries(path))
+        if stat is not None and trusted(stat) is not None:  # a stat too recent proves nothing here either
             self._digests[(kind, path)] = (stat, digest)
         return digest
 
@@ -257,7 +236,7 @@ class ResultCache:
             self.folder.mkdir(parents=True, exist_ok=True)
             for name, content in ((".gitignore", _GITIGNORE), ("CACHEDIR.TAG", _CACHEDIR_TAG)):
                 if not (self.folder / name).is_file():
-                    _write_atomically(self.folder / name, content)
+                    _write_atomically(self.folder / name, content.encode("utf-8"))
         except OSError as exc:
             self._warn(exc)
             return False
@@ -266,7 +245,7 @@ class ResultCache:
 
     def _write(self, target: Path, record: Mapping[str, Any]) -> None:
         try:
-            _write_atomically(target, json.dumps(record, separators=(",", ":")))
+            _write_atomically(target, _as_stored(record))
         except OSError as exc:
             self._warn(exc)
 
@@ -277,7 +256,15 @@ class ResultCache:
             self._warnings.append(message)
 
 
-def _write_atomically(target: Path, text: str) -> None:
+def _as_stored(record: Mapping[str, Any]) -> bytes:
+    """The record in ``marshal``'s bytes, after a trip through JSON: a payload of JSON data
+    holds ``str`` subclasses (a finding's :class:`~graphlife.findings.Message`), which
+    ``marshal`` does not keep, and tuples, which it would keep as tuples; read back, the
+    payload is the plain JSON data that a record of format 1 gave."""
+    return dumps(json.loads(json.dumps(record)))
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
     """Write a temporary file beside ``target`` and move it in place: readers and other
     writers see the old file or the new one, never a part. No fsync: after a crash a record
     may be truncated, which reads as absent."""
@@ -285,46 +272,10 @@ def _write_atomically(target: Path, text: str) -> None:
 
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
         os.replace(temporary, target)
     except BaseException:
         with suppress(OSError):
             os.unlink(temporary)
         raise
-
-
-def _read_record(path: Path) -> dict[str, Any] | None:
-    """A record as stored, or ``None`` when it is missing, unreadable or not a whole record."""
-    try:
-        record = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(record, dict) or record.get("format") != _FORMAT or "payload" not in record:
-        return None
-    for kind in _KINDS:
-        inputs = record.get(kind)
-        if not isinstance(inputs, dict) or not all(_is_input(known) for known in inputs.values()):
-            return None
-    return record
-
-
-def _is_input(known: object) -> bool:
-    if not isinstance(known, dict) or not isinstance(known.get("hash"), str):
-        return False
-    stat = known.get("stat")
-    return stat is None or (isinstance(stat, list) and len(stat) == 2 and all(type(n) is int for n in stat))
-
-
-def _stat_key(path: str) -> _StatKey | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
-
-
-def _trusted(stat: _StatKey | None) -> list[int] | None:
-    """The stat as stored, or ``None`` when there is none or it is too recent to tell two
-    writes apart."""
-    return None if stat is None or time.time_ns() - stat[0] < _RACY_WINDOW_NS else list(stat)

@@ -18,8 +18,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-#: A folder holding one of these is a project root.
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+from graphlife.project.cache_record import PROJECT_MARKERS, find_project_root
 
 
 @dataclass(frozen=True)
@@ -37,18 +36,6 @@ class EntryName:
 
     name: str
     is_package: bool
-
-
-def find_project_root(folder: str) -> str | None:
-    """The nearest folder at or above ``folder`` holding a project marker; ``None`` without one."""
-    here = os.path.abspath(folder)
-    while True:
-        if any(os.path.exists(os.path.join(here, marker)) for marker in PROJECT_MARKERS):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
 
 
 def search_roots(entry_path: str | None, extra_roots: Iterable[str] = (), cwd: str | None = None) -> SearchRoots:
@@ -114,6 +101,9 @@ def _above_top_package(folder: str) -> str | None:
 
 def _is_above(root: str, folder: str) -> bool:
     return folder.startswith(root.rstrip(os.sep) + os.sep)
+
+
+__all__ = ["PROJECT_MARKERS", "EntryName", "SearchRoots", "entry_module_name", "find_project_root", "search_roots"]
 
 
 def _is_module_word(part: str) -> bool:
