@@ -74,7 +74,7 @@ ZH_CN = Translation(
     """自定义 autograd Function 的 backward 返回的梯度个数与 forward 的输入个数不一致。
 
 ## 它检查什么
-统计自定义 `torch.autograd.Function` 的 `forward` 的输入个数（`ctx` 之后的参数；传给 `apply` 的每个输入，不论是否以关键字传入），以及 `backward` 的每个 `return` 返回的值的个数。标记个数肯定不对的 `return`：返回值比输入少，或者比输入多且多出的值不是 `None`。列表算作一个值（torch 会把非元组包成一个单元素元组）。forward 有默认参数时，由本文件中的 `apply` 调用决定传入多少个输入。个数未知的情况（绑定到长度未知的元组的名字、forward 里的 `*args`、`apply(*args)`）从不标记。
+统计自定义 `torch.autograd.Function` 的 `forward` 的输入个数（`ctx` 之后的参数；传给 `apply` 的每个输入，不论是否以关键字传入），并在用梯度分析 `backward` 时，统计每个 `return` 在到达它的每条路径上返回的值的个数。标记个数肯定不对的 `return`：返回值比输入少，或者比输入多且多出的值肯定不是 `None`。列表算作一个值（torch 会把非元组包成一个单元素元组）。个数跟随值本身：先绑定到名字上的元组（`grads = (g, None)`）、从已知长度的元组展开的元组（`(*grads, None)`），或者输出个数固定的算子的返回值（`torch.std_mean`）；`x.chunk(n)` 至多给出 `n` 个。forward 有默认参数时，由本文件中的 `apply` 调用决定传入多少个输入。个数未知的情况（forward 里的 `*args`、`apply(*args)`、长度未知的元组，例如 `tuple(g for g in grads)` 或用 backward 的 `*grads` 写的 `(*grads, None)`、`x.split(size)`、`x.unbind()`）从不标记。
 
 ## 为什么这是问题？
 自动求导要求 forward 的每个输入恰好对应一个梯度（不是张量或不需要梯度的输入返回 `None`）。这个错误要到训练步第一次调用 `backward()` 时才暴露，往往是在数据加载都完成之后。
@@ -106,7 +106,7 @@ class Scale(torch.autograd.Function):
 ## 修复的安全性
 安全：为没有梯度的输入返回 `None`，或者用元组代替列表，正是 torch 所期望的；返回的梯度不变。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="b996ad2feadb",
+    translates="0d9c164f4ede",
 )
 
 RULE = Rule(
@@ -192,15 +192,16 @@ def _wrong(count: ItemCount | None, expected: int) -> bool:
 
 
 def _pad_fix(ctx: RuleContext, ret: ast.Return, count: ItemCount, target: int) -> FixRecipe | None:
-    """Append ``None`` values up to ``target`` (or turn a list display into a tuple)."""
+    """Append ``None`` values up to ``target`` (spreading a tuple that is not written out, or
+    turning a list display into a tuple)."""
     value = ret.value
-    got = count.exact
+    got = count.exact if count.exact is not None else count.high  # `x.chunk(2)`: two, when it is right
     if value is None or got is None or got >= target:
         return None
     missing = target - got
     pad = ", None" * missing
     if isinstance(value, ast.Tuple):
-        if not value.elts or any(isinstance(e, ast.Starred) for e in value.elts):
+        if not value.elts:
             return None
         anchor = ctx.span(value.elts[-1])
         span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
@@ -213,8 +214,11 @@ def _pad_fix(ctx: RuleContext, ret: ast.Return, count: ItemCount, target: int) -
         extra = target - len(value.elts)
         text = "(" + inner + ", None" * extra + ("," if target == 1 else "") + ")"
         return ReplaceText(title=TUPLE_TITLE(), span=span, text=text)
-    if count.is_tuple:
-        return None
+    if count.is_tuple:  # `return helper(g)`, `return grads`: spread it, then the `None` values
+        text = segment(ctx, value)
+        if not text:
+            return None
+        return ReplaceText(title=PAD_TITLE(missing=missing), span=ctx.span(value), text=f"(*{text}{pad})")
     anchor = ctx.span(value)
     span = Span(anchor.end_line, anchor.end_column, anchor.end_line, anchor.end_column)
     return ReplaceText(title=PAD_TITLE(missing=missing), span=span, text=pad)
