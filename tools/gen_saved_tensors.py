@@ -43,7 +43,9 @@ grad, ``0`` one that does not, ``s`` a Python number.  A case records:
 
 Optional entry fields: ``nondiff_inputs`` (integer/bool tensors),
 ``shares_version`` (views), ``identity`` (may return input 0 itself),
-``outputs`` (number of flattened tensor outputs when more than one),
+``outputs`` (number of flattened tensor outputs when more than one), ``sequence`` (with
+``outputs``: the op's schema returns ``Tensor[]``, whose length depends on the call: the
+sample's ``outputs`` is not a count to rely on),
 ``returns_tensor``, ``inplace_kwarg`` / ``inplace_arg`` with ``inplace_cases``
 (the cases of the in-place form), ``converts``, ``proxy`` (measured through a
 stand-in), ``requires_grad_kwarg`` (factories), ``variants`` (other call forms,
@@ -937,6 +939,17 @@ def _inplace_param(spec: Spec) -> tuple[str, int] | None:
     return "inplace", params.index("inplace")
 
 
+def _returns_tensor_list(key: str) -> bool:
+    """Whether the ATen op behind ``key`` returns ``Tensor[]`` (``chunk``, ``split``, ``unbind``):
+    as many tensors as the arguments and shapes make, unlike a fixed tuple (``std_mean``'s two).
+    Read from torch's own schema: the sample call's count says nothing about other calls."""
+    name = key.rsplit(".", 1)[-1]
+    if key.startswith("torch.linalg."):
+        name = f"linalg_{name}"
+    schemas = torch._C._jit_get_schemas_for_operator(f"aten::{name}")
+    return any(len(s.returns) == 1 and str(s.returns[0].type) == "List[Tensor]" for s in schemas)
+
+
 def build_entry(spec: Spec) -> dict | None:
     ins = _flat_ins(spec.args, spec.kwargs)
     if spec.kind == "factory":
@@ -962,6 +975,8 @@ def build_entry(spec: Spec) -> dict | None:
         entry["identity"] = True
     if flags.get("outputs", 1) > 1:
         entry["outputs"] = flags["outputs"]
+        if spec.kind in ("function", "method") and _returns_tensor_list(spec.key):
+            entry["sequence"] = True
     if not flags.get("returns_tensor", True):
         entry["returns_tensor"] = False
     if entry["view"]:

@@ -163,12 +163,42 @@ def _fn(forward: str, backward: str, extra: str = "") -> str:
         "grads = tuple(x for x in [g])\nreturn grads",
         "grads = make_grads(g)\nreturn grads",
         "return g.chunk(2)",
+        "return g.tensor_split(2)",
         "return ctx.cached",
         "return (*ctx.parts, g)",
     ],
 )
 def test_gl402_unknown_counts_are_never_flagged(body: str) -> None:
     assert findings(_fn("ctx, x, y", body), "GL402") == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "grads = [g]\nif ctx.flag:\n    grads.append(None)\nreturn tuple(grads)",  # one count per path
+        "return (g,) + (None,) * ctx.n",
+        "return g.hsplit(2)",  # a method the op table does not know may return a tuple
+        "return g.split(1)",
+        "return g.unbind()",
+        "return opaque_backward(g)",
+    ],
+)
+def test_gl402_counts_the_engine_does_not_know_are_never_flagged(body: str) -> None:
+    assert findings(_fn("ctx, x, y, z", body), "GL402") == []
+
+
+def test_gl402_counts_follow_the_values() -> None:
+    starred = _fn("ctx, x, y, z, w", "grads = (g, g * 2)\nreturn (*grads, None)")
+    assert lines(starred, "GL402") == [(11, "error")]
+    star_grads = _fn("ctx, x, y", "return g, None").replace("def backward(ctx, g)", "def backward(ctx, *gs)")
+    assert findings(star_grads.replace("return g, None", "return (*gs, None)"), "GL402") == []
+    assert lines(_fn("ctx, x, y, z", "return torch.std_mean(g)"), "GL402") == [(10, "error")]
+    assert findings(_fn("ctx, x, y", "return torch.std_mean(g)"), "GL402") == []
+    assert lines(_fn("ctx, x, y, z, w", "return g.chunk(3)"), "GL402") == [(10, "error")]
+    assert findings(_fn("ctx, x", "return g.chunk(3)"), "GL402") == []  # may be one chunk
+    assert lines(_fn("ctx, x, y, z", "a, b = g.chunk(2)\nreturn a, b"), "GL402") == [(11, "error")]
+    helper = _fn("ctx, x, y, z", "return grads_of(g)", "def grads_of(g):\n    return g, g\n")
+    assert lines(helper, "GL402") == [(10, "error")]
 
 
 def test_gl402_forward_with_star_args_is_unknown() -> None:

@@ -103,8 +103,8 @@ class TorchEngine(Protocol):
         """What iterating over ``iterable`` gives (one value for every element)."""
         ...
 
-    def known_items(self, value: Value, state: State) -> list[Value] | None:
-        """The items of a tuple, or of a list whose contents are known."""
+    def known_items(self, value: Value, state: State, *, exact: bool = False) -> list[Value] | None:
+        """The items of a tuple, or of a list whose contents are known (``exact``: on every path)."""
         ...
 
     def list_extend(self, state: State, ref: HeapRef, values: Value) -> None:

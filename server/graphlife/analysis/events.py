@@ -218,5 +218,19 @@ class FunctionBackwardEvent(Event):
 
 
 @dataclass
+class FunctionBackwardEndEvent(Event):
+    """A custom ``torch.autograd.Function``'s backward, analyzed as a unit of its own, ended: what
+    each of its own ``return`` statements gave (with the state there, whose heap holds what the
+    value refers to), once per path that reached it (a statement in a
+    loop may give several), and whether a path falls off its end (backward then returns ``None``).
+    A statement the run never reached is not there."""
+
+    function: ast.ClassDef
+    backward: ast.FunctionDef | ast.AsyncFunctionDef
+    returns: tuple[tuple[ast.Return, Value, State], ...]  # the statement, its value, the state there
+    falls_through: bool
+
+
+@dataclass
 class UnitEndEvent(Event):
     unit: ast.AST | None  # the module or function analyzed (``None``: outside any)

@@ -113,6 +113,9 @@ class OpInfo:
     converts: Mapping[str, Any] | None = None
     requires_grad_kwarg: bool | None = None  # factories: accepts requires_grad=True
     outputs: int = 1
+    #: With ``outputs``: torch's schema returns ``Tensor[]`` (``chunk``, ``split``, ``unbind``), as
+    #: many tensors as the call makes; without it, ``outputs`` is the op's fixed count (``std_mean``).
+    sequence: bool = False
     returns_tensor: bool = True
     proxy: str | None = None  # measured through a stand-in (see the generator)
     parameters: tuple[str, ...] = ()  # distributions: the constructor's parameters, in order
@@ -189,6 +192,7 @@ def _info(key: str, raw: Mapping[str, Any]) -> OpInfo:
         converts=raw.get("converts"),
         requires_grad_kwarg=raw.get("requires_grad_kwarg"),
         outputs=int(raw.get("outputs", 1)),
+        sequence=bool(raw.get("sequence", False)),
         returns_tensor=bool(raw.get("returns_tensor", True)),
         proxy=raw.get("proxy"),
         parameters=tuple(raw.get("parameters", ())),

@@ -49,7 +49,7 @@ from graphlife.analysis.doc_languages import (
 )
 from graphlife.analysis.events import Event
 from graphlife.analysis.positions import node_span
-from graphlife.analysis.semantics import FunctionClass, GradSwitch, Semantics, semantics_of
+from graphlife.analysis.semantics import ApplyCall, FunctionClass, GradSwitch, Semantics, semantics_of
 from graphlife.analysis.values import UNKNOWN, TensorVal, Tri, Value
 from graphlife.findings import (
     Finding,
@@ -517,6 +517,12 @@ class RuleContext:
         for method in fn.methods.values() if fn is not None else ():
             self.touch(method)
         return fn
+
+    def apply_calls(self, fn: FunctionClass) -> list[ApplyCall]:
+        """The calls of ``fn.apply`` in its file (``Fn.apply(...)`` or a name bound to it), noting
+        the whole file as read (:meth:`read_whole_file`): a call may be added anywhere."""
+        self._engine.touch_whole_file()
+        return self._model(fn.node).functions.calls_of(fn)
 
     # -- the run ---------------------------------------------------------------------
     @property

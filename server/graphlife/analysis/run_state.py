@@ -90,6 +90,9 @@ class RunState:
     grad_shares: dict[int, frozenset[int]] = field(default_factory=dict)
 
     # -- what it noted ------------------------------------------------------------------------------
+    #: While a custom Function's backward runs as a unit: what each of its own ``return``
+    #: statements gave (not those of the calls it inlines).
+    backward_returns: list[tuple[ast.Return, Value, State]] | None = None
     path_ends: bool = False  # an inlined call never returns (it raised): the statement ends the path
     #: What rules remember while a unit runs (pending findings decided at its end), by the rule's class.
     rule_data: dict[type, object] = field(default_factory=dict)

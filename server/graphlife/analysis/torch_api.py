@@ -34,6 +34,7 @@ from graphlife.analysis.grad_hooks import BackwardReach
 from graphlife.analysis.state import SavedRef, State
 from graphlife.analysis.unseen_writes import MUTATING_METHODS, weaken_object
 from graphlife.analysis.values import (
+    INEXACT_ITEMS,
     NONE,
     UNKNOWN,
     BoundMethod,
@@ -770,8 +771,8 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
             if reduces_to_one(short, list(args[1:]) if short in _FULL_REDUCTIONS else [], kwargs):
                 return mark_scalar(result)
             if name.startswith("torch."):
-                return with_indices(interp, short, result, list(args[1:]), kwargs, call)
-            return result
+                result = with_indices(interp, short, result, list(args[1:]), kwargs, call)
+            return multi_output(interp, info, short, result, list(args[1:]), kwargs, call)
         return UNKNOWN
     model = library_models.library_model(name)
     if model is not None:
@@ -885,8 +886,9 @@ def call_builtin(interp: TorchEngine, state: State, name: str, args: list[Value]
         element = interp.iter_element(args[0], state)
         if isinstance(args[0], HeapRef) and name == "tuple":
             obj = state.heap.get(args[0].oid)
-            if obj is not None and isinstance(obj.attrs.get("__items__"), TupleVal):
-                return obj.attrs["__items__"]
+            items = obj.attrs.get("__items__") if obj is not None and not obj.extra.get(INEXACT_ITEMS) else None
+            if isinstance(items, TupleVal):
+                return items
         ref = interp.new_list(state, (), call, literal=False)
         state.heap[ref.oid].elem = element
         source = state.heap.get(args[0].oid) if isinstance(args[0], HeapRef) else None
@@ -1754,6 +1756,34 @@ def with_indices(interp: TorchEngine, short: str, result: Value, rest_args: list
     return ValuesIndices((result, indices))
 
 
+def multi_output(interp: TorchEngine, info: optable.OpInfo | None, short: str, result: Value,
+                 rest_args: list[Value], kwargs: Mapping[str, Value], call: ast.Call) -> Value:
+    """The result of an op that returns several tensors, each with the op's graph: a tuple of the
+    table's count for a fixed one (``torch.std_mean``: two), a tensor standing for them
+    (:attr:`TensorVal.parts`) for one whose schema returns ``Tensor[]`` (``x.chunk(3)``: one to
+    three tensors; ``x.unbind()``: as many as the shape says)."""
+    if info is None or info.outputs <= 1 or not isinstance(result, TensorVal) or result.parts is not None:
+        return result
+    if info.sequence:
+        return replace(result, parts=_sequence_parts(short, rest_args, kwargs))
+    others = tuple(replace(result, storage=interp.fresh() if not info.view else result.storage)
+                   for _ in range(info.outputs - 1))
+    return TupleVal((result, *others))
+
+
+def _sequence_parts(short: str, rest_args: list[Value], kwargs: Mapping[str, Value]) -> tuple[int, int | None]:
+    """How many tensors a ``Tensor[]`` op gives, as far as its constant arguments say: ``chunk(n)``
+    one to ``n`` (fewer when the size does not divide: a size 5 in chunks of 2 gives 3),
+    ``tensor_split(n)`` exactly ``n``; otherwise any number."""
+    count = rest_args[0] if rest_args else kwargs.get("chunks", kwargs.get("sections"))
+    n = count.const if isinstance(count, Number) and type(count.const) is int and count.const > 0 else None
+    if n is not None and short == "chunk":
+        return 1, n
+    if n is not None and short == "tensor_split":
+        return n, n
+    return 0, None
+
+
 #: Reductions that give one element when called without a dimension (``loss.mean()``).
 _FULL_REDUCTIONS = {"sum", "mean", "prod", "norm", "std", "var", "amax", "amin", "max", "min", "median",
                     "nansum", "nanmean", "nanmedian", "count_nonzero", "all", "any"}
@@ -1802,6 +1832,7 @@ def call_tensor_method(interp: TorchEngine, state: State, tensor: TensorVal, rec
     result = _call_tensor_method(interp, state, tensor, receiver_expr, name, args, kwargs, call)
     if name in _WITH_INDICES or name in _WITH_INDICES_GIVEN_DIM:
         result = with_indices(interp, name, result, list(args), kwargs, call)
+    result = multi_output(interp, optable.lookup(f"Tensor.{name}"), name, result, list(args), kwargs, call)
     reduced = name in _FULL_REDUCTIONS and reduces_to_one(name, list(args), kwargs)
     if reduced or (tensor.scalar and name in _SCALAR_KEEPING_METHODS):
         result = mark_scalar(result)
@@ -1851,7 +1882,9 @@ def _call_tensor_method(interp: TorchEngine, state: State, tensor: TensorVal, re
         if name.endswith("_") and not name.endswith("__"):
             return apply_inplace(interp, state, key, tensor, receiver_expr, list(args), call, info=None)
         tensors: list[Value] = [tensor, *[a for a in args if isinstance(a, (TensorVal, Unknown))]]
-        return apply_op(interp, state, key, tensors, [receiver_expr], call, info=None)
+        unseen = apply_op(interp, state, key, tensors, [receiver_expr], call, info=None)
+        # A method the table does not know may return several tensors (`x.hsplit(2)`, `x.aminmax()`).
+        return replace(unseen, parts=(0, None)) if isinstance(unseen, TensorVal) else unseen
     bound = op_arguments.bind(info, tensor, receiver_expr, args, kwargs, call)
     exprs: list[ast.expr | None]
     if bound is not None:  # `x.gather(1, idx)`: a non-tensor before an input

@@ -122,12 +122,20 @@ class TensorVal(Value):
     #: call returns it: torch passes it through ``BackwardHookFunction``, which returns a view,
     #: and an in-place change of that view raises (GL110). The call of the hooked module.
     hook_view: ast.AST | None = field(default=None, compare=False, hash=False)
+    #: Stands for the tuple of tensors a multi-output op returns (``x.chunk(3)``, ``x.unbind()``,
+    #: a tensor method the op table does not know), each item with these facts: between
+    #: ``parts[0]`` and ``parts[1]`` of them (``None``: no bound). ``None``: one tensor. Why a
+    #: tensor and not a tuple: everything that reads a graph through the tuple (unpacking it,
+    #: ``torch.cat`` of it, storing it) reads it as before; what counts items (a custom
+    #: Function's gradients, GL402) reads this.
+    parts: tuple[int, int | None] | None = None
 
     def join(self, other: Value) -> Value:
         if self == other:
             return self
         if isinstance(other, TensorVal):
             return TensorVal(
+                parts=join_parts(self.parts, other.parts),
                 requires_grad=join_tri(self.requires_grad, other.requires_grad),
                 leaf=join_tri(self.leaf, other.leaf),
                 grad_fn=self.grad_fn | other.grad_fn,
@@ -162,9 +170,26 @@ class TensorVal(Value):
         return UNKNOWN
 
 
+def join_parts(a: tuple[int, int | None] | None, b: tuple[int, int | None] | None) -> tuple[int, int | None] | None:
+    """The item counts of :attr:`TensorVal.parts` on either path (one tensor counts as one item)."""
+    if a == b:
+        return a
+    low_a, high_a = a if a is not None else (1, 1)
+    low_b, high_b = b if b is not None else (1, 1)
+    return min(low_a, low_b), None if high_a is None or high_b is None else max(high_a, high_b)
+
+
+def one_tensor(value: TensorVal) -> TensorVal:
+    """An item of what ``value`` stands for: one tensor with its facts (unpacking ``x.chunk(2)``)."""
+    return replace(value, parts=None) if value.parts is not None else value
+
+
 @dataclass(frozen=True)
 class TupleVal(Value):
-    """A tuple or list literal whose items are known (``(h, c)``, an RNN's output)."""
+    """A tuple or list literal whose items are known (``(h, c)``, an RNN's output): exactly these
+    items. A tuple of a length not known is a ``"list"`` heap object (``tuple(g for g in ...)``,
+    ``(*grads, None)``; its ``extra["at_least"]`` says how many items it certainly has), or a
+    tensor whose :attr:`TensorVal.parts` says how many it may have (``x.chunk(3)``)."""
 
     items: tuple[Value, ...]
 
@@ -346,6 +371,9 @@ def join_values(a: Value | None, b: Value | None) -> Value:
 #: Records kept in :attr:`HeapObject.extra` as tuples that grow along a path: joined, they hold
 #: what either path recorded (a custom Function's ``ctx``: what forward stored and saved on it).
 _EXTRA_UNIONS = ("ctx_stores", "ctx_saves")
+#: Set in :attr:`HeapObject.extra` when the ``__items__`` of a list are those of one path (a join
+#: keeps the longer shape, or the only one known): not a count to rely on.
+INEXACT_ITEMS = "items_inexact"
 
 
 @dataclass
@@ -410,8 +438,13 @@ class HeapObject:
             ):
                 # The structure of a list built in a loop (layers of a Sequential): keep the longer shape.
                 joined.attrs[key] = a if len(a.items) > len(b.items) else b
+                joined.extra[INEXACT_ITEMS] = True
                 continue
+            if key == "__items__" and (a is None) != (b is None):
+                joined.extra[INEXACT_ITEMS] = True  # the items are known on one path only
             joined.attrs[key] = join_values(a, b)
+        if other.extra.get(INEXACT_ITEMS):
+            joined.extra[INEXACT_ITEMS] = True
         if self.elem is None or other.elem is None:
             # An empty container has no elements: what may be inside is what the other side holds.
             joined.elem = self.elem if other.elem is None else other.elem

@@ -50,7 +50,7 @@ class Assignment(EngineCore):
         element = self.iter_element(value, state) if isinstance(value, (HeapRef, TupleVal)) else UNKNOWN
         if isinstance(value, TensorVal):
             # Unpacking a tensor (`q, k, v = t.chunk(3)`): views that share its graph.
-            element = replace(value, leaf=False if value.requires_grad else value.leaf)
+            element = replace(value, leaf=False if value.requires_grad else value.leaf, parts=None)
         for elt in elts:
             if isinstance(elt, ast.Starred):
                 self.assign(elt.value, UNKNOWN, state, None)

@@ -259,9 +259,33 @@ class Expressions(EngineCore):
     @handles_expressions(ast.Tuple, ast.List)
     def eval_sequence(self, expr: ast.Tuple | ast.List, state: State) -> Value:
         items = tuple(self.eval(e, state) for e in expr.elts)
-        if isinstance(expr, ast.List) or any(isinstance(e, ast.Starred) for e in expr.elts):
-            return self.new_list(state, items, expr, literal=isinstance(expr, ast.List))
+        starred = any(isinstance(e, ast.Starred) for e in expr.elts)
+        if isinstance(expr, ast.Tuple) and starred:
+            return self._starred_tuple(expr, items, state)
+        if isinstance(expr, ast.List):
+            return self.new_list(state, items, expr, literal=True)
         return TupleVal(items)
+
+    def _starred_tuple(self, expr: ast.Tuple, items: tuple[Value, ...], state: State) -> Value:
+        """``(*grads, None)``: the items spread, exactly, when each starred value's are known (a
+        tuple, a list built from literals); else a tuple of unknown length, with at least its
+        other items (``extra["at_least"]``)."""
+        spread: list[Value] = []
+        known = True
+        for elt, value in zip(expr.elts, items):
+            if isinstance(elt, ast.Starred):
+                more = self.known_items(value, state, exact=True)
+                if more is None:
+                    known = False
+                    continue
+                spread.extend(more)
+            else:
+                spread.append(value)
+        if known:
+            return TupleVal(tuple(spread))
+        ref = self.new_list(state, items, expr, literal=False)
+        state.heap[ref.oid].extra["at_least"] = len(spread)
+        return ref
 
     @handles_expressions(ast.Dict)
     def eval_dict(self, expr: ast.Dict, state: State) -> Value:

@@ -14,6 +14,7 @@ import ast
 from graphlife.analysis.engine.core import EngineCore
 from graphlife.analysis.state import State
 from graphlife.analysis.values import (
+    INEXACT_ITEMS,
     UNKNOWN,
     BoundMethod,
     Callbacks,
@@ -70,12 +71,16 @@ class Heap(EngineCore):
         else:
             obj.attrs.pop("__items__", None)
 
-    def known_items(self, value: Value, state: State) -> list[Value] | None:
-        """The items of a tuple, or of a list whose contents are known (built from literals and appends)."""
+    def known_items(self, value: Value, state: State, *, exact: bool = False) -> list[Value] | None:
+        """The items of a tuple, or of a list whose contents are known (built from literals and appends);
+        ``exact``: only when they are the same on every path (their count is certain)."""
         if isinstance(value, TupleVal):
             return list(value.items)
         if isinstance(value, HeapRef) and value.oid in state.heap:
-            items = state.heap[value.oid].attrs.get("__items__")
+            obj = state.heap[value.oid]
+            items = obj.attrs.get("__items__")
+            if exact and obj.extra.get(INEXACT_ITEMS):
+                return None
             if isinstance(items, TupleVal):
                 return list(items.items)
         return None
@@ -90,8 +95,8 @@ class Heap(EngineCore):
             return self._heap_element(iterable, state)
         if isinstance(iterable, TensorVal):
             if iterable.requires_grad is False:
-                return replace(iterable, storage=iterable.storage)  # rows are views without a graph
-            return replace(iterable, leaf=False if iterable.requires_grad else iterable.leaf, certain=False)
+                return replace(iterable, storage=iterable.storage, parts=None)  # rows are views without a graph
+            return replace(iterable, leaf=False if iterable.requires_grad else iterable.leaf, certain=False, parts=None)
         return UNKNOWN
 
     def _heap_element(self, iterable: HeapRef, state: State) -> Value:

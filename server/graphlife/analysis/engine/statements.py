@@ -202,6 +202,9 @@ class Statements(EngineCore):
     @handles_statements(ast.Return)
     def exec_return(self, stmt: ast.Return, state: State) -> Flow:
         value = self.eval(stmt.value, state) if stmt.value is not None else NONE
+        returns = self.run_state.backward_returns
+        if returns is not None and not self.run_state.frames:
+            returns.append((stmt, value, state))
         return Flow(normal=state.dead_copy(), returns=[(state, value)])
 
     @handles_statements(ast.Raise)

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from graphlife.analysis import skipped_notes as skipped
 from graphlife.analysis.engine.core import EngineCore
 from graphlife.analysis.engine.imports import function_foreign_budget
-from graphlife.analysis.engine_api import Timeout
-from graphlife.analysis.events import UnitEndEvent
+from graphlife.analysis.engine_api import Flow, Timeout
+from graphlife.analysis.events import FunctionBackwardEndEvent, UnitEndEvent
 from graphlife.analysis.run_state import RunState
 from graphlife.analysis.state import State
 from graphlife.analysis.unit_order import callers_first
@@ -167,7 +167,18 @@ class Units(EngineCore):
                 self.start_backward(ref, backward, state)
             finally:
                 self.run_state.stmt_stack.pop()
-            self.run_unit(backward.body, state, backward)
+            returns: list[tuple[ast.Return, Value, State]] = []
+            self.run_state.backward_returns = returns
+
+            def ended(flow: Flow, final: State) -> None:
+                self.run_state.backward_returns = None
+                self.emit(FunctionBackwardEndEvent(stmt=backward, state=final, function=ref.node, backward=backward,
+                                                   returns=tuple(returns), falls_through=flow.normal.reachable))
+
+            try:
+                self.run_unit(backward.body, state, backward, before_end=ended)
+            finally:
+                self.run_state.backward_returns = None
 
         return run
 
@@ -183,11 +194,16 @@ class Units(EngineCore):
         else:
             self.unit_cache.run(self, unit, run)
 
-    def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None) -> None:
+    def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None,
+                 before_end: Callable[[Flow, State], None] | None = None) -> None:
+        """Run a unit's body; ``before_end`` is told how it ended (its flow and final state) before
+        the rules are (``UnitEndEvent``)."""
         run = self.run_state
         run.current_unit, run.no_grad_writes, run.foreign_steps = unit, {}, 0
         flow = self.exec_block(body, state)
         final = State.join_all([flow.normal, *(s for s, _ in flow.returns)])
+        if before_end is not None:
+            before_end(flow, final)
         if body:
             run.stmt_stack.append(body[-1])
             try:
