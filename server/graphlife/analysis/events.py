@@ -113,6 +113,9 @@ class SavedEvent(Event):
 class StepEvent(Event):
     call: ast.Call
     storages: frozenset[int] | None  # the parameters it updates (None: unknown)
+    #: It runs in a post-accumulate-grad hook (the optimizer step fused into the backward):
+    #: its gradients are reset there, after the step, not at the top of a loop.
+    in_backward: bool = False
 
 
 @dataclass

@@ -1379,6 +1379,8 @@ def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, a
     receiver_expr = call.func.value if isinstance(call.func, ast.Attribute) else None
     if name == "register_hook" and isinstance(receiver, TensorVal) and not kwargs:
         return interp.register_tensor_hook(receiver, args, state, call)  # runs at the backwards reaching it
+    if name == "register_post_accumulate_grad_hook" and isinstance(receiver, TensorVal) and not kwargs:
+        return interp.register_post_accumulate_hook(receiver, args, state, call)  # after .grad accumulated
     if name.startswith("register_") and name.endswith("hook") and not (
         isinstance(receiver, HeapRef) and receiver.oid in state.heap and state.heap[receiver.oid].kind == "module"
         and "library_model" not in state.heap[receiver.oid].extra
@@ -1644,7 +1646,8 @@ def call_optimizer_method(interp: TorchEngine, state: State, ref: HeapRef, name:
         if isinstance(closure, FunctionRef):
             run_step_closure(interp, state, closure, call)
             obj = state.heap[ref.oid]
-        interp.emit(StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
+        interp.emit(StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages,
+                              in_backward=interp.run_state.post_accumulate_hooks > 0))
         shares = interp.run_state.grad_shares
         for storage in sorted(obj.opt_storages or ()):
             state.bump(storage, interp.current_stmt())
@@ -1998,6 +2001,8 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
             state.writable("grads")[storage] = ("acc_stale", previous[1])
         else:
             state.writable("grads")[storage] = ("acc", stmt)
+    if kind == "backward":
+        interp.run_post_accumulate_hooks(state, reach, call)  # they see (and may step) the filled .grad
     if retain_flag is False:
         for nid in must:
             state.writable("freed").setdefault(nid, stmt)

@@ -58,7 +58,7 @@ from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import GradShareEvent, StepEvent, UnitEndEvent, ZeroGradEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
-from graphlife.recipes import UNSAFE, InsertBefore
+from graphlife.recipes import UNSAFE, InsertAfter, InsertBefore
 
 ZH_CN = Translation(
     """训练循环每轮迭代都执行优化步，却从不重置梯度。
@@ -122,6 +122,19 @@ NEVER_RESET_NO_STEP = MessageTemplate(
     "used, " + _SUM,
     zh_cn="梯度从未清零：`{step}` 把新的梯度叠加在之前某次优化步已经用过的梯度之上，" + _SUM_ZH,
 )
+
+_IN_HOOK = ("so every step applies the sum of all earlier gradients. The step runs in a post-accumulate-grad hook: "
+            "call `{optimizer}.zero_grad()` right after it.")
+_IN_HOOK_ZH = "因此每次优化步用的都是之前所有梯度的累加和。这次优化步在梯度累积后钩子中运行：请紧接着它调用 `{optimizer}.zero_grad()`。"
+NEVER_RESET_IN_HOOK = MessageTemplate(
+    "GL302.never-reset-in-hook",
+    "Gradients are never reset: `{step}` applies the new gradients on top of the ones an earlier backward's step "
+    "already used, " + _IN_HOOK,
+    zh_cn="梯度从未清零：`{step}` 把新的梯度叠加在之前某次反向传播中的优化步已经用过的梯度之上，" + _IN_HOOK_ZH,
+)
+AFTER_STEP_TITLE = MessageTemplate(
+    "fix.zero-grad-after-step", "Call `{optimizer}.zero_grad()` after the step",
+    zh_cn="在优化步之后调用 `{optimizer}.zero_grad()`")
 
 
 SHARED = MessageTemplate(
@@ -208,6 +221,9 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     earlier_step = statuses[0][1] if statuses[0] is not None else None
     receiver = _optimizer_text(ctx, event.stmt)
     optimizer = receiver or "optimizer"  # the user's name for it (`opt`, `self.optimizer`)
+    if event.in_backward:
+        _report_in_hook(event, ctx, receiver)
+        return
     if earlier_step is not None:
         message = NEVER_RESET(step=ctx.text(event.call), earlier=ctx.text(earlier_step), line=ctx.line(earlier_step),
                               optimizer=optimizer)
@@ -229,6 +245,17 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     related = ([Related(ctx.span(earlier_step), EARLIER_STEP())]
                if earlier_step is not None else [])
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+
+
+def _report_in_hook(event: StepEvent, ctx: RuleContext, receiver: str | None) -> None:
+    """The step is fused into the backward (a post-accumulate-grad hook): the gradients are reset
+    right after it, in the hook, where the names it steps with are bound (not at a loop's top)."""
+    message = NEVER_RESET_IN_HOOK(step=ctx.text(event.call), optimizer=receiver or "optimizer")
+    fixes: list[FixRecipe] = []
+    if receiver and event.stmt.lineno == event.stmt.end_lineno:
+        fixes.append(InsertAfter(title=AFTER_STEP_TITLE(optimizer=receiver), applicability=UNSAFE,
+                                 anchor=ctx.span(event.stmt), code=f"{receiver}.zero_grad()"))
+    ctx.report(RULE, ctx.span(event.stmt), message, fixes=fixes)
 
 
 def _report_shared(event: StepEvent, ctx: RuleContext, share: ast.stmt) -> None:

@@ -43,7 +43,16 @@ import ast
 
 from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine.core import EngineCore
-from graphlife.analysis.grad_hooks import MODULE, MODULE_PRE, TENSOR, BackwardReach, GradHook, followable, without
+from graphlife.analysis.grad_hooks import (
+    MODULE,
+    MODULE_PRE,
+    POST_ACCUMULATE,
+    TENSOR,
+    BackwardReach,
+    GradHook,
+    followable,
+    without,
+)
 from graphlife.analysis.state import State
 from graphlife.analysis.torch_api import param_storages
 from graphlife.analysis.values import (
@@ -69,7 +78,7 @@ BACKWARD_TABLES = {
 _KIND_OF_TABLE = {"__full_backward_hooks__": MODULE, "__full_backward_pre_hooks__": MODULE_PRE}
 #: The order in which torch runs the hooks of one module call: pre-hooks at its outputs'
 #: gradients, tensor hooks of its outputs, then the hooks once its inputs' gradients are known.
-_RUN_ORDER = {MODULE_PRE: 0, TENSOR: 1, MODULE: 2}
+_RUN_ORDER = {MODULE_PRE: 0, TENSOR: 1, MODULE: 2, POST_ACCUMULATE: 3}
 
 
 class BackwardHookParts(EngineCore):
@@ -90,6 +99,23 @@ class BackwardHookParts(EngineCore):
         certain = (tensor.certain and tensor.requires_grad is True and tensor.leaf is not None
                    and (tensor.leaf is False or tensor.storage is not None))
         entry = GradHook(hook=hook, kind=TENSOR, nodes=nodes, storages=storages, grads_of=(tensor,),
+                         certain=certain, site=site, order=self.fresh())
+        return self._registered(entry, state, site)
+
+    def register_post_accumulate_hook(self, tensor: TensorVal, args: list[Value], state: State,
+                                      site: ast.AST) -> Value:
+        """``leaf.register_post_accumulate_grad_hook(fn)``: keep ``fn`` on the leaf; every
+        ``backward()`` that accumulates into its ``.grad`` then calls ``fn(leaf)`` (torch: not
+        ``autograd.grad``, which accumulates nothing). Torch raises on a non-leaf or a tensor that
+        does not require grad; the engine follows only a leaf it knows."""
+        hook = followable(args[0]) if args else None
+        storages = param_storages(tensor, state) if tensor.leaf is True and tensor.requires_grad is not False \
+            else frozenset()
+        if hook is None or not storages:
+            self.escape(args, state)
+            return UNKNOWN
+        certain = tensor.certain and tensor.requires_grad is True
+        entry = GradHook(hook=hook, kind=POST_ACCUMULATE, storages=storages, grads_of=(tensor,),
                          certain=certain, site=site, order=self.fresh())
         return self._registered(entry, state, site)
 
@@ -157,8 +183,8 @@ class BackwardHookParts(EngineCore):
         """Run the hooks this backward reaches, in torch's order (the output end of the graph
         first, the leaves last), each for certain or joined with the state where it did not run.
         Where the graph has parts the engine does not see, every hook may be reached through them."""
-        hooks = [h for h in state.grad_hooks
-                 if reach.open or h.nodes & reach.may or h.storages & reach.leaves_may]
+        hooks = [h for h in state.grad_hooks if h.kind != POST_ACCUMULATE
+                 and (reach.open or h.nodes & reach.may or h.storages & reach.leaves_may)]
         if not hooks:
             return
         hooks.sort(key=lambda h: (h.leaf_hook, -max(h.nodes, default=0), _RUN_ORDER[h.kind], h.order))
@@ -178,6 +204,21 @@ class BackwardHookParts(EngineCore):
             if spent:
                 state.grad_hooks = state.grad_hooks - spent
 
+    def run_post_accumulate_hooks(self, state: State, reach: BackwardReach, site: ast.AST) -> None:
+        """After a ``backward()`` accumulated into the leaves' ``.grad``, the post-accumulate hooks
+        of the leaves it reached, each with its leaf (in the order they were registered): for
+        certain where the backward certainly reaches the leaf and the hook is registered on every
+        path, else joined with the state where it did not run."""
+        hooks = sorted((h for h in state.grad_hooks if h.kind == POST_ACCUMULATE
+                        and (reach.open or h.storages & reach.leaves_may)), key=lambda h: h.order)
+        for entry in hooks:
+            if reach.whole and entry.certain and entry.storages & reach.leaves_must:
+                self._run_one(entry, state, reach, site, {})
+                continue
+            ran = state.copy()
+            self._run_one(entry, ran, reach, site, {})
+            state.adopt(State.join_all([ran, state]))
+
     def _run_one(self, entry: GradHook, state: State, reach: BackwardReach, site: ast.AST,
                  grads: dict[tuple[object, ...], Value]) -> None:
         """Run one hook as the autograd engine does: with gradients on only under ``create_graph``
@@ -194,6 +235,13 @@ class BackwardHookParts(EngineCore):
 
     def _call_hook(self, entry: GradHook, state: State, reach: BackwardReach, site: ast.AST,
                    grads: dict[tuple[object, ...], Value]) -> None:
+        if entry.kind == POST_ACCUMULATE:
+            self.run_state.post_accumulate_hooks += 1
+            try:
+                self._call(entry.hook, [entry.tensor() or UNKNOWN], state, site)
+            finally:
+                self.run_state.post_accumulate_hooks -= 1
+            return
         if entry.kind == TENSOR:
             place: tuple[object, ...] = (entry.nodes, entry.storages)
             tensor = entry.tensor()
