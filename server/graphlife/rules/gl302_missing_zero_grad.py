@@ -125,7 +125,8 @@ NEVER_RESET_NO_STEP = MessageTemplate(
 
 _IN_HOOK = ("so every step applies the sum of all earlier gradients. The step runs in a post-accumulate-grad hook: "
             "call `{optimizer}.zero_grad()` right after it.")
-_IN_HOOK_ZH = "因此每次优化步用的都是之前所有梯度的累加和。这次优化步在梯度累积后钩子中运行：请紧接着它调用 `{optimizer}.zero_grad()`。"
+_IN_HOOK_ZH = ("因此每次优化步用的都是之前所有梯度的累加和。"
+               "这次优化步在梯度累积后钩子中运行：请紧接着它调用 `{optimizer}.zero_grad()`。")
 NEVER_RESET_IN_HOOK = MessageTemplate(
     "GL302.never-reset-in-hook",
     "Gradients are never reset: `{step}` applies the new gradients on top of the ones an earlier backward's step "
