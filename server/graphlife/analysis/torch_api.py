@@ -14,7 +14,16 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import constants, distributions, growth, library_models, namedtuples, op_arguments, optable
+from graphlife.analysis import (
+    constants,
+    distributions,
+    growth,
+    library_models,
+    module_tree,
+    namedtuples,
+    op_arguments,
+    optable,
+)
 from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
@@ -1589,6 +1598,12 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         return ref
     if name == "forward":
         return call_module(interp, state, ref, args, kwargs, call)
+    if name in ("children", "modules", "named_children", "named_modules") and not kwargs and not args:
+        listed = (module_tree.children if name.endswith("children") else module_tree.modules)(state, ref)
+        if listed is not None:
+            # Every submodule is known: a loop over them registers each hook where torch does.
+            items = module_tree.as_items(listed, named=name.startswith("named_"))
+            return interp.new_list(state, items, call, literal=True)
     if name in ("children", "modules"):
         out = interp.new_object(state, "list", call)
         if name == "children" and "library_model" in state.heap[ref.oid].extra:
