@@ -420,8 +420,8 @@ class Meter(TorchFunctionMode):
         if self.track_optim:
             for leaf, old in zip(leaves, before):
                 grad = leaf.grad
-                if grad is None or _post_accumulate_hooked(leaf):
-                    continue
+                if grad is None or (in_backward and leaf.requires_grad):
+                    continue  # measured as the backward handed it over
                 delta = grad.detach() - old if old is not None else grad.detach().clone()
                 self._contrib[id(leaf)] = self._contrib[id(leaf)] + delta if id(leaf) in self._contrib else delta
         if self.track_nodes and result is not None:
@@ -429,13 +429,14 @@ class Meter(TorchFunctionMode):
         return result
 
     def _measure_in_backward(self, leaves: list[torch.Tensor]) -> list[Any]:
-        """A leaf with a post-accumulate-grad hook may be stepped (and zeroed) inside the backward
-        (the optimizer step fused into it): its contribution is measured as the backward hands it
-        over, by a tensor hook registered last (it sees what the user's tensor hooks made of the
-        gradient, which is what is accumulated), before its post-accumulate hooks run."""
+        """Each leaf's contribution measured as the backward hands it over, by a tensor hook
+        registered last (it sees what the user's tensor hooks made of the gradient, which is what
+        is accumulated): a hook may step (a post-accumulate-grad hook: the optimizer step fused
+        into the backward) or zero (an old-style module backward hook) gradients inside the
+        backward, where after-minus-before would see neither."""
         handles = []
         for leaf in leaves:
-            if _post_accumulate_hooked(leaf) and leaf.requires_grad:
+            if leaf.requires_grad:
                 handles.append(leaf.register_hook(functools.partial(self._contribution, leaf)))
         return handles
 
@@ -490,11 +491,6 @@ class Meter(TorchFunctionMode):
 
 
 # --------------------------------------------------------------------------- running a fixture
-
-
-def _post_accumulate_hooked(leaf: torch.Tensor) -> bool:
-    """``leaf.register_post_accumulate_grad_hook(fn)`` was called (torch keeps them on the tensor)."""
-    return bool(getattr(leaf, "_post_accumulate_grad_hooks", None))
 
 
 def run_measured(

@@ -1629,7 +1629,7 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         return NONE
     if name in ("register_forward_hook", "register_forward_pre_hook"):
         return interp.register_module_hook(ref, name, args, state, call)
-    if name in ("register_full_backward_hook", "register_full_backward_pre_hook"):
+    if name in ("register_full_backward_hook", "register_full_backward_pre_hook", "register_backward_hook"):
         return interp.register_full_backward_hook(ref, args, state, call, name)
     if name in ("state_dict", "load_state_dict"):
         return UNKNOWN

@@ -25,6 +25,13 @@ So, as torch does (``torch/utils/hooks.py``' ``BackwardHook``, ``Tensor.register
   tuples with an item per output, per positional argument of the call, ``None`` where
   that item is not a tensor requiring grad. A pre-hook's result replaces
   ``grad_output``, a hook's replaces ``grad_input`` for the next hook.
+- ``leaf.register_post_accumulate_grad_hook(fn)`` keeps ``fn`` on the leaf: each
+  ``backward()`` that accumulates into the leaf's ``.grad`` calls ``fn(leaf)`` after it
+  did (``autograd.grad`` accumulates nothing and runs none): an optimizer step there
+  (fused into the backward) uses, and a ``zero_grad()`` there resets, that gradient.
+- The deprecated ``module.register_backward_hook(fn)``: torch hangs ``fn`` on the node of
+  the call's first output (the forward's last op) and passes that op's gradients, tuples
+  whose length depends on the op; it always may run, with gradients the engine does not know.
 - A hook runs for certain only where the backward certainly reaches what it is
   registered on, it is registered on every path, and the backward runs the whole graph
   (``torch.autograd.grad`` and ``inputs=`` run only part of it). Elsewhere it may run:
@@ -45,6 +52,7 @@ from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine.core import EngineCore
 from graphlife.analysis.grad_hooks import (
     MODULE,
+    MODULE_LEGACY,
     MODULE_PRE,
     POST_ACCUMULATE,
     TENSOR,
@@ -74,11 +82,15 @@ from graphlife.analysis.values import (
 BACKWARD_TABLES = {
     "register_full_backward_hook": "__full_backward_hooks__",
     "register_full_backward_pre_hook": "__full_backward_pre_hooks__",
+    "register_backward_hook": "__backward_hooks__",
 }
-_KIND_OF_TABLE = {"__full_backward_hooks__": MODULE, "__full_backward_pre_hooks__": MODULE_PRE}
+#: The tables of full backward hooks: torch wraps the module's inputs and outputs in views for them.
+FULL_BACKWARD_TABLES = frozenset({"__full_backward_hooks__", "__full_backward_pre_hooks__"})
+_KIND_OF_TABLE = {"__full_backward_hooks__": MODULE, "__full_backward_pre_hooks__": MODULE_PRE,
+                  "__backward_hooks__": MODULE_LEGACY}
 #: The order in which torch runs the hooks of one module call: pre-hooks at its outputs'
 #: gradients, tensor hooks of its outputs, then the hooks once its inputs' gradients are known.
-_RUN_ORDER = {MODULE_PRE: 0, TENSOR: 1, MODULE: 2, POST_ACCUMULATE: 3}
+_RUN_ORDER = {MODULE_PRE: 0, TENSOR: 1, MODULE_LEGACY: 2, MODULE: 2, POST_ACCUMULATE: 3}
 
 
 class BackwardHookParts(EngineCore):
@@ -172,10 +184,16 @@ class BackwardHookParts(EngineCore):
                 self.escape(list[Value](hooks), state)
                 continue
             for hook in sorted(hooks, key=_function_key):
-                if not nodes:
+                hooked, certain = nodes, hook in sure
+                if kind == MODULE_LEGACY:
+                    # Torch hangs it on the node that made the first output that has one (the
+                    # module's last op), and what it passes depends on that op: it may run.
+                    first = next((o for o in outputs if isinstance(o, TensorVal) and o.grad_fn), None)
+                    hooked, certain = (first.grad_fn if first is not None else frozenset()), False
+                if not hooked:
                     continue
-                entry = GradHook(hook=hook, kind=kind, nodes=nodes, grads_of=tuple(outputs), inputs=tuple(args),
-                                 module=module, certain=hook in sure, site=site, order=self.fresh())
+                entry = GradHook(hook=hook, kind=kind, nodes=hooked, grads_of=tuple(outputs), inputs=tuple(args),
+                                 module=module, certain=certain, site=site, order=self.fresh())
                 state.grad_hooks = state.grad_hooks | {entry}
 
     # -- the backward ----------------------------------------------------------------------------------
@@ -251,6 +269,11 @@ class BackwardHookParts(EngineCore):
                 grads[place] = out
             return
         module = entry.module if entry.module is not None else UNKNOWN
+        if entry.kind == MODULE_LEGACY:
+            # The gradients of the module's last op: tuples whose length and items the engine does
+            # not know (what it returns replaces that op's grad_input: not followed).
+            self._call(entry.hook, [module, UNKNOWN, UNKNOWN], state, site)
+            return
         out_place = ("output", entry.nodes)
         grad_output = grads.get(out_place) or TupleVal(tuple(self.hook_gradient(o, reach, site)
                                                             for o in entry.grads_of))
