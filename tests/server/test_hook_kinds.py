@@ -142,3 +142,41 @@ def test_a_model_with_a_submodule_the_engine_does_not_know_lists_none() -> None:
                             "import sys\nmodel = nn.Sequential(*[nn.Identity()] * len(sys.argv), ")
     errors, _ = _judged(source)
     assert errors == []
+
+
+NESTED_BACKWARD = """
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+probe = nn.Linear(4, 1)
+x = torch.randn(3, 4)
+hidden = model[1](model[0](x))
+aux = AUX
+
+
+def aux_gradient(grad):
+    aux.backward(retain_graph=True)
+    return grad
+
+
+out = model[2](hidden)
+out.register_hook(aux_gradient)
+out.sum().backward()
+"""
+
+
+def _infos(source: str, code: str) -> list[int]:
+    return [f.span.line for f in check_source(source).findings if f.code == code]
+
+
+@pytest.mark.parametrize("aux, needed", [("hidden.pow(2).sum()", True), ("probe(x).pow(2).sum()", False)])
+def test_a_backward_a_hook_runs_retains_for_the_rest_of_the_enclosing_backward(aux: str, needed: bool) -> None:
+    # GL202 says the argument can go exactly where torch runs clean without it: the hook runs
+    # inside `out`'s backward, which goes on through `hidden`'s graph after it
+    source = textwrap.dedent(NESTED_BACKWARD.replace("AUX", aux))
+    assert _torch_raises_at(source) is None
+    dropped = _torch_raises_at(source.replace("aux.backward(retain_graph=True)", "aux.backward()"))
+    assert (dropped is not None) is needed
+    assert _infos(source, "GL202") == ([] if needed else [14])

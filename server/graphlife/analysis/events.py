@@ -65,6 +65,9 @@ class BackwardEvent(Event):
     leaves: frozenset[int] = frozenset()  # leaf storages the backward accumulates into
     #: What the gradients are asked for: ``autograd.grad``'s inputs, ``backward(inputs=...)`` (else None).
     inputs: Value | None = None
+    #: It runs inside a hook of other backwards (a hook calling ``aux.backward()``): the graph
+    #: nodes those may still go through once the hook returns.
+    enclosing_may: frozenset[int] = frozenset()
 
 
 @dataclass

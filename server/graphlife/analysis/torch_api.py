@@ -1998,8 +1998,31 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
     inputs = (args[1] if len(args) >= 2 else kwargs.get("inputs")) if kind == "grad" else kwargs.get("inputs")
     interp.emit(BackwardEvent(stmt=stmt, state=state, call=call, root=root, root_expr=root_expr,
                               retain_graph=retain_flag, kind=kind, must=must, may=may,
-                              create_graph=create_flag, leaves=frozenset(leaves), inputs=inputs))
+                              create_graph=create_flag, leaves=frozenset(leaves), inputs=inputs,
+                              enclosing_may=frozenset().union(*interp.run_state.running_backwards)))
     interp.backward_count += 1
+    running = interp.run_state.running_backwards
+    running.append(frozenset(may))  # a backward one of its hooks runs is nested in this one
+    try:
+        _run_backward(interp, state, reach, call, kind, may, leaves, stmt)
+    finally:
+        running.pop()
+    if retain_flag is False:
+        for nid in must:
+            state.writable("freed").setdefault(nid, stmt)
+        for nid in may:
+            state.writable("may_freed").setdefault(nid, stmt)
+    elif retain_flag is None:
+        for nid in may:
+            state.writable("may_freed").setdefault(nid, stmt)
+    interp.run_escaped(state)  # tensor hooks and backward hooks run during the backward
+    return NONE
+
+
+def _run_backward(interp: TorchEngine, state: State, reach: BackwardReach, call: ast.Call, kind: str,
+                  may: set[int], leaves: set[int], stmt: ast.stmt) -> None:
+    """The hooks the backward reaches, the gradients it accumulates into the leaves, and the
+    post-accumulate hooks of those leaves, in torch's order."""
     interp.run_grad_hooks(state, reach, call)  # tensor hooks and the backward hooks of hooked module calls
     if kind == "backward" and (not may or any(interp.run_state.graph.nodes[n].partial for n in may)):
         # Part of this graph is unknown, so are the gradients it fills. The leaves the known part
@@ -2018,16 +2041,6 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
             state.writable("grads")[storage] = ("acc", stmt)
     if kind == "backward":
         interp.run_post_accumulate_hooks(state, reach, call)  # they see (and may step) the filled .grad
-    if retain_flag is False:
-        for nid in must:
-            state.writable("freed").setdefault(nid, stmt)
-        for nid in may:
-            state.writable("may_freed").setdefault(nid, stmt)
-    elif retain_flag is None:
-        for nid in may:
-            state.writable("may_freed").setdefault(nid, stmt)
-    interp.run_escaped(state)  # tensor hooks and backward hooks run during the backward
-    return NONE
 
 
 def _leaves_of(interp: TorchEngine, nodes: set[int]) -> frozenset[int]:
