@@ -16,6 +16,11 @@ local_param.grad`, as A3C workers do) are reported too when that tensor is never
 reset: the global optimizer's `zero_grad()` only sets their `.grad` to None, and
 the local backward keeps adding to the tensor they are given again.
 
+A step fused into the backward (`p.register_post_accumulate_grad_hook(hook)` with
+`optimizers[p].step()` in the hook, which torch runs once the backward has added
+`p`'s gradient to `p.grad`) is followed too: without `optimizers[p].zero_grad()`
+right after it in the hook, the next backward adds to what it already applied.
+
 ## Why is this bad?
 `backward()` adds to `.grad`. Without a reset, each step uses the sum of every
 earlier gradient: the effective learning rate grows and training diverges or
@@ -70,6 +75,8 @@ ZH_CN = Translation(
 
 参数被交给另一个模型的梯度张量时（`global_param._grad = local_param.grad`，A3C 的 worker 就这样做），如果那个张量从不被重置，也会被报告：全局优化器的 `zero_grad()` 只把参数的 `.grad` 设为 None，而本地的反向传播不断往那个张量里累加，下一次它又被交给参数。
 
+融合进反向传播的优化步（`p.register_post_accumulate_grad_hook(hook)`，钩子中执行 `optimizers[p].step()`；torch 在反向传播把 `p` 的梯度累加到 `p.grad` 之后运行它）也会被跟踪：如果钩子中没有紧接着调用 `optimizers[p].zero_grad()`，下一次反向传播就会累加到它已经用过的梯度上。
+
 ## 为什么这是问题？
 `backward()` 是往 `.grad` 上累加。不重置的话，每一步用的都是之前所有梯度之和：有效学习率越来越大，训练发散或停滞——而且不报任何错。
 
@@ -96,7 +103,7 @@ for x, y in loader:
 ## 修复的安全性
 不安全：在循环开头加 `zero_grad()` 会改变每一步的更新量（梯度不再累积）；只在加 `--unsafe-fixes` 时应用。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="0d47a6db0432",
+    translates="c8fb22f5589e",
 )
 
 RULE = Rule(
