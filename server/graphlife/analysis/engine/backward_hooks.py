@@ -225,12 +225,14 @@ class BackwardHookParts(EngineCore):
     def run_post_accumulate_hooks(self, state: State, reach: BackwardReach, site: ast.AST) -> None:
         """After a ``backward()`` accumulated into the leaves' ``.grad``, the post-accumulate hooks
         of the leaves it reached, each with its leaf (in the order they were registered): for
-        certain where the backward certainly reaches the leaf and the hook is registered on every
-        path, else joined with the state where it did not run."""
+        certain where the backward certainly reaches the leaves and the hook is registered on
+        every path, else joined with the state where it did not run."""
         hooks = sorted((h for h in state.grad_hooks if h.kind == POST_ACCUMULATE
                         and (reach.open or h.storages & reach.leaves_may)), key=lambda h: h.order)
         for entry in hooks:
-            if reach.whole and entry.certain and entry.storages & reach.leaves_must:
+            # Certain where the backward certainly reaches every leaf it may be registered on (a
+            # parameter of `model.parameters()` stands for each of them).
+            if reach.whole and entry.certain and entry.storages <= reach.leaves_must:
                 self._run_one(entry, state, reach, site, {})
                 continue
             ran = state.copy()
