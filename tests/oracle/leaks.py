@@ -52,6 +52,7 @@ so a leak shows even when the fixture's locals die with its ``main()``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import io
 import os
@@ -393,11 +394,14 @@ class Meter(TorchFunctionMode):
         index = len(self.backwards)
         self._in_backward, self._unpacked = index, []
         executed_before = self._executed
+        in_backward = self._measure_in_backward(leaves) if self.track_optim and kind != "autograd.grad" else []
         try:
             with torch._C.DisableTorchFunction():
                 result = func(*args, **kwargs)
         finally:
             self._in_backward = -1
+            for handle in in_backward:
+                handle.remove()
         retained = [box for box in (ref() for ref in self._unpacked) if box is not None]
         for box in retained:
             box.retained_by = index
@@ -416,13 +420,33 @@ class Meter(TorchFunctionMode):
         if self.track_optim:
             for leaf, old in zip(leaves, before):
                 grad = leaf.grad
-                if grad is None:
-                    continue
+                if grad is None or (in_backward and leaf.requires_grad):
+                    continue  # measured as the backward handed it over
                 delta = grad.detach() - old if old is not None else grad.detach().clone()
                 self._contrib[id(leaf)] = self._contrib[id(leaf)] + delta if id(leaf) in self._contrib else delta
         if self.track_nodes and result is not None:
             self._mark_outputs(result)
         return result
+
+    def _measure_in_backward(self, leaves: list[torch.Tensor]) -> list[Any]:
+        """Each leaf's contribution measured as the backward hands it over, by a tensor hook
+        registered last (it sees what the user's tensor hooks made of the gradient, which is what
+        is accumulated): a hook may step (a post-accumulate-grad hook: the optimizer step fused
+        into the backward) or zero (an old-style module backward hook) gradients inside the
+        backward, where after-minus-before would see neither."""
+        handles = []
+        for leaf in leaves:
+            if leaf.requires_grad:
+                handles.append(leaf.register_hook(functools.partial(self._contribution, leaf)))
+        return handles
+
+    def _contribution(self, leaf: torch.Tensor, grad: torch.Tensor) -> None:
+        with torch._C.DisableTorchFunction():
+            held = leaf.grad
+            if held is None or not bool(held.detach().any()):
+                self._contrib.pop(id(leaf), None)  # zeroed since: its contribution restarts
+            delta = grad.detach().clone()
+            self._contrib[id(leaf)] = self._contrib[id(leaf)] + delta if id(leaf) in self._contrib else delta
 
     def unneeded_retains(self) -> list[int]:
         return [b.index for b in self.backwards if b.retained and b.index not in self._needed]

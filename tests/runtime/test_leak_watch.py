@@ -31,6 +31,7 @@ from oracle.runner import reset_torch_state
 LEAKS: dict[str, tuple[int | None, str | None]] = {
     "GL201/bad_dict_history_lists.py": (27, "history['total']"),
     "GL201/bad_forward_hook_collects_live_activations.py": (16, "monitor.history"),
+    "GL201/bad_forward_hooks_over_named_modules_keep_activations.py": (15, "activations"),
     "GL201/bad_defaultdict_metrics_keep_losses.py": (15, "metrics['train/loss']"),
     "GL201/bad_meter_attribute_sum.py": (27, "losses.sum"),
     "GL201/bad_recent_losses_unbounded_deque.py": (15, "recent"),

@@ -154,6 +154,15 @@ class TorchEngine(Protocol):
         """``t.register_hook(fn)``: the handle."""
         ...
 
+    def register_post_accumulate_hook(self, tensor: TensorVal, args: list[Value], state: State,
+                                      site: ast.AST) -> Value:
+        """``leaf.register_post_accumulate_grad_hook(fn)``: the handle."""
+        ...
+
+    def run_post_accumulate_hooks(self, state: State, reach: BackwardReach, site: ast.AST) -> None:
+        """A ``backward()`` runs the post-accumulate hooks of the leaves it filled."""
+        ...
+
     def note_hooked_call(self, module: HeapRef, args: list[Value], output: Value, state: State,
                          site: ast.AST) -> None:
         """A module call: its full backward hooks run at a backward through its outputs."""

@@ -65,6 +65,9 @@ class BackwardEvent(Event):
     leaves: frozenset[int] = frozenset()  # leaf storages the backward accumulates into
     #: What the gradients are asked for: ``autograd.grad``'s inputs, ``backward(inputs=...)`` (else None).
     inputs: Value | None = None
+    #: It runs inside a hook of other backwards (a hook calling ``aux.backward()``): the graph
+    #: nodes those may still go through once the hook returns.
+    enclosing_may: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -113,6 +116,9 @@ class SavedEvent(Event):
 class StepEvent(Event):
     call: ast.Call
     storages: frozenset[int] | None  # the parameters it updates (None: unknown)
+    #: It runs in a post-accumulate-grad hook (the optimizer step fused into the backward):
+    #: its gradients are reset there, after the step, not at the top of a loop.
+    in_backward: bool = False
 
 
 @dataclass

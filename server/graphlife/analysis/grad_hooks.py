@@ -24,6 +24,12 @@ from graphlife.analysis.values import FunctionRef, PartialCall, TensorVal, Tri, 
 TENSOR = "tensor"  # ``t.register_hook(fn)``: ``fn(grad)``
 MODULE = "module"  # ``register_full_backward_hook``: ``fn(module, grad_input, grad_output)``
 MODULE_PRE = "module_pre"  # ``register_full_backward_pre_hook``: ``fn(module, grad_output)``
+#: ``leaf.register_post_accumulate_grad_hook(fn)``: ``fn(leaf)``, once the backward has added
+#: its gradient into ``leaf.grad`` (an optimizer step in the backward is its use).
+POST_ACCUMULATE = "post_accumulate"
+#: The deprecated ``module.register_backward_hook(fn)``: ``fn(module, grad_input, grad_output)``
+#: with the gradients of the module's last op only (torch warns); always a hook that may run.
+MODULE_LEGACY = "module_legacy"
 
 
 @dataclass(frozen=True)
@@ -31,7 +37,7 @@ class GradHook:
     """One function torch runs during the backwards that reach what it is registered on."""
 
     hook: FunctionRef | PartialCall  # a function of the project, or a ``functools.partial`` of one
-    kind: str  # TENSOR | MODULE | MODULE_PRE
+    kind: str  # TENSOR | MODULE | MODULE_PRE | POST_ACCUMULATE | MODULE_LEGACY
     #: The graph nodes whose gradient it sees: a non-leaf tensor's ``grad_fn``, or the
     #: ``grad_fn`` of the outputs of the hooked module call.
     nodes: frozenset[int] = frozenset()

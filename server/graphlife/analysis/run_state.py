@@ -71,6 +71,11 @@ class RunState:
     #: Backward hooks running (nested), each with gradients off because its backward did not
     #: create a graph: why a tensor made there has none (GL104's message).
     hooks_without_grad: int = 0
+    #: Post-accumulate-grad hooks running (nested): an optimizer step there is fused into the backward.
+    post_accumulate_hooks: int = 0
+    #: The graph nodes of the backwards whose hooks are running (a backward a hook runs is nested
+    #: in them: they go on through their graph after it).
+    running_backwards: list[frozenset[int]] = field(default_factory=list)
     #: Something read ``create_graph_seen`` to decide a value (a ``.grad``): what ran since this was
     #: last cleared depends on that fact (the ``self`` of a class is shared by both values of it
     #: when building it read nothing of it: :mod:`graphlife.analysis.self_cache`).

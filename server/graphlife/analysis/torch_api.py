@@ -14,7 +14,16 @@ import ast
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
-from graphlife.analysis import constants, distributions, growth, library_models, namedtuples, op_arguments, optable
+from graphlife.analysis import (
+    constants,
+    distributions,
+    growth,
+    library_models,
+    module_tree,
+    namedtuples,
+    op_arguments,
+    optable,
+)
 from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine_api import TorchEngine
 from graphlife.analysis.events import (
@@ -1381,6 +1390,8 @@ def call_method(interp: TorchEngine, state: State, receiver: Value, name: str, a
     receiver_expr = call.func.value if isinstance(call.func, ast.Attribute) else None
     if name == "register_hook" and isinstance(receiver, TensorVal) and not kwargs:
         return interp.register_tensor_hook(receiver, args, state, call)  # runs at the backwards reaching it
+    if name == "register_post_accumulate_grad_hook" and isinstance(receiver, TensorVal) and not kwargs:
+        return interp.register_post_accumulate_hook(receiver, args, state, call)  # after .grad accumulated
     if name.startswith("register_") and name.endswith("hook") and not (
         isinstance(receiver, HeapRef) and receiver.oid in state.heap and state.heap[receiver.oid].kind == "module"
         and "library_model" not in state.heap[receiver.oid].extra
@@ -1589,6 +1600,12 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         return ref
     if name == "forward":
         return call_module(interp, state, ref, args, kwargs, call)
+    if name in ("children", "modules", "named_children", "named_modules") and not kwargs and not args:
+        listed = (module_tree.children if name.endswith("children") else module_tree.modules)(state, ref)
+        if listed is not None:
+            # Every submodule is known: a loop over them registers each hook where torch does.
+            items = module_tree.as_items(listed, named=name.startswith("named_"))
+            return interp.new_list(state, items, call, literal=True)
     if name in ("children", "modules"):
         out = interp.new_object(state, "list", call)
         if name == "children" and "library_model" in state.heap[ref.oid].extra:
@@ -1614,7 +1631,7 @@ def call_module_method(interp: TorchEngine, state: State, ref: HeapRef, name: st
         return NONE
     if name in ("register_forward_hook", "register_forward_pre_hook"):
         return interp.register_module_hook(ref, name, args, state, call)
-    if name in ("register_full_backward_hook", "register_full_backward_pre_hook"):
+    if name in ("register_full_backward_hook", "register_full_backward_pre_hook", "register_backward_hook"):
         return interp.register_full_backward_hook(ref, args, state, call, name)
     if name in ("state_dict", "load_state_dict"):
         return UNKNOWN
@@ -1646,7 +1663,8 @@ def call_optimizer_method(interp: TorchEngine, state: State, ref: HeapRef, name:
         if isinstance(closure, FunctionRef):
             run_step_closure(interp, state, closure, call)
             obj = state.heap[ref.oid]
-        interp.emit(StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages))
+        interp.emit(StepEvent(stmt=interp.current_stmt(), state=state, call=call, storages=obj.opt_storages,
+                              in_backward=interp.run_state.post_accumulate_hooks > 0))
         shares = interp.run_state.grad_shares
         for storage in sorted(obj.opt_storages or ()):
             state.bump(storage, interp.current_stmt())
@@ -2013,8 +2031,31 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
     inputs = (args[1] if len(args) >= 2 else kwargs.get("inputs")) if kind == "grad" else kwargs.get("inputs")
     interp.emit(BackwardEvent(stmt=stmt, state=state, call=call, root=root, root_expr=root_expr,
                               retain_graph=retain_flag, kind=kind, must=must, may=may,
-                              create_graph=create_flag, leaves=frozenset(leaves), inputs=inputs))
+                              create_graph=create_flag, leaves=frozenset(leaves), inputs=inputs,
+                              enclosing_may=frozenset().union(*interp.run_state.running_backwards)))
     interp.backward_count += 1
+    running = interp.run_state.running_backwards
+    running.append(frozenset(may))  # a backward one of its hooks runs is nested in this one
+    try:
+        _run_backward(interp, state, reach, call, kind, may, leaves, stmt)
+    finally:
+        running.pop()
+    if retain_flag is False:
+        for nid in must:
+            state.writable("freed").setdefault(nid, stmt)
+        for nid in may:
+            state.writable("may_freed").setdefault(nid, stmt)
+    elif retain_flag is None:
+        for nid in may:
+            state.writable("may_freed").setdefault(nid, stmt)
+    interp.run_escaped(state)  # tensor hooks and backward hooks run during the backward
+    return NONE
+
+
+def _run_backward(interp: TorchEngine, state: State, reach: BackwardReach, call: ast.Call, kind: str,
+                  may: set[int], leaves: set[int], stmt: ast.stmt) -> None:
+    """The hooks the backward reaches, the gradients it accumulates into the leaves, and the
+    post-accumulate hooks of those leaves, in torch's order."""
     interp.run_grad_hooks(state, reach, call)  # tensor hooks and the backward hooks of hooked module calls
     if kind == "backward" and (not may or any(interp.run_state.graph.nodes[n].partial for n in may)):
         # Part of this graph is unknown, so are the gradients it fills. The leaves the known part
@@ -2031,16 +2072,8 @@ def do_backward(interp: TorchEngine, state: State, root: Value, root_expr: ast.e
             state.writable("grads")[storage] = ("acc_stale", previous[1])
         else:
             state.writable("grads")[storage] = ("acc", stmt)
-    if retain_flag is False:
-        for nid in must:
-            state.writable("freed").setdefault(nid, stmt)
-        for nid in may:
-            state.writable("may_freed").setdefault(nid, stmt)
-    elif retain_flag is None:
-        for nid in may:
-            state.writable("may_freed").setdefault(nid, stmt)
-    interp.run_escaped(state)  # tensor hooks and backward hooks run during the backward
-    return NONE
+    if kind == "backward":
+        interp.run_post_accumulate_hooks(state, reach, call)  # they see (and may step) the filled .grad
 
 
 def _leaves_of(interp: TorchEngine, nodes: set[int]) -> frozenset[int]:

@@ -135,7 +135,8 @@ def on_unit_end(event: UnitEndEvent, ctx: RuleContext) -> None:
         handed_out = any(ctx.graph.nodes[n].partial for n in current.may) or any(
             opaque.nodes & current.may for seq, opaque in data.opaque if seq > current_seq[index]
         )
-        later = any(
+        # A backward a hook runs (inside another backward) is followed by the rest of that one.
+        later = bool(current.enclosing_may & current.may) or any(
             (other.may & current.may)
             # a later backward on a value we could not interpret may well reach it, and so may one
             # whose graph lost its way through a call we cannot follow that was given this graph

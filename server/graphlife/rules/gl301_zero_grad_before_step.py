@@ -89,6 +89,13 @@ CLEARS = MessageTemplate(
     "uses them: the step changes nothing. Move `zero_grad()` before the forward pass.",
     zh_cn="`{zero}` 在 `{step}` 使用梯度之前，就把反向传播刚算出的梯度清零了：这次优化步什么也没更新。"
     "请把 `zero_grad()` 移到前向传播之前。")
+CLEARS_IN_HOOK = MessageTemplate(
+    "GL301.clears-in-hook",
+    "`{zero}` clears the gradients the backward just computed, before `{step}` "
+    "uses them: the step changes nothing. The step runs in a post-accumulate-grad hook: reset the gradients "
+    "right after it.",
+    zh_cn="`{zero}` 在 `{step}` 使用梯度之前，就把反向传播刚算出的梯度清零了：这次优化步什么也没更新。"
+    "这次优化步在梯度累积后钩子中运行：请紧接在它之后清零梯度。")
 SEES_ZEROED = MessageTemplate(
     "GL301.sees-zeroed", "this step sees zeroed gradients",
     zh_cn="这次优化步看到的是已清零的梯度")
@@ -109,6 +116,10 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
         return
     zero_stmt = statuses[0][1] if statuses[0] is not None else None
     if zero_stmt is None:
+        return
+    if event.in_backward:  # fused into the backward: a reset before it is no fix
+        message = CLEARS_IN_HOOK(zero=ctx.text(zero_stmt), step=ctx.text(event.call))
+        ctx.report(RULE, ctx.span(zero_stmt), message, related=[Related(ctx.span(event.call), SEES_ZEROED())])
         return
     message = CLEARS(zero=ctx.text(zero_stmt), step=ctx.text(event.call))
     fixes: list[FixRecipe] = []

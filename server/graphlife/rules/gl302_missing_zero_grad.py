@@ -16,6 +16,11 @@ local_param.grad`, as A3C workers do) are reported too when that tensor is never
 reset: the global optimizer's `zero_grad()` only sets their `.grad` to None, and
 the local backward keeps adding to the tensor they are given again.
 
+A step fused into the backward (`p.register_post_accumulate_grad_hook(hook)` with
+`optimizers[p].step()` in the hook, which torch runs once the backward has added
+`p`'s gradient to `p.grad`) is followed too: without `optimizers[p].zero_grad()`
+right after it in the hook, the next backward adds to what it already applied.
+
 ## Why is this bad?
 `backward()` adds to `.grad`. Without a reset, each step uses the sum of every
 earlier gradient: the effective learning rate grows and training diverges or
@@ -58,7 +63,7 @@ from graphlife.analysis.doc_languages import Translation
 from graphlife.analysis.events import GradShareEvent, StepEvent, UnitEndEvent, ZeroGradEvent
 from graphlife.analysis.rule_api import Rule, RuleContext, RuleDoc
 from graphlife.findings import FixRecipe, MessageTemplate, Related, Severity
-from graphlife.recipes import UNSAFE, InsertBefore
+from graphlife.recipes import UNSAFE, InsertAfter, InsertBefore
 
 ZH_CN = Translation(
     """训练循环每轮迭代都执行优化步，却从不重置梯度。
@@ -69,6 +74,8 @@ ZH_CN = Translation(
 本文件中没有任何地方调用的训练步函数（`def train(self, batch)`，由另一个模块每个 batch 调用一次），如果它执行了反向传播和优化步，而它自身、它所在的类和模块都从不重置这些梯度，也会被报告：从第二次调用开始，它就有同样的问题。
 
 参数被交给另一个模型的梯度张量时（`global_param._grad = local_param.grad`，A3C 的 worker 就这样做），如果那个张量从不被重置，也会被报告：全局优化器的 `zero_grad()` 只把参数的 `.grad` 设为 None，而本地的反向传播不断往那个张量里累加，下一次它又被交给参数。
+
+融合进反向传播的优化步（`p.register_post_accumulate_grad_hook(hook)`，钩子中执行 `optimizers[p].step()`；torch 在反向传播把 `p` 的梯度累加到 `p.grad` 之后运行它）也会被跟踪：如果钩子中没有紧接着调用 `optimizers[p].zero_grad()`，下一次反向传播就会累加到它已经用过的梯度上。
 
 ## 为什么这是问题？
 `backward()` 是往 `.grad` 上累加。不重置的话，每一步用的都是之前所有梯度之和：有效学习率越来越大，训练发散或停滞——而且不报任何错。
@@ -96,7 +103,7 @@ for x, y in loader:
 ## 修复的安全性
 不安全：在循环开头加 `zero_grad()` 会改变每一步的更新量（梯度不再累积）；只在加 `--unsafe-fixes` 时应用。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="0d47a6db0432",
+    translates="c8fb22f5589e",
 )
 
 RULE = Rule(
@@ -122,6 +129,20 @@ NEVER_RESET_NO_STEP = MessageTemplate(
     "used, " + _SUM,
     zh_cn="梯度从未清零：`{step}` 把新的梯度叠加在之前某次优化步已经用过的梯度之上，" + _SUM_ZH,
 )
+
+_IN_HOOK = ("so every step applies the sum of all earlier gradients. The step runs in a post-accumulate-grad hook: "
+            "call `{optimizer}.zero_grad()` right after it.")
+_IN_HOOK_ZH = ("因此每次优化步用的都是之前所有梯度的累加和。"
+               "这次优化步在梯度累积后钩子中运行：请紧接着它调用 `{optimizer}.zero_grad()`。")
+NEVER_RESET_IN_HOOK = MessageTemplate(
+    "GL302.never-reset-in-hook",
+    "Gradients are never reset: `{step}` applies the new gradients on top of the ones an earlier backward's step "
+    "already used, " + _IN_HOOK,
+    zh_cn="梯度从未清零：`{step}` 把新的梯度叠加在之前某次反向传播中的优化步已经用过的梯度之上，" + _IN_HOOK_ZH,
+)
+AFTER_STEP_TITLE = MessageTemplate(
+    "fix.zero-grad-after-step", "Call `{optimizer}.zero_grad()` after the step",
+    zh_cn="在优化步之后调用 `{optimizer}.zero_grad()`")
 
 
 SHARED = MessageTemplate(
@@ -208,6 +229,9 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     earlier_step = statuses[0][1] if statuses[0] is not None else None
     receiver = _optimizer_text(ctx, event.stmt)
     optimizer = receiver or "optimizer"  # the user's name for it (`opt`, `self.optimizer`)
+    if event.in_backward:
+        _report_in_hook(event, ctx, receiver)
+        return
     if earlier_step is not None:
         message = NEVER_RESET(step=ctx.text(event.call), earlier=ctx.text(earlier_step), line=ctx.line(earlier_step),
                               optimizer=optimizer)
@@ -229,6 +253,17 @@ def on_step(event: StepEvent, ctx: RuleContext) -> None:
     related = ([Related(ctx.span(earlier_step), EARLIER_STEP())]
                if earlier_step is not None else [])
     ctx.report(RULE, ctx.span(event.stmt), message, related=related, fixes=fixes)
+
+
+def _report_in_hook(event: StepEvent, ctx: RuleContext, receiver: str | None) -> None:
+    """The step is fused into the backward (a post-accumulate-grad hook): the gradients are reset
+    right after it, in the hook, where the names it steps with are bound (not at a loop's top)."""
+    message = NEVER_RESET_IN_HOOK(step=ctx.text(event.call), optimizer=receiver or "optimizer")
+    fixes: list[FixRecipe] = []
+    if receiver and event.stmt.lineno == event.stmt.end_lineno:
+        fixes.append(InsertAfter(title=AFTER_STEP_TITLE(optimizer=receiver), applicability=UNSAFE,
+                                 anchor=ctx.span(event.stmt), code=f"{receiver}.zero_grad()"))
+    ctx.report(RULE, ctx.span(event.stmt), message, fixes=fixes)
 
 
 def _report_shared(event: StepEvent, ctx: RuleContext, share: ast.stmt) -> None:

@@ -25,6 +25,13 @@ So, as torch does (``torch/utils/hooks.py``' ``BackwardHook``, ``Tensor.register
   tuples with an item per output, per positional argument of the call, ``None`` where
   that item is not a tensor requiring grad. A pre-hook's result replaces
   ``grad_output``, a hook's replaces ``grad_input`` for the next hook.
+- ``leaf.register_post_accumulate_grad_hook(fn)`` keeps ``fn`` on the leaf: each
+  ``backward()`` that accumulates into the leaf's ``.grad`` calls ``fn(leaf)`` after it
+  did (``autograd.grad`` accumulates nothing and runs none): an optimizer step there
+  (fused into the backward) uses, and a ``zero_grad()`` there resets, that gradient.
+- The deprecated ``module.register_backward_hook(fn)``: torch hangs ``fn`` on the node of
+  the call's first output (the forward's last op) and passes that op's gradients, tuples
+  whose length depends on the op; it always may run, with gradients the engine does not know.
 - A hook runs for certain only where the backward certainly reaches what it is
   registered on, it is registered on every path, and the backward runs the whole graph
   (``torch.autograd.grad`` and ``inputs=`` run only part of it). Elsewhere it may run:
@@ -43,7 +50,17 @@ import ast
 
 from graphlife.analysis import no_graph_reasons as reasons
 from graphlife.analysis.engine.core import EngineCore
-from graphlife.analysis.grad_hooks import MODULE, MODULE_PRE, TENSOR, BackwardReach, GradHook, followable, without
+from graphlife.analysis.grad_hooks import (
+    MODULE,
+    MODULE_LEGACY,
+    MODULE_PRE,
+    POST_ACCUMULATE,
+    TENSOR,
+    BackwardReach,
+    GradHook,
+    followable,
+    without,
+)
 from graphlife.analysis.state import State
 from graphlife.analysis.torch_api import param_storages
 from graphlife.analysis.values import (
@@ -65,11 +82,15 @@ from graphlife.analysis.values import (
 BACKWARD_TABLES = {
     "register_full_backward_hook": "__full_backward_hooks__",
     "register_full_backward_pre_hook": "__full_backward_pre_hooks__",
+    "register_backward_hook": "__backward_hooks__",
 }
-_KIND_OF_TABLE = {"__full_backward_hooks__": MODULE, "__full_backward_pre_hooks__": MODULE_PRE}
+#: The tables of full backward hooks: torch wraps the module's inputs and outputs in views for them.
+FULL_BACKWARD_TABLES = frozenset({"__full_backward_hooks__", "__full_backward_pre_hooks__"})
+_KIND_OF_TABLE = {"__full_backward_hooks__": MODULE, "__full_backward_pre_hooks__": MODULE_PRE,
+                  "__backward_hooks__": MODULE_LEGACY}
 #: The order in which torch runs the hooks of one module call: pre-hooks at its outputs'
 #: gradients, tensor hooks of its outputs, then the hooks once its inputs' gradients are known.
-_RUN_ORDER = {MODULE_PRE: 0, TENSOR: 1, MODULE: 2}
+_RUN_ORDER = {MODULE_PRE: 0, TENSOR: 1, MODULE_LEGACY: 2, MODULE: 2, POST_ACCUMULATE: 3}
 
 
 class BackwardHookParts(EngineCore):
@@ -90,6 +111,23 @@ class BackwardHookParts(EngineCore):
         certain = (tensor.certain and tensor.requires_grad is True and tensor.leaf is not None
                    and (tensor.leaf is False or tensor.storage is not None))
         entry = GradHook(hook=hook, kind=TENSOR, nodes=nodes, storages=storages, grads_of=(tensor,),
+                         certain=certain, site=site, order=self.fresh())
+        return self._registered(entry, state, site)
+
+    def register_post_accumulate_hook(self, tensor: TensorVal, args: list[Value], state: State,
+                                      site: ast.AST) -> Value:
+        """``leaf.register_post_accumulate_grad_hook(fn)``: keep ``fn`` on the leaf; every
+        ``backward()`` that accumulates into its ``.grad`` then calls ``fn(leaf)`` (torch: not
+        ``autograd.grad``, which accumulates nothing). Torch raises on a non-leaf or a tensor that
+        does not require grad; the engine follows only a leaf it knows."""
+        hook = followable(args[0]) if args else None
+        storages = param_storages(tensor, state) if tensor.leaf is True and tensor.requires_grad is not False \
+            else frozenset()
+        if hook is None or not storages:
+            self.escape(args, state)
+            return UNKNOWN
+        certain = tensor.certain and tensor.requires_grad is True
+        entry = GradHook(hook=hook, kind=POST_ACCUMULATE, storages=storages, grads_of=(tensor,),
                          certain=certain, site=site, order=self.fresh())
         return self._registered(entry, state, site)
 
@@ -146,10 +184,16 @@ class BackwardHookParts(EngineCore):
                 self.escape(list[Value](hooks), state)
                 continue
             for hook in sorted(hooks, key=_function_key):
-                if not nodes:
+                hooked, certain = nodes, hook in sure
+                if kind == MODULE_LEGACY:
+                    # Torch hangs it on the node that made the first output that has one (the
+                    # module's last op), and what it passes depends on that op: it may run.
+                    first = next((o for o in outputs if isinstance(o, TensorVal) and o.grad_fn), None)
+                    hooked, certain = (first.grad_fn if first is not None else frozenset()), False
+                if not hooked:
                     continue
-                entry = GradHook(hook=hook, kind=kind, nodes=nodes, grads_of=tuple(outputs), inputs=tuple(args),
-                                 module=module, certain=hook in sure, site=site, order=self.fresh())
+                entry = GradHook(hook=hook, kind=kind, nodes=hooked, grads_of=tuple(outputs), inputs=tuple(args),
+                                 module=module, certain=certain, site=site, order=self.fresh())
                 state.grad_hooks = state.grad_hooks | {entry}
 
     # -- the backward ----------------------------------------------------------------------------------
@@ -157,8 +201,8 @@ class BackwardHookParts(EngineCore):
         """Run the hooks this backward reaches, in torch's order (the output end of the graph
         first, the leaves last), each for certain or joined with the state where it did not run.
         Where the graph has parts the engine does not see, every hook may be reached through them."""
-        hooks = [h for h in state.grad_hooks
-                 if reach.open or h.nodes & reach.may or h.storages & reach.leaves_may]
+        hooks = [h for h in state.grad_hooks if h.kind != POST_ACCUMULATE
+                 and (reach.open or h.nodes & reach.may or h.storages & reach.leaves_may)]
         if not hooks:
             return
         hooks.sort(key=lambda h: (h.leaf_hook, -max(h.nodes, default=0), _RUN_ORDER[h.kind], h.order))
@@ -178,6 +222,23 @@ class BackwardHookParts(EngineCore):
             if spent:
                 state.grad_hooks = state.grad_hooks - spent
 
+    def run_post_accumulate_hooks(self, state: State, reach: BackwardReach, site: ast.AST) -> None:
+        """After a ``backward()`` accumulated into the leaves' ``.grad``, the post-accumulate hooks
+        of the leaves it reached, each with its leaf (in the order they were registered): for
+        certain where the backward certainly reaches the leaves and the hook is registered on
+        every path, else joined with the state where it did not run."""
+        hooks = sorted((h for h in state.grad_hooks if h.kind == POST_ACCUMULATE
+                        and (reach.open or h.storages & reach.leaves_may)), key=lambda h: h.order)
+        for entry in hooks:
+            # Certain where the backward certainly reaches every leaf it may be registered on (a
+            # parameter of `model.parameters()` stands for each of them).
+            if reach.whole and entry.certain and entry.storages <= reach.leaves_must:
+                self._run_one(entry, state, reach, site, {})
+                continue
+            ran = state.copy()
+            self._run_one(entry, ran, reach, site, {})
+            state.adopt(State.join_all([ran, state]))
+
     def _run_one(self, entry: GradHook, state: State, reach: BackwardReach, site: ast.AST,
                  grads: dict[tuple[object, ...], Value]) -> None:
         """Run one hook as the autograd engine does: with gradients on only under ``create_graph``
@@ -194,6 +255,13 @@ class BackwardHookParts(EngineCore):
 
     def _call_hook(self, entry: GradHook, state: State, reach: BackwardReach, site: ast.AST,
                    grads: dict[tuple[object, ...], Value]) -> None:
+        if entry.kind == POST_ACCUMULATE:
+            self.run_state.post_accumulate_hooks += 1
+            try:
+                self._call(entry.hook, [entry.tensor() or UNKNOWN], state, site)
+            finally:
+                self.run_state.post_accumulate_hooks -= 1
+            return
         if entry.kind == TENSOR:
             place: tuple[object, ...] = (entry.nodes, entry.storages)
             tensor = entry.tensor()
@@ -203,6 +271,11 @@ class BackwardHookParts(EngineCore):
                 grads[place] = out
             return
         module = entry.module if entry.module is not None else UNKNOWN
+        if entry.kind == MODULE_LEGACY:
+            # The gradients of the module's last op: tuples whose length and items the engine does
+            # not know (what it returns replaces that op's grad_input: not followed).
+            self._call(entry.hook, [module, UNKNOWN, UNKNOWN], state, site)
+            return
         out_place = ("output", entry.nodes)
         grad_output = grads.get(out_place) or TupleVal(tuple(self.hook_gradient(o, reach, site)
                                                             for o in entry.grads_of))

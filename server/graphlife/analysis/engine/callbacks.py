@@ -15,12 +15,14 @@ So, as torch does:
   pre-hooks with ``(module, args)`` before the forward and its hooks with
   ``(module, args, output)`` after, and what a hook returns (when not ``None``)
   replaces the arguments or the output. ``handle.remove()`` takes it off again.
-- ``t.register_hook(fn)`` and ``module.register_full_backward_hook(fn)`` (and its
-  pre-hook) keep ``fn`` where torch keeps it, and the backwards that reach it run it
-  with the gradients torch passes (:mod:`graphlife.analysis.engine.backward_hooks`).
+- ``t.register_hook(fn)``, ``t.register_post_accumulate_grad_hook(fn)`` and
+  ``module.register_full_backward_hook(fn)`` (and its pre-hook, and the deprecated
+  ``register_backward_hook``, which may run) keep ``fn`` where torch keeps it, and the
+  backwards that reach it run it with what torch passes
+  (:mod:`graphlife.analysis.engine.backward_hooks`).
 - A function handed to code the engine does not follow (a hook registered on a
   module or tensor it does not know, a hook that is not a function of the project,
-  ``register_backward_hook``, a callback given to a library) *escapes*: from then on
+  a callback given to a library) *escapes*: from then on
   it may run at any call the engine cannot see into, at any module call and at any
   backward. There, what it may write is
   weakened (:mod:`graphlife.analysis.unseen_writes`): the attributes and containers
@@ -35,7 +37,7 @@ from __future__ import annotations
 import ast
 import functools
 
-from graphlife.analysis.engine.backward_hooks import BACKWARD_TABLES, BackwardHookParts
+from graphlife.analysis.engine.backward_hooks import BACKWARD_TABLES, FULL_BACKWARD_TABLES, BackwardHookParts
 from graphlife.analysis.escaped_runs import EscapedReads, EscapedRuns
 from graphlife.analysis.grad_hooks import GradHook
 from graphlife.analysis.state import State
@@ -218,7 +220,8 @@ class CallbackParts(BackwardHookParts):
         table = BACKWARD_TABLES[method]
         obj = state.heap_write(module.oid)
         obj.attrs[table] = _with_hook(obj.attrs.get(table), hook)
-        obj.backward_hooked = True
+        if table in FULL_BACKWARD_TABLES:
+            obj.backward_hooked = True
         handle = self.new_object(state, "hook_handle", site)
         handle_obj = state.heap[handle.oid]
         handle_obj.attrs["__module__"] = module
@@ -256,9 +259,9 @@ class CallbackParts(BackwardHookParts):
                 writable = state.heap_write(module.oid)
                 left = current.items - {hook}
                 writable.attrs[table] = Callbacks(left, current.sure - {hook})
-                if table in BACKWARD_TABLES.values() and not any(
+                if table in FULL_BACKWARD_TABLES and not any(
                         isinstance(t, Callbacks) and t.items
-                        for t in (writable.attrs.get(other) for other in BACKWARD_TABLES.values())):
+                        for t in (writable.attrs.get(other) for other in FULL_BACKWARD_TABLES)):
                     writable.backward_hooked = False
         return NONE
 

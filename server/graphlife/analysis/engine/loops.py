@@ -262,5 +262,12 @@ class Loops(EngineCore):
 
     @handles_expressions(ast.DictComp)
     def eval_dict_comprehension(self, expr: ast.DictComp, state: State) -> Value:
-        self.eval_comprehension(expr, state)
-        return self.new_object(state, "dict", expr)
+        """A dict whose values are the comprehension's one evaluated value (as a list comprehension's
+        element stands for every item): ``{p: SGD([p]) for p in model.parameters()}`` maps each
+        parameter to an optimizer of the parameters, and ``optimizers[p].step()`` steps it."""
+        listed = self.eval_comprehension(expr, state)
+        ref = self.new_object(state, "dict", expr)
+        element = state.heap[listed.oid].elem if isinstance(listed, HeapRef) and listed.oid in state.heap else None
+        if element is not None:
+            state.heap[ref.oid].elem = element
+        return ref
