@@ -30,6 +30,7 @@ from graphlife.cli_language import add_language_option, chosen_language
 from graphlife.config import CommandLineSettings, Config, config_for_path
 from graphlife.findings import localized
 from graphlife.output.report import SEVERITY_RANK, FileReport, Note, RunResult, exit_status
+from graphlife.output.text_render import quiet_broken_pipe
 from graphlife.text_lines import source_lines, source_lines_keepends
 
 if TYPE_CHECKING:
@@ -398,7 +399,7 @@ def _run_check_stdin(args: argparse.Namespace, mode: str, command_line: CommandL
         sys.stdout.write(fixed)
         sys.stdout.flush()
     except BrokenPipeError:
-        _quiet_broken_pipe()
+        quiet_broken_pipe()
     remaining = _check_one((name, config, "check", False, fixed, False, language))
     result = _result(args, [remaining], [], colour=False)
     from graphlife.output import write  # noqa: PLC0415
@@ -449,25 +450,13 @@ def _finish(args: argparse.Namespace, mode: str, reports: list[FileReport], note
             write(args.output_format, result, out)
         out.flush()
     except BrokenPipeError:  # `graphlife check ... | head`: the reader has what it wanted
-        _quiet_broken_pipe()
+        quiet_broken_pipe()
     finally:
         if out is not sys.stdout:
             out.close()
     read_error = any(note.level == "error" for note in result.notes)
     status = exit_status(result, args.fail_on, read_error or failed_write)
     return 0 if status == 1 and args.exit_zero else status
-
-
-def _quiet_broken_pipe() -> None:
-    """Point stdout at /dev/null so that the interpreter's own flush at exit raises nothing
-    (Python's documented way to end quietly when the reader of a pipe went away)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    finally:
-        os.close(devnull)
 
 
 def _apply_fixes(reports: list[FileReport], mode: str, configs: dict[str, Config], out: TextIO,
@@ -705,7 +694,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except BrokenPipeError:  # `graphlife rules | head`: the reader has what it wanted
-        _quiet_broken_pipe()
+        quiet_broken_pipe()
         return 0
 
 

@@ -32,7 +32,7 @@ import stat
 import sys
 
 from graphlife import i18n
-from graphlife.output.text_render import SEVERITY_RANK, Painter, write_report, write_summary
+from graphlife.output.text_render import SEVERITY_RANK, Painter, quiet_broken_pipe, write_report, write_summary
 from graphlife.project.cache_record import (
     cache_folder,
     default_settings_hold,
@@ -163,15 +163,3 @@ def _print(reports: list[_Report], language: str) -> int:
         quiet_broken_pipe()
     failing = syntax_errors or any(SEVERITY_RANK[f["severity"]] <= SEVERITY_RANK["warning"] for f in findings)
     return 1 if failing else 0
-
-
-def quiet_broken_pipe() -> None:
-    """Point stdout at /dev/null so that the interpreter's own flush at exit raises nothing
-    (Python's documented way to end quietly when the reader of a pipe went away)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    finally:
-        os.close(devnull)

@@ -1,4 +1,5 @@
-"""The text formats' writing of one file's findings and of the summary, importing nothing.
+"""The text formats' writing of one file's findings and of the summary, importing nothing the
+interpreter has not loaded already.
 
 Why apart from :mod:`graphlife.output.text`: a ``graphlife check`` answered from the cache
 of results (:mod:`graphlife.fast_check`) prints what the full command line prints, with
@@ -12,6 +13,9 @@ the message catalog check like every other template.
 """
 
 from __future__ import annotations
+
+import os
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -142,3 +146,15 @@ def write_summary(out: TextIO, severities: list[str], syntax_errors: int, files:
         out.write(say("text.all-passed", language, files=files_text))
     if partly:
         out.write(say("text.partly-one" if partly == 1 else "text.partly", language, n=partly))
+
+
+def quiet_broken_pipe() -> None:
+    """Point stdout at /dev/null so that the interpreter's own flush at exit raises nothing
+    (Python's documented way to end quietly when the reader of a pipe went away)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
