@@ -102,6 +102,10 @@ class SelfCache:
             built = self.built[key] = _build(interp, ref, func, state, writes)
         else:
             _redo_effects(interp, built)
+        if interp.run_state.self_built is not None:
+            interp.run_state.self_built.append(built)  # the unit cache keeps its reads apart
+        else:
+            _merge_reads(interp, built.touched, built.inlined)
         out = built.state.copy()
         if isinstance(built.value, HeapRef) and built.value.oid in out.heap:
             out.heap_write(built.value.oid).site = func  # made "at" the method, as when built for it
@@ -149,7 +153,6 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State, wri
         run.touched, run.unit_inlined, run.path_ends = outer_touched, outer_inlined, outer_ends or ends
         run.foreign_steps = outer_foreign
         run.create_graph_read = outer_read or run.create_graph_read
-    _merge_reads(interp, touched, inlined)
     return built
 
 
@@ -190,7 +193,6 @@ def _class_names(tree: ast.Module) -> frozenset[str]:
 
 
 def _redo_effects(interp: EngineParts, built: BuiltSelf) -> None:
-    _merge_reads(interp, built.touched, built.inlined)
     interp.inlined.update(built.inlined)
     run = interp.run_state
     run.zeroed_after.update(built.zeroed_added)
