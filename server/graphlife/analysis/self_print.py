@@ -62,6 +62,8 @@ _ID_FIELDS: dict[type, dict[str, str | None]] = {
     ClassRef: {"key": None},
     HeapRef: {"oid": "i"},
 }
+#: Entries of :attr:`HeapObject.extra` that hold an id (the others hold values and records).
+_EXTRA_IDS = {"bias_storage": "i"}
 #: The state's maps keyed by ids, and the kind of their keys.
 _STATE_KEYS = {"heap": "i", "versions": "i", "bumps": "i", "grads": "i", "data_bumps": "i",
                "freed": "n", "may_freed": "n"}
@@ -168,12 +170,24 @@ class _Walk:
             if skip_site and name == "site":
                 continue
             value = getattr(thing, name)
-            if name in special:
+            if name == "extra" and isinstance(thing, HeapObject):
+                self.extra(value)
+            elif name in special:
                 id_kind = special[name]
                 if id_kind is not None:
                     self.idents(id_kind, value)
             else:
                 self.value(value)
+
+    def extra(self, extra: dict[str, Any]) -> None:
+        self.out.append((dict, len(extra)))
+        for key in sorted(extra):
+            self.out.append(key)
+            kind = _EXTRA_IDS.get(key)
+            if kind is None:
+                self.value(extra[key])
+            else:
+                self.ident(kind, extra[key])
 
     def unordered(self, items: frozenset[Any] | set[Any]) -> None:
         """A set of values, in an order that does not depend on ids (ties keep the set's order:

@@ -151,6 +151,7 @@ class UnitCache:
         self.selves_matched = 0
         self._prints: dict[int, tuple[BuiltSelf, Print | None]] = {}  # per build of this version
         self._successors: dict[int, tuple[Region, LineMap] | None] = {}  # per old region, this version
+        self._compared: dict[tuple[int, int], tuple[Print, Print, bool]] = {}  # prints compared, this version
 
     # -- one version --------------------------------------------------------------------
     def begin_rules(self, rules_key: tuple[object, ...]) -> None:
@@ -166,6 +167,7 @@ class UnitCache:
         self.replayed = self.ran = self.calls_replayed = self.calls_ran = self.selves_matched = 0
         self._prints = {}
         self._successors = {}
+        self._compared = {}
         self.regions.update(parsed.blocks, parsed.index.parents, parsed.tree, self.version)
         self._statement_blocks = [
             block for block in parsed.blocks if any(not isinstance(stmt, _DEFINITIONS) for stmt in block.statements)
@@ -267,7 +269,7 @@ class UnitCache:
         if not isinstance(built, BuiltSelf):
             return False
         found = self._print_of(interp, built)
-        if found is None or not same_prints(entry.self_print, found, self._successor):
+        if found is None or not self._same_prints(entry.self_print, found):
             return False
         reads = entry.reads + entry.self_reads
         try:
@@ -288,6 +290,16 @@ class UnitCache:
         entry.self_inlined = self_inlined
         entry.self_print = found
         return True
+
+    def _same_prints(self, old: Print, new: Print) -> bool:
+        """``same_prints``, once per pair of prints in a version (the methods of a class share them)."""
+        key = (id(old), id(new))
+        known = self._compared.get(key)
+        if known is not None and known[0] is old and known[1] is new:
+            return known[2]
+        same = same_prints(old, new, self._successor)
+        self._compared[key] = (old, new, same)
+        return same
 
     def _moved(self, region: Region) -> tuple[Region, LineMap | None] | None:
         if region.seen == self.version:
