@@ -433,9 +433,10 @@ def report(results: dict, edits: int, file_target: int | None = None) -> str:
             "an edit in it runs that caller again. In *one class* a class block keeps its body as segments",
             "(`graphlife/analysis/class_body.py`): an edit parses and indexes the method it is in, and runs",
             "that method again (and a neighbour whose GL302 answer read it); the methods' `self` is built",
-            "again once (`graphlife/analysis/self_cache.py`). An edit in `__init__` or in code it calls",
-            "runs every method again: each starts from the `self` that `__init__` makes (in DeepSpeed's",
-            "engine, four of the five edits are there: `__init__` calls the `_configure_*` methods).",
+            "again once (`graphlife/analysis/self_cache.py`). After an edit in `__init__` or in code it calls,",
+            "the `self` each method starts from is built again once and compared with the one the methods'",
+            "records started from (`graphlife/analysis/self_print.py`): the same (a comment, a log string),",
+            "the methods are replayed; another (an attribute added), they all run again.",
             "\"none (stopped)\": the analysis ran past the checker's time box + 5 s and the server stopped it.",
             "",
         ]

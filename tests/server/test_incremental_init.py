@@ -182,3 +182,38 @@ def test_fixtures_under_init_edits(group: str) -> None:
         _assert_same(checker, source, f"{group} #{number} as written")
         for step, version in enumerate(_init_edits(source, seed=number)):
             _assert_same(checker, version, f"{group} #{number} after __init__ edit {step + 1}")
+
+
+_HOOK_ON_SELF = '''import torch
+
+
+class Model:
+    def __init__(self):
+        self.w = torch.randn(3, requires_grad=True)
+
+        def scale(x):
+            return x * 2
+
+        self.scale = scale
+
+    def step(self, x):
+        y = self.scale(self.w * x).sum()
+        y.backward()
+        y.backward()
+        return y.item()
+'''
+
+
+def test_an_edit_in_a_function_init_keeps_on_self_is_seen_by_the_methods() -> None:
+    """A function defined in ``__init__`` and kept on ``self`` stands for its code in the print:
+    an edit of its body is another ``self`` (and another finding in the method calling it)."""
+    checker = IncrementalChecker()
+    _assert_same(checker, _HOOK_ON_SELF, "as written")
+    source = _HOOK_ON_SELF
+    for old, new in [("            return x * 2\n", "            return (x * 2).detach()\n"),
+                     ("            return (x * 2).detach()\n", "            # twice\n            return x * 2\n"),
+                     ("        self.w = torch.randn(3, requires_grad=True)\n",
+                      "        # the weights\n        self.w = torch.randn(3, requires_grad=True)\n")]:
+        assert old in source
+        source = source.replace(old, new, 1)
+        _assert_same(checker, source, f"after {new!r}")

@@ -22,7 +22,10 @@ that method. What building it did to the interpreter is done again at each reuse
 the functions and classes it read (the unit cache's dependencies:
 ``Interpreter.touch``), the functions it inlined (not analyzed alone later), the
 ``zero_grad`` statements it noted, whether ``__init__`` never returns, and the
-``create_graph`` fact.
+``create_graph`` fact. While the language server's unit cache records a unit, the code a
+build read is handed to it apart (``RunState.self_built``), not as the unit's own: after an
+edit there the unit is replayed when the ``self`` built again is the same
+(:mod:`graphlife.analysis.self_print`).
 
 The hover's stories (``Interpreter.watch``) use it too: they tell each expression's
 latest value, and the ``self`` a method reuses holds what building it held the first

@@ -75,13 +75,16 @@ Place = tuple[Region, int, int, int, int]
 
 class At:
     """A syntax node in a print: where it is (``None``: not in a region; then only the node
-    itself is equal to it)."""
+    itself is equal to it). ``header``: a function the build ran (inlined), whose code is in
+    the regions the build read and whose effects are in the print: its name and first line
+    stand for it. Any other function in a print (a hook kept on ``self``) stands for its code."""
 
-    __slots__ = ("node", "place")
+    __slots__ = ("header", "node", "place")
 
-    def __init__(self, node: ast.AST, place: Place | None) -> None:
+    def __init__(self, node: ast.AST, place: Place | None, header: bool = False) -> None:
         self.node = node
         self.place = place
+        self.header = header
 
 
 class _Id:
@@ -268,7 +271,10 @@ def print_of(built: BuiltSelf, locate: Callable[[ast.AST], Place | None], nodes:
     inlined = [node for key, node in built.touched.items() if key in built.inlined]
     if len(inlined) != len(built.inlined):
         return None
-    walk.unordered(set(inlined))
+    parts = sorted(((_sort_key([At(node, locate(node))]), At(node, locate(node), header=True)) for node in inlined),
+                   key=lambda part: part[0])
+    walk.out.append(("inlined", len(parts)))
+    walk.out.extend(part[1] for part in parts)
     ranks: dict[str, dict[int, int]] = {}
     for kind in ("i", "n"):
         raws = sorted({token.raw for token in walk.out if isinstance(token, _Id) and token.kind == kind})
@@ -338,13 +344,17 @@ def _same_place(before: At, after: At, successor: Callable[[Region], tuple[Regio
         return False
     region, line, end_line, column, end_column = old
     if isinstance(before.node, _DEFINITIONS):
-        # a function or class: its name where it starts (its body is code of its own regions)
-        if getattr(before.node, "name", None) != getattr(after.node, "name", None) or column != new[3]:
+        if getattr(before.node, "name", None) != getattr(after.node, "name", None) or before.header != after.header:
             return False
-        if region is new[0]:
-            return line == new[1]
-        moved = successor(region)
-        return moved is not None and moved[0] is new[0] and moved[1].line(line) == new[1]
+        if before.header or not region.mappable:
+            # a function the build ran, or a class (its methods are regions of their own): its
+            # name where it starts
+            if column != new[3]:
+                return False
+            if region is new[0]:
+                return line == new[1]
+            moved = successor(region)
+            return moved is not None and moved[0] is new[0] and moved[1].line(line) == new[1]
     if (column, end_column) != new[3:]:
         return False
     if region is new[0]:

@@ -13,7 +13,13 @@ alone with unknown arguments. A unit's findings depend only on
   names of functions and classes and the bases of classes, and which of those
   names are bound again somewhere (``TreeIndex.rebound``);
 - one fact carried from earlier units: whether a ``backward(create_graph=True)``
-  was seen (a later ``.grad`` then has a graph of its own).
+  was seen (a later ``.grad`` then has a graph of its own);
+- for a method analyzed alone, the ``self`` it starts from. The code its build read
+  (``__init__`` and what it calls) is kept apart from the unit's own: while it is
+  unchanged, so is the build; when it changed, the ``self`` is built again (once per class)
+  and the unit is replayed if it prints the same as the recorded one
+  (:mod:`graphlife.analysis.self_print`), its lines in an edited method moved through
+  the lines the edit kept.
 
 While all of those are unchanged, the cache replays the unit's reports (each
 ``Reporter.report`` call in order, so the de-duplication across units happens
