@@ -137,7 +137,7 @@ class _Walk:
         else:
             self.ident(kind, raw)
 
-    def value(self, thing: Any) -> None:  # noqa: C901 - one case per kind of thing, flat
+    def value(self, thing: Any) -> None:
         out = self.out
         if thing is None or isinstance(thing, (bool, int, float, str, complex, bytes)):
             out.append((type(thing), thing))

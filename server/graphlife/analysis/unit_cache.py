@@ -60,7 +60,7 @@ from graphlife.analysis.regions import Region, RegionMap
 from graphlife.analysis.rule_api import LogMark, ReportArgs, Reporter
 from graphlife.analysis.run_state import CallFrame, RunState
 from graphlife.analysis.self_cache import BuiltSelf
-from graphlife.analysis.self_print import At, LineMap, Place, Print, print_of, same_prints
+from graphlife.analysis.self_print import LineMap, Place, Print, print_of, same_prints
 from graphlife.analysis.state import State
 from graphlife.analysis.unseen_writes import attribute_write_names
 from graphlife.analysis.values import ClassRef, FunctionRef, TupleVal, Value
