@@ -349,7 +349,7 @@ class UnitCache:
 
         try:
             found = print_of(built, locate, interp.run_state.graph.nodes)
-        except RecursionError:
+        except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the methods run
             found = None
         self._prints[id(built)] = (built, found)
         return found
