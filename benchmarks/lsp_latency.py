@@ -263,6 +263,28 @@ def _insert_a_line(lines: list[str], number: int) -> tuple[int, int, str]:
     return line, len(lines[line]), "\n" + " " * indent + f"_bench_edit_{number} = 0"
 
 
+def _in_init(comment: bool):
+    """Edits inside the ``__init__`` of the file's longest class, each a new line after a one-line
+    statement of its body: a comment (``comment``: what a method starts from does not change),
+    or an attribute nothing else reads (``self._bench_attr_N = N``: the ``self`` every method
+    starts from has one more attribute)."""
+
+    def edit(lines: list[str], number: int) -> tuple[int, int, str]:
+        tree = ast.parse("\n".join(lines))
+        classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+        biggest = max(classes, key=lambda node: (node.end_lineno or node.lineno) - node.lineno)
+        init = next(node for node in biggest.body if isinstance(node, ast.FunctionDef) and node.name == "__init__")
+        targets = [statement.lineno - 1 for statement in init.body
+                   if isinstance(statement, (ast.Assign, ast.Expr)) and statement.lineno == statement.end_lineno
+                   and not isinstance(getattr(statement, "value", None), ast.Constant)]
+        line = targets[(number * 37) % len(targets)]
+        indent = len(lines[line]) - len(lines[line].lstrip())
+        added = f"# bench note {number}" if comment else f"self._bench_attr_{number} = {number}"
+        return line, len(lines[line]), "\n" + " " * indent + added
+
+    return edit
+
+
 async def _edit(client: LanguageClient, uri: str, source: str, make_edit, edits: int) -> tuple[list[float], str]:
     """``edits`` versions, each one ``make_edit(lines, n)`` -> (line, character, inserted text);
     the latencies beyond the debounce."""
@@ -291,7 +313,7 @@ async def _edit(client: LanguageClient, uri: str, source: str, make_edit, edits:
     return latencies, text
 
 
-async def run(edits: int, file: Path | None = None) -> dict:
+async def run(edits: int, file: Path | None = None, shapes: list[str] | None = None) -> dict:
     client = _client()
     await client.start_io(sys.executable, "-m", "graphlife", "lsp")
     pid = client._server.pid
@@ -300,9 +322,15 @@ async def run(edits: int, file: Path | None = None) -> dict:
     results: dict = {"rss_start": _rss_mb(pid), "rows": [], "rss_shapes": [], "processes": []}
     folder = Path(tempfile.mkdtemp(prefix="graphlife-bench-"))
     cases = [(shape, make, _append_plus_zero(marker), sizes) for shape, (make, marker, sizes) in SHAPES.items()]
+    cases += [(f"one class: {what} in `__init__`", one_class_module, _in_init(what == "comment"),
+               (DEEPSPEED_ENGINE_LINES,)) for what in ("comment", "attribute")]
     if file is not None:
         text = file.read_text(encoding="utf-8")
         cases.append((f"file {file.name}", lambda size: text, _insert_a_line, (0,)))
+        cases += [(f"file {file.name}: {what} in `__init__`", lambda size: text, _in_init(what == "comment"), (0,))
+                  for what in ("comment", "attribute")]
+    if shapes:
+        cases = [case for case in cases if any(case[0].startswith(shape) for shape in shapes)]
     for shape, make, make_edit, sizes in cases:
         # The files up to 5,000 lines are open together while edited (the memory target is about
         # the two small *functions* files); a bigger one is opened after them.
@@ -369,7 +397,9 @@ def report(results: dict, edits: int, file_target: int | None = None) -> str:
             "calls in one `main()` that the module body calls. *one class*: the size of DeepSpeed's",
             f"`runtime/engine.py` ({DEEPSPEED_ENGINE_LINES} lines), one `nn.Module` whose methods are the training",
             "steps, so the whole class is one top-level block."
-            + (" *file*: a real file given with `--file` (not in the repository)." if file_rows else ""),
+            + (" *file*: a real file given with `--file` (not in the repository)." if file_rows else "")
+            + " *comment / attribute in `__init__`*: the same file, each edit a new line in the `__init__`",
+            "of its longest class: a comment, or an attribute that no method reads.",
             "Files over the server's `ISOLATE_CHARS` (500,000 characters) are analyzed in their own",
             "checker process (`graphlife/lsp/isolated.py`), which keeps the document's incremental checker",
             "between edits; the others on a server thread. Every file stays open in the one server, in",
@@ -403,9 +433,10 @@ def report(results: dict, edits: int, file_target: int | None = None) -> str:
             "an edit in it runs that caller again. In *one class* a class block keeps its body as segments",
             "(`graphlife/analysis/class_body.py`): an edit parses and indexes the method it is in, and runs",
             "that method again (and a neighbour whose GL302 answer read it); the methods' `self` is built",
-            "again once (`graphlife/analysis/self_cache.py`). An edit in `__init__` or in code it calls",
-            "runs every method again: each starts from the `self` that `__init__` makes (in DeepSpeed's",
-            "engine, four of the five edits are there: `__init__` calls the `_configure_*` methods).",
+            "again once (`graphlife/analysis/self_cache.py`). After an edit in `__init__` or in code it calls,",
+            "the `self` each method starts from is built again once and compared with the one the methods'",
+            "records started from (`graphlife/analysis/self_print.py`): the same (a comment, a log string),",
+            "the methods are replayed; another (an attribute added), they all run again.",
             "\"none (stopped)\": the analysis ran past the checker's time box + 5 s and the server stopped it.",
             "",
         ]
@@ -626,6 +657,8 @@ def main() -> None:
     parser.add_argument("--project", type=int, nargs="?", const=20, metavar="FILES",
                         help="measure an edit in an imported module of a generated project instead (20 files)")
     parser.add_argument("--no-write", action="store_true", help="print only; do not touch RESULTS.md")
+    parser.add_argument("--shapes", nargs="+", metavar="SHAPE",
+                        help="measure only the rows whose shape starts with one of these (e.g. 'one class' 'file')")
     args = parser.parse_args()
     if args.project:
         text = project_report(asyncio.run(run_project(args.project, args.edits)), args.edits)
@@ -633,7 +666,7 @@ def main() -> None:
         if not args.no_write:
             write_section(text, PROJECT_SECTION)
         return
-    results = asyncio.run(run(args.edits, args.file))
+    results = asyncio.run(run(args.edits, args.file, args.shapes))
     text = report(results, args.edits, args.file_target)
     print(text)
     if not args.no_write:

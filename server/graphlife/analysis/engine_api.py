@@ -204,8 +204,11 @@ class UnitRecorder(Protocol):
     """What the engine asks of the language server's cache of units and calls
     (:class:`graphlife.analysis.unit_cache.UnitCache`)."""
 
-    def run(self, engine: EngineParts, unit: ast.AST, run: Callable[[], None]) -> None:
-        """Replay ``unit`` if nothing it read changed, else ``run()`` it and record it."""
+    def run(self, engine: EngineParts, unit: ast.AST, run: Callable[[], None],
+            current_self: Callable[[], object] | None = None) -> None:
+        """Replay ``unit`` if nothing it read changed, else ``run()`` it and record it
+        (``current_self``: builds the ``self`` a method analyzed alone starts from, a
+        :class:`~graphlife.analysis.self_cache.BuiltSelf`)."""
         ...
 
     def read_definitions(self, engine: EngineParts) -> None:

@@ -135,6 +135,12 @@ class RegionMap:
         region.attach(node, block)
         return region
 
+    def methods_named(self, class_name: str, method_name: str) -> list[Region]:
+        """This version's regions of the methods ``method_name`` of the classes ``class_name``
+        (where an edited method went: :mod:`graphlife.analysis.self_print`)."""
+        return [region for key, regions in self._pool.items() if key[0] == "method" and key[1] == class_name
+                for region in regions if getattr(region.node, "name", None) == method_name]
+
     def region_of(self, node: ast.AST) -> Region | None:
         """The region that holds ``node``: its method's, its class's (a class itself), or its block's."""
         current: ast.AST | None = node

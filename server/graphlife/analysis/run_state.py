@@ -108,6 +108,10 @@ class RunState:
     #: and the functions it inlined (``None``: not recording).
     touched: dict[int, ast.AST] | None = None
     unit_inlined: set[int] | None = None
+    #: While the unit cache records a unit: the ``self`` builds it started from
+    #: (:class:`~graphlife.analysis.self_cache.BuiltSelf`), whose reads it keeps apart from the
+    #: unit's own (``None``: their reads count as the unit's).
+    self_built: list[object] | None = None
     #: Storages of values that may not be tensors (an input of a custom Function analyzed without
     #: its callers) which the run used where only a tensor works (a tensor method or attribute, the
     #: tensor argument of a torch op, ``@``, ``save_for_backward``): had they not been tensors, torch

@@ -22,7 +22,10 @@ that method. What building it did to the interpreter is done again at each reuse
 the functions and classes it read (the unit cache's dependencies:
 ``Interpreter.touch``), the functions it inlined (not analyzed alone later), the
 ``zero_grad`` statements it noted, whether ``__init__`` never returns, and the
-``create_graph`` fact.
+``create_graph`` fact. While the language server's unit cache records a unit, the code a
+build read is handed to it apart (``RunState.self_built``), not as the unit's own: after an
+edit there the unit is replayed when the ``self`` built again is the same
+(:mod:`graphlife.analysis.self_print`).
 
 The hover's stories (``Interpreter.watch``) use it too: they tell each expression's
 latest value, and the ``self`` a method reuses holds what building it held the first
@@ -102,6 +105,10 @@ class SelfCache:
             built = self.built[key] = _build(interp, ref, func, state, writes)
         else:
             _redo_effects(interp, built)
+        if interp.run_state.self_built is not None:
+            interp.run_state.self_built.append(built)  # the unit cache keeps its reads apart
+        else:
+            _merge_reads(interp, built.touched, built.inlined)
         out = built.state.copy()
         if isinstance(built.value, HeapRef) and built.value.oid in out.heap:
             out.heap_write(built.value.oid).site = func  # made "at" the method, as when built for it
@@ -149,7 +156,6 @@ def _build(interp: EngineParts, ref: ClassRef, func: ast.stmt, state: State, wri
         run.touched, run.unit_inlined, run.path_ends = outer_touched, outer_inlined, outer_ends or ends
         run.foreign_steps = outer_foreign
         run.create_graph_read = outer_read or run.create_graph_read
-    _merge_reads(interp, touched, inlined)
     return built
 
 
@@ -190,7 +196,6 @@ def _class_names(tree: ast.Module) -> frozenset[str]:
 
 
 def _redo_effects(interp: EngineParts, built: BuiltSelf) -> None:
-    _merge_reads(interp, built.touched, built.inlined)
     interp.inlined.update(built.inlined)
     run = interp.run_state
     run.zeroed_after.update(built.zeroed_added)

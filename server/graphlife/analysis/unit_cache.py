@@ -13,7 +13,13 @@ alone with unknown arguments. A unit's findings depend only on
   names of functions and classes and the bases of classes, and which of those
   names are bound again somewhere (``TreeIndex.rebound``);
 - one fact carried from earlier units: whether a ``backward(create_graph=True)``
-  was seen (a later ``.grad`` then has a graph of its own).
+  was seen (a later ``.grad`` then has a graph of its own);
+- for a method analyzed alone, the ``self`` it starts from. The code its build read
+  (``__init__`` and what it calls) is kept apart from the unit's own: while it is
+  unchanged, so is the build; when it changed, the ``self`` is built again (once per class)
+  and the unit is replayed if it prints the same as the recorded one
+  (:mod:`graphlife.analysis.self_print`), its lines in an edited method moved through
+  the lines the edit kept.
 
 While all of those are unchanged, the cache replays the unit's reports (each
 ``Reporter.report`` call in order, so the de-duplication across units happens
@@ -53,6 +59,8 @@ from graphlife.analysis.engine_api import EngineParts, Timeout
 from graphlife.analysis.regions import Region, RegionMap
 from graphlife.analysis.rule_api import LogMark, ReportArgs, Reporter
 from graphlife.analysis.run_state import CallFrame, RunState
+from graphlife.analysis.self_cache import BuiltSelf
+from graphlife.analysis.self_print import LineMap, Place, Print, print_of, same_prints
 from graphlife.analysis.state import State
 from graphlife.analysis.unseen_writes import attribute_write_names
 from graphlife.analysis.values import ClassRef, FunctionRef, TupleVal, Value
@@ -65,6 +73,8 @@ _MODULE = "module"  # the module body's entry (its tree is a new object in every
 UnitKey = str | tuple[Region, int, int]
 #: A region read, as recorded: its first and last line then, and the region.
 Read = tuple[int, int, Region]
+#: Where a region went in this version, and how its lines moved (``None``: they did not).
+Moved = Callable[[Region], tuple[Region, LineMap | None] | None]
 #: The statements running at each depth, the calls of the inlined calls around, their functions' keys.
 CallContext = tuple[tuple[ast.stmt, ...], tuple[ast.Call | None, ...], tuple[int, ...]]
 #: A state's grad mode: enabled, inference mode, enabled only by assumption.
@@ -85,6 +95,13 @@ class UnitEntry:
     reports: list[ReportArgs | LogMark]
     inlined: list[tuple[Region, int, int]]  # the functions it inlined, located in their regions
     reads: list[Read]  # (first line, last line, region) when recorded; its own first
+    #: The code read to build the ``self`` it started from (not by the unit itself), the functions
+    #: that build inlined, and the build's print (``None``: not one build, or one without a print).
+    #: While that code is unchanged, so is the build; when it changed, the unit is replayed if
+    #: this version builds a ``self`` of the same print (:mod:`graphlife.analysis.self_print`).
+    self_reads: list[Read]
+    self_inlined: list[tuple[Region, int, int]]
+    self_print: Print | None
 
 
 @dataclass
@@ -136,6 +153,11 @@ class UnitCache:
         self.ran = 0
         self.calls_replayed = 0
         self.calls_ran = 0
+        #: Units replayed with a ``self`` built again from edited code of the same print.
+        self.selves_matched = 0
+        self._prints: dict[int, tuple[BuiltSelf, Print | None]] = {}  # per build of this version
+        self._successors: dict[int, tuple[Region, LineMap] | None] = {}  # per old region, this version
+        self._compared: dict[tuple[int, int], tuple[Print, Print, bool]] = {}  # prints compared, this version
 
     # -- one version --------------------------------------------------------------------
     def begin_rules(self, rules_key: tuple[object, ...]) -> None:
@@ -148,7 +170,10 @@ class UnitCache:
     def begin(self, parsed: ParsedFile) -> None:
         """Prepare for analyzing ``parsed``; forget what cannot be valid any more."""
         self.version += 1
-        self.replayed = self.ran = self.calls_replayed = self.calls_ran = 0
+        self.replayed = self.ran = self.calls_replayed = self.calls_ran = self.selves_matched = 0
+        self._prints = {}
+        self._successors = {}
+        self._compared = {}
         self.regions.update(parsed.blocks, parsed.index.parents, parsed.tree, self.version)
         self._statement_blocks = [
             block for block in parsed.blocks if any(not isinstance(stmt, _DEFINITIONS) for stmt in block.statements)
@@ -191,28 +216,164 @@ class UnitCache:
         region = self.regions.region_of(unit)
         return region.locate(unit) if region is not None and isinstance(unit, ast.stmt) else None
 
-    def run(self, engine: EngineParts, unit: ast.AST, run: Callable[[], None]) -> None:
-        """Replay ``unit`` if nothing it read changed, else run it and record it."""
+    def run(self, engine: EngineParts, unit: ast.AST, run: Callable[[], None],
+            current_self: Callable[[], object] | None = None) -> None:
+        """Replay ``unit`` if nothing it read changed, else run it and record it.
+        ``current_self``: builds (or finds) this version's ``self`` the unit starts from, and
+        does what building it does to the run (a method analyzed alone)."""
         interp = engine
         key = self._key(unit)
         entry = self.entries.get(key) if key is not None else None
         if entry is not None and self._valid(entry, interp):
-            expanded: tuple[list[ReportArgs], set[int]] | None
-            try:
-                expanded = self._expand(entry.reports, entry.reads, interp)
-                inlined = [self._current_function(located) for located in entry.inlined]
-            except Unmappable:
-                expanded = None
-            if expanded is not None:
-                reports, nested_inlined = expanded
-                for rule, span, message, severity, related, fixes in reports:
-                    interp.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
-                interp.inlined.update(id(node) for node in inlined)
-                interp.inlined.update(nested_inlined)
-                interp.run_state.create_graph_seen = entry.create_graph_out
-                self.replayed += 1
+            if self._reads_valid(entry.reads + entry.self_reads):
+                if self._replay(interp, entry, entry.reads + entry.self_reads,
+                                [*entry.inlined, *entry.self_inlined], None):
+                    return
+            elif current_self is not None and self._replay_with_new_self(interp, entry, current_self):
                 return
         self._record(interp, unit, key, run)
+
+    def _replay(self, interp: EngineParts, entry: UnitEntry, reads: list[Read],
+                inlined_located: list[tuple[Region, int, int]], moved: Moved | None) -> bool:
+        """Report what ``entry`` recorded at this version's lines (``moved``: how regions that
+        changed moved); ``False`` (nothing done) when that cannot be."""
+        expanded: tuple[list[ReportArgs], set[int]] | None
+        try:
+            expanded = self._expand(entry.reports, reads, interp, moved)
+            inlined = [self._current_function(located) for located in inlined_located]
+        except Unmappable:
+            expanded = None
+        if expanded is None:
+            return False
+        reports, nested_inlined = expanded
+        for rule, span, message, severity, related, fixes in reports:
+            interp.reporter.report(rule, span, message, severity=severity, related=related, fixes=fixes)
+        interp.inlined.update(id(node) for node in inlined)
+        interp.inlined.update(nested_inlined)
+        interp.run_state.create_graph_seen = entry.create_graph_out
+        self.replayed += 1
+        return True
+
+    def _replay_with_new_self(self, interp: EngineParts, entry: UnitEntry,
+                              current_self: Callable[[], object]) -> bool:
+        """The unit's own code is unchanged, the code its ``self`` was built from is not: build
+        this version's ``self`` and replay the unit if it prints the same as the recorded one
+        (then the entry is written again as if recorded now)."""
+        if entry.self_print is None:
+            return False
+        for _, _, region in entry.self_reads:
+            if region.seen != self.version and self._successor(region) is None:
+                return False  # code the build read is gone, or is not one method that moved
+        if not self._reads_valid(entry.reads + entry.self_reads, self._moved):
+            return False
+        run = interp.run_state
+        create_graph = run.create_graph_seen
+        try:
+            built = current_self()  # what building it does to the run is done, as a run does
+        finally:
+            run.create_graph_seen = create_graph  # the unit's own start (the build's is in its print)
+        if not isinstance(built, BuiltSelf):
+            return False
+        found = self._print_of(interp, built)
+        if found is None or not self._same_prints(entry.self_print, found):
+            return False
+        reads = entry.reads + entry.self_reads
+        try:
+            log = [item if isinstance(item, Nested) or not isinstance(item, tuple)
+                   else self._moved_report(item, reads, self._moved) for item in entry.reports]
+        except Unmappable:
+            return False
+        self_reads = self._regions_read(built.touched)
+        self_inlined = self._located(built.touched, built.inlined)
+        if self_reads is None or self_inlined is None:
+            return False
+        if not self._replay(interp, entry, reads, entry.inlined, self._moved):
+            return False
+        self.selves_matched += 1
+        entry.reports = log
+        entry.reads = [(region.start, region.end, region) for _, _, region in entry.reads]
+        entry.self_reads = [(region.start, region.end, region) for region in self_reads]
+        entry.self_inlined = self_inlined
+        entry.self_print = found
+        return True
+
+    def _same_prints(self, old: Print, new: Print) -> bool:
+        """``same_prints``, once per pair of prints in a version (the methods of a class share them)."""
+        key = (id(old), id(new))
+        known = self._compared.get(key)
+        if known is not None and known[0] is old and known[1] is new:
+            return known[2]
+        same = same_prints(old, new, self._successor)
+        self._compared[key] = (old, new, same)
+        return same
+
+    def _moved(self, region: Region) -> tuple[Region, LineMap | None] | None:
+        if region.seen == self.version:
+            return region, None
+        return self._successor(region)
+
+    def _successor(self, region: Region) -> tuple[Region, LineMap] | None:
+        """The region an edited method's old region became: this version's only method of its
+        class and name, with its lines matched to the old ones."""
+        key = id(region)
+        if key in self._successors:
+            return self._successors[key]
+        found: tuple[Region, LineMap] | None = None
+        name = getattr(region.node, "name", None)
+        if region.key[0] == "method" and region.mappable and isinstance(name, str):
+            current = self.regions.methods_named(str(region.key[1]), name)
+            if len(current) == 1 and current[0] is not region:
+                found = current[0], LineMap(region, current[0])
+        self._successors[key] = found
+        return found
+
+    def _print_of(self, interp: EngineParts, built: BuiltSelf) -> Print | None:
+        """The print of a build of this version (made once per build)."""
+        known = self._prints.get(id(built))
+        if known is not None and known[0] is built:
+            return known[1]
+        places: dict[int, Place | None] = {}
+
+        def locate(node: ast.AST) -> Place | None:
+            key = id(node)
+            if key not in places:
+                region = self.regions.region_of(node)
+                line = getattr(node, "lineno", None)
+                if region is None or region.seen != self.version or not isinstance(line, int):
+                    places[key] = None
+                else:
+                    end = getattr(node, "end_lineno", None) or line
+                    places[key] = (region, line - region.start, end - region.start,
+                                   getattr(node, "col_offset", -1), getattr(node, "end_col_offset", None) or -1)
+            return places[key]
+
+        try:
+            found = print_of(built, locate, interp.run_state.graph.nodes)
+        except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the methods run
+            found = None
+        self._prints[id(built)] = (built, found)
+        return found
+
+    def _regions_read(self, touched: dict[int, ast.AST]) -> list[Region] | None:
+        """The regions of the code noted as read, by first line (``None``: some outside them)."""
+        read: dict[int, Region] = {}
+        for node in touched.values():
+            region = self.regions.region_of(node)
+            if region is None:
+                return None
+            read[id(region)] = region
+        return sorted(read.values(), key=lambda region: region.start)
+
+    def _located(self, touched: dict[int, ast.AST], inlined: set[int]) -> list[tuple[Region, int, int]] | None:
+        """The functions inlined, located in their regions (``None``: one cannot be)."""
+        located = []
+        for node in touched.values():
+            if id(node) in inlined and isinstance(node, ast.stmt):
+                region = self.regions.region_of(node)
+                if region is None:
+                    return None
+                located.append(region.locate(node))
+        return located if len(located) == len(inlined) else None
 
     # -- recording ------------------------------------------------------------------------
     def _record(self, interp: EngineParts, unit: ast.AST, key: UnitKey | None, run: Callable[[], None]) -> None:
@@ -222,14 +383,29 @@ class UnitCache:
         reports: list[ReportArgs | LogMark] = []
         touched: dict[int, ast.AST] = {}
         inlined: set[int] = set()
-        saved = state.touched, state.unit_inlined, interp.reporter.log
-        state.touched, state.unit_inlined, interp.reporter.log = touched, inlined, reports
+        built: list[object] = []
+        saved = state.touched, state.unit_inlined, interp.reporter.log, state.self_built
+        state.touched, state.unit_inlined, interp.reporter.log, state.self_built = touched, inlined, reports, built
         try:
             run()
         finally:
-            state.touched, state.unit_inlined, interp.reporter.log = saved
+            state.touched, state.unit_inlined, interp.reporter.log, state.self_built = saved
+        builds = [item for item in built if isinstance(item, BuiltSelf)]
+        if saved[0] is not None:  # a unit inside another's record (never so today): reads are that one's
+            for build in builds:
+                saved[0].update(build.touched)
         if key is None:
             return
+        self_touched: dict[int, ast.AST] = {}
+        self_inlined_ids: set[int] = set()
+        for build in builds:
+            self_touched.update(build.touched)
+            self_inlined_ids |= build.inlined
+        self_regions = self._regions_read(self_touched)
+        self_inlined = self._located(self_touched, self_inlined_ids)
+        if self_regions is None or self_inlined is None:
+            return
+        self_print = self._print_of(interp, builds[0]) if len(builds) == 1 else None
         read: dict[int, Region] = {}
         own = None
         if isinstance(key, str):
@@ -262,6 +438,9 @@ class UnitCache:
             reports=reports,
             inlined=located,
             reads=[(region.start, region.end, region) for region in ordered],
+            self_reads=[(region.start, region.end, region) for region in self_regions],
+            self_inlined=self_inlined,
+            self_print=self_print,
         )
 
     # -- replaying ------------------------------------------------------------------------
@@ -274,17 +453,26 @@ class UnitCache:
             return False  # the module body gained, lost or changed a statement
         return self._reads_valid(entry.reads)
 
-    def _reads_valid(self, reads: list[Read]) -> bool:
-        """Every region read is still here, unchanged, and in the same order."""
+    def _reads_valid(self, reads: list[Read], moved: Moved | None = None) -> bool:
+        """Every region read is still here, unchanged (or, with ``moved``, where it went), and in
+        the same order."""
         previous_old = previous_new = 0
+        seen: set[int] = set()
         for old_start, _, region in sorted(reads, key=lambda read: read[0]):
+            if id(region) in seen:
+                continue  # read by the unit and by its `self`'s build
+            seen.add(id(region))
+            now = region
             if region.seen != self.version:
-                return False
+                where = moved(region) if moved is not None else None
+                if where is None:
+                    return False
+                now = where[0]
             if not region.mappable:
                 continue
-            if old_start <= previous_old or region.start <= previous_new:
+            if old_start <= previous_old or now.start <= previous_new:
                 return False  # code changed order: comparisons of lines across it may differ
-            previous_old, previous_new = old_start, region.start
+            previous_old, previous_new = old_start, now.start
         return True
 
     # -- calls run apart ------------------------------------------------------------------
@@ -334,7 +522,7 @@ class UnitCache:
         return all(id(stmt) in parents for stmt in entry.record.writes_added.values())
 
     def _expand(self, log: list[ReportArgs | LogMark], reads: list[Read],
-                interp: EngineParts) -> tuple[list[ReportArgs], set[int]] | None:
+                interp: EngineParts, moved: Moved | None = None) -> tuple[list[ReportArgs], set[int]] | None:
         """The reports of a recorded log at their current lines, with those of the calls it ran
         apart (replayed, or run again alone when their own code changed), and the functions
         those calls inlined; ``None`` when a call run again hands back something else (the
@@ -349,7 +537,7 @@ class UnitCache:
                 reports.extend(nested[0])
                 inlined.update(nested[1])
             elif isinstance(item, tuple):
-                reports.append(self._moved_report(item, reads))
+                reports.append(self._moved_report(item, reads, moved))
         return reports, inlined
 
     def _nested(self, marker: Nested, interp: EngineParts) -> tuple[list[ReportArgs], set[int]] | None:
@@ -474,11 +662,11 @@ class UnitCache:
             raise Unmappable(line)
         return node
 
-    def _moved_report(self, report: ReportArgs, reads: list[Read]) -> ReportArgs:
+    def _moved_report(self, report: ReportArgs, reads: list[Read], moved: Moved | None = None) -> ReportArgs:
         rule, span, message, severity, related, fixes = report
-        if all(region.start == old_start for old_start, _, region in reads):
+        if moved is None and all(region.start == old_start for old_start, _, region in reads):
             return report
-        move = _LineMover([read for read in reads if read[2].mappable])
+        move = _LineMover([read for read in reads if read[2].mappable], moved)
         return (
             rule,
             move.span(span),
@@ -492,13 +680,23 @@ class UnitCache:
 class _LineMover:
     """Maps a line of the recorded version to the current one, through the blocks read."""
 
-    def __init__(self, reads: list[Read]) -> None:
+    def __init__(self, reads: list[Read], moved: Moved | None = None) -> None:
         self.reads = reads
+        self.moved = moved
 
     def line(self, line: int) -> int:
         for old_start, old_end, region in self.reads:
             if old_start <= line <= old_end:
-                return line + region.start - old_start
+                if self.moved is None:
+                    return line + region.start - old_start
+                where = self.moved(region)
+                if where is None:
+                    raise Unmappable(line)
+                now, lines = where
+                offset = line - old_start if lines is None else lines.line(line - old_start)
+                if offset is None:
+                    raise Unmappable(line)  # on a line the edit changed
+                return now.start + offset
         raise Unmappable(line)
 
     def span(self, span: Span) -> Span:

@@ -21,6 +21,7 @@ from graphlife.analysis.engine.imports import function_foreign_budget
 from graphlife.analysis.engine_api import Flow, Timeout
 from graphlife.analysis.events import FunctionBackwardEndEvent, UnitEndEvent
 from graphlife.analysis.run_state import RunState
+from graphlife.analysis.self_cache import BuiltSelf
 from graphlife.analysis.state import State
 from graphlife.analysis.unit_order import callers_first
 from graphlife.analysis.values import UNKNOWN, ClassRef, Number, TensorVal, Value
@@ -109,13 +110,16 @@ class Units(EngineCore):
             try:
                 self.run_state.emitting = True
                 self.foreign_budget = share
+                current_self: Callable[[], object] | None = None
                 if function is None:
                     unit = self._function_unit(func, owner)
+                    if owner is not None:
+                        current_self = self._self_of(func, owner)
                 elif func.name == "backward":
                     unit = self._backward_unit(func, owner, function)
                 else:
                     unit = self._forward_unit(func, function)
-                self.run_cached(func, unit)
+                self.run_cached(func, unit, current_self)
             except Timeout:
                 notes.append(skipped.TIME_BOX_FUNCTIONS())
                 break
@@ -186,13 +190,31 @@ class Units(EngineCore):
         """Running ``func`` alone, as the unit cache calls it when it cannot replay it."""
         return lambda: self.run_unit(func.body, self.function_entry_state(func, owner), func)
 
-    def run_cached(self, unit: ast.AST, run: Callable[[], None]) -> None:
+    def _self_of(self, func: _Function, owner: ast.ClassDef) -> Callable[[], BuiltSelf | None]:
+        """What builds (or finds) the ``self`` a method analyzed alone starts from, doing to the
+        run what building it does (for the unit cache: its record is replayed after an edit of
+        ``__init__`` when that ``self`` prints the same, :mod:`graphlife.analysis.self_print`)."""
+
+        def build() -> BuiltSelf | None:
+            run = self.run_state
+            saved, run.self_built = run.self_built, []
+            try:
+                self.function_entry_state(func, owner)
+                found = [item for item in run.self_built if isinstance(item, BuiltSelf)]
+            finally:
+                run.self_built = saved
+            return found[0] if len(found) == 1 else None
+
+        return build
+
+    def run_cached(self, unit: ast.AST, run: Callable[[], None],
+                   current_self: Callable[[], object] | None = None) -> None:
         """Run one unit (the module body or a function analyzed alone), or let the unit cache
         replay what it recorded for the same code (the language server, after an edit elsewhere)."""
         if self.unit_cache is None:
             run()
         else:
-            self.unit_cache.run(self, unit, run)
+            self.unit_cache.run(self, unit, run, current_self)
 
     def run_unit(self, body: list[ast.stmt], state: State, unit: ast.AST | None = None,
                  before_end: Callable[[Flow, State], None] | None = None) -> None:

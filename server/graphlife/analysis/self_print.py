@@ -1,0 +1,370 @@
+"""What a built ``self`` is, as a value that can be compared across versions of a file.
+
+Why: every method analyzed alone starts from the ``self`` its class's ``__init__`` builds
+(:mod:`graphlife.analysis.self_cache`), so the language server's unit cache counted the code
+of ``__init__`` (and of what it calls) as read by every method, and an edit there ran every
+method of the class again: a typo fixed in a comment of DeepSpeed's engine ``__init__``
+ran its 300 methods. What a method's analysis depends on is not that code but what it
+built: the state the method starts from, and what building it did to the run. When the
+``self`` built from the edited code is the same as the one the method's recorded analysis
+started from, the record is still the method's analysis.
+
+"The same" is decided on a *print*: a flat list of tokens made by walking everything the
+method starts from (the state's names, heap objects, storage versions, gradients, graph
+nodes reached, hooks) and what the build did (the functions it inlined, whether it never
+returns, the ``create_graph`` fact). Three things in it differ between two builds of the
+same code and are written so that they do not:
+
+- ids handed out by counters (storages, heap objects, graph nodes): the build may run at
+  another point of the analysis (the module body replayed instead of run). They are
+  replaced by their rank among the ids of the print (per counter), so two prints are equal
+  only if an order-keeping renaming maps one build to the other;
+- syntax nodes: an edited method is parsed again (new nodes), and its lines move when a
+  line is added above. A node is written as its place in its region
+  (:mod:`graphlife.analysis.regions`): the region, its line and end line counted from the
+  region's first line, its columns. Comparing an old print with a new one maps an old
+  place in an edited method to the new one through the lines the edit kept
+  (:class:`LineMap`), and the node's lines must be the same text;
+- the identity of the ``self`` object's own ``site`` (it is the method that first asked for
+  it, and each method gets its own: ``SelfCache.entry_state``): left out.
+
+Anything the walk does not know is kept as itself and compared by identity (never equal
+to another build's), and a print that cannot be made is ``None`` (never equal): when in
+doubt the methods run again, which is what happened before.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import tokenize
+from collections.abc import Callable, Mapping
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+from graphlife.analysis.grad_hooks import GradHook
+from graphlife.analysis.regions import Region
+from graphlife.analysis.self_cache import BuiltSelf
+from graphlife.analysis.state import Node, SavedRef, State
+from graphlife.analysis.values import ClassRef, FunctionRef, HeapObject, HeapRef, TensorVal
+
+#: Fields of the engine's records that hold ids of storages or heap objects (``"i"``: one
+#: counter hands both out) or of graph nodes (``"n"``), and fields derived from a node's
+#: identity (``None``: left out, the node itself is written).
+_ID_FIELDS: dict[type, dict[str, str | None]] = {
+    TensorVal: {"storage": "i", "owner": "i", "grad_fn": "n", "grad_of": "i"},
+    HeapObject: {"param_storages": "i", "opt_storages": "i"},
+    Node: {"nid": "n", "parents": "n", "leaves": "i", "checkpoint_inputs": "i"},
+    SavedRef: {"storage": "i"},
+    GradHook: {"nodes": "n", "storages": "i"},
+    FunctionRef: {"key": None},
+    ClassRef: {"key": None},
+    HeapRef: {"oid": "i"},
+}
+#: Entries of :attr:`HeapObject.extra` that hold an id (the others hold values and records).
+_EXTRA_IDS = {"bias_storage": "i"}
+#: The state's maps keyed by ids, and the kind of their keys.
+_STATE_KEYS = {"heap": "i", "versions": "i", "bumps": "i", "grads": "i", "data_bumps": "i",
+               "freed": "n", "may_freed": "n"}
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+#: Where a node is: its region, line and end line from the region's first line, columns.
+Place = tuple[Region, int, int, int, int]
+
+
+class At:
+    """A syntax node in a print: where it is (``None``: not in a region; then only the node
+    itself is equal to it). ``header``: a function the build ran (inlined), whose code is in
+    the regions the build read and whose effects are in the print: its name and first line
+    stand for it. Any other function in a print (a hook kept on ``self``) stands for its code."""
+
+    __slots__ = ("header", "node", "place")
+
+    def __init__(self, node: ast.AST, place: Place | None, header: bool = False) -> None:
+        self.node = node
+        self.place = place
+        self.header = header
+
+
+class _Id:
+    __slots__ = ("kind", "raw")
+
+    def __init__(self, kind: str, raw: int) -> None:
+        self.kind = kind
+        self.raw = raw
+
+
+class _Itself:
+    """Something the walk does not know: equal only to itself."""
+
+    __slots__ = ("thing",)
+
+    def __init__(self, thing: object) -> None:
+        self.thing = thing
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Itself) and other.thing is self.thing
+
+    def __hash__(self) -> int:
+        return id(self.thing)
+
+
+Print = tuple[object, ...]
+
+
+class _Walk:
+    def __init__(self, locate: Callable[[ast.AST], Place | None], nodes: list[Node]) -> None:
+        self.locate = locate
+        self.nodes = nodes
+        self.out: list[object] = []
+        self.node_ids: set[int] = set()
+        self.skip_site: int | None = None
+
+    def ident(self, kind: str, raw: object) -> None:
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            self.out.append(_Id(kind, raw))
+            if kind == "n":
+                self.node_ids.add(raw)
+        else:
+            self.value(raw)
+
+    def idents(self, kind: str, raw: object) -> None:
+        if isinstance(raw, (frozenset, set)) and all(isinstance(item, int) for item in raw):
+            self.out.append(("{", len(raw)))
+            for item in sorted(raw):
+                self.ident(kind, item)
+        else:
+            self.ident(kind, raw)
+
+    def value(self, thing: Any) -> None:
+        out = self.out
+        if thing is None or isinstance(thing, (bool, int, float, str, complex, bytes)):
+            out.append((type(thing), thing))
+        elif isinstance(thing, ast.AST):
+            out.append(At(thing, self.locate(thing)))
+        elif isinstance(thing, (tuple, list)):
+            out.append((type(thing), len(thing)))
+            for item in thing:
+                self.value(item)
+        elif isinstance(thing, (frozenset, set)):
+            self.unordered(thing)
+        elif isinstance(thing, Mapping):
+            keys = list(thing)
+            if not all(isinstance(key, str) for key in keys):
+                out.append(_Itself(thing))
+                return
+            out.append((dict, len(keys)))
+            for key in sorted(keys):
+                out.append(key)
+                self.value(thing[key])
+        elif is_dataclass(thing) and not isinstance(thing, type):
+            self.record(thing)
+        else:
+            out.append(_Itself(thing))
+
+    def record(self, thing: Any) -> None:
+        kind = type(thing)
+        special = _ID_FIELDS.get(kind, {})
+        self.out.append(kind)
+        skip_site = isinstance(thing, HeapObject) and self.skip_site == id(thing)
+        for item in fields(thing):
+            name = item.name
+            if skip_site and name == "site":
+                continue
+            value = getattr(thing, name)
+            if name == "extra" and isinstance(thing, HeapObject):
+                self.extra(value)
+            elif name in special:
+                id_kind = special[name]
+                if id_kind is not None:
+                    self.idents(id_kind, value)
+            else:
+                self.value(value)
+
+    def extra(self, extra: dict[str, Any]) -> None:
+        self.out.append((dict, len(extra)))
+        for key in sorted(extra):
+            self.out.append(key)
+            kind = _EXTRA_IDS.get(key)
+            if kind is None:
+                self.value(extra[key])
+            else:
+                self.ident(kind, extra[key])
+
+    def unordered(self, items: frozenset[Any] | set[Any]) -> None:
+        """A set of values, in an order that does not depend on ids (ties keep the set's order:
+        then two equal sets may print differently, never two different ones the same)."""
+        parts: list[tuple[str, list[object]]] = []
+        for item in items:
+            saved, self.out = self.out, []
+            self.value(item)
+            parts.append((_sort_key(self.out), self.out))
+            self.out = saved
+        parts.sort(key=lambda part: part[0])
+        self.out.append((frozenset, len(parts)))
+        for _, tokens in parts:
+            self.out.extend(tokens)
+
+    def state(self, state: State) -> None:
+        for item in fields(State):
+            name = item.name
+            if name == "shared":
+                continue
+            value = getattr(state, name)
+            key_kind = _STATE_KEYS.get(name)
+            if key_kind is None:
+                self.out.append(name)
+                self.value(value)
+                continue
+            self.out.append((name, len(value)))
+            for key in sorted(value):
+                self.ident(key_kind, key)
+                self.value(value[key])
+
+    def graph(self) -> None:
+        """The graph nodes the print reaches, and the nodes those reach."""
+        done: set[int] = set()
+        pending = sorted(self.node_ids)
+        while pending:
+            nid = pending.pop()
+            if nid in done:
+                continue
+            done.add(nid)
+            if not 0 <= nid < len(self.nodes):
+                self.out.append(_Itself(object()))  # a node of another run: never equal
+                continue
+            before = set(self.node_ids)
+            self.record(self.nodes[nid])
+            pending.extend(sorted(self.node_ids - before))
+        self.out.append(("graph", len(done)))
+
+
+def _sort_key(tokens: list[object]) -> str:
+    parts = []
+    for token in tokens:
+        if isinstance(token, At):
+            place = token.place
+            parts.append(f"@{type(token.node).__name__}:{place[1:] if place else '?'}")
+        elif isinstance(token, _Id):
+            parts.append(f"#{token.kind}")
+        elif isinstance(token, _Itself):
+            parts.append("?")
+        else:
+            parts.append(repr(token))
+    return "|".join(parts)
+
+
+def print_of(built: BuiltSelf, locate: Callable[[ast.AST], Place | None], nodes: list[Node]) -> Print | None:
+    """The print of one built ``self`` (``locate``: where a node is; ``nodes``: the run's graph
+    nodes), or ``None`` when it cannot be compared with another build's."""
+    if built.zeroed_added:
+        return None  # keyed by statement identity
+    walk = _Walk(locate, nodes)
+    if isinstance(built.value, HeapRef):
+        instance = built.state.heap.get(built.value.oid)
+        walk.skip_site = id(instance) if instance is not None else None
+    walk.value(built.value)
+    walk.state(built.state)
+    walk.graph()
+    walk.out.append(("ends", built.path_ends, built.create_graph_out, built.either_create_graph))
+    inlined = [node for key, node in built.touched.items() if key in built.inlined]
+    if len(inlined) != len(built.inlined):
+        return None
+    parts = sorted(((_sort_key([At(node, locate(node))]), At(node, locate(node), header=True)) for node in inlined),
+                   key=lambda part: part[0])
+    walk.out.append(("inlined", len(parts)))
+    walk.out.extend(part[1] for part in parts)
+    ranks: dict[str, dict[int, int]] = {}
+    for kind in ("i", "n"):
+        raws = sorted({token.raw for token in walk.out if isinstance(token, _Id) and token.kind == kind})
+        ranks[kind] = {raw: rank for rank, raw in enumerate(raws)}
+    return tuple(("#", token.kind, ranks[token.kind][token.raw]) if isinstance(token, _Id) else token
+                 for token in walk.out)
+
+
+class LineMap:
+    """The lines of an old version of a method region that the new version kept, old line (from
+    the region's first line) to new. A line is kept when its code is: its tokens and their
+    columns, comments left out (a comment typed or fixed at the end of a line changes no code)."""
+
+    def __init__(self, old: Region, new: Region) -> None:
+        old_lines, new_lines = code_lines(str(old.key[2])), code_lines(str(new.key[2]))
+        self.map: dict[int, int] = {}
+        matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+        for first_old, first_new, size in matcher.get_matching_blocks():
+            for step in range(size):
+                self.map[first_old + step] = first_new + step
+
+    def line(self, offset: int) -> int | None:
+        return self.map.get(offset)
+
+
+_NOT_CODE = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+             tokenize.ENDMARKER)
+
+
+def code_lines(text: str) -> list[object]:
+    """Per line of ``text``: its code (each token starting there, with its columns and where it
+    ends), comments and line ends left out; the lines themselves when ``text`` does not tokenize."""
+    lines = text.splitlines(keepends=True)
+    found: list[list[object]] = [[] for _ in lines]
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            row = token.start[0] - 1
+            if token.type not in _NOT_CODE and 0 <= row < len(found):
+                found[row].append((token.type, token.string, token.start[1], token.end[0] - row, token.end[1]))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return list(lines)
+    return [tuple(items) for items in found]
+
+
+def same_prints(old: Print, new: Print, successor: Callable[[Region], tuple[Region, LineMap] | None]) -> bool:
+    """Whether ``new`` (this version's build) prints what ``old`` did, a node of an edited
+    method region in ``old`` being at the place the edit moved it to (``successor``: the region
+    an old one became, and how its lines moved; ``None`` when it has none)."""
+    if len(old) != len(new):
+        return False
+    for before, after in zip(old, new):
+        if before is after:
+            continue
+        if isinstance(before, At):
+            if not (isinstance(after, At) and _same_place(before, after, successor)):
+                return False
+        elif before != after:
+            return False
+    return True
+
+
+def _same_place(before: At, after: At, successor: Callable[[Region], tuple[Region, LineMap] | None]) -> bool:
+    if before.node is after.node:
+        return True
+    old, new = before.place, after.place
+    if old is None or new is None or type(before.node) is not type(after.node):
+        return False
+    region, line, end_line, column, end_column = old
+    if isinstance(before.node, _DEFINITIONS):
+        if getattr(before.node, "name", None) != getattr(after.node, "name", None) or before.header != after.header:
+            return False
+        if before.header or not region.mappable:
+            # a function the build ran, or a class (its methods are regions of their own): its
+            # name where it starts
+            if column != new[3]:
+                return False
+            if region is new[0]:
+                return line == new[1]
+            moved = successor(region)
+            return moved is not None and moved[0] is new[0] and moved[1].line(line) == new[1]
+    if (column, end_column) != new[3:]:
+        return False
+    if region is new[0]:
+        # an unchanged method or block: the same place is the same code (the rest of a class
+        # is not one stretch of lines: there only the same node is)
+        return region.mappable and (line, end_line) == new[1:3]
+    moved = successor(region)
+    if moved is None or moved[0] is not new[0]:
+        return False
+    # every line of the node kept, unchanged and in order: the same code
+    lines = moved[1]
+    return all(lines.line(offset) == new[1] + offset - line for offset in range(line, end_line + 1)) and \
+        lines.line(end_line) == new[2]

@@ -1,0 +1,219 @@
+"""Edits in ``__init__``: the methods whose rebuilt ``self`` prints the same are replayed, and the
+incremental checker still gives what a full check gives.
+
+Every method analyzed alone starts from the ``self`` its class's ``__init__`` builds. The unit
+cache keeps what that build read apart from what the method read, with a print of the built
+``self`` (:mod:`graphlife.analysis.self_print`): after an edit of ``__init__`` (or of code it
+calls) the ``self`` is built again once, and each method is replayed when its print is the
+same, run again when not. These tests make both kinds of edit (a comment, a log string, a line
+added above the statements the methods' values come from; an unrelated attribute, another
+layer, a frozen model) and compare every version with :func:`graphlife.checker.check_source`.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+
+import pytest
+
+from graphlife.analysis import self_cache
+from graphlife.checker import check_source
+from graphlife.incremental import IncrementalChecker
+from tests.fixturelib import FIXTURES_DIR, fixture_dirs
+
+
+def _outcome(result) -> tuple:
+    findings = [(f.code, f.severity, f.span, f.message, f.related, f.fixes) for f in result.findings]
+    errors = [(e.line, e.column, e.message) for e in result.syntax_errors]
+    return findings, errors, list(result.notes)
+
+
+def _assert_same(checker: IncrementalChecker, source: str, what: str) -> None:
+    assert _outcome(checker.check(source)) == _outcome(check_source(source)), what
+
+
+def _trainer(methods: int) -> str:
+    parts = [
+        "import logging\nimport torch\nimport torch.nn as nn\n\nlog = logging.getLogger(__name__)\n\n\n"
+        "class Trainer:\n"
+        "    def __init__(self):\n"
+        "        log.info('setting up the trainer')\n"
+        "        self.model = nn.Linear(4, 4)  # the model\n"
+        "        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)\n"
+        "        self.w = torch.zeros(4, requires_grad=True)\n"
+        "        self._setup()\n"
+        "\n"
+        "    def _setup(self):\n"
+        "        self.scale = 2.0\n"
+    ]
+    for index in range(methods):
+        bug = "        loss.backward()\n" if index % 3 == 0 else ""
+        leaf = "        self.w.add_(1)\n" if index % 4 == 1 else ""
+        parts.append(
+            f"\n    def step_{index}(self, x):\n"
+            f"        self.optimizer.zero_grad()\n"
+            f"        loss = (self.model(x * {index}) * self.w).sum() * self.scale\n"
+            f"        loss.backward()\n"
+            f"{bug}{leaf}"
+            f"        self.optimizer.step()\n"
+            f"        return loss.item()\n"
+        )
+    return "".join(parts)
+
+
+#: Edits of ``__init__`` (and of ``_setup``, which it calls) that change nothing a method starts from.
+_SAME_SELF = [
+    ("  # the model\n", "  # the model, a linear layer\n"),
+    ("    def __init__(self):\n", "    def __init__(self):\n        # a comment line\n"),
+    ("'setting up the trainer'", "'setting up the trainer now'"),
+    ("        log.info(", "        log.debug('x')\n        log.info("),
+    ("        self.scale = 2.0\n", "        # the loss scale\n        self.scale = 2.0\n"),
+]
+
+#: Edits that change what the methods start from (the last ones change their findings).
+_OTHER_SELF = [
+    ("        self._setup()\n", "        self._setup()\n        self.name = 'trainer'\n"),
+    ("nn.Linear(4, 4)", "nn.Linear(4, 4, bias=False)"),
+    ("torch.zeros(4, requires_grad=True)", "torch.zeros(4)"),
+    ("        self.scale = 2.0\n", "        self.scale = torch.ones(1, requires_grad=True)\n"),
+    ("        self._setup()\n", "        self._setup()\n        self.model.requires_grad_(False)\n"),
+]
+
+
+def test_an_edit_in_init_that_keeps_self_runs_only_init() -> None:
+    source = _trainer(9)
+    checker = IncrementalChecker()
+    checker.check(source)
+    units = checker.statistics["ran"]
+    for old, new in _SAME_SELF:
+        assert old in source
+        source = source.replace(old, new, 1)
+        result = checker.check(source)
+        assert _outcome(result) == _outcome(check_source(source)), new
+        # the method edited (`__init__`, or `_setup`, which it calls) runs; the others replay
+        assert checker.statistics["ran"] == 1, new
+        assert checker.statistics["replayed"] == units - 1, new
+        assert checker.units.selves_matched >= 9, new  # each step, with the `self` built again
+
+
+@pytest.mark.parametrize("step", range(len(_OTHER_SELF)))
+def test_an_edit_in_init_that_changes_self_runs_the_methods_again(step: int) -> None:
+    source = _trainer(9)
+    checker = IncrementalChecker()
+    before = checker.check(source)
+    old, new = _OTHER_SELF[step]
+    edited = source.replace(old, new, 1)
+    result = checker.check(edited)
+    assert _outcome(result) == _outcome(check_source(edited))
+    assert checker.units.selves_matched == 0
+    assert checker.statistics["ran"] >= 10  # __init__ and the nine methods
+    if step in (2, 4):  # a leaf no longer requiring grad, a frozen model: other findings
+        assert _outcome(result) != _outcome(before)
+
+
+def test_init_edits_one_after_the_other_check_as_a_full_check_does() -> None:
+    source = _trainer(9)
+    checker = IncrementalChecker()
+    _assert_same(checker, source, "as written")
+    for old, new in [*_SAME_SELF, *_OTHER_SELF, *[(b, a) for a, b in reversed(_OTHER_SELF)]]:
+        source = source.replace(old, new, 1)
+        _assert_same(checker, source, f"after {new!r}")
+
+
+def test_the_print_decides_nothing_a_full_check_would_not(monkeypatch) -> None:
+    """With the ``self`` built for every method (no sharing, so no print), the same findings."""
+    source = _trainer(6)
+    checker = IncrementalChecker()
+    checker.check(source)
+    edited = source.replace("    def __init__(self):\n", "    def __init__(self):\n        # note\n")
+    incremental = _outcome(checker.check(edited))
+    monkeypatch.setattr(self_cache, "ENABLED", False)
+    assert incremental == _outcome(check_source(edited))
+
+
+def _init_edits(source: str, seed: int) -> list[str]:
+    """Successive versions of ``source``, each edited inside the ``__init__`` of a class: a comment
+    line, a comment at a line's end, an unrelated attribute, a statement duplicated or deleted."""
+    rng = random.Random(seed)
+    versions = []
+    lines = source.split("\n")
+    for step in range(6):
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:
+            break
+        inits = [node for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)
+                 for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__"]
+        if not inits:
+            break
+        init = rng.choice(inits)
+        simple = [stmt for stmt in init.body if stmt.lineno == stmt.end_lineno
+                  and isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))]
+        if not simple:
+            break
+        stmt = rng.choice(simple)
+        index = stmt.lineno - 1
+        indent = lines[index][: len(lines[index]) - len(lines[index].lstrip())]
+        kind = step % 5
+        if kind == 0:
+            lines.insert(index, indent + "# a note")
+        elif kind == 1:
+            lines[index] += "  # why"
+        elif kind == 2:
+            lines.insert(index + 1, indent + f"self.unrelated_{step} = {step}")
+        elif kind == 3:
+            lines.insert(index + 1, lines[index])
+        elif len(simple) > 1:
+            del lines[index]
+        versions.append("\n".join(lines))
+    return versions
+
+
+def _with_init(group: str) -> list[str]:
+    return [path.read_text() for path in sorted((FIXTURES_DIR / group).glob("*.py"))
+            if "def __init__(" in path.read_text()]
+
+
+@pytest.mark.parametrize("group", [path.name for path in fixture_dirs() if _with_init(path.name)])
+def test_fixtures_under_init_edits(group: str) -> None:
+    for number, source in enumerate(_with_init(group)):
+        checker = IncrementalChecker()
+        _assert_same(checker, source, f"{group} #{number} as written")
+        for step, version in enumerate(_init_edits(source, seed=number)):
+            _assert_same(checker, version, f"{group} #{number} after __init__ edit {step + 1}")
+
+
+_HOOK_ON_SELF = '''import torch
+
+
+class Model:
+    def __init__(self):
+        self.w = torch.randn(3, requires_grad=True)
+
+        def scale(x):
+            return x * 2
+
+        self.scale = scale
+
+    def step(self, x):
+        y = self.scale(self.w * x).sum()
+        y.backward()
+        y.backward()
+        return y.item()
+'''
+
+
+def test_an_edit_in_a_function_init_keeps_on_self_is_seen_by_the_methods() -> None:
+    """A function defined in ``__init__`` and kept on ``self`` stands for its code in the print:
+    an edit of its body is another ``self`` (and another finding in the method calling it)."""
+    checker = IncrementalChecker()
+    _assert_same(checker, _HOOK_ON_SELF, "as written")
+    source = _HOOK_ON_SELF
+    for old, new in [("            return x * 2\n", "            return (x * 2).detach()\n"),
+                     ("            return (x * 2).detach()\n", "            # twice\n            return x * 2\n"),
+                     ("        self.w = torch.randn(3, requires_grad=True)\n",
+                      "        # the weights\n        self.w = torch.randn(3, requires_grad=True)\n")]:
+        assert old in source
+        source = source.replace(old, new, 1)
+        _assert_same(checker, source, f"after {new!r}")
