@@ -1485,6 +1485,14 @@ def call_checkpoint(interp: TorchEngine, state: State, name: str, args: list[Val
     if sequential:
         given = args[2] if len(args) > 2 else kwargs.get("input", UNKNOWN)
         inputs = [given]
+        segments = args[1] if len(args) > 1 else kwargs.get("segments", UNKNOWN)
+        if not (isinstance(segments, Number) and isinstance(segments.const, int) and segments.const >= 2):
+            # One segment (or a count not known) may checkpoint nothing: torch runs the last
+            # segment plainly, so the modules run as a plain call.
+            if isinstance(fn, HeapRef):
+                return call_object(interp, state, fn, inputs, {}, call)
+            interp.unseen_call(list(args), state)
+            return UNKNOWN
     else:
         inputs = list(args[1:])
     tensors = flatten_tensor_args(inputs, state)
