@@ -207,3 +207,21 @@ def test_a_draw_in_another_module_of_the_project(tmp_path: Path) -> None:
     found = [(Path(f.span.path).name if f.span.path else "train.py", f.line) for f in result.findings
              if f.code == "GL407"]
     assert found == [("layers.py", 13)]
+
+
+def test_state_the_function_sets_from_its_input_is_written_again_the_same() -> None:
+    body = """\
+        class Cropper(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(8, 8)
+                self.width = 8
+
+            def forward(self, x):
+                self.width = x.size(1) // 2
+                return self.lin(x)[:, : self.width]
+
+        m = Cropper()
+        checkpoint(m, torch.randn(2, 8, requires_grad=True), use_reentrant=True).sum().backward()
+        """
+    assert _gl407(body) == []

@@ -16,7 +16,8 @@ Inside a region, and only there (outside, nothing here changes a value or sends 
   numbers held by attributes of objects and by globals are tagged with the state they read;
 - arithmetic, comparisons and builtins carry the tags to their results (:func:`carry`), so a
   decision is about the value, however it was named or computed;
-- writes of attributes and globals are noted on every running region (:func:`note_write`);
+- writes of attributes and globals that the recomputation will not repeat (a value made from the
+  state it replaces, or from a draw) are noted on every running region (:func:`note_write`);
 - a tagged value that decides the control flow or a shape sends an
   :class:`~graphlife.analysis.events.UnreplayedDecisionEvent` (:func:`decide`): at once for a draw or
   the clock, and for state once the region writes it (a read before the write is decided when the
@@ -115,8 +116,12 @@ def tag_read(interp: TorchEngine, value: Value, key: tuple[object, ...], site: a
     return replace(value, unreplayed=value.unreplayed | {tag})
 
 
-def note_write(interp: TorchEngine, key: tuple[object, ...]) -> None:
-    """State written inside every running region."""
+def note_write(interp: TorchEngine, key: tuple[object, ...], value: Value) -> None:
+    """State written inside the running regions, when the recomputation will write another value:
+    one made from that state itself (``self.calls += 1``) or from a draw or the clock. A value made
+    from what the function was given (``self.n = x.size(1)``) is written again the same."""
+    if not any(tag.key is None or tag.key == key for tag in tags_of(value)):
+        return
     for region in interp.run_state.checkpoints:
         region.written.add(key)
 

@@ -34,7 +34,8 @@ class Assignment(EngineCore):
                 function = self.enclosing_function(target)
                 if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
                         target.id not in self.local_names(function):
-                    checkpoint_regions.note_write(self, ("global", target.id))  # `global calls` then `calls += 1`
+                    # `global calls` then `calls += 1`
+                    checkpoint_regions.note_write(self, ("global", target.id), value)
                     if isinstance(value, Number) and value.unreplayed:
                         value = replace(value, unreplayed=frozenset())  # a later read is tagged by its state
             state.env[target.id] = value
@@ -86,7 +87,7 @@ class Assignment(EngineCore):
             self.maybe_store(state, receiver, value, self.text(target), "attribute")
             torch_api.note_growth(self, state, target, state.heap[receiver.oid].attrs.get(target.attr), value)
             if self.run_state.checkpoints:
-                checkpoint_regions.note_write(self, ("attr", receiver.oid, target.attr))
+                checkpoint_regions.note_write(self, ("attr", receiver.oid, target.attr), value)
                 if isinstance(value, Number) and value.unreplayed:
                     value = replace(value, unreplayed=frozenset())  # a later read is tagged by its state
             obj = state.heap_write(receiver.oid)
