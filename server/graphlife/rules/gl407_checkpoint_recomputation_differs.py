@@ -6,7 +6,8 @@ the analysis runs the code around it (a function, a method, a module, a lambda, 
 and modules they call, in this file or another module of the project) and looks for what a
 second run of it does not repeat: numbers drawn from Python's `random` or `numpy.random`, the
 clock (`time.time()`, `time.perf_counter()`), and attributes of objects or globals that the run
-itself changes (a call counter). It warns when such a value decides the control flow (an `if`,
+itself changes from their own value or from such a draw (a call counter; a value set from the
+function's inputs is set again the same). It warns when such a value decides the control flow (an `if`,
 a `while`, a conditional expression, an `assert`, `range(...)`) or a shape (a slice of a tensor,
 `view`/`reshape` sizes), however it got there (`p = random.random() * 2`, returned by a
 helper, a module imported under another name). With `preserve_rng_state=False` it also warns
@@ -71,7 +72,7 @@ ZH_CN = Translation(
     """被检查点包住的函数里，有重新计算时不会以同样方式重放的代码。
 
 ## 它检查什么
-按照分析运行周围代码的方式，运行传给 `torch.utils.checkpoint.checkpoint` 或 `checkpoint_sequential` 的函数（函数、方法、模块、lambda，以及它们调用的辅助函数和模块，无论在本文件中还是在项目的其他模块中），查找第二次运行时不会重复的东西：从 Python 的 `random` 或 `numpy.random` 抽取的数、时钟（`time.time()`、`time.perf_counter()`），以及这次运行自己修改的对象属性或全局变量（例如调用计数器）。当这样的值决定了控制流（`if`、`while`、条件表达式、`assert`、`range(...)`）或形状（张量的切片、`view`/`reshape` 的尺寸）时给出警告，不论它是怎样得到的（`p = random.random() * 2`、由辅助函数返回、模块以别名导入）。在 `preserve_rng_state=False` 时，它还会对 torch 自己的随机操作和 dropout 给出警告：两次运行的掩码会不同。分析无法跟进的代码不产生诊断。
+按照分析运行周围代码的方式，运行传给 `torch.utils.checkpoint.checkpoint` 或 `checkpoint_sequential` 的函数（函数、方法、模块、lambda，以及它们调用的辅助函数和模块，无论在本文件中还是在项目的其他模块中），查找第二次运行时不会重复的东西：从 Python 的 `random` 或 `numpy.random` 抽取的数、时钟（`time.time()`、`time.perf_counter()`），以及这次运行根据它们自身的值或上述抽样修改的对象属性或全局变量（例如调用计数器；根据函数输入设置的值在第二次运行时会被设置成同样的值）。当这样的值决定了控制流（`if`、`while`、条件表达式、`assert`、`range(...)`）或形状（张量的切片、`view`/`reshape` 的尺寸）时给出警告，不论它是怎样得到的（`p = random.random() * 2`、由辅助函数返回、模块以别名导入）。在 `preserve_rng_state=False` 时，它还会对 torch 自己的随机操作和 dropout 给出警告：两次运行的掩码会不同。分析无法跟进的代码不产生诊断。
 
 ## 为什么这是问题？
 检查点会释放代码块的激活值，并在反向传播时把代码块再运行一遍来取回它们。torch 会为第二次运行恢复它自己的随机数状态（除非 `preserve_rng_state=False`），但不会恢复 Python 或 NumPy 的随机数状态，不会恢复时钟，也不会撤销第一次运行对属性的修改。当第二次运行走了另一个分支或产生了另一种形状时，非可重入版本会抛出 `CheckpointError`（只在两次抽样不同的那些训练步；如果反向传播保存的张量没有一个改变形状，则永远不会报错），而可重入版本会沿着一个并非前向传播所用的计算图做反向传播：梯度悄无声息地变成了另一个网络的梯度，或者形状对不上。
@@ -105,7 +106,7 @@ class Block(nn.Module):
 ## 修复的安全性
 没有自动修复：决定应该在哪里做出，由作者选择。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="785af40149a6",
+    translates="2167fac4d2a6",
 )
 
 RULE = Rule(
