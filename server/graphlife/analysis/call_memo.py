@@ -87,7 +87,8 @@ class CallMemo:
              site: ast.AST) -> Value:
         """Inline ``func`` (``Interpreter.inline_call``), or replay an identical pure call."""
         if (not ENABLED or interp.is_generator(func.node) or func.closure
-                or not _simple_defaults(func.node)):
+                or not _simple_defaults(func.node) or interp.run_state.checkpoints):
+            # Inside a checkpointed function a call tags what it reads and may send events: run it.
             return interp.inline_call(func, args, kwargs, state, site)
         key = _key(interp, func, state)
         local = interp.local_names(func.node)

@@ -28,6 +28,11 @@ The events:
   ``apply``, or alone with abstract inputs): its inputs, output, and what it kept on ``ctx``.
 - :class:`FunctionBackwardEvent`: a custom Function's backward starts, analyzed alone (torch
   calls it, never the file): the gradient tensors it receives.
+- :class:`UnreplayedDecisionEvent`: inside a function a ``checkpoint`` runs, a value its
+  recomputation does not give again (Python's or NumPy's random, the clock, state the function
+  writes) decided the control flow or a shape.
+- :class:`UnreplayedDrawEvent`: inside a function a ``checkpoint(..., preserve_rng_state=False)``
+  runs, torch drew random numbers (a random op, dropout) that its recomputation draws anew.
 - :class:`UnitEndEvent`: the analyzed unit finished (or a call analyzed apart returned),
   with its final state: rules report what they kept pending.
 """
@@ -38,7 +43,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from graphlife.analysis.values import HeapRef, TensorVal, Tri, Value
+from graphlife.analysis.values import HeapRef, TensorVal, Tri, Unreplayed, Value
 
 if TYPE_CHECKING:  # pragma: no cover
     from graphlife.analysis.state import State
@@ -235,6 +240,39 @@ class FunctionBackwardEndEvent(Event):
     backward: ast.FunctionDef | ast.AsyncFunctionDef
     returns: tuple[tuple[ast.Return, Value, State], ...]  # the statement, its value, the state there
     falls_through: bool
+
+
+@dataclass
+class CheckpointEvent(Event):
+    """What every event about a checkpoint region has: the ``checkpoint(...)`` call whose function
+    runs, how the messages name that function, and how torch runs it again during backward."""
+
+    checkpoint: ast.Call
+    function: str  # `Block.forward`, `mixer`, `lambda`
+    reentrant: Tri
+    restores_rng: bool
+
+
+@dataclass
+class UnreplayedDecisionEvent(CheckpointEvent):
+    """A value that the recomputation does not give again (``source``: where it comes from) decided
+    the control flow (``what == "flow"``: an ``if``, a loop, a conditional expression, an ``assert``,
+    ``range``) or a shape (``"shape"``: a slice of a tensor, the sizes of ``view``/``reshape``...)
+    at ``decided``. Values read from state (``source.key``) come only once the region also
+    writes that state (before or after the read)."""
+
+    source: Unreplayed = field(default_factory=lambda: Unreplayed(0, ""))
+    decided: ast.AST | None = None
+    what: str = "flow"
+
+
+@dataclass
+class UnreplayedDrawEvent(CheckpointEvent):
+    """torch's own random state was drawn from (``draw``: a random op, functional dropout, a
+    dropout module's call) in a region whose checkpoint does not restore it (``preserve_rng_state=False``)."""
+
+    draw: ast.AST | None = None
+    op: str = ""
 
 
 @dataclass

@@ -113,8 +113,8 @@ def may_isolate(interp: EngineParts, func: FunctionRef, args: list[Value], kwarg
     run = interp.run_state
     if not run.emitting:
         return False  # a quiet evaluation (the table of module names): no rule sees it, nothing to keep
-    if run.in_loop():
-        return False
+    if run.in_loop() or run.checkpoints:
+        return False  # a checkpointed function's calls send events about its region
     if run.frames and not discarded(interp, site):
         return False
     if func.bound_self is not None or interp.is_generator(func.node):

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from graphlife.analysis.state import GraphStore, State
-from graphlife.analysis.values import HeapRef, Value
+from graphlife.analysis.values import HeapRef, Tri, Unreplayed, Value
 
 
 @dataclass
@@ -36,6 +36,32 @@ class CallFrame:
     stmt: ast.stmt
     params: list[str]
     bound: bool  # the first parameter is `self`, bound by the call
+
+
+@dataclass
+class PendingDecision:
+    """A value read from state (``self.n``) decided the control flow or a shape inside a
+    checkpoint region before the region wrote that state: it matters if the region writes it later."""
+
+    source: Unreplayed
+    decided: ast.AST
+    what: str  # "flow" | "shape"
+    stmt: ast.stmt
+    state: State
+
+
+@dataclass
+class CheckpointRegion:
+    """A ``checkpoint(fn, ...)`` (or ``checkpoint_sequential``) whose function the engine runs now:
+    how torch will run it again during backward, and what the run wrote so far."""
+
+    call: ast.Call
+    function: str  # what the messages call the function run (`Block.forward`, `mixer`, `lambda`)
+    reentrant: Tri
+    restores_rng: bool  # `preserve_rng_state` (torch restores its own RNG state for the recomputation)
+    #: The state the run wrote (``("attr", object id, name)``, ``("global", name)``).
+    written: set[tuple[object, ...]] = field(default_factory=set)
+    pending: list[PendingDecision] = field(default_factory=list)
 
 
 @dataclass
@@ -60,6 +86,9 @@ class RunState:
     caller_envs: list[Mapping[str, Value]] = field(default_factory=list)
     #: Imported names being resolved (module, name): a cycle of re-exports ends unknown.
     resolving: set[tuple[str, str]] = field(default_factory=set)
+    #: The checkpoints whose function runs (innermost last): a recomputation will run it again
+    #: (:mod:`graphlife.analysis.checkpoint_regions`).
+    checkpoints: list[CheckpointRegion] = field(default_factory=list)
 
     # -- what it sees ------------------------------------------------------------------------------
     #: The module's imports, functions and classes bound once (not in every state: copying and

@@ -15,6 +15,7 @@ import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from graphlife.analysis import (
+    checkpoint_regions,
     constants,
     distributions,
     growth,
@@ -464,6 +465,16 @@ def spread_inplace(interp: TorchEngine, state: State, target: TensorVal, target_
 
 def binop(interp: TorchEngine, state: State, op: ast.operator, left: Value, right: Value, site: ast.AST,
           left_expr: ast.expr | None, right_expr: ast.expr | None) -> Value:
+    """``left op right``; inside a checkpointed function, a number keeps its operands' sources
+    that the recomputation does not replay (:mod:`graphlife.analysis.checkpoint_regions`)."""
+    result = _binop(interp, state, op, left, right, site, left_expr, right_expr)
+    if interp.run_state.checkpoints:
+        return checkpoint_regions.carry(result, (left, right))
+    return result
+
+
+def _binop(interp: TorchEngine, state: State, op: ast.operator, left: Value, right: Value, site: ast.AST,
+           left_expr: ast.expr | None, right_expr: ast.expr | None) -> Value:
     name = BIN_OPS.get(type(op))
     if isinstance(op, ast.MatMult):
         note_tensor_use(interp, left)
@@ -703,26 +714,7 @@ def call_qualname(interp: TorchEngine, state: State, name: str, args: list[Value
     if name in ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"):
         return interp.new_object(state, "scaler", call)
     if name.startswith("torch.utils.checkpoint.checkpoint"):
-        fn = args[0] if args else UNKNOWN
-        tensors = flatten_tensor_args(list(args[1:]), state)
-        if const_bool(kwargs.get("use_reentrant")) is True and tensors and all(
-            isinstance(t, TensorVal) and t.requires_grad is False for t in tensors
-        ):
-            return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=call,
-                             desc=interp.text(call),
-                             why=reasons.REENTRANT_CHECKPOINT(), why_site=call)
-        if isinstance(fn, FunctionRef):
-            output = interp.call_function(fn, args[1:], {}, state, call)
-        elif isinstance(fn, HeapRef):
-            output = call_object(interp, state, fn, args[1:], {}, call)
-        else:
-            interp.unseen_call(list(args), state)
-            return UNKNOWN
-        # torch 2.13 runs the reentrant variant when `use_reentrant` is not given
-        reentrant = const_bool(kwargs["use_reentrant"]) if "use_reentrant" in kwargs else True
-        if reentrant is True:
-            return reentrant_checkpoint_output(interp, state, output, tensors, call)
-        return output
+        return call_checkpoint(interp, state, name, args, kwargs, call)
     if distributions.is_distribution_class(name):
         return distributions.make_distribution(interp, state, name, args, kwargs, call)
     if distributions.is_kl_divergence(name):
@@ -1260,6 +1252,8 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
         method = FunctionRef(node=forward, key=id(forward), bound_self=ref)
         return interp.call_function(method, args, kwargs, state, call)
     key = obj.cls
+    if key in checkpoint_regions.DROPOUT_MODULES:
+        checkpoint_regions.note_draw(interp, call, key, state)
     library_model = obj.extra.get("library_model")
     if isinstance(library_model, library_models.LibraryModel):
         return call_library_model(interp, state, ref, library_model, args, kwargs, call)
@@ -1484,6 +1478,56 @@ def call_container_method(interp: TorchEngine, state: State, ref: HeapRef, obj: 
     if name in MUTATING_METHODS:
         weaken_object(state, ref.oid)  # a change the engine does not model: what it holds is not known
     return UNKNOWN
+
+
+def call_checkpoint(interp: TorchEngine, state: State, name: str, args: list[Value], kwargs: dict[str, Value],
+                    call: ast.Call) -> Value:
+    """``checkpoint(fn, *inputs)`` or ``checkpoint_sequential(functions, segments, input)``: the
+    function runs now, inside a checkpoint region (:mod:`graphlife.analysis.checkpoint_regions`:
+    torch runs it again during backward); the reentrant variant hands back one node."""
+    sequential = name.endswith("checkpoint_sequential")
+    fn = args[0] if args else kwargs.get("functions" if sequential else "function", UNKNOWN)
+    if sequential:
+        given = args[2] if len(args) > 2 else kwargs.get("input", UNKNOWN)
+        inputs = [given]
+        segments = args[1] if len(args) > 1 else kwargs.get("segments", UNKNOWN)
+        if not (isinstance(segments, Number) and isinstance(segments.const, int) and segments.const >= 2):
+            # One segment (or a count not known) may checkpoint nothing: torch runs the last
+            # segment plainly, so the modules run as a plain call.
+            if isinstance(fn, HeapRef):
+                return call_object(interp, state, fn, inputs, {}, call)
+            interp.unseen_call(list(args), state)
+            return UNKNOWN
+    else:
+        inputs = list(args[1:])
+    tensors = flatten_tensor_args(inputs, state)
+    # torch 2.13 runs the reentrant variant when `use_reentrant` is not given
+    reentrant = const_bool(kwargs["use_reentrant"]) if "use_reentrant" in kwargs else True
+    if const_bool(kwargs.get("use_reentrant")) is True and tensors and all(
+        isinstance(t, TensorVal) and t.requires_grad is False for t in tensors
+    ):
+        return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=call,
+                         desc=interp.text(call),
+                         why=reasons.REENTRANT_CHECKPOINT(), why_site=call)
+    restores_rng = const_bool(kwargs["preserve_rng_state"]) is not False if "preserve_rng_state" in kwargs else True
+    if isinstance(fn, FunctionRef):
+        function = fn.node.name if isinstance(fn.node, (ast.FunctionDef, ast.AsyncFunctionDef)) else "lambda"
+        output = checkpoint_regions.run_in_region(
+            interp, call, function, reentrant, restores_rng,
+            lambda: interp.call_function(fn, inputs, {}, state, call))
+    elif isinstance(fn, HeapRef):
+        held = state.heap.get(fn.oid)
+        function = f"{held.cls}.forward" if held is not None and held.cls and held.kind == "module" \
+            else interp.text(call.args[0]) if call.args else "function"
+        output = checkpoint_regions.run_in_region(
+            interp, call, function, reentrant, restores_rng,
+            lambda: call_object(interp, state, fn, inputs, {}, call))
+    else:
+        interp.unseen_call(list(args), state)
+        return UNKNOWN
+    if reentrant is True:
+        return reentrant_checkpoint_output(interp, state, output, tensors, call)
+    return output
 
 
 def reentrant_checkpoint_output(interp: TorchEngine, state: State, output: Value, inputs: list[Value],

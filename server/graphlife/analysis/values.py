@@ -68,16 +68,40 @@ NONE = NoneValue()
 
 
 @dataclass(frozen=True)
+class Unreplayed:
+    """Where a value comes from that a second run of the same code does not give again: a draw of
+    Python's or NumPy's random state, the clock, or state that code run inside a ``checkpoint``
+    changes (``self.calls``, a global counter). A checkpoint's recomputation runs its function a
+    second time (GL407), so such a value may differ there.
+
+    ``key`` names the state read (``("attr", object id, name)`` or ``("global", name)``): it makes
+    the value differ only if the checkpointed code also writes that state; ``None`` for a draw or
+    the clock, which differ anyway. Compared by the site's identity (the same read is one source)."""
+
+    site_id: int
+    origin: str  # what to name: `random`, `numpy.random`, `time`, `self.calls`, `calls`
+    key: tuple[object, ...] | None = None
+    site: ast.AST | None = field(default=None, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
 class Number(Value):
-    """A Python number or string (not a tensor): `.item()`, `float(loss)`, literals."""
+    """A Python number or string (not a tensor): `.item()`, `float(loss)`, literals.
+
+    ``unreplayed``: the sources of the number that a checkpoint's recomputation does not repeat
+    (only recorded while a checkpointed function runs, see :class:`Unreplayed`)."""
 
     const: Any = None
+    unreplayed: frozenset[Unreplayed] = frozenset()
 
     def join(self, other: Value) -> Value:
         if isinstance(other, TensorVal):
             return other.join(self)  # a number on some paths, a tensor on the others
         if isinstance(other, Number) and other != self:
-            return Number()  # a number either way (`correct = 0` then `correct += x.item()`)
+            tags = self.unreplayed | other.unreplayed
+            if tags and self.const == other.const and type(self.const) is type(other.const):
+                return Number(self.const, tags)
+            return Number(None, tags)  # a number either way (`correct = 0` then `correct += x.item()`)
         return Value.join(self, other)
 
 

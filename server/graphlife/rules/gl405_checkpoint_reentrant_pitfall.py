@@ -10,7 +10,10 @@ only to those; in a module's `forward(self, x)`, `x` counts when every call of
 the module's instances in the file passes such a tensor (warning). And, as an
 error, a `torch.autograd.grad(...)` or `backward(inputs=...)` whose inputs lie
 behind a reentrant checkpoint that the outputs go through (a gradient penalty on
-the input of a checkpointed critic, for example).
+the input of a checkpointed critic, for example), decided on the graph the analysis
+builds: the checkpoint may be in a function or module the outputs came through, and
+`checkpoint_sequential` counts with two segments or more (with one, torch checkpoints
+nothing).
 
 ## Why is this bad?
 torch 2.13 still defaults to the reentrant variant, warns on every call without
@@ -72,7 +75,7 @@ ZH_CN = Translation(
     """`checkpoint` 没有传 `use_reentrant=`，或者可重入版本的输入都不需要梯度，或者通过它调用 `autograd.grad`。
 
 ## 它检查什么
-标记没有传 `use_reentrant` 的 `torch.utils.checkpoint.checkpoint` 和 `checkpoint_sequential` 调用（不论以何种方式导入），报信息；以及使用可重入版本（显式指定或默认）、但被检查点包住的代码块没有任何输入可能需要梯度的调用，报警告：每个输入都是不带 `requires_grad=True` 新建的张量、`.detach()` 过的张量、非张量，或者只绑定到这些值的局部名字；在模块的 `forward(self, x)` 中，如果本文件中对该模块实例的每次调用都传入这样的张量，`x` 也算在内。还有一种报为错误：`torch.autograd.grad(...)` 或 `backward(inputs=...)` 的输入位于一个可重入检查点之后，而输出又经过这个检查点（例如对做了检查点的判别器（critic）的输入求梯度惩罚）。
+标记没有传 `use_reentrant` 的 `torch.utils.checkpoint.checkpoint` 和 `checkpoint_sequential` 调用（不论以何种方式导入），报信息；以及使用可重入版本（显式指定或默认）、但被检查点包住的代码块没有任何输入可能需要梯度的调用，报警告：每个输入都是不带 `requires_grad=True` 新建的张量、`.detach()` 过的张量、非张量，或者只绑定到这些值的局部名字；在模块的 `forward(self, x)` 中，如果本文件中对该模块实例的每次调用都传入这样的张量，`x` 也算在内。还有一种报为错误：`torch.autograd.grad(...)` 或 `backward(inputs=...)` 的输入位于一个可重入检查点之后，而输出又经过这个检查点（例如对做了检查点的判别器（critic）的输入求梯度惩罚）；这根据分析构建的计算图来判断：检查点可以位于输出所经过的函数或模块中，`checkpoint_sequential` 在分成两段或更多段时才算（只有一段时，torch 不对任何部分做检查点）。
 
 ## 为什么这是问题？
 torch 2.13 仍然默认使用可重入版本，每次调用时只要没有 `use_reentrant` 就发出警告，并声明以后省略它将会报错。可重入版本只有在某个输入张量需要梯度时才记录梯度：对原始输入 batch 做检查点的代码块，它自己的参数完全得不到梯度（如果后面的层仍让 loss 带有计算图，这一切悄无声息；如果没有别的层提供计算图，则报 `element 0 of tensors does not require grad`）。它的反向传播只能从普通的 `.backward()` 发起：经过它的 `torch.autograd.grad` 和 `backward(inputs=...)` 都会报错。
@@ -101,7 +104,7 @@ def forward(self, x):
 ## 修复的安全性
 安全：`use_reentrant=False` 重新计算的是同一个前向传播，并且参数也能得到梯度。
 """,  # noqa: E501 - one line per Chinese paragraph; what torch says is quoted verbatim
-    translates="b89f9f16e32c",
+    translates="dba0d7da01f2",
 )
 
 RULE = Rule(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import library_models, torch_api
+from graphlife.analysis import checkpoint_regions, library_models, torch_api
 from graphlife.analysis.engine.core import EngineCore
 from graphlife.analysis.events import StoreEvent
 from graphlife.analysis.state import State
@@ -30,6 +30,14 @@ class Assignment(EngineCore):
                 value = replace(value, desc=target.id)
             if value_expr is not None:  # `total = total + loss`: a running total, decided on the graph
                 torch_api.note_growth(self, state, target, state.env.get(target.id), value)
+            if self.run_state.checkpoints:
+                function = self.enclosing_function(target)
+                if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                        target.id not in self.local_names(function):
+                    # `global calls` then `calls += 1`
+                    checkpoint_regions.note_write(self, ("global", target.id), value)
+                    if isinstance(value, Number) and value.unreplayed:
+                        value = replace(value, unreplayed=frozenset())  # a later read is tagged by its state
             state.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             self._assign_unpacked(target, value, state)
@@ -78,6 +86,10 @@ class Assignment(EngineCore):
                 self.note_ctx_store(receiver, target, value, state)
             self.maybe_store(state, receiver, value, self.text(target), "attribute")
             torch_api.note_growth(self, state, target, state.heap[receiver.oid].attrs.get(target.attr), value)
+            if self.run_state.checkpoints:
+                checkpoint_regions.note_write(self, ("attr", receiver.oid, target.attr), value)
+                if isinstance(value, Number) and value.unreplayed:
+                    value = replace(value, unreplayed=frozenset())  # a later read is tagged by its state
             obj = state.heap_write(receiver.oid)
             obj.attrs[target.attr] = value
             if isinstance(value, TensorVal) and value.is_param:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 
-from graphlife.analysis import isolation, namedtuples, torch_api
+from graphlife.analysis import checkpoint_regions, isolation, namedtuples, torch_api
 from graphlife.analysis.engine.core import EngineCore, handles_expressions
 from graphlife.analysis.events import OpaqueCallEvent
 from graphlife.analysis.modules import is_namespace_key
@@ -140,6 +140,8 @@ class Calls(EngineCore):
             return torch_api.call_object(self, state, func, args, kwargs, call)
         if isinstance(func, QualName):
             self._before_library_call(func.name, [*args, *kwargs.values()], state)
+            if self.run_state.checkpoints:
+                return self._library_call_in_checkpoint(func.name, args, kwargs, state, call)
             return torch_api.call_qualname(self, state, func.name, args, kwargs, call)
         if isinstance(func, BoundMethod) and isinstance(func.receiver, ClassRef):
             if func.receiver.is_autograd_function and func.name == "apply":
@@ -147,11 +149,34 @@ class Calls(EngineCore):
             self.unseen_call([*args, *kwargs.values()], state)  # a class method from a base the engine cannot see
             return self.no_grad_opaque(UNKNOWN, state, call)
         if isinstance(func, BoundMethod):
+            if (self.run_state.checkpoints and isinstance(func.receiver, TensorVal)
+                    and func.name in checkpoint_regions.SHAPE_METHODS):
+                for value, expr in zip(args, call.args):
+                    checkpoint_regions.decide(self, value, expr, "shape", state)
             result = torch_api.call_method(self, state, func.receiver, func.name, args, kwargs, call)
             return self.no_grad_opaque(result, state, call)
         self.note_opaque_call(call, [*args, *kwargs.values()], state)
         self.unseen_call([*args, *kwargs.values()], state)
         return self.no_grad_opaque(UNKNOWN, state, call)
+
+    def _library_call_in_checkpoint(self, name: str, args: list[Value], kwargs: dict[str, Value], state: State,
+                                    call: ast.Call) -> Value:
+        """A library call inside a checkpointed function (:mod:`graphlife.analysis.checkpoint_regions`):
+        a source the recomputation does not replay gives a tagged number, torch's random ops are
+        draws, ``range`` decides the control flow, and a builtin's number keeps its arguments' sources."""
+        canonical = torch_api.canonical(name)
+        tagged = checkpoint_regions.source_value(self, canonical, call)
+        if tagged is not None:
+            return tagged
+        if canonical in checkpoint_regions.TORCH_RANDOM and torch_api.const_bool(kwargs.get("training")) is not False:
+            checkpoint_regions.note_draw(self, call, canonical, state)
+        if canonical == "builtins.range":
+            for value, expr in zip(args, call.args):
+                checkpoint_regions.decide(self, value, expr, "flow", state)
+        result = torch_api.call_qualname(self, state, name, args, kwargs, call)
+        if canonical.startswith(("builtins.", "math.")):
+            result = checkpoint_regions.carry(result, [*args, *kwargs.values()])
+        return result
 
     def _before_library_call(self, name: str, values: list[Value], state: State) -> None:
         """A call of a name imported from a library: torch's own functions write no object of the

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import constants, distributions, library_models, torch_api
+from graphlife.analysis import checkpoint_regions, constants, distributions, library_models, torch_api
 from graphlife.analysis.engine.core import EngineCore, handler_for, handles_expressions
 from graphlife.analysis.engine.heap import MAX_EXACT_UNROLL
 from graphlife.analysis.state import State
@@ -97,7 +97,15 @@ class Expressions(EngineCore):
                 return torch_api.builtin_name(name)
         if value.__class__ is ImportedName:
             return self.resolve_imported(value, state)
+        if self.run_state.checkpoints and isinstance(value, Number) and self._global_read(expr):
+            return checkpoint_regions.tag_read(self, value, ("global", name), expr)
         return value
+
+    def _global_read(self, expr: ast.Name) -> bool:
+        """Is the name read inside a function that does not bind it (a global, as the function sees it)?"""
+        function = self.enclosing_function(expr)
+        return isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+            expr.id not in self.local_names(function)
 
     @handles_expressions(ast.Constant)
     def eval_constant(self, expr: ast.Constant, state: State) -> Value:
@@ -116,7 +124,10 @@ class Expressions(EngineCore):
         if isinstance(receiver, TensorVal):
             return torch_api.tensor_attribute(self, state, receiver, expr)
         if isinstance(receiver, HeapRef):
-            return self._heap_attribute(receiver, expr, state)
+            value = self._heap_attribute(receiver, expr, state)
+            if self.run_state.checkpoints:  # state the checkpointed function may also write
+                return checkpoint_regions.tag_read(self, value, ("attr", receiver.oid, expr.attr), expr)
+            return value
         if isinstance(receiver, ClassRef):
             method = self.find_method(receiver, expr.attr, state)
             if method is not None:
@@ -198,6 +209,10 @@ class Expressions(EngineCore):
     @handles_expressions(ast.UnaryOp)
     def eval_unary(self, expr: ast.UnaryOp, state: State) -> Value:
         operand = self.eval(expr.operand, state)
+        result = self._unary(expr, operand, state)
+        return checkpoint_regions.carry(result, (operand,)) if self.run_state.checkpoints else result
+
+    def _unary(self, expr: ast.UnaryOp, operand: Value, state: State) -> Value:
         if isinstance(operand, TensorVal) and isinstance(expr.op, ast.USub):
             return torch_api.apply_op(self, state, "Tensor.__neg__", [operand], [expr.operand], expr)
         # Folded where a binary operation is (not in a loop, whose later iterations the engine runs
@@ -216,6 +231,10 @@ class Expressions(EngineCore):
     @handles_expressions(ast.Compare)
     def eval_compare(self, expr: ast.Compare, state: State) -> Value:
         values = [self.eval(expr.left, state)] + [self.eval(c, state) for c in expr.comparators]
+        result = self._compare(expr, values)
+        return checkpoint_regions.carry(result, values) if self.run_state.checkpoints else result
+
+    def _compare(self, expr: ast.Compare, values: list[Value]) -> Value:
         if any(isinstance(v, TensorVal) for v in values):
             return TensorVal(requires_grad=False, leaf=True, storage=self.fresh(), origin=expr)
         if any(v is UNKNOWN for v in values) and not all(isinstance(op, _IDENTITY_TESTS) for op in expr.ops):
@@ -233,20 +252,34 @@ class Expressions(EngineCore):
         any other operand may be the result."""
         stops_on = isinstance(expr.op, ast.Or)  # `or` stops at a true operand, `and` at a false one
         result: Value | None = None
+        values: list[Value] = []
         for index, operand in enumerate(expr.values):
             value = self.eval(operand, state)
+            values.append(value)
             if index == len(expr.values) - 1:
-                return value if result is None else result.join(value)
+                return self._boolean_result(value if result is None else result.join(value), values)
             truth = constants.known_truth(value.const) if isinstance(value, Number) else None
             if truth is stops_on:
-                return value if result is None else result.join(value)
+                return self._boolean_result(value if result is None else result.join(value), values)
             if truth is None:
                 result = value if result is None else result.join(value)
         return result if result is not None else UNKNOWN
 
+    def _boolean_result(self, result: Value, values: list[Value]) -> Value:
+        """Inside a checkpointed function, ``a and b`` keeps the sources of the operands it ran
+        that the recomputation does not replay: each decided whether the next ran, or is the result."""
+        if not self.run_state.checkpoints:
+            return result
+        tags = frozenset().union(*(checkpoint_regions.tags_of(value) for value in values))
+        if tags and result is UNKNOWN:
+            return Number(None, tags)
+        return checkpoint_regions.carry(result, values)
+
     @handles_expressions(ast.IfExp)
     def eval_conditional(self, expr: ast.IfExp, state: State) -> Value:
-        self.eval(expr.test, state)
+        test = self.eval(expr.test, state)
+        if self.run_state.checkpoints:
+            checkpoint_regions.decide(self, test, expr.test, "flow", state)
         return self.eval(expr.body, state).join(self.eval(expr.orelse, state))
 
     @handles_expressions(ast.NamedExpr)
@@ -316,6 +349,8 @@ class Expressions(EngineCore):
     def eval_subscript(self, expr: ast.Subscript, state: State) -> Value:
         container = self.eval(expr.value, state)
         key = self.eval(expr.slice, state)
+        if isinstance(container, TensorVal) and self.run_state.checkpoints:
+            checkpoint_regions.decide(self, key, expr.slice, "shape", state)
         if isinstance(container, TensorVal):
             result = torch_api.apply_op(self, state, "Tensor.__getitem__", [container], [expr.value], expr)
             if (_advanced_index(key) and isinstance(result, TensorVal) and result.storage is not None
@@ -361,6 +396,17 @@ class Expressions(EngineCore):
                 return container if obj.kind == "list" else UNKNOWN
             return obj.elem if obj.elem is not None else UNKNOWN
         return UNKNOWN
+
+    @handles_expressions(ast.Slice)
+    def eval_slice(self, expr: ast.Slice, state: State) -> Value:
+        """``a:b:c`` in a subscript: its bounds run only inside a checkpointed function, where a
+        bound the recomputation does not replay decides a shape (elsewhere a slice is unknown,
+        as it always was)."""
+        if not self.run_state.checkpoints:
+            return UNKNOWN
+        bounds = [self.eval(part, state) for part in (expr.lower, expr.upper, expr.step) if part is not None]
+        tags = frozenset().union(*(checkpoint_regions.tags_of(bound) for bound in bounds))
+        return Number(None, tags) if tags else UNKNOWN
 
     # -- the rest ---------------------------------------------------------------------------------------
     @handles_expressions(ast.Lambda)

@@ -15,7 +15,7 @@ import ast
 from collections.abc import Callable
 from functools import partial
 
-from graphlife.analysis import torch_api
+from graphlife.analysis import checkpoint_regions, torch_api
 from graphlife.analysis.engine.core import EngineCore, handles_expressions, handles_statements
 from graphlife.analysis.engine.heap import MAX_EXACT_UNROLL
 from graphlife.analysis.engine_api import Flow
@@ -81,7 +81,10 @@ class Loops(EngineCore):
         infinite = isinstance(stmt.test, ast.Constant) and bool(stmt.test.value)
 
         def test(s: State) -> Value:
-            return self.eval(stmt.test, s)
+            value = self.eval(stmt.test, s)
+            if self.run_state.checkpoints:
+                checkpoint_regions.decide(self, value, stmt.test, "flow", s)
+            return value
 
         binders: list[Binder] = [test] * (2 if len(self.run_state.loop_stack) < MAX_UNROLLED_NESTING else 1)
         return self.run_loop(stmt, state, binders, may_skip=not infinite, infinite=infinite)
@@ -209,7 +212,9 @@ class Loops(EngineCore):
                 try:
                     for generator in expr.generators:
                         for condition in generator.ifs:
-                            self.eval(condition, inner)
+                            test = self.eval(condition, inner)
+                            if run.checkpoints:
+                                checkpoint_regions.decide(self, test, condition, "flow", inner)
                     value = self.eval(expr.value if isinstance(expr, ast.DictComp) else expr.elt, inner)
                 finally:
                     run.loop_stack.pop()

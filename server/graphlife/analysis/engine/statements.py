@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from graphlife.analysis import library_models, torch_api
+from graphlife.analysis import checkpoint_regions, library_models, torch_api
 from graphlife.analysis.engine.core import EngineCore, handler_for, handles_statements
 from graphlife.analysis.engine_api import Flow
 from graphlife.analysis.events import StoreEvent
@@ -164,7 +164,9 @@ class Statements(EngineCore):
 
     @handles_statements(ast.Assert)
     def exec_assert(self, stmt: ast.Assert, state: State) -> Flow:
-        self.eval(stmt.test, state)
+        test = self.eval(stmt.test, state)
+        if self.run_state.checkpoints:
+            checkpoint_regions.decide(self, test, stmt.test, "flow", state)
         return Flow(normal=state)
 
     # -- definitions ---------------------------------------------------------------------------------
@@ -225,6 +227,8 @@ class Statements(EngineCore):
     @handles_statements(ast.If)
     def exec_if(self, stmt: ast.If, state: State) -> Flow:
         test = self.eval(stmt.test, state)
+        if self.run_state.checkpoints:
+            checkpoint_regions.decide(self, test, stmt.test, "flow", state)
         truth = self.truth(test, stmt.test, state)
         if truth is True:
             return self.exec_block(stmt.body, state)

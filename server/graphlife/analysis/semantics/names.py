@@ -152,6 +152,8 @@ class Names:
                         reachable.append(name)
         self._scopes: dict[int, _ScopeNames] = {}
         self._building: set[int] = set()
+        #: Per collection asked about (``qualified_name_in``): it, and the last parts of its names.
+        self._last_parts: dict[int, tuple[Collection[str], frozenset[str]]] = {}
 
     # -- scopes ----------------------------------------------------------------------
     def scope_of(self, node: ast.AST) -> Scope:
@@ -337,6 +339,18 @@ class Names:
         """``qualified_name(expr)`` when it is one of ``wanted``, else ``None``; without a look at
         scopes when no import of the file can make ``expr`` one of them (a rule that looks for
         one function among every call of a file asks this)."""
+        # The cheapest test first: the last name written is the last part of what it would mean.
+        last = expr.attr if isinstance(expr, ast.Attribute) else expr.id if isinstance(expr, ast.Name) else None
+        if last is None:
+            return None
+        ends = self._last_parts.get(id(wanted))
+        if ends is None or ends[0] is not wanted:
+            ends = self._last_parts[id(wanted)] = (wanted, frozenset(w.rpartition(".")[2] for w in wanted))
+        if isinstance(expr, ast.Attribute):
+            if last not in ends[1]:
+                return None
+        elif last not in self._imported and last not in self._aliased:
+            return None  # a plain name no import or alias binds means no qualified name
         parts = dotted_parts(expr)
         if parts is None:
             return None
