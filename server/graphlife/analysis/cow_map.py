@@ -236,10 +236,7 @@ def holds_same(mapping: Mapping[Any, Any], expected: Iterable[tuple[Any, Any]], 
                 return False
         return True
     get = mapping.get
-    for key, value in expected:
-        if get(key, absent) is not value:
-            return False
-    return True
+    return all(get(key, absent) is value for key, value in expected)
 
 
 def same_objects(a: MutableMapping[Any, Any], b: MutableMapping[Any, Any]) -> bool:

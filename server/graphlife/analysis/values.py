@@ -179,7 +179,6 @@ def _init_through_dict(cls: type) -> None:
          namespace)
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__doc__ = cls.__init__.__doc__
     setattr(cls, "__init__", init)  # noqa: B010 - replaces the generated method (same signature)
 
 
