@@ -194,12 +194,15 @@ class MessageTemplate:
     def __call__(self, **args: MessageArg) -> Message:
         if not all(type(value) in _PLAIN_ARGUMENTS for value in args.values()):
             return Message(self.id, self.text, args, self.zh_cn)
-        key = (self, tuple(args.items()))
-        made = _MADE.get(key)
-        if made is None:
-            if len(_MADE) >= _MAX_MADE:
-                _MADE.clear()
-            made = _MADE[key] = Message(self.id, self.text, args, self.zh_cn)
+        # By the template's identity: hashing the template itself hashes its three texts each time.
+        key = (id(self), tuple(args.items()))
+        known = _MADE.get(key)
+        if known is not None and known[0] is self:  # the entry keeps its template alive: the id is its own
+            return known[1]
+        if len(_MADE) >= _MAX_MADE:
+            _MADE.clear()
+        made = Message(self.id, self.text, args, self.zh_cn)
+        _MADE[key] = (self, made)
         return made
 
 
@@ -209,7 +212,7 @@ _PLAIN_ARGUMENTS = frozenset({str, int, type(None)})
 #: Messages made from plain arguments, by template and arguments, shared (a message is never
 #: changed once made): the engine gives every tensor an op makes without a graph the reason
 #: why (``no_grad``, a factory, an integer op), thousands per file, most of them the same.
-_MADE: dict[tuple[MessageTemplate, tuple[tuple[str, MessageArg], ...]], Message] = {}
+_MADE: dict[tuple[int, tuple[tuple[str, MessageArg], ...]], tuple[MessageTemplate, Message]] = {}
 _MAX_MADE = 4096
 
 

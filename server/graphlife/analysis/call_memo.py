@@ -34,7 +34,7 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
 from graphlife.analysis import scopes
-from graphlife.analysis.cow_map import same_objects
+from graphlife.analysis.cow_map import holds_same, same_objects
 from graphlife.analysis.engine_api import EngineParts
 from graphlife.analysis.state import State
 from graphlife.analysis.values import (
@@ -197,8 +197,7 @@ def _matches(entry: MemoEntry, func: FunctionRef, args: list[Value], kwargs: dic
         current = env.get(name, _ABSENT)
         if current is not value and (current is _ABSENT or value is _ABSENT or not _same(current, value)):
             return False
-    heap = state.heap
-    return all(heap.get(oid) is obj for oid, obj in entry.objects)
+    return holds_same(state.heap, entry.objects, None)
 
 
 def _same(a: object, b: object) -> bool:

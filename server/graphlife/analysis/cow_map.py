@@ -26,7 +26,7 @@ shows the entries of when it was taken, not later writes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, ItemsView, Iterator, KeysView, MutableMapping, ValuesView
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, MutableMapping, ValuesView
 from typing import Any
 
 _MISSING: Any = object()
@@ -218,6 +218,25 @@ def _changed_since_common_base(a: CowMap, b: CowMap) -> set | None:
             changed.update(y.changed)
             y = y.parent
     return changed
+
+
+def holds_same(mapping: Mapping[Any, Any], expected: Iterable[tuple[Any, Any]], absent: object) -> bool:
+    """Does ``mapping`` hold, for each ``(key, value)`` of ``expected``, that very object
+    (``absent`` standing for a key it lacks)? Asked before each replay of a call and each run of
+    the escaped functions, over every name and heap object they read: a :class:`CowMap` is read
+    here through its two dicts, without a method call per key. ``absent`` is never a value the
+    map holds."""
+    if type(mapping) is CowMap:
+        delta, base = mapping._delta, mapping._base
+        for key, value in expected:
+            current = delta.get(key, absent)
+            if current is absent:
+                current = base.get(key, absent)
+            if current is not value:
+                return False
+        return True
+    get = mapping.get
+    return all(get(key, absent) is value for key, value in expected)
 
 
 def same_objects(a: MutableMapping[Any, Any], b: MutableMapping[Any, Any]) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from graphlife.analysis.cow_map import holds_same
 from graphlife.analysis.state import State
 from graphlife.analysis.unseen_writes import HeapReads
 from graphlife.analysis.values import Value
@@ -47,11 +48,7 @@ class EscapedReads:
 
 def _unchanged(reads: EscapedReads, state: State) -> bool:
     """Is every name and object ``reads`` saw still the very same in ``state``?"""
-    env, heap = state.env, state.heap
-    for name, value in reads.names.items():
-        if env.get(name, _ABSENT) is not value:
-            return False
-    return all(heap.get(oid) is obj for oid, obj in reads.objects.items())
+    return holds_same(state.env, reads.names.items(), _ABSENT) and holds_same(state.heap, reads.objects.items(), None)
 
 
 class EscapedRuns:

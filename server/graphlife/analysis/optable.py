@@ -152,7 +152,18 @@ class OpInfo:
         return _case(norm, raw) if raw is not None else None
 
     def saved_for_all(self, pattern: str) -> tuple[SavedCase, ...] | None:
-        """Every case a pattern with ``?`` (requires grad: maybe) may be; None if any is missing."""
+        """Every case a pattern with ``?`` (requires grad: maybe) may be; None if any is missing.
+        Asked at nearly every op and module call: kept per entry and pattern (the cases are frozen)."""
+        memo: dict[str, tuple[SavedCase, ...] | None] | None = self.__dict__.get("_saved_for_all_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_saved_for_all_memo", memo)  # not a field: no part of equality
+        if pattern in memo:
+            return memo[pattern]
+        found = memo[pattern] = self._saved_for_all(pattern)
+        return found
+
+    def _saved_for_all(self, pattern: str) -> tuple[SavedCase, ...] | None:
         norm = self._normalize(pattern)
         if norm is None:
             return None

@@ -219,8 +219,13 @@ def apply_op(
 ) -> Value:
     """A differentiable op on abstract inputs: result facts, a graph node, what it saves."""
     info = info if info is not None else optable.lookup(key)
-    tensors = [v for v in inputs if isinstance(v, TensorVal)]
-    any_unknown = any(may_carry_graph(v) for v in inputs)
+    tensors: list[TensorVal] = []
+    any_unknown = False
+    for value in inputs:  # one pass: this runs for nearly every op of the file
+        if isinstance(value, TensorVal):
+            tensors.append(value)
+        elif not any_unknown and may_carry_graph(value):
+            any_unknown = True
     if info is not None and not info.returns_tensor:
         return Number(None)
     if not tensors and not any_unknown:
@@ -245,38 +250,35 @@ def apply_op(
     inference = True if state.inference_mode is True else (False if state.inference_mode is False else None)
     if info is not None and info.view and first is not None and first.inference:
         inference = True  # a view of an inference tensor is one too
-    why, why_site = "", None
+    desc = interp.text(site)
     if needs_grad is False:
         why, why_site = _why_no_graph(interp, state, key, info, tensors, site)
-    result = TensorVal(
-        requires_grad=needs_grad, leaf=not needs_grad if needs_grad is not None else None,
-        storage=storage, inference=inference, origin=site, desc=interp.text(site), why=why, why_site=why_site,
-    )
-    if not needs_grad and needs_grad is not None:
-        return result
+        return TensorVal(requires_grad=False, leaf=True, storage=storage, inference=inference, origin=site,
+                         desc=desc, why=why, why_site=why_site)
     parents = frozenset().union(*(t.grad_fn for t in tensors)) if tensors else frozenset()
     # Unknown inputs may add edges, but never remove the known ones: the known parents stay certain.
     parents_certain = all(t.certain for t in tensors)
     saves: list[SavedRef] = []
     saves_certain = False
+    pattern = "".join([pattern_char(v) for v in inputs])
     if info is not None and len(info.inputs) == len(inputs) and needs_grad:
-        pattern = "".join(pattern_char(v) for v in inputs)
         cases = info.saved_for_all(pattern)
         if cases:
             saves_certain = all(c.saves_anything for c in cases)
             saves.extend(saved_inputs(interp, state, cases, inputs, input_exprs, site, key))
             if all(c.result for c in cases) and storage is not None:
-                saves.append(SavedRef(storage, max(state.version_of(storage)), "result", interp.text(site)))
+                saves.append(SavedRef(storage, max(state.version_of(storage)), "result", desc))
     node = interp.run_state.graph.add(
         op=key, site=site, parents=parents, parents_certain=parents_certain, saves=tuple(saves),
-        saves_certain=saves_certain, iteration=interp.iteration(), line_desc=interp.text(site),
-        leaves=leaf_storages(tensors, state), pattern="".join(pattern_char(v) for v in inputs),
+        saves_certain=saves_certain, iteration=interp.iteration(), line_desc=desc,
+        leaves=leaf_storages(tensors, state), pattern=pattern,
         partial=any_unknown,
     )
     # The node itself certainly exists when the result certainly requires grad, whatever its inputs:
     # `certain` says the value's graph starts at exactly this node; how sure its edges are is the
     # node's `parents_certain` (an unknown batch from a loader makes the edges, not the node, unsure).
-    return replace(result, grad_fn=frozenset({node.nid}), certain=needs_grad is True, leaf=False)
+    return TensorVal(requires_grad=needs_grad, leaf=False, grad_fn=frozenset({node.nid}), certain=needs_grad is True,
+                     storage=storage, inference=inference, origin=site, desc=desc)
 
 
 def gradients_off_reason(interp: TorchEngine, state: State) -> str:

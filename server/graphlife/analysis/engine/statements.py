@@ -235,7 +235,9 @@ class Statements(EngineCore):
         if truth is False:
             return self.exec_block(stmt.orelse, state)
         then_flow = self.exec_block(stmt.body, state.copy())
-        else_flow = self.exec_block(stmt.orelse, state.copy())
+        # The else branch goes on with the state itself, as a statement after the `if` would:
+        # nothing reads it apart from this path once the then branch has its copy.
+        else_flow = self.exec_block(stmt.orelse, state)
         return self.merge_flows([then_flow, else_flow])
 
     def truth(self, value: Value, expr: ast.expr, state: State) -> bool | None:
