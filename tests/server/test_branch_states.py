@@ -32,23 +32,20 @@ model = nn.Linear(4, 1)
 box = Box()
 box.loss = model(torch.randn(8, 4)).sum()
 loss = box.loss
-kept = []
 if len(sys.argv) > 1:
     loss.backward()
-    box.loss = None
-    kept = None
+    box.loss = loss.detach()
 else:
     box.loss.backward()
-    kept.append(loss)
 loss.backward()
 """
-BOTH_PATHS_RAISE_AT = 23
+BOTH_PATHS_RAISE_AT = 20
 
 
 def test_the_else_branch_does_not_see_the_then_branch_and_the_join_sees_both() -> None:
-    """Had the ``then`` branch's backward, its ``box.loss = None`` or its ``kept = None``
-    leaked into the ``else`` branch, line 21 or 22 would be reported; had the join lost
-    either branch, line 23 would not be an error."""
+    """Had the ``then`` branch's backward or its ``box.loss = loss.detach()`` leaked into the
+    ``else`` branch, line 19 would be reported (a second backward, or one of a tensor without
+    a graph); had the join lost either branch's backward, line 20 would not be an error."""
     findings = check_source(PROGRAM).findings
     assert [(f.code, f.span.line, f.severity.value) for f in findings] == [("GL101", BOTH_PATHS_RAISE_AT, "error")]
 
