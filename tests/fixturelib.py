@@ -166,9 +166,6 @@ KNOWN_MISSES: dict[str, str] = {
     "GL106/bad_class_weights_from_label_counts.py":
         "the inference tensor goes in through cross_entropy's weight= keyword, "
         "which the saved-tensor table does not measure",
-    "GL301/bad_accumulated_microbatches_zeroed_before_step.py":
-        "the micro-batch loop over zip(x.chunk(n), ...) may run zero times for the engine, "
-        "so the gradients may be untouched",
     "GL302/bad_gan_generator_never_zeroed.py":
         "the optimizers live in a dict comprehension keyed by name; which parameters each one steps is unknown",
     "GL304/bad_multitask_sum_unscaled.py":

@@ -37,6 +37,7 @@ from graphlife.project.cache_record import (
     cache_folder,
     default_settings_hold,
     inputs_unchanged,
+    is_record_of,
     read_record,
     record_path,
 )
@@ -113,7 +114,7 @@ def _from_record(path: str, cwd: str, language: str) -> _Report | None:
         return None
     entry = os.path.abspath(path)
     record = read_record(record_path(cache_folder(path), entry))
-    if record is None or record["entry"] != entry or record["entry_hash"] != text_digest(source) \
+    if record is None or not is_record_of(record, entry, text_digest(source)) \
             or not default_settings_hold(record, path, cwd, language) or not inputs_unchanged(record):
         return None
     payload = record["payload"]

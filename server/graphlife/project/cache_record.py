@@ -162,6 +162,13 @@ def read_record(path: str) -> dict | None:
     return record
 
 
+def is_record_of(record: dict, entry: str, entry_hash: str) -> bool:
+    """Whether ``record`` (as :func:`read_record` returned it) is of the file at the absolute
+    path ``entry`` with the text whose digest is ``entry_hash``: the first test of every
+    reader, the full command line's result cache and the fast path alike."""
+    return record["entry"] == entry and record["entry_hash"] == entry_hash
+
+
 def _is_input(known: object) -> bool:
     if type(known) is not dict or type(known.get("hash")) is not str:
         return False

@@ -49,6 +49,7 @@ from graphlife.project.cache_record import (
     dumps,
     find_project_root,
     graphlife_identity,
+    is_record_of,
     read_record,
     record_path,
     settings_search,
@@ -147,8 +148,7 @@ class ResultCache:
         imports were searched in still offers the same modules; else ``None``."""
         entry = os.path.abspath(entry_path)
         record = read_record(str(self._record_path(entry)))
-        if record is None or record["entry"] != entry or record["entry_hash"] != entry_text_hash \
-                or record["settings"] != settings_key:
+        if record is None or not is_record_of(record, entry, entry_text_hash) or record["settings"] != settings_key:
             return None
         refreshed = False
         for kind in KINDS:

@@ -22,7 +22,7 @@ from graphlife.analysis.engine_api import Flow
 from graphlife.analysis.events import LoopEndEvent
 from graphlife.analysis.state import State
 from graphlife.analysis.torch_api import REPEATED_BLOCKS
-from graphlife.analysis.values import HeapRef, Number, QualName, TupleVal, Value
+from graphlife.analysis.values import HeapRef, Number, QualName, TensorVal, TupleVal, Value
 
 #: Loops nested deeper than this (with the comprehensions and the loops of the inlined callers)
 #: run their body once, not twice: each level of two iterations doubles the work, and a file of
@@ -180,7 +180,11 @@ class Loops(EngineCore):
     def nonempty(self, iterable: Value, state: State) -> bool:
         """A module's parameters: there is at least one (a loop over them runs); so does a ``zip``
         or an ``enumerate`` of such. A list or a container module built by a comprehension over a
-        ``range`` of blocks (see :meth:`_repeated_blocks`)."""
+        ``range`` of blocks (see :meth:`_repeated_blocks`). The tuple of a multi-output op that
+        gives at least one tensor (:attr:`TensorVal.parts`: ``x.chunk(4)`` gives one to four,
+        even of an empty tensor); a plain tensor is not, as its first dimension may be 0."""
+        if isinstance(iterable, TensorVal):
+            return not iterable.opaque and iterable.parts is not None and iterable.parts[0] >= 1
         if isinstance(iterable, HeapRef) and iterable.oid in state.heap:
             obj = state.heap[iterable.oid]
             if obj.extra.get(REPEATED_BLOCKS):
