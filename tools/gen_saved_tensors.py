@@ -438,7 +438,7 @@ SPECS: list[Spec] = [
     meth("diagonal"), fn("torch.as_strided", t(), (2, 2), (3, 1)),
     meth("unfold", 1, 2, 1), fn("torch.chunk", t(), 2, 1), meth("chunk", 2, 1),
     fn("torch.split", t(), 1, 1), meth("split", 1, 1), fn("torch.unbind", t()), meth("unbind"),
-    fn("torch.tensor_split", t(), 2, 1), meth("contiguous"), fn("torch.clone", t()), meth("clone"),
+    fn("torch.tensor_split", t(), 2, 1), meth("tensor_split", 2, 1), meth("contiguous"), fn("torch.clone", t()), meth("clone"),
     meth("detach"), meth("detach_"), fn("torch.detach", t()), prop("T"), prop("mT"), prop("data"),
     meth("repeat", 2, 1), fn("torch.tile", t(), (2, 1)), fn("torch.flip", t(), (0,)),
     meth("flip", 0), fn("torch.roll", t(), 1, 1), fn("torch.rot90", t()),

@@ -47,7 +47,7 @@ def _torch_raises_at(iterable: str) -> int | None:
 
 
 @pytest.mark.parametrize("iterable", ["x.chunk(2)", "zip(x.chunk(4), x.chunk(4))", "enumerate(x.chunk(3))",
-                                      "torch.tensor_split(x, 2)"])
+                                      "torch.tensor_split(x, 2)", "x.tensor_split(3)"])
 def test_a_loop_over_an_op_that_always_gives_a_tensor_runs(iterable: str) -> None:
     assert _torch_raises_at(iterable) == AFTER_THE_LOOP
     assert _gl101(iterable) == [(AFTER_THE_LOOP, "error")]
