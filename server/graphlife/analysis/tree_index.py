@@ -21,7 +21,7 @@ import re
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from graphlife.analysis.semantics.model import Semantics
@@ -80,7 +80,7 @@ def _signature_fields(cls: type[ast.AST]) -> tuple[str, ...] | None:
     return tuple(found) if tuple(names) == tuple(cls._fields) else None
 
 
-def _node_fields(cls: type[ast.AST]) -> tuple[str, ...]:
+def node_fields(cls: type[ast.AST]) -> tuple[str, ...]:
     """The fields of ``cls`` that may hold a node: none of the others holds one (a name, a
     constant, ``ctx``), so the walks below never look at them. A list in one of these fields
     holds nodes or ``None`` (the keys of ``{**a}``), never a string or a number."""
@@ -107,7 +107,7 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     cls = node.__class__
     fields = _FIELDS.get(cls)
     if fields is None:
-        fields = _node_fields(cls)
+        fields = node_fields(cls)
     if cls in _UNCHECKED:
         for name in fields:
             child = getattr(node, name, None)
@@ -132,7 +132,7 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
 def iter_nodes(root: ast.AST) -> Iterator[ast.AST]:
     """``root`` and every node under it, depth first, the last child first (``ast.walk`` in another
     order, without its queue and generator per node)."""
-    stack = [root]
+    stack: list[Any] = [root]
     pop, push, extend = stack.pop, stack.append, stack.extend
     fields_of = _FIELDS
     unchecked = _UNCHECKED
@@ -144,7 +144,7 @@ def iter_nodes(root: ast.AST) -> Iterator[ast.AST]:
         cls = node.__class__
         fields = fields_of.get(cls)
         if fields is None:
-            fields = _node_fields(cls)
+            fields = node_fields(cls)
         if cls in unchecked:
             extend(child_nodes(node))
             continue
@@ -188,7 +188,7 @@ def _class_facts(cls: type[ast.AST]) -> tuple[tuple[str, ...], bool, str, bool]:
     # The parser and ast.copy_location give a position only to classes that declare one; those
     # that do are asked per node (a node made by code may lack it).
     locatable = "lineno" in getattr(cls, "_attributes", ()) or not hasattr(cls, "_attributes")
-    fields = _node_fields(cls)
+    fields = node_fields(cls)
     found = _CLASS_FACTS[cls] = (fields, locatable, role, cls in _UNCHECKED)
     return found
 
@@ -238,7 +238,7 @@ class TreeIndex:
         One loop with what it needs of each node class looked up once per class
         (:func:`_class_facts`): a function call and an ``isinstance`` chain per node made
         this walk cost three quarters of parsing the file. The fields that never hold a node
-        are not read (:func:`_node_fields`), and a node without a role (most of them) costs
+        are not read (:func:`node_fields`), and a node without a role (most of them) costs
         a dict lookup, its fields and its children."""
         index = cls()
         parents = index.parents
@@ -250,7 +250,7 @@ class TreeIndex:
         by_kind = index.by_kind
         facts = _CLASS_FACTS
         load, store = ast.Load, ast.Store
-        stack: list[ast.AST] = list(statements)
+        stack: list[Any] = list(statements)  # nodes, and the None of some lists (`{**a}`'s key)
         pop, push = stack.pop, stack.append
         while stack:
             parent = pop()
@@ -264,9 +264,9 @@ class TreeIndex:
             if locate and locatable and hasattr(parent, "lineno") and hasattr(parent, "end_lineno"):
                 located.append(parent)  # it has a position: checked just above
             if unchecked:
-                for child in child_nodes(parent):
-                    parents[id(child)] = parent
-                    push(child)
+                for node in child_nodes(parent):
+                    parents[id(node)] = parent
+                    push(node)
             else:
                 for name in fields:
                     child = getattr(parent, name, None)
@@ -282,23 +282,23 @@ class TreeIndex:
             if role is _NO_ROLE:
                 continue
             if role is _NAME:
-                if parent.ctx.__class__ is store:  # type: ignore[attr-defined]  # an ast.Name
-                    name_id = parent.id  # type: ignore[attr-defined]
+                if parent.ctx.__class__ is store:  # an ast.Name
+                    name_id = parent.id
                     counts[name_id] = counts.get(name_id, 0) + 1
             elif role is _ATTRIBUTE:
-                if parent.ctx.__class__ is not load or parent.attr == "__dict__":  # type: ignore[attr-defined]
+                if parent.ctx.__class__ is not load or parent.attr == "__dict__":
                     written.append(parent)
             elif role is _KIND:
                 by_kind[klass].append(parent)
             elif role is _SUBSCRIPT:
-                if parent.ctx.__class__ is not load:  # type: ignore[attr-defined]  # an ast.Subscript
+                if parent.ctx.__class__ is not load:  # an ast.Subscript
                     written.append(parent)
             elif role is _IF:
-                if_nodes.append(parent)  # type: ignore[arg-type]  # the role of ast.If and its subclasses
+                if_nodes.append(parent)  # the role of ast.If and its subclasses
             elif role is _YIELD:
                 yields.append(parent)
             else:  # a definition
-                defined = parent.name  # type: ignore[attr-defined]
+                defined = parent.name
                 counts[defined] = counts.get(defined, 0) + 1
                 bucket = by_kind.get(klass)
                 if bucket is not None:
