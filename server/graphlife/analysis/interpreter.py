@@ -64,7 +64,6 @@ def analyze_module(
     whole_file = index is None
     if whole_file:  # a full check: one walk of the file, shared with the rules that need one
         index = TreeIndex.of_module(tree)
-        setattr(tree, "_graphlife_located", index.located)  # noqa: B010 - the rules' walk, shared
     try:
         context = ModuleContext(tree=tree, source=source, lines=lines, reporter=reporter)
         for rule in rules:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import re
 
-from graphlife.analysis.tree_index import child_nodes
+from graphlife.analysis.tree_index import child_nodes, node_fields
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OTHER_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -38,6 +38,21 @@ def local_names(
     return found
 
 
+#: Per statement class, the fields whose nodes may bind a name of the scope when the file has no
+#: ``:=``: nested statements, handlers, match cases, imported names, assignment and loop targets,
+#: ``with`` items. A walk of every field cost a list of children per statement.
+_BINDING_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+_MAY_BIND = frozenset({"body", "orelse", "finalbody", "handlers", "cases", "names", "targets", "target", "items"})
+
+
+def _binding_fields(cls: type[ast.AST]) -> tuple[str, ...]:
+    fields = node_fields(cls)
+    if cls.__name__ != "TypeAlias":  # every child of a type alias statement is walked (_is_target)
+        fields = tuple(name for name in fields if name in _MAY_BIND)
+    _BINDING_FIELDS[cls] = fields
+    return fields
+
+
 def bindings(
     scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module, walrus_possible: bool
 ) -> tuple[list[str], frozenset[str]]:
@@ -49,6 +64,7 @@ def bindings(
     bound: list[str] = []
     declared: set[str] = set()
     statements: list[ast.stmt] = list(scope.body)
+    known = _BINDING_FIELDS
     while statements:
         stmt = statements.pop()
         if isinstance(stmt, (ast.Global, ast.Nonlocal)):
@@ -57,7 +73,20 @@ def bindings(
         if isinstance(stmt, _DEFINITIONS):
             bound.append(stmt.name)
             continue  # their bodies are other scopes
-        for child in child_nodes(stmt):
+        if walrus_possible:
+            children = child_nodes(stmt)
+        else:
+            fields = known.get(stmt.__class__)
+            if fields is None:
+                fields = _binding_fields(stmt.__class__)
+            children = []
+            for name in fields:
+                child = getattr(stmt, name, None)
+                if child.__class__ is list:
+                    children.extend(child)
+                elif child is not None:
+                    children.append(child)
+        for child in children:
             if isinstance(child, ast.stmt):
                 statements.append(child)
             elif isinstance(child, ast.ExceptHandler):

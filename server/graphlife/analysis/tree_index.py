@@ -17,9 +17,11 @@ without a walk of its own; a whole file's index is reachable from its tree
 from __future__ import annotations
 
 import ast
+import re
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from graphlife.analysis.semantics.model import Semantics
@@ -45,41 +47,128 @@ class Positioned(Protocol):
     lineno: int
     end_lineno: int | None
 
-#: Fields of ast nodes that hold identifiers, constants or the Load/Store context, never a child to visit.
+#: Fields of ast nodes that hold identifiers, constants or the Load/Store context, never a child to visit
+#: (for a node class whose signature :func:`_signature_fields` cannot read).
 _LEAF_FIELDS = {"ctx", "id", "attr", "name", "arg", "asname", "module", "level", "kind", "type_comment",
                 "is_async", "conversion", "simple"}
+#: The types of the abstract grammar that are not nodes (``ast.Name(identifier id, expr_context ctx)``).
+_LEAF_TYPES = frozenset({"identifier", "string", "constant", "int", "object", "bytes", "expr_context"})
+#: One field of a node class's signature in its docstring: its type, ``*`` or ``?``, its name.
+_SIGNATURE_FIELD = re.compile(r"\s*([A-Za-z_]+)([*?]?)\s+([A-Za-z_]+)\s*")
 
 
-def _node_fields(cls: type[ast.AST]) -> tuple[str, ...]:
+def _signature_fields(cls: type[ast.AST]) -> tuple[str, ...] | None:
+    """The fields of ``cls`` that hold nodes (or lists of nodes, or ``None``), read from the
+    signature of the abstract grammar that the ``ast`` module puts in each node class's
+    docstring (``Global(identifier* names)``: no field holds a node); ``None`` when the
+    docstring is not such a signature, or does not name the class's fields in order."""
+    doc = cls.__doc__ or ""
+    head, _, rest = doc.partition("(")
+    if head.strip() != cls.__name__ or not rest.rstrip().endswith(")"):
+        return () if doc.strip() == cls.__name__ and not cls._fields else None
+    parts = [part for part in rest.rstrip()[:-1].split(",") if part.strip()]
+    found: list[str] = []
+    names: list[str] = []
+    for part in parts:
+        match = _SIGNATURE_FIELD.fullmatch(part)
+        if match is None:
+            return None
+        kind, _, name = match.groups()
+        names.append(name)
+        if kind not in _LEAF_TYPES:
+            found.append(name)
+    return tuple(found) if tuple(names) == tuple(cls._fields) else None
+
+
+def node_fields(cls: type[ast.AST]) -> tuple[str, ...]:
+    """The fields of ``cls`` that may hold a node: none of the others holds one (a name, a
+    constant, ``ctx``), so the walks below never look at them. A list in one of these fields
+    holds nodes or ``None`` (the keys of ``{**a}``), never a string or a number."""
     fields = _FIELDS.get(cls)
     if fields is None:
-        fields = _FIELDS[cls] = tuple(name for name in cls._fields if name not in _LEAF_FIELDS)
+        signature = _signature_fields(cls) if cls.__module__ == "ast" else None
+        if signature is None:  # a class the grammar does not describe: every field, checked per child
+            fields = tuple(name for name in cls._fields if name not in _LEAF_FIELDS)
+            _UNCHECKED.add(cls)
+        else:
+            fields = signature
+        _FIELDS[cls] = fields
     return fields
+
+
+#: Node classes whose fields :func:`_signature_fields` could not read: their children are checked to be nodes.
+_UNCHECKED: set[type[ast.AST]] = set()
 
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """``list(ast.iter_child_nodes(node))`` without the generator, skipping the fields that
     never hold a node (names, ``ctx``): the walks below visit every node of the file."""
     out: list[ast.AST] = []
-    for name in _node_fields(node.__class__):
+    cls = node.__class__
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = node_fields(cls)
+    if cls in _UNCHECKED:
+        for name in fields:
+            child = getattr(node, name, None)
+            if child.__class__ is list:
+                out.extend(item for item in child if isinstance(item, ast.AST))
+            elif isinstance(child, ast.AST):
+                out.append(child)
+        return out
+    for name in fields:
         child = getattr(node, name, None)
         if child is None:
             continue
         if child.__class__ is list:
-            out.extend(item for item in child if isinstance(item, ast.AST))
-        elif isinstance(child, ast.AST):
+            out.extend(child)
+        else:
             out.append(child)
+    if None in out:
+        out = [item for item in out if item is not None]
     return out
 
 
+def iter_nodes(root: ast.AST) -> Iterator[ast.AST]:
+    """``root`` and every node under it, depth first, the last child first (``ast.walk`` in another
+    order, without its queue and generator per node)."""
+    stack: list[Any] = [root]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    fields_of = _FIELDS
+    unchecked = _UNCHECKED
+    while stack:
+        node = pop()
+        if node is None:
+            continue  # a key of `{**a}`
+        yield node
+        cls = node.__class__
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = node_fields(cls)
+        if cls in unchecked:
+            extend(child_nodes(node))
+            continue
+        for name in fields:
+            child = getattr(node, name, None)
+            if child is None:
+                continue
+            if child.__class__ is list:
+                extend(child)
+            else:
+                push(child)
+
+
 #: What :meth:`TreeIndex.of_statements` does with a node besides filing its children: nothing,
-#: note an ``if``, a ``yield``, a name bound, or a definition's name bound.
-_NO_ROLE, _IF, _YIELD, _NAME, _DEFINITION = "", "if", "yield", "name", "definition"
-#: Per node class: its fields that may hold nodes, whether its nodes may have a position, its role.
-_CLASS_FACTS: dict[type[ast.AST], tuple[tuple[str, ...], bool, str]] = {}
+#: note an ``if``, a ``yield``, a name bound, a definition's name bound, an attribute or subscript
+#: that may be written; or file the node by kind (:data:`KINDS`, and :attr:`TreeIndex.by_kind`).
+_NO_ROLE, _IF, _YIELD, _NAME, _DEFINITION, _ATTRIBUTE, _SUBSCRIPT, _KIND = (
+    "", "if", "yield", "name", "definition", "attribute", "subscript", "kind")
+#: Per node class: its fields that may hold nodes, whether its nodes may have a position, its role,
+#: whether its children are checked to be nodes.
+_CLASS_FACTS: dict[type[ast.AST], tuple[tuple[str, ...], bool, str, bool]] = {}
 
 
-def _class_facts(cls: type[ast.AST]) -> tuple[tuple[str, ...], bool, str]:
+def _class_facts(cls: type[ast.AST]) -> tuple[tuple[str, ...], bool, str, bool]:
     if issubclass(cls, ast.If):
         role = _IF
     elif issubclass(cls, (ast.Yield, ast.YieldFrom)):
@@ -88,24 +177,25 @@ def _class_facts(cls: type[ast.AST]) -> tuple[tuple[str, ...], bool, str]:
         role = _NAME
     elif issubclass(cls, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         role = _DEFINITION
+    elif issubclass(cls, ast.Attribute):
+        role = _ATTRIBUTE
+    elif issubclass(cls, ast.Subscript):
+        role = _SUBSCRIPT
+    elif cls in KINDS:
+        role = _KIND
     else:
         role = _NO_ROLE
     # The parser and ast.copy_location give a position only to classes that declare one; those
     # that do are asked per node (a node made by code may lack it).
     locatable = "lineno" in getattr(cls, "_attributes", ()) or not hasattr(cls, "_attributes")
-    found = _CLASS_FACTS[cls] = (_node_fields(cls), locatable, role)
+    fields = node_fields(cls)
+    found = _CLASS_FACTS[cls] = (fields, locatable, role, cls in _UNCHECKED)
     return found
 
 
 def descendants(root: ast.AST) -> list[ast.AST]:
     """``root`` and every node under it (``list(ast.walk(root))`` in another order, faster)."""
-    out: list[ast.AST] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        stack.extend(child_nodes(node))
-    return out
+    return list(iter_nodes(root))
 
 
 @dataclass
@@ -120,74 +210,100 @@ class TreeIndex:
     located: list[Positioned] = field(default_factory=list)
     #: The nodes of each of :data:`KINDS`, in no particular order.
     by_kind: dict[type[ast.AST], list[ast.AST]] = field(default_factory=lambda: {kind: [] for kind in KINDS})
+    #: The attributes and subscripts stored or deleted, and the attributes ``__dict__`` loaded (what
+    #: :func:`graphlife.analysis.unseen_writes.attribute_writes` reads), in no particular order.
+    written: list[ast.AST] = field(default_factory=list)
+    #: Made by :meth:`of_module` from every node of the tree (a merged index is made of blocks').
+    whole_file: bool = False
     #: The file's semantic model, made on first use (:func:`graphlife.analysis.semantics.semantics_of`);
     #: it refers to the index's tables, never to the index itself.
     semantics: Semantics | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of_module(cls, tree: ast.Module) -> TreeIndex:
-        """The index of a whole file."""
-        index = cls.of_statements(tree.body)
+        """The index of a whole file (without :attr:`located`: only the language server's blocks
+        move their nodes)."""
+        index = cls.of_statements(tree.body, locate=False)
         for stmt in tree.body:
             index.parents[id(stmt)] = tree
+        index.whole_file = True
         index._attach(tree)
         return index
 
     @classmethod
-    def of_statements(cls, statements: list[ast.stmt]) -> TreeIndex:
-        """The index of top-level statements, without their parent (the module).
+    def of_statements(cls, statements: list[ast.stmt], *, locate: bool = True) -> TreeIndex:
+        """The index of top-level statements, without their parent (the module); ``locate``:
+        fill :attr:`located` too.
 
         One loop with what it needs of each node class looked up once per class
         (:func:`_class_facts`): a function call and an ``isinstance`` chain per node made
-        this walk cost three quarters of parsing the file."""
+        this walk cost three quarters of parsing the file. The fields that never hold a node
+        are not read (:func:`node_fields`), and a node without a role (most of them) costs
+        a dict lookup, its fields and its children."""
         index = cls()
         parents = index.parents
         counts = index.binding_counts
         yields: list[ast.AST] = []
         located = index.located
         if_nodes = index.if_nodes
+        written = index.written
         by_kind = index.by_kind
         facts = _CLASS_FACTS
-        node_class = ast.AST
-        stack: list[ast.AST] = list(statements)
+        load, store = ast.Load, ast.Store
+        stack: list[Any] = list(statements)  # nodes, and the None of some lists (`{**a}`'s key)
         pop, push = stack.pop, stack.append
         while stack:
             parent = pop()
             klass = parent.__class__
             known = facts.get(klass)
             if known is None:
+                if parent is None:
+                    continue  # a key of `{**a}`, a keyword-only parameter without a default
                 known = _class_facts(klass)
-            fields, locatable, role = known
-            if locatable and hasattr(parent, "lineno") and hasattr(parent, "end_lineno"):
+            fields, locatable, role, unchecked = known
+            if locate and locatable and hasattr(parent, "lineno") and hasattr(parent, "end_lineno"):
                 located.append(parent)  # it has a position: checked just above
-            bucket = by_kind.get(klass)
-            if bucket is not None:
-                bucket.append(parent)
-            for name in fields:
-                child = getattr(parent, name, None)
-                if child is None:
-                    continue
-                if child.__class__ is list:
-                    for item in child:
-                        if isinstance(item, node_class):
+            if unchecked:
+                for node in child_nodes(parent):
+                    parents[id(node)] = parent
+                    push(node)
+            else:
+                for name in fields:
+                    child = getattr(parent, name, None)
+                    if child is None:
+                        continue
+                    if child.__class__ is list:
+                        for item in child:
                             parents[id(item)] = parent
                             push(item)
-                elif isinstance(child, node_class):
-                    parents[id(child)] = parent
-                    push(child)
+                    else:
+                        parents[id(child)] = parent
+                        push(child)
             if role is _NO_ROLE:
                 continue
-            if role is _IF:
-                if_nodes.append(parent)  # type: ignore[arg-type]  # the role of ast.If and its subclasses
+            if role is _NAME:
+                if parent.ctx.__class__ is store:  # an ast.Name
+                    name_id = parent.id
+                    counts[name_id] = counts.get(name_id, 0) + 1
+            elif role is _ATTRIBUTE:
+                if parent.ctx.__class__ is not load or parent.attr == "__dict__":
+                    written.append(parent)
+            elif role is _KIND:
+                by_kind[klass].append(parent)
+            elif role is _SUBSCRIPT:
+                if parent.ctx.__class__ is not load:  # an ast.Subscript
+                    written.append(parent)
+            elif role is _IF:
+                if_nodes.append(parent)  # the role of ast.If and its subclasses
             elif role is _YIELD:
                 yields.append(parent)
-            elif role is _NAME:
-                if isinstance(parent.ctx, ast.Store):  # type: ignore[attr-defined]  # an ast.Name
-                    name_id = parent.id  # type: ignore[attr-defined]
-                    counts[name_id] = counts.get(name_id, 0) + 1
             else:  # a definition
-                defined = parent.name  # type: ignore[attr-defined]
+                defined = parent.name
                 counts[defined] = counts.get(defined, 0) + 1
+                bucket = by_kind.get(klass)
+                if bucket is not None:
+                    bucket.append(parent)
+        parents.pop(id(None), None)
         index.if_nodes.sort(key=lambda node: (node.lineno, node.col_offset))
         for node in yields:
             current = node
@@ -206,6 +322,7 @@ class TreeIndex:
         for part in parts:
             merged.parents.update(part.parents)
             merged.if_nodes.extend(part.if_nodes)
+            merged.written.extend(part.written)
             merged.generators.update(part.generators)
             for name, count in part.binding_counts.items():
                 counts[name] = counts.get(name, 0) + count

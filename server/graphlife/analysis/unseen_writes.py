@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from graphlife.analysis.state import State
-from graphlife.analysis.tree_index import child_nodes
+from graphlife.analysis.tree_index import TreeIndex, child_nodes, index_of
 from graphlife.analysis.values import UNKNOWN, Callbacks, HeapObject, HeapRef, TensorVal, TupleVal, Value
 
 #: Kinds of heap objects whose identity survives a write the engine did not see.
@@ -105,8 +105,146 @@ def _statement_writes(stmt: ast.stmt) -> tuple[frozenset[str], frozenset[str], b
 def attribute_writes(tree: ast.Module) -> AttributeWrites:
     """Every attribute write of ``tree`` but those that build a new object: stores on the first
     parameter of an ``__init__`` made directly in its body (not in a function or lambda defined
-    there, which may run any time later: a hook)."""
+    there, which may run any time later: a hook).
+
+    In a full check, the writes are read from the nodes the tree index's walk filed
+    (:func:`_writes_from_index`) instead of a walk of every node of the file."""
+    index = index_of(tree)
+    if index is not None and index.whole_file and not all(_WRITES in stmt.__dict__ for stmt in tree.body):
+        _writes_from_index(tree, index)
     return AttributeWrites(*attribute_write_names(tree.body))
+
+
+#: Where a node is, as :class:`_WriteCollector` would have reached it from the top-level
+#: statement it is in: the statement whose writes it counts in (a top-level statement, or one of the
+#: body of a class whose writes are its statements'), the ``building`` parameter it is visited with,
+#: whether it is visited at all (an annotation of a function is not), and what the node is: 1 a class
+#: whose statements count apart, 2 the parameters of a ``def``, 0 anything else.
+_Place = tuple[ast.AST | None, str | None, bool, int]
+_TOP: _Place = (None, None, True, 0)
+
+
+def _place(node: ast.AST, parents: dict[int, ast.AST], places: dict[int, _Place]) -> _Place:
+    """Where ``node`` is (:data:`_Place`), from its ancestors' places (kept in ``places``)."""
+    path: list[ast.AST] = []
+    current = node
+    known: _Place | None = None
+    while True:
+        known = places.get(id(current))
+        if known is not None:
+            break
+        parent = parents.get(id(current))
+        if parent is None or parent.__class__ is ast.Module:
+            known = (current, None, True, 1 if current.__class__ is ast.ClassDef else 0)
+            places[id(current)] = known
+            break
+        path.append(current)
+        current = parent
+    for child in reversed(path):
+        unit, building, visible, what = known
+        kind = current.__class__
+        if kind is ast.ClassDef:
+            if what == 1 and isinstance(child, ast.stmt):
+                known = (child, None, visible, 1 if child.__class__ is ast.ClassDef else 0)
+            else:
+                known = (unit, None, visible, 0)
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            assert isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef))
+            if isinstance(child, ast.stmt):  # its body
+                params = current.args.posonlyargs + current.args.args
+                inner = params[0].arg if current.name == "__init__" and params else None
+                known = (unit, inner, visible, 0)
+            elif child is current.args:
+                known = (unit, None, visible, 2)
+            else:  # a decorator, or the return annotation (not visited)
+                known = (unit, None, visible and child is not current.returns, 0)
+        elif kind is ast.Lambda:
+            known = (unit, None, visible, 0)
+        elif what == 2:  # the parameters of a def: their defaults are visited, not their annotations
+            known = (unit, None, visible and child.__class__ is not ast.arg, 0)
+        else:
+            known = (unit, building, visible, 0)
+        places[id(child)] = known
+        current = child
+    return known
+
+
+def _writes_from_index(tree: ast.Module, index: TreeIndex) -> None:
+    """Keep on each statement what :func:`_statement_writes` would find in it, from the writes
+    the tree index filed (:attr:`TreeIndex.written`) and its calls: the walk of the whole file
+    that finding them took cost about as much as the index's own walk."""
+    parents = index.parents
+    places: dict[int, _Place] = {}
+    found: dict[int, tuple[set[str], set[str], list[bool]]] = {}
+
+    def note(unit: ast.AST | None) -> tuple[set[str], set[str], list[bool]]:
+        entry = found.get(id(unit))
+        if entry is None:
+            entry = found[id(unit)] = (set(), set(), [False])
+        return entry
+
+    load = ast.Load
+    for node in index.written:
+        if node.__class__ is ast.Subscript:
+            assert isinstance(node, ast.Subscript)
+            if not isinstance(node.value, ast.Attribute):
+                continue
+            unit, _, visible, _ = _place(node, parents, places)
+            if visible:
+                note(unit)[1].add(node.value.attr)
+            continue
+        assert isinstance(node, ast.Attribute)
+        unit, building, visible, _ = _place(node, parents, places)
+        if not visible:
+            continue
+        if node.ctx.__class__ is load:
+            note(unit)[2][0] = True  # `obj.__dict__` loaded (only those are filed)
+            continue
+        if not (building is not None and isinstance(node.value, ast.Name) and node.value.id == building):
+            entry = note(unit)
+            entry[0].add(node.attr)
+            if node.attr == "__dict__":
+                entry[2][0] = True
+    for call in index.by_kind[ast.Call]:
+        assert isinstance(call, ast.Call)
+        func = call.func
+        if isinstance(func, ast.Name):
+            if func.id not in ("setattr", "delattr", "vars"):
+                continue
+            unit, _, visible, _ = _place(call, parents, places)
+            if visible:
+                note(unit)[2][0] = True
+        elif (isinstance(func, ast.Attribute) and func.attr in MUTATING_METHODS
+              and isinstance(func.value, ast.Attribute)):
+            unit, _, visible, _ = _place(call, parents, places)
+            if visible:
+                note(unit)[1].add(func.value.attr)
+    _keep_writes(tree.body, found)
+
+
+def _keep_writes(statements: list[ast.stmt], found: dict[int, tuple[set[str], set[str], list[bool]]]
+                 ) -> tuple[frozenset[str], frozenset[str], bool]:
+    """Hang on each statement (and on those of a class's body) what ``found`` says it writes,
+    as :func:`_statement_writes` would; the union of the statements'."""
+    names: set[str] = set()
+    contents: set[str] = set()
+    any_name = False
+    for stmt in statements:
+        kept: tuple[frozenset[str], frozenset[str], bool] | None = stmt.__dict__.get(_WRITES)
+        if kept is None:
+            own = found.get(id(stmt))
+            own_names, own_contents, own_any = (set(own[0]), set(own[1]), own[2][0]) if own else (set(), set(), False)
+            if isinstance(stmt, ast.ClassDef):
+                body = _keep_writes(stmt.body, found)
+                own_names |= body[0]
+                own_contents |= body[1]
+                own_any = own_any or body[2]
+            kept = frozenset(own_names), frozenset(own_contents), own_any
+            setattr(stmt, _WRITES, kept)
+        names |= kept[0]
+        contents |= kept[1]
+        any_name = any_name or kept[2]
+    return frozenset(names), frozenset(contents), any_name
 
 
 class _WriteCollector:

@@ -18,6 +18,7 @@ from graphlife.analysis import checkpoint_regions, constants, distributions, lib
 from graphlife.analysis.engine.core import EngineCore, handler_for, handles_expressions
 from graphlife.analysis.engine.heap import MAX_EXACT_UNROLL
 from graphlife.analysis.state import State
+from graphlife.analysis.tree_index import child_nodes
 from graphlife.analysis.values import (
     NONE,
     UNKNOWN,
@@ -415,7 +416,7 @@ class Expressions(EngineCore):
 
     @handles_expressions(ast.JoinedStr, ast.FormattedValue)
     def eval_formatted(self, expr: ast.JoinedStr | ast.FormattedValue, state: State) -> Value:
-        for child in ast.iter_child_nodes(expr):
+        for child in child_nodes(expr):
             if isinstance(child, ast.expr):
                 self.eval(child, state)
         return Number(None)

@@ -16,7 +16,7 @@ import ast
 from graphlife.analysis import torch_api
 from graphlife.analysis.engine.core import EngineCore
 from graphlife.analysis.state import State
-from graphlife.analysis.tree_index import descendants
+from graphlife.analysis.tree_index import iter_nodes
 from graphlife.analysis.values import HeapRef, Value
 
 _CONTAINERS = ("list", "dict", "enumerate", "zip", "object")
@@ -32,7 +32,7 @@ class Iterations(EngineCore):
             roots = [getattr(loop, "target", None), *getattr(loop, "body", ()), *getattr(loop, "generators", ())]
             names: set[str] = set()
             for root in roots:
-                for node in descendants(root) if root is not None else ():
+                for node in iter_nodes(root) if root is not None else ():
                     if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                         names.add(node.id)
                     elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
@@ -86,9 +86,9 @@ class Iterations(EngineCore):
         (``for i in range(len(data))``, ``for i, x in enumerate(...)``); kept on the loop node."""
         found: tuple[str, ...] | None = getattr(loop, "_graphlife_indexed", None)
         if found is None:
-            targets = {node.id for node in descendants(loop.target) if isinstance(node, ast.Name)}
+            targets = {node.id for node in iter_nodes(loop.target) if isinstance(node, ast.Name)}
             found = tuple(sorted({
-                node.value.id for statement in loop.body for node in descendants(statement)
+                node.value.id for statement in loop.body for node in iter_nodes(statement)
                 if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
                 and isinstance(node.slice, ast.Name) and node.slice.id in targets
             }))

@@ -23,6 +23,7 @@ from graphlife.analysis.events import FunctionBackwardEndEvent, UnitEndEvent
 from graphlife.analysis.run_state import RunState
 from graphlife.analysis.self_cache import BuiltSelf
 from graphlife.analysis.state import State
+from graphlife.analysis.tree_index import child_nodes
 from graphlife.analysis.unit_order import callers_first
 from graphlife.analysis.values import UNKNOWN, ClassRef, Number, TensorVal, Value
 
@@ -47,7 +48,7 @@ def _functions_under(root: ast.AST, owner: ast.ClassDef | None) -> Iterator[tupl
     stack: list[tuple[ast.AST, ast.ClassDef | None]] = [(root, owner)]
     while stack:
         node, owner = stack.pop()
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             step = _function_walk_step(child, owner)
             if step is not None:
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -66,7 +67,7 @@ def _functions_held(stmt: ast.AST, owner: ast.ClassDef | None) -> list[tuple[_Fu
     if isinstance(stmt, ast.ClassDef):
         found = []
         children: list[tuple[ast.AST, ast.ClassDef | None]] = []
-        for child in ast.iter_child_nodes(stmt):
+        for child in child_nodes(stmt):
             step = _function_walk_step(child, owner)
             if step is not None:
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
