@@ -56,11 +56,32 @@ class Lineage:
         self.depth: int = 0 if parent is None else parent.depth + 1
 
 
+#: How many copies of copies a delta's origin remembers (a longer chain is cut: joins of maps
+#: beyond it look at every key of their deltas).
+MAX_ORIGIN_DEPTH = 32
+
+
+class DeltaOrigin:
+    """The delta a map's delta was copied from, and the keys written since: for every other key
+    the two hold the very same object (or both none). ``delta`` was shared by forks when copied,
+    so nobody writes it any more; ``parent`` is its own origin, as it was then."""
+
+    __slots__ = ("delta", "depth", "parent", "written")
+
+    def __init__(self, delta: dict, written: set, parent: DeltaOrigin | None) -> None:
+        if parent is not None and parent.depth >= MAX_ORIGIN_DEPTH:
+            parent = None
+        self.delta = delta
+        self.written = written
+        self.parent = parent
+        self.depth: int = 0 if parent is None else parent.depth + 1
+
+
 class CowMap(MutableMapping[Any, Any]):
     """A dict (see the module's docstring) whose :meth:`fork` costs nothing, and whose first
     write after a fork costs the entries written since its base was made, not all of them."""
 
-    __slots__ = ("_added", "_base", "_delta", "_delta_from", "_delta_shared", "_lineage", "_written")
+    __slots__ = ("_added", "_base", "_delta", "_delta_shared", "_lineage", "_origin")
 
     def __init__(self, entries: dict | None = None) -> None:
         #: Never written once made: shared with every fork.
@@ -72,12 +93,8 @@ class CowMap(MutableMapping[Any, Any]):
         self._delta_shared = False
         #: How many keys of the delta are not in the base (for ``len``).
         self._added = 0
-        #: The shared delta this one was copied from (directly or through earlier copies), and
-        #: the keys written since: every other key holds the very same object in both. ``None``
-        #: for a delta never copied. A shared delta is never written again, so two maps copied
-        #: from the same one differ only in the keys either wrote (see ``_changed_keys``).
-        self._delta_from: dict | None = None
-        self._written: set | None = None
+        #: Where the delta was copied from (``None``: a delta never copied since the base was made).
+        self._origin: DeltaOrigin | None = None
 
     # -- reading ----------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
@@ -136,9 +153,9 @@ class CowMap(MutableMapping[Any, Any]):
         if key not in delta and key not in self._base:
             self._added += 1
         delta[key] = value
-        written = self._written
-        if written is not None:
-            written.add(key)
+        origin = self._origin
+        if origin is not None:
+            origin.written.add(key)
 
     def __delitem__(self, key: Any) -> None:
         if self._delta_shared and key not in self._base:
@@ -148,8 +165,8 @@ class CowMap(MutableMapping[Any, Any]):
             return
         del self._delta[key]
         self._added -= 1
-        if self._written is not None:
-            self._written.add(key)
+        if self._origin is not None:
+            self._origin.written.add(key)
 
     def pop(self, key: Any, default: Any = _MISSING) -> Any:
         value = self.get(key, _MISSING)
@@ -163,7 +180,7 @@ class CowMap(MutableMapping[Any, Any]):
     def clear(self) -> None:
         self._lineage = Lineage(self._lineage, frozenset(self._flat()))
         self._base, self._delta, self._delta_shared, self._added = {}, {}, False, 0
-        self._delta_from = self._written = None
+        self._origin = None
 
     def copy(self) -> CowMap:
         return self.fork()
@@ -173,9 +190,9 @@ class CowMap(MutableMapping[Any, Any]):
         """An independent copy: writes to either never show in the other."""
         twin = _new_map(CowMap)
         twin._base, twin._lineage, twin._delta, twin._added = self._base, self._lineage, self._delta, self._added
-        # The twin shares the copy's origin and written keys too: neither writes them before
-        # copying the delta, which copies them (``_own_delta``).
-        twin._delta_from, twin._written = self._delta_from, self._written
+        # The twin shares the delta's origin too: neither writes it before copying the delta,
+        # which starts a new one (``_own_delta``).
+        twin._origin = self._origin
         twin._delta_shared = self._delta_shared = True
         return twin
 
@@ -189,10 +206,7 @@ class CowMap(MutableMapping[Any, Any]):
         else:
             self._delta = dict(delta)
             self._delta_shared = False
-            if self._delta_from is None:
-                self._delta_from, self._written = delta, set()
-            else:  # a copy of a copy: still told apart from the first origin
-                self._written = set(self._written or ())
+            self._origin = DeltaOrigin(delta, set(), self._origin)
         return self._delta
 
     def compact(self, dropping: Any = _MISSING) -> None:
@@ -207,7 +221,7 @@ class CowMap(MutableMapping[Any, Any]):
             changed = changed | {dropping}
         self._lineage = Lineage(self._lineage, changed)
         self._base, self._delta, self._delta_shared, self._added = flat, {}, False, 0
-        self._delta_from = self._written = None
+        self._origin = None
 
     def _flat(self) -> dict:
         """Every entry in one dict (the base, after folding the delta into it if needed)."""
@@ -244,19 +258,29 @@ def _changed_since_common_base(a: CowMap, b: CowMap) -> set | None:
 
 
 def _written_since_common_delta(a: CowMap, b: CowMap) -> set | None:
-    """For maps on one base: the keys written since their deltas were one (every other key holds
-    the very same object in both), or ``None`` when their deltas have no common origin. After a
-    fork both paths share the delta; each copies it at its first write, then writes a few keys.
-    Joining them looked at every key of both deltas, most of them the very same objects. The
-    set returned may be one of the maps' own: only read."""
-    from_a, from_b = a._delta_from, b._delta_from
-    if from_b is not None and from_b is a._delta:
-        return b._written
-    if from_a is not None and from_a is b._delta:
-        return a._written
-    if from_a is not None and from_a is from_b:
-        written_a, written_b = a._written, b._written
-        return written_a | written_b if written_a is not None and written_b is not None else None
+    """For maps on one base: the keys written since their deltas were one dict (every other key
+    holds the very same object in both), or ``None`` when their deltas have no common origin.
+    After a fork both paths share the delta; each copies it at its first write, then writes a
+    few keys. Joining them looked at every key of both deltas, most of them the very same
+    objects (and so did the call memo's check that a call left the heap as it was)."""
+    reached: dict[int, set] = {id(a._delta): set()}  # a's deltas back to its oldest origin, and
+    written: set = set()                                # the keys written on the way from each
+    origin = a._origin
+    while origin is not None:
+        written = written | origin.written
+        reached[id(origin.delta)] = written
+        origin = origin.parent
+    found = reached.get(id(b._delta))
+    if found is not None:
+        return found
+    written = set()
+    origin = b._origin
+    while origin is not None:
+        written = written | origin.written
+        found = reached.get(id(origin.delta))
+        if found is not None:
+            return found | written
+        origin = origin.parent
     return None
 
 
@@ -341,15 +365,15 @@ def join_maps(a: CowMap, b: CowMap, join: Callable[[Any, Any], Any]) -> CowMap:
         delta[key] = join(None, b[key])
     out = _new_map(CowMap)
     out._base, out._lineage, out._delta, out._delta_shared = base_a, a._lineage, delta, False
-    # The joined delta is ``a``'s with the keys joined written: told apart from ``a``'s origin so.
-    joined = [key for key, _, _ in differing]
-    joined.extend(only_b)
-    if a._delta_from is not None and a._written is not None:
-        out._delta_from, out._written = a._delta_from, a._written.union(joined)
-    elif a._delta_shared:  # ``a``'s delta is shared, so never written again: the origin
-        out._delta_from, out._written = delta_a, set(joined)
+    # The joined delta is a copy of ``a``'s with the keys joined written.
+    joined = {key for key, _, _ in differing}
+    joined.update(only_b)
+    if a._delta_shared:  # ``a``'s delta is never written again: the joined one's origin
+        out._origin = DeltaOrigin(delta_a, joined, a._origin)
+    elif a._origin is not None:
+        out._origin = DeltaOrigin(a._origin.delta, a._origin.written | joined, a._origin.parent)
     else:
-        out._delta_from = out._written = None
+        out._origin = None
     out._added = a._added + len(only_b)
     return out
 
