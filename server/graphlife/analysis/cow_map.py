@@ -263,25 +263,28 @@ def _written_since_common_delta(a: CowMap, b: CowMap) -> set | None:
     After a fork both paths share the delta; each copies it at its first write, then writes a
     few keys. Joining them looked at every key of both deltas, most of them the very same
     objects (and so did the call memo's check that a call left the heap as it was)."""
-    reached: dict[int, set] = {id(a._delta): set()}  # a's deltas back to its oldest origin, and
-    written: set = set()                                # the keys written on the way from each
+    steps_a: list[DeltaOrigin] = []  # a's origins, newest first, and where each delta stands
+    at: dict[int, int] = {id(a._delta): 0}
     origin = a._origin
     while origin is not None:
-        written = written | origin.written
-        reached[id(origin.delta)] = written
+        steps_a.append(origin)
+        at[id(origin.delta)] = len(steps_a)
         origin = origin.parent
-    found = reached.get(id(b._delta))
-    if found is not None:
-        return found
-    written = set()
+    steps_b: list[DeltaOrigin] = []
+    found = at.get(id(b._delta))
     origin = b._origin
-    while origin is not None:
-        written = written | origin.written
-        found = reached.get(id(origin.delta))
-        if found is not None:
-            return found | written
+    while found is None and origin is not None:
+        steps_b.append(origin)
+        found = at.get(id(origin.delta))
         origin = origin.parent
-    return None
+    if found is None:
+        return None
+    written: set = set()
+    for step in steps_a[:found]:
+        written.update(step.written)
+    for step in steps_b:
+        written.update(step.written)
+    return written
 
 
 def holds_same(mapping: Mapping[Any, Any], expected: Iterable[tuple[Any, Any]], absent: object) -> bool:
