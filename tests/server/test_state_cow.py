@@ -175,27 +175,6 @@ def test_a_join_looks_only_at_the_keys_either_side_changed():
     assert len(compared) == 3  # name1, name2, fresh: not the 48 entries both still share
 
 
-def test_a_join_after_forks_of_a_written_delta_looks_only_at_the_keys_written_since():
-    """Both paths hold the delta written before their fork (here 40 keys, below the fold); each
-    copies it at its first write. The join looks at the keys written after the fork, not at
-    every key of both deltas (which hold the very same objects for all the others)."""
-    base = CowMap({f"old{i}": Val(i) for i in range(200)})
-    for i in range(40):
-        base[f"new{i}"] = Val(1000 + i)  # the delta both paths share after the fork
-    left, right = base.fork(), base.fork()
-    left["new1"] = Val(1)
-    right["new2"] = Val(2)
-    right["fresh"] = Val(3)
-    again = right.fork()  # a copy of a copy is still told apart from the first delta
-    again["new3"] = Val(4)
-    assert cow_map._changed_since_common_base(left, right) == {"new1", "new2", "fresh"}
-    assert cow_map._changed_since_common_base(left, again) == {"new1", "new2", "fresh", "new3"}
-    assert cow_map._changed_since_common_base(right, again) == {"new3"}  # since ``right``'s own delta
-    plain_left, plain_again = dict(left.items()), dict(again.items())
-    joined = join_maps(left, again, join)
-    assert_like(joined, reference_join(plain_left, plain_again, join))
-
-
 def test_a_join_of_equal_maps_keeps_the_left_entries_without_joining():
     base = CowMap({"a": Val(1)})
     left, right = base.fork(), base.fork()

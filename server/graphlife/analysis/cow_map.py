@@ -56,32 +56,11 @@ class Lineage:
         self.depth: int = 0 if parent is None else parent.depth + 1
 
 
-#: How many copies of copies a delta's origin remembers (a longer chain is cut: joins of maps
-#: beyond it look at every key of their deltas).
-MAX_ORIGIN_DEPTH = 32
-
-
-class DeltaOrigin:
-    """The delta a map's delta was copied from, and the keys written since: for every other key
-    the two hold the very same object (or both none). ``delta`` was shared by forks when copied,
-    so nobody writes it any more; ``parent`` is its own origin, as it was then."""
-
-    __slots__ = ("delta", "depth", "parent", "written")
-
-    def __init__(self, delta: dict, written: set, parent: DeltaOrigin | None) -> None:
-        if parent is not None and parent.depth >= MAX_ORIGIN_DEPTH:
-            parent = None
-        self.delta = delta
-        self.written = written
-        self.parent = parent
-        self.depth: int = 0 if parent is None else parent.depth + 1
-
-
 class CowMap(MutableMapping[Any, Any]):
     """A dict (see the module's docstring) whose :meth:`fork` costs nothing, and whose first
     write after a fork costs the entries written since its base was made, not all of them."""
 
-    __slots__ = ("_added", "_base", "_delta", "_delta_shared", "_lineage", "_origin")
+    __slots__ = ("_added", "_base", "_delta", "_delta_shared", "_lineage")
 
     def __init__(self, entries: dict | None = None) -> None:
         #: Never written once made: shared with every fork.
@@ -93,8 +72,6 @@ class CowMap(MutableMapping[Any, Any]):
         self._delta_shared = False
         #: How many keys of the delta are not in the base (for ``len``).
         self._added = 0
-        #: Where the delta was copied from (``None``: a delta never copied since the base was made).
-        self._origin: DeltaOrigin | None = None
 
     # -- reading ----------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
@@ -153,9 +130,6 @@ class CowMap(MutableMapping[Any, Any]):
         if key not in delta and key not in self._base:
             self._added += 1
         delta[key] = value
-        origin = self._origin
-        if origin is not None:
-            origin.written.add(key)
 
     def __delitem__(self, key: Any) -> None:
         if self._delta_shared and key not in self._base:
@@ -165,8 +139,6 @@ class CowMap(MutableMapping[Any, Any]):
             return
         del self._delta[key]
         self._added -= 1
-        if self._origin is not None:
-            self._origin.written.add(key)
 
     def pop(self, key: Any, default: Any = _MISSING) -> Any:
         value = self.get(key, _MISSING)
@@ -180,7 +152,6 @@ class CowMap(MutableMapping[Any, Any]):
     def clear(self) -> None:
         self._lineage = Lineage(self._lineage, frozenset(self._flat()))
         self._base, self._delta, self._delta_shared, self._added = {}, {}, False, 0
-        self._origin = None
 
     def copy(self) -> CowMap:
         return self.fork()
@@ -190,9 +161,6 @@ class CowMap(MutableMapping[Any, Any]):
         """An independent copy: writes to either never show in the other."""
         twin = _new_map(CowMap)
         twin._base, twin._lineage, twin._delta, twin._added = self._base, self._lineage, self._delta, self._added
-        # The twin shares the delta's origin too: neither writes it before copying the delta,
-        # which starts a new one (``_own_delta``).
-        twin._origin = self._origin
         twin._delta_shared = self._delta_shared = True
         return twin
 
@@ -206,7 +174,6 @@ class CowMap(MutableMapping[Any, Any]):
         else:
             self._delta = dict(delta)
             self._delta_shared = False
-            self._origin = DeltaOrigin(delta, set(), self._origin)
         return self._delta
 
     def compact(self, dropping: Any = _MISSING) -> None:
@@ -221,7 +188,6 @@ class CowMap(MutableMapping[Any, Any]):
             changed = changed | {dropping}
         self._lineage = Lineage(self._lineage, changed)
         self._base, self._delta, self._delta_shared, self._added = flat, {}, False, 0
-        self._origin = None
 
     def _flat(self) -> dict:
         """Every entry in one dict (the base, after folding the delta into it if needed)."""
@@ -239,9 +205,6 @@ def _changed_since_common_base(a: CowMap, b: CowMap) -> set | None:
     x: Lineage | None = a._lineage
     y: Lineage | None = b._lineage
     if x is y:
-        written = _written_since_common_delta(a, b)
-        if written is not None:
-            return written
         return a._delta.keys() | b._delta.keys()
     changed = set(a._delta)
     changed.update(b._delta)
@@ -255,36 +218,6 @@ def _changed_since_common_base(a: CowMap, b: CowMap) -> set | None:
             changed.update(y.changed)
             y = y.parent
     return changed
-
-
-def _written_since_common_delta(a: CowMap, b: CowMap) -> set | None:
-    """For maps on one base: the keys written since their deltas were one dict (every other key
-    holds the very same object in both), or ``None`` when their deltas have no common origin.
-    After a fork both paths share the delta; each copies it at its first write, then writes a
-    few keys. Joining them looked at every key of both deltas, most of them the very same
-    objects (and so did the call memo's check that a call left the heap as it was)."""
-    steps_a: list[DeltaOrigin] = []  # a's origins, newest first, and where each delta stands
-    at: dict[int, int] = {id(a._delta): 0}
-    origin = a._origin
-    while origin is not None:
-        steps_a.append(origin)
-        at[id(origin.delta)] = len(steps_a)
-        origin = origin.parent
-    steps_b: list[DeltaOrigin] = []
-    found = at.get(id(b._delta))
-    origin = b._origin
-    while found is None and origin is not None:
-        steps_b.append(origin)
-        found = at.get(id(origin.delta))
-        origin = origin.parent
-    if found is None:
-        return None
-    written: set = set()
-    for step in steps_a[:found]:
-        written.update(step.written)
-    for step in steps_b:
-        written.update(step.written)
-    return written
 
 
 def holds_same(mapping: Mapping[Any, Any], expected: Iterable[tuple[Any, Any]], absent: object) -> bool:
@@ -368,15 +301,6 @@ def join_maps(a: CowMap, b: CowMap, join: Callable[[Any, Any], Any]) -> CowMap:
         delta[key] = join(None, b[key])
     out = _new_map(CowMap)
     out._base, out._lineage, out._delta, out._delta_shared = base_a, a._lineage, delta, False
-    # The joined delta is a copy of ``a``'s with the keys joined written.
-    joined = {key for key, _, _ in differing}
-    joined.update(only_b)
-    if a._delta_shared:  # ``a``'s delta is never written again: the joined one's origin
-        out._origin = DeltaOrigin(delta_a, joined, a._origin)
-    elif a._origin is not None:
-        out._origin = DeltaOrigin(a._origin.delta, a._origin.written | joined, a._origin.parent)
-    else:
-        out._origin = None
     out._added = a._added + len(only_b)
     return out
 
