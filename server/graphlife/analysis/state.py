@@ -201,14 +201,22 @@ class State:
 
     # -- joins ------------------------------------------------------------------------
     @staticmethod
-    def join_all(states: list[State]) -> State:
+    def join_all(states: list[State], *, owned: bool = False) -> State:
+        """The join of ``states`` (those no path reaches left out), as a state of its own.
+
+        ``owned``: the caller hands the states over and reads none of them again (the ends of
+        an ``if``'s branches, of a loop's iterations, of an inlined callee's paths), so where
+        one path alone reaches the join, that path's state is the join itself. Copying it
+        forked its names and heap, and the first write after the fork then copied their
+        changed entries again: at every inlined call, and at every ``if`` one of whose
+        branches returns, raises or breaks."""
         live = [s for s in states if s.reachable]
         if not live:
             dead = states[0].copy() if states else State()
             dead.reachable = False
             return dead
         if len(live) == 1:
-            return live[0].copy()
+            return live[0] if owned else live[0].copy()
         result = live[0]
         result.shared = set(SHARED_MAPS)  # the join may hand back its versions, grads, freed nodes
         for other in live[1:]:

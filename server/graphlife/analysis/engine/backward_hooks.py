@@ -161,6 +161,8 @@ class BackwardHookParts(EngineCore):
         obj = state.heap.get(module.oid)
         if obj is None or state.grad_enabled is False:
             return
+        if not state.grad_hooks and not any(isinstance(obj.attrs.get(table), Callbacks) for table in _KIND_OF_TABLE):
+            return  # no table of hooks on it, and no hook registered anywhere the engine saw: most calls
         outputs = output.items if isinstance(output, TupleVal) else (output,)
         nodes = frozenset().union(*(o.grad_fn for o in outputs if isinstance(o, TensorVal)))
         followed = all(isinstance(o, (TensorVal, NoneValue)) for o in outputs)

@@ -300,7 +300,7 @@ class Calls(EngineCore):
         if not outs:
             run.path_ends = True  # the callee raises on every path: so does this call
             return UNKNOWN
-        after = State.join_all(outs)
+        after = State.join_all(outs, owned=True)  # the callee's states: dropped once adopted
         # Back in the caller: its own names, the callee's effects on heap, graph and versions.
         caller_env, caller_grad = state.env, state.grad_enabled
         caller_inference, caller_assumed = state.inference_mode, state.grad_assumed

@@ -111,7 +111,7 @@ class Loops(EngineCore):
                     run.loop_stack.pop()
                 returns.extend(flow.returns)
                 exits.extend(flow.breaks)
-                current = State.join_all([flow.normal, *flow.continues])
+                current = State.join_all([flow.normal, *flow.continues], owned=True)  # this iteration's own
                 if not current.reachable:
                     break
                 if index < len(binders) - 1 and not count_known and not infinite:
@@ -123,7 +123,7 @@ class Loops(EngineCore):
             calls = run.module_calls.pop()
         if not infinite or not exits:
             exits.append(current)
-        after = State.join_all(exits) if exits else current
+        after = State.join_all(exits, owned=True) if exits else current
         self.emit(LoopEndEvent(stmt=stmt, state=after, loop=stmt, first_node=first_node,
                                last_node=len(run.graph.nodes), backwards=self.backward_count - backwards_before,
                                module_calls=calls))

@@ -273,7 +273,8 @@ class Statements(EngineCore):
         return True
 
     def merge_flows(self, flows: list[Flow]) -> Flow:
-        merged = Flow(normal=State.join_all([f.normal for f in flows]))
+        # The flows are the branches' own (their states are not read again once merged).
+        merged = Flow(normal=State.join_all([f.normal for f in flows], owned=True))
         for flow in flows:
             merged.breaks.extend(flow.breaks)
             merged.continues.extend(flow.continues)
