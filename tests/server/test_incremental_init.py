@@ -151,6 +151,7 @@ class Engine(nn.Module):
         self.scale = 2.0
         self.steps = [1, 2]
         self.frozen = False
+        self.helper_w = torch.zeros(4, requires_grad=True)
 
     def uses_net(self, x):
         loss = self.net(x).sum()
@@ -175,9 +176,17 @@ class Engine(nn.Module):
         if hasattr(self, "extra"):
             return self.extra * x
         return x
+
+    def reads_through_helper(self, x):
+        loss = (self._weight() * x).sum()
+        loss.backward()
+        return loss.item()
+
+    def _weight(self):
+        return self.helper_w
 '''
 
-#: Edits of ``__init__`` above (one after the other), how many methods (of five) each leaves
+#: Edits of ``__init__`` above (one after the other), how many methods (of six) each leaves
 #: replayed at least, and the methods that read what it changed (they run), each version
 #: compared with a full check.
 _READ_APART_EDITS = [
@@ -190,6 +199,8 @@ _READ_APART_EDITS = [
      ("reads_maybe",)),
     ("        self.net = nn.Linear(4, 4)\n", "        self.net = nn.Linear(4, 4, bias=False)\n", 4, ("uses_net",)),
     ("        self.frozen = False\n", "        self.frozen = True\n", 5, ()),
+    # read by a method it inlines
+    ("torch.zeros(4, requires_grad=True)\n\n", "torch.zeros(4)\n\n", 4, ("reads_through_helper",)),
 ]
 
 
