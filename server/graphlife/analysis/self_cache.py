@@ -24,8 +24,9 @@ the functions and classes it read (the unit cache's dependencies:
 ``zero_grad`` statements it noted, whether ``__init__`` never returns, and the
 ``create_graph`` fact. While the language server's unit cache records a unit, the code a
 build read is handed to it apart (``RunState.self_built``), not as the unit's own: after an
-edit there the unit is replayed when the ``self`` built again is the same
-(:mod:`graphlife.analysis.self_print`).
+edit there the unit is replayed when the ``self`` built again is the same in what the unit
+read of it (:mod:`graphlife.analysis.self_print`): the method's copy of the instance notes the
+attributes read (:mod:`graphlife.analysis.self_reads`).
 
 The hover's stories (``Interpreter.watch``) use it too: they tell each expression's
 latest value, and the ``self`` a method reuses holds what building it held the first

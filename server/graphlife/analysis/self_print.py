@@ -31,6 +31,15 @@ same code and are written so that they do not:
 Anything the walk does not know is kept as itself and compared by identity (never equal
 to another build's), and a print that cannot be made is ``None`` (never equal): when in
 doubt the methods run again, which is what happened before.
+
+A method rarely reads all of ``self``: one attribute added in ``__init__`` that it does not
+read changes nothing it does. The attribute names a method read are noted at the instance's
+attribute dict while it runs (:mod:`graphlife.analysis.self_reads`: through the callees it
+inlined, the hooks the engine ran, the rules, or wholesale when anything iterated, copied or
+compared the dict), and its record keeps the print of those attributes and of everything
+they lead to, with the print of the rest of the build, which is shared by the class's
+methods (:class:`SplitPrints`). A method that read the dict as a whole keeps the print of
+all of it. Key order: a dict's keys are written in their order, as code that iterates it sees it.
 """
 
 from __future__ import annotations
@@ -206,9 +215,14 @@ class _Walk:
             else:
                 self.ident(kind, extra[key])
 
-    def attrs_read(self, attrs: Mapping[str, Any], keys: frozenset[str]) -> None:
-        """The instance's attributes ``keys``, each with its value or as absent."""
-        present = [key for key in attrs if key in keys]  # in their order (see ``value``)
+    def attrs_read(self, attrs: Mapping[str, Any], keys: frozenset[str],
+                   order: Mapping[str, int] | None = None) -> None:
+        """The instance's attributes ``keys``, each with its value or as absent (``order``: each
+        attribute's place in ``attrs``, when known)."""
+        if order is None:
+            present = [key for key in attrs if key in keys]  # in their order (see ``value``)
+        else:
+            present = sorted((key for key in keys if key in order), key=order.__getitem__)
         absent = sorted(keys.difference(present))
         self.out.append(("attrs read", len(present), len(absent)))
         for key in present:
@@ -390,6 +404,7 @@ class SplitPrints:
         self.locate = locate
         self.nodes = nodes
         self.base: Print | None = None
+        self.order: dict[str, int] | None = None  # the place of each attribute of the instance
         instance = built.state.heap.get(built.value.oid) if isinstance(built.value, HeapRef) else None
         self.instance = instance
         if built.zeroed_added or instance is None:
@@ -426,7 +441,9 @@ class SplitPrints:
         walk.skip_site = id(self.instance)
         walk.self_keys = keys
         walk.known = self.ranks
-        walk.attrs_read(self.instance.attrs, keys)
+        if self.order is None:
+            self.order = {key: place for place, key in enumerate(self.instance.attrs)}
+        walk.attrs_read(self.instance.attrs, keys, self.order)
         walk.reached(self.built.state)
         own = _ranks(walk.out)
         out: list[object] = []
