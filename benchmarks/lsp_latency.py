@@ -435,8 +435,10 @@ def report(results: dict, edits: int, file_target: int | None = None) -> str:
             "that method again (and a neighbour whose GL302 answer read it); the methods' `self` is built",
             "again once (`graphlife/analysis/self_cache.py`). After an edit in `__init__` or in code it calls,",
             "the `self` each method starts from is built again once and compared with the one the methods'",
-            "records started from (`graphlife/analysis/self_print.py`): the same (a comment, a log string),",
-            "the methods are replayed; another (an attribute added), they all run again.",
+            "records started from (`graphlife/analysis/self_print.py`), in what each method read of it",
+            "(`graphlife/analysis/self_reads.py`): a method that read none of what changed (a comment, a log",
+            "string, an attribute it does not read) is replayed; one that read a changed attribute, or",
+            "`self` as a whole, runs again.",
             "\"none (stopped)\": the analysis ran past the checker's time box + 5 s and the server stopped it.",
             "",
         ]

@@ -7,8 +7,9 @@ blocks whose text changed are parsed again, and in an edited class only the meth
 whose lines changed: :mod:`graphlife.analysis.class_body`) and what each unit of the engine
 reported (:mod:`graphlife.analysis.unit_cache`: a function analyzed alone is
 analyzed again only when its own code, the code it inlined, or the file's
-definitions changed; a method when the ``self`` it starts from, built again after an edit of
-the code ``__init__`` runs, is another: :mod:`graphlife.analysis.self_print`; the module body
+definitions changed; a method when the part of the ``self`` it starts from that it read, built
+again after an edit of the code ``__init__`` runs, is another: :mod:`graphlife.analysis.self_print`,
+:mod:`graphlife.analysis.self_reads`; the module body
 when any of its statements or the functions it calls changed, and then each call in it that
 takes and gives no graph only when its own code or values changed). The result is the one a full check of the same
 text gives; the tests compare the two after every edit they make.

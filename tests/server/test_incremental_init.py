@@ -1,5 +1,5 @@
-"""Edits in ``__init__``: the methods whose rebuilt ``self`` prints the same are replayed, and the
-incremental checker still gives what a full check gives.
+"""Edits in ``__init__``: the methods whose rebuilt ``self`` prints the same in what they read of
+it are replayed, and the incremental checker still gives what a full check gives.
 
 Every method analyzed alone starts from the ``self`` its class's ``__init__`` builds. The unit
 cache keeps what that build read apart from what the method read, with a print of the built
@@ -8,6 +8,8 @@ calls) the ``self`` is built again once, and each method is replayed when its pr
 same, run again when not. These tests make both kinds of edit (a comment, a log string, a line
 added above the statements the methods' values come from; an unrelated attribute, another
 layer, a frozen model) and compare every version with :func:`graphlife.checker.check_source`.
+A method's record depends on the attributes of ``self`` it read (:mod:`graphlife.analysis.self_reads`):
+an attribute added, removed or changed that a method did not read leaves it replayed.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ _SAME_SELF = [
     ("        self.scale = 2.0\n", "        # the loss scale\n        self.scale = 2.0\n"),
 ]
 
-#: Edits that change what the methods start from (the last ones change their findings).
+#: Edits that change what the methods start from (the last ones change their findings); the first
+#: changes an attribute no method reads.
 _OTHER_SELF = [
     ("        self._setup()\n", "        self._setup()\n        self.name = 'trainer'\n"),
     ("nn.Linear(4, 4)", "nn.Linear(4, 4, bias=False)"),
@@ -106,8 +109,12 @@ def test_an_edit_in_init_that_changes_self_runs_the_methods_again(step: int) -> 
     edited = source.replace(old, new, 1)
     result = checker.check(edited)
     assert _outcome(result) == _outcome(check_source(edited))
-    assert checker.units.selves_matched == 0
-    assert checker.statistics["ran"] >= 10  # __init__ and the nine methods
+    if step == 0:  # `self.name`, which no method reads: the steps replayed, but for the three
+        # whose GL101 finding's fix looked at every attribute for tensors (steps 0, 3 and 6)
+        assert checker.units.selves_matched >= 6
+        assert checker.statistics["ran"] == 1 + 3
+    else:  # every step reads the model, the leaf and the scale
+        assert checker.statistics["ran"] >= 10  # __init__ and the nine methods
     if step in (2, 4):  # a leaf no longer requiring grad, a frozen model: other findings
         assert _outcome(result) != _outcome(before)
 
@@ -132,13 +139,105 @@ def test_the_print_decides_nothing_a_full_check_would_not(monkeypatch) -> None:
     assert incremental == _outcome(check_source(edited))
 
 
+_READ_APART = '''import torch
+import torch.nn as nn
+
+
+class Engine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 4)
+        self.w = torch.zeros(4, requires_grad=True)
+        self.scale = 2.0
+        self.steps = [1, 2]
+        self.frozen = False
+        self.helper_w = torch.zeros(4, requires_grad=True)
+
+    def uses_net(self, x):
+        loss = self.net(x).sum()
+        loss.backward()
+        return loss.item()
+
+    def uses_w(self, x):
+        loss = (self.w * x).sum() * self.scale
+        loss.backward()
+        loss.backward()
+        return loss.item()
+
+    def uses_steps(self, x):
+        for step in self.steps:
+            x = x * step
+        return x
+
+    def uses_name(self, name, x):
+        return getattr(self, name)
+
+    def reads_maybe(self, x):
+        if hasattr(self, "extra"):
+            return self.extra * x
+        return x
+
+    def reads_through_helper(self, x):
+        loss = (self._weight() * x).sum()
+        loss.backward()
+        return loss.item()
+
+    def _weight(self):
+        return self.helper_w
+'''
+
+#: Edits of ``__init__`` above (one after the other), how many methods (of six) each leaves
+#: replayed at least, and the methods that read what it changed (they run), each version
+#: compared with a full check.
+_READ_APART_EDITS = [
+    ("        self.frozen = False\n", "        self.frozen = False\n        self.unread = 3\n", 4, ()),
+    ("        self.scale = 2.0\n", "        self.scale = 3.0\n", 4, ()),
+    ("requires_grad=True)\n        self.scale", "requires_grad=False)\n        self.scale", 4, ()),
+    ("        self.steps = [1, 2]\n", "        self.steps = [1, 2, 3]\n", 4, ("uses_steps",)),
+    ("        self.unread = 3\n", "", 5, ()),  # removed
+    ("        self.frozen = False\n", "        self.frozen = False\n        self.extra = torch.ones(4)\n", 4,
+     ("reads_maybe",)),
+    ("        self.net = nn.Linear(4, 4)\n", "        self.net = nn.Linear(4, 4, bias=False)\n", 4, ("uses_net",)),
+    ("        self.frozen = False\n", "        self.frozen = True\n", 5, ()),
+    # read by a method it inlines
+    ("torch.zeros(4, requires_grad=True)\n\n", "torch.zeros(4)\n\n", 4, ("reads_through_helper",)),
+]
+
+
+def test_methods_that_did_not_read_what_changed_are_replayed() -> None:
+    """Attributes added, removed and changed: each method runs again only when it read the
+    attribute (``uses_w`` reads them all: its GL101 finding's fix looks for tensors in every
+    attribute, until an edit makes its leaf need no gradient; ``uses_name``'s ``getattr`` of a name the
+    engine does not know gives a value it does not know, whatever ``self`` holds; ``reads_maybe``
+    reads an attribute absent until an edit adds it)."""
+    source = _READ_APART
+    checker = IncrementalChecker()
+    _assert_same(checker, source, "as written")
+    for old, new, at_least, ran in _READ_APART_EDITS:
+        assert old in source, old
+        before = {name: entry for name, entry in _method_entries(checker).items() if name in ran}
+        source = source.replace(old, new, 1)
+        _assert_same(checker, source, f"after {new!r}")
+        assert checker.units.selves_matched >= at_least, (new, checker.statistics, checker.units.selves_matched)
+        for name, entry in _method_entries(checker).items():
+            if name in ran:  # read what changed: ran again (a new record)
+                assert entry is not before[name] or entry.self_keys is None, (new, name)
+
+
+def _method_entries(checker: IncrementalChecker) -> dict[str, object]:
+    return {getattr(key[0].node, "name", ""): entry for key, entry in checker.units.entries.items()
+            if not isinstance(key, str)}
+
+
 def _init_edits(source: str, seed: int) -> list[str]:
     """Successive versions of ``source``, each edited inside the ``__init__`` of a class: a comment
-    line, a comment at a line's end, an unrelated attribute, a statement duplicated or deleted."""
+    line, a comment at a line's end, an unrelated attribute, a statement duplicated or deleted, an
+    attribute the methods read set to another value (``None``, or a number changed), an attribute
+    assigned that some method reads but ``__init__`` did not set."""
     rng = random.Random(seed)
     versions = []
     lines = source.split("\n")
-    for step in range(6):
+    for step in range(9):
         try:
             tree = ast.parse("\n".join(lines))
         except SyntaxError:
@@ -155,7 +254,7 @@ def _init_edits(source: str, seed: int) -> list[str]:
         stmt = rng.choice(simple)
         index = stmt.lineno - 1
         indent = lines[index][: len(lines[index]) - len(lines[index].lstrip())]
-        kind = step % 5
+        kind = step % 8
         if kind == 0:
             lines.insert(index, indent + "# a note")
         elif kind == 1:
@@ -164,10 +263,32 @@ def _init_edits(source: str, seed: int) -> list[str]:
             lines.insert(index + 1, indent + f"self.unrelated_{step} = {step}")
         elif kind == 3:
             lines.insert(index + 1, lines[index])
-        elif len(simple) > 1:
+        elif kind == 4 and len(simple) > 1:
             del lines[index]
+        elif kind == 5:
+            written = [target.attr for node in simple if isinstance(node, ast.Assign)
+                       for target in node.targets if _on_self(target)]
+            if written:
+                lines.insert(index + 1, indent + f"self.{rng.choice(sorted(written))} = None")
+        elif kind == 6:
+            numbers = [node for node in ast.walk(stmt) if isinstance(node, ast.Constant)
+                       and type(node.value) in (int, float) and node.lineno == stmt.lineno]
+            if numbers:
+                number = rng.choice(numbers)
+                line = lines[index]
+                lines[index] = line[:number.col_offset] + repr(number.value + 1) + line[number.end_col_offset:]
+        else:
+            read = sorted({node.attr for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) and init in cls.body
+                           for method in cls.body if isinstance(method, ast.FunctionDef) and method is not init
+                           for node in ast.walk(method) if _on_self(node) and isinstance(node.ctx, ast.Load)})
+            if read:
+                lines.insert(index + 1, indent + f"self.{rng.choice(read)} = {step}")
         versions.append("\n".join(lines))
     return versions
+
+
+def _on_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def _with_init(group: str) -> list[str]:

@@ -242,7 +242,10 @@ def _reachable(values: list[Value], heap: Mapping[int, HeapObject]) -> tuple[tup
             if obj is None:
                 continue
             seen[value.oid] = obj
-            stack.extend(item for item in obj.attrs.values() if type(item) in _LEADING)
+            # the key of the memo, not a read of the attributes (`dict.values`: an attribute dict
+            # noting what a method reads of its `self` notes nothing: analysis/self_reads.py); a
+            # replay needs these very objects, whose reads were noted when the call ran
+            stack.extend(item for item in dict.values(obj.attrs) if type(item) in _LEADING)
             if obj.elem is not None and type(obj.elem) in _LEADING:
                 stack.append(obj.elem)
             stack.extend(item for item in obj.extra.values() if type(item) in _LEADING)

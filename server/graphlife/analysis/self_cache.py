@@ -24,8 +24,9 @@ the functions and classes it read (the unit cache's dependencies:
 ``zero_grad`` statements it noted, whether ``__init__`` never returns, and the
 ``create_graph`` fact. While the language server's unit cache records a unit, the code a
 build read is handed to it apart (``RunState.self_built``), not as the unit's own: after an
-edit there the unit is replayed when the ``self`` built again is the same
-(:mod:`graphlife.analysis.self_print`).
+edit there the unit is replayed when the ``self`` built again is the same in what the unit
+read of it (:mod:`graphlife.analysis.self_print`): the method's copy of the instance notes the
+attributes read (:mod:`graphlife.analysis.self_reads`).
 
 The hover's stories (``Interpreter.watch``) use it too: they tell each expression's
 latest value, and the ``self`` a method reuses holds what building it held the first
@@ -39,6 +40,7 @@ import ast
 from dataclasses import dataclass
 
 from graphlife.analysis.engine_api import EngineParts, Timeout
+from graphlife.analysis.self_reads import ReadAttrs, Reads
 from graphlife.analysis.state import State
 from graphlife.analysis.unseen_writes import AttributeWrites, attribute_writes, weaken_object
 from graphlife.analysis.values import UNKNOWN, ClassRef, HeapRef, Value
@@ -105,13 +107,21 @@ class SelfCache:
             built = self.built[key] = _build(interp, ref, func, state, writes)
         else:
             _redo_effects(interp, built)
-        if interp.run_state.self_built is not None:
-            interp.run_state.self_built.append(built)  # the unit cache keeps its reads apart
+        recording = interp.run_state.self_built
+        if recording is not None:
+            recording.append(built)  # the unit cache keeps its reads apart
         else:
             _merge_reads(interp, built.touched, built.inlined)
         out = built.state.copy()
         if isinstance(built.value, HeapRef) and built.value.oid in out.heap:
-            out.heap_write(built.value.oid).site = func  # made "at" the method, as when built for it
+            instance = out.heap_write(built.value.oid)
+            instance.site = func  # made "at" the method, as when built for it
+            if recording is not None:
+                # what the method reads of its `self`: the unit cache replays it after an edit of
+                # `__init__` when those attributes are the same (:mod:`graphlife.analysis.self_reads`)
+                reads = Reads()
+                instance.attrs = ReadAttrs(instance.attrs, reads)
+                recording.append(reads)
         return out, built.value
 
 

@@ -31,11 +31,21 @@ same code and are written so that they do not:
 Anything the walk does not know is kept as itself and compared by identity (never equal
 to another build's), and a print that cannot be made is ``None`` (never equal): when in
 doubt the methods run again, which is what happened before.
+
+A method rarely reads all of ``self``: one attribute added in ``__init__`` that it does not
+read changes nothing it does. The attribute names a method read are noted at the instance's
+attribute dict while it runs (:mod:`graphlife.analysis.self_reads`: through the callees it
+inlined, the hooks the engine ran, the rules, or wholesale when anything iterated, copied or
+compared the dict), and its record keeps the print of those attributes and of everything
+they lead to, with the print of the rest of the build, which is shared by the class's
+methods (:class:`SplitPrints`). A method that read the dict as a whole keeps the print of
+all of it. Key order: a dict's keys are written in their order, as code that iterates it sees it.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import io
 import tokenize
@@ -119,13 +129,24 @@ class _Walk:
         self.nodes = nodes
         self.out: list[object] = []
         self.node_ids: set[int] = set()
+        self.ids: set[int] = set()  # storage and object ids written
         self.skip_site: int | None = None
+        #: The attributes of the instance (``skip_site``) to write (``None``: all of them).
+        self.self_keys: frozenset[str] | None = None
+        #: Ids written elsewhere, by kind, with their rank there: written as that (``SplitPrints``).
+        self.known: dict[str, dict[int, int]] | None = None
 
     def ident(self, kind: str, raw: object) -> None:
         if isinstance(raw, int) and not isinstance(raw, bool):
+            known = self.known.get(kind) if self.known is not None else None
+            if known is not None and raw in known:
+                self.out.append(("base", kind, known[raw]))  # written in the base (``SplitPrints``)
+                return
             self.out.append(_Id(kind, raw))
             if kind == "n":
                 self.node_ids.add(raw)
+            else:
+                self.ids.add(raw)
         else:
             self.value(raw)
 
@@ -155,7 +176,7 @@ class _Walk:
                 out.append(_Itself(thing))
                 return
             out.append((dict, len(keys)))
-            for key in sorted(keys):
+            for key in keys:  # in their order: code that iterates the dict sees it
                 out.append(key)
                 self.value(thing[key])
         elif is_dataclass(thing) and not isinstance(thing, type):
@@ -175,6 +196,8 @@ class _Walk:
             value = getattr(thing, name)
             if name == "extra" and isinstance(thing, HeapObject):
                 self.extra(value)
+            elif name == "attrs" and skip_site and self.self_keys is not None:
+                self.attrs_read(value, self.self_keys)
             elif name in special:
                 id_kind = special[name]
                 if id_kind is not None:
@@ -184,13 +207,28 @@ class _Walk:
 
     def extra(self, extra: dict[str, Any]) -> None:
         self.out.append((dict, len(extra)))
-        for key in sorted(extra):
+        for key in extra:  # in their order, as a dict's (see ``value``)
             self.out.append(key)
             kind = _EXTRA_IDS.get(key)
             if kind is None:
                 self.value(extra[key])
             else:
                 self.ident(kind, extra[key])
+
+    def attrs_read(self, attrs: Mapping[str, Any], keys: frozenset[str],
+                   order: Mapping[str, int] | None = None) -> None:
+        """The instance's attributes ``keys``, each with its value or as absent (``order``: each
+        attribute's place in ``attrs``, when known)."""
+        if order is None:
+            present = [key for key in attrs if key in keys]  # in their order (see ``value``)
+        else:
+            present = sorted((key for key in keys if key in order), key=order.__getitem__)
+        absent = sorted(keys.difference(present))
+        self.out.append(("attrs read", len(present), len(absent)))
+        for key in present:
+            self.out.append(key)
+            self.value(attrs[key])
+        self.out.extend(absent)
 
     def unordered(self, items: frozenset[Any] | set[Any]) -> None:
         """A set of values, in an order that does not depend on ids (ties keep the set's order:
@@ -221,6 +259,53 @@ class _Walk:
             for key in sorted(value):
                 self.ident(key_kind, key)
                 self.value(value[key])
+
+    def reached(self, state: State, extra_ids: Callable[[], tuple[list[int], list[int]]] | None = None) -> None:
+        """The heap objects, the entries of the state's maps keyed by ids, and the graph nodes
+        that the values written so far lead to, and what those lead to (in rounds, each in the
+        order of the ids, which the ranks keep). ``extra_ids``: asked once nothing more is
+        reached, for ids to write besides (then what they lead to)."""
+        heap = state.heap
+        id_maps = [(name, getattr(state, name)) for name, kind in _STATE_KEYS.items() if kind == "i" and name != "heap"]
+        node_maps = [(name, getattr(state, name)) for name, kind in _STATE_KEYS.items() if kind == "n"]
+        done_ids: set[int] = set()
+        done_nodes: set[int] = set()
+        asked = extra_ids is None
+        while True:
+            new_ids = sorted(self.ids - done_ids)
+            new_nodes = sorted(self.node_ids - done_nodes)
+            if not new_ids and not new_nodes:
+                if asked or extra_ids is None:
+                    break
+                asked = True
+                more_ids, more_nodes = extra_ids()
+                self.out.append(("unreached", len(more_ids), len(more_nodes)))
+                for raw in more_ids:
+                    self.ident("i", raw)
+                for raw in more_nodes:
+                    self.ident("n", raw)
+                continue
+            for raw in new_ids:
+                done_ids.add(raw)
+                self.out.extend(("id", _Id("i", raw)))
+                if raw in heap:
+                    self.out.append("heap")
+                    self.record(heap[raw])
+                for name, entries in id_maps:
+                    if raw in entries:
+                        self.out.append(name)
+                        self.value(entries[raw])
+            for raw in new_nodes:
+                done_nodes.add(raw)
+                self.out.extend(("node", _Id("n", raw)))
+                if 0 <= raw < len(self.nodes):
+                    self.record(self.nodes[raw])
+                else:
+                    self.out.append(_Itself(object()))  # a node of another run: never equal
+                for name, entries in node_maps:
+                    if raw in entries:
+                        self.out.append(name)
+                        self.value(entries[raw])
 
     def graph(self) -> None:
         """The graph nodes the print reaches, and the nodes those reach."""
@@ -256,31 +341,143 @@ def _sort_key(tokens: list[object]) -> str:
 
 
 def print_of(built: BuiltSelf, locate: Callable[[ast.AST], Place | None], nodes: list[Node]) -> Print | None:
-    """The print of one built ``self`` (``locate``: where a node is; ``nodes``: the run's graph
-    nodes), or ``None`` when it cannot be compared with another build's."""
+    """The print of one built ``self``, all of it (``locate``: where a node is; ``nodes``: the
+    run's graph nodes), or ``None`` when it cannot be compared with another build's."""
     if built.zeroed_added:
         return None  # keyed by statement identity
     walk = _Walk(locate, nodes)
-    if isinstance(built.value, HeapRef):
-        instance = built.state.heap.get(built.value.oid)
-        walk.skip_site = id(instance) if instance is not None else None
+    instance = built.state.heap.get(built.value.oid) if isinstance(built.value, HeapRef) else None
+    walk.skip_site = id(instance) if instance is not None else None
     walk.value(built.value)
     walk.state(built.state)
     walk.graph()
+    if not _tail(walk, built, locate):
+        return None
+    ranks = _ranks(walk.out)
+    return tuple(("#", token.kind, ranks[token.kind][token.raw]) if isinstance(token, _Id) else token
+                 for token in walk.out)
+
+
+def _tail(walk: _Walk, built: BuiltSelf, locate: Callable[[ast.AST], Place | None]) -> bool:
+    """What building it did to the run: how it ended, the functions it inlined."""
     walk.out.append(("ends", built.path_ends, built.create_graph_out, built.either_create_graph))
     inlined = [node for key, node in built.touched.items() if key in built.inlined]
     if len(inlined) != len(built.inlined):
-        return None
+        return False
     parts = sorted(((_sort_key([At(node, locate(node))]), At(node, locate(node), header=True)) for node in inlined),
                    key=lambda part: part[0])
     walk.out.append(("inlined", len(parts)))
     walk.out.extend(part[1] for part in parts)
+    return True
+
+
+def _ranks(tokens: list[object]) -> dict[str, dict[int, int]]:
     ranks: dict[str, dict[int, int]] = {}
     for kind in ("i", "n"):
-        raws = sorted({token.raw for token in walk.out if isinstance(token, _Id) and token.kind == kind})
+        raws = sorted({token.raw for token in tokens if isinstance(token, _Id) and token.kind == kind})
         ranks[kind] = {raw: rank for rank, raw in enumerate(raws)}
-    return tuple(("#", token.kind, ranks[token.kind][token.raw]) if isinstance(token, _Id) else token
-                 for token in walk.out)
+    return ranks
+
+
+class SplitPrints:
+    """The print of one built ``self`` in two parts, for a method that read only some attributes
+    of its instance (:mod:`graphlife.analysis.self_reads`): what every method sees, and the
+    attributes the method read.
+
+    The *base* is everything but the instance's attributes: the instance's other fields, the
+    state's names and facts, what those lead to (heap objects, entries of the state's maps keyed
+    by an id, graph nodes), what nothing of the instance leads to (an object of the module, a
+    leftover of the build, a storage no value holds any more: code that scans the whole heap or a
+    map sees it), and what the build did to the run. The *part* of a set of attribute names is
+    each name's value (or its absence, and the order of those present) and what they lead to
+    that the base does not hold. What only the other attributes lead to is in neither: a method
+    reaches an object or an id only through a value it holds, and it got its values from the
+    base and the attributes it read.
+
+    Ids are written as in :func:`print_of`, by rank; an id of the part that the base holds by its
+    rank in the base, the others by where they fall among the base's ids and their rank among the
+    part's own: two builds whose bases and parts are equal map onto each other by one renaming
+    that keeps the order of every id either part holds."""
+
+    def __init__(self, built: BuiltSelf, locate: Callable[[ast.AST], Place | None], nodes: list[Node]) -> None:
+        self.built = built
+        self.locate = locate
+        self.nodes = nodes
+        self.base: Print | None = None
+        self.order: dict[str, int] | None = None  # the place of each attribute of the instance
+        instance = built.state.heap.get(built.value.oid) if isinstance(built.value, HeapRef) else None
+        self.instance = instance
+        if built.zeroed_added or instance is None:
+            return
+        state = built.state
+        walk = _Walk(locate, nodes)
+        walk.skip_site = id(instance)
+        walk.self_keys = frozenset()
+        walk.value(built.value)
+        _plain_fields(walk, state)
+        everything = _reached_by_all(built, nodes, walk.skip_site)
+
+        def unreached() -> tuple[list[int], list[int]]:
+            ids_held = set(state.heap)
+            for name, kind in _STATE_KEYS.items():
+                if kind == "i" and name != "heap":
+                    ids_held.update(getattr(state, name))
+            nodes_held = {raw for name, kind in _STATE_KEYS.items() if kind == "n" for raw in getattr(state, name)}
+            return sorted(ids_held - everything[0]), sorted(nodes_held - everything[1])
+
+        walk.reached(state, unreached)
+        if not _tail(walk, built, locate):
+            return
+        self.ranks = _ranks(walk.out)
+        self.sorted_ids = {kind: sorted(ranks) for kind, ranks in self.ranks.items()}
+        self.base = tuple(("#", token.kind, self.ranks[token.kind][token.raw]) if isinstance(token, _Id) else token
+                          for token in walk.out)
+
+    def part(self, keys: frozenset[str]) -> Print | None:
+        """The print of the attributes ``keys`` (``None``: no base to go with it)."""
+        if self.base is None or self.instance is None:
+            return None
+        walk = _Walk(self.locate, self.nodes)
+        walk.skip_site = id(self.instance)
+        walk.self_keys = keys
+        walk.known = self.ranks
+        if self.order is None:
+            self.order = {key: place for place, key in enumerate(self.instance.attrs)}
+        walk.attrs_read(self.instance.attrs, keys, self.order)
+        walk.reached(self.built.state)
+        own = _ranks(walk.out)
+        out: list[object] = []
+        for token in walk.out:
+            if isinstance(token, _Id):
+                out.append(("#", token.kind, bisect.bisect(self.sorted_ids[token.kind], token.raw),
+                            own[token.kind][token.raw]))
+            else:
+                out.append(token)
+        return tuple(out)
+
+
+def _plain_fields(walk: _Walk, state: State) -> None:
+    """The state's fields that are not keyed by ids (names, modes, hooks, escaped functions)."""
+    for item in fields(State):
+        name = item.name
+        if name != "shared" and name not in _STATE_KEYS:
+            walk.out.append(name)
+            walk.value(getattr(state, name))
+
+
+def _reached_by_all(built: BuiltSelf, nodes: list[Node], instance: int | None) -> tuple[set[int], set[int]]:
+    """The ids and graph nodes the built state's values lead to, every attribute of the instance
+    counted (once per build: kept on it)."""
+    found: tuple[set[int], set[int]] | None = getattr(built, "_reached_by_all", None)
+    if found is None:
+        walk = _Walk(lambda node: None, nodes)
+        walk.skip_site = instance
+        walk.value(built.value)
+        _plain_fields(walk, built.state)
+        walk.reached(built.state)
+        found = (walk.ids, walk.node_ids)
+        setattr(built, "_reached_by_all", found)  # noqa: B010 - a cache kept on the build
+    return found
 
 
 class LineMap:

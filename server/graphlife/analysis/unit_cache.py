@@ -17,9 +17,10 @@ alone with unknown arguments. A unit's findings depend only on
 - for a method analyzed alone, the ``self`` it starts from. The code its build read
   (``__init__`` and what it calls) is kept apart from the unit's own: while it is
   unchanged, so is the build; when it changed, the ``self`` is built again (once per class)
-  and the unit is replayed if it prints the same as the recorded one
-  (:mod:`graphlife.analysis.self_print`), its lines in an edited method moved through
-  the lines the edit kept.
+  and the unit is replayed if it prints the same as the recorded one in what the unit read of
+  it: the attributes of the instance it looked up, with what they lead to, and the rest of
+  the build (:mod:`graphlife.analysis.self_reads`, :mod:`graphlife.analysis.self_print`),
+  its lines in an edited method moved through the lines the edit kept.
 
 While all of those are unchanged, the cache replays the unit's reports (each
 ``Reporter.report`` call in order, so the de-duplication across units happens
@@ -60,7 +61,8 @@ from graphlife.analysis.regions import Region, RegionMap
 from graphlife.analysis.rule_api import LogMark, ReportArgs, Reporter
 from graphlife.analysis.run_state import CallFrame, RunState
 from graphlife.analysis.self_cache import BuiltSelf
-from graphlife.analysis.self_print import LineMap, Place, Print, print_of, same_prints
+from graphlife.analysis.self_print import LineMap, Place, Print, SplitPrints, print_of, same_prints
+from graphlife.analysis.self_reads import Reads
 from graphlife.analysis.state import State
 from graphlife.analysis.unseen_writes import attribute_write_names
 from graphlife.analysis.values import ClassRef, FunctionRef, TupleVal, Value
@@ -102,6 +104,11 @@ class UnitEntry:
     self_reads: list[Read]
     self_inlined: list[tuple[Region, int, int]]
     self_print: Print | None
+    #: The attributes of its ``self`` the unit read (:mod:`graphlife.analysis.self_reads`); ``None``:
+    #: the whole ``self``, and ``self_print`` is its print. Otherwise ``self_print`` is the print of
+    #: those attributes and ``self_base`` that of the rest (:class:`~graphlife.analysis.self_print.SplitPrints`).
+    self_keys: frozenset[str] | None = None
+    self_base: Print | None = None
 
 
 @dataclass
@@ -156,6 +163,7 @@ class UnitCache:
         #: Units replayed with a ``self`` built again from edited code of the same print.
         self.selves_matched = 0
         self._prints: dict[int, tuple[BuiltSelf, Print | None]] = {}  # per build of this version
+        self._splits: dict[int, tuple[BuiltSelf, SplitPrints | None]] = {}  # likewise
         self._successors: dict[int, tuple[Region, LineMap] | None] = {}  # per old region, this version
         self._compared: dict[tuple[int, int], tuple[Print, Print, bool]] = {}  # prints compared, this version
 
@@ -172,6 +180,7 @@ class UnitCache:
         self.version += 1
         self.replayed = self.ran = self.calls_replayed = self.calls_ran = self.selves_matched = 0
         self._prints = {}
+        self._splits = {}
         self._successors = {}
         self._compared = {}
         self.regions.update(parsed.blocks, parsed.index.parents, parsed.tree, self.version)
@@ -274,8 +283,8 @@ class UnitCache:
             run.create_graph_seen = create_graph  # the unit's own start (the build's is in its print)
         if not isinstance(built, BuiltSelf):
             return False
-        found = self._print_of(interp, built)
-        if found is None or not self._same_prints(entry.self_print, found):
+        found, base = self._prints_for(interp, built, entry.self_keys)
+        if found is None or not self._same_built(entry, found, base):
             return False
         reads = entry.reads + entry.self_reads
         try:
@@ -295,7 +304,31 @@ class UnitCache:
         entry.self_reads = [(region.start, region.end, region) for region in self_reads]
         entry.self_inlined = self_inlined
         entry.self_print = found
+        entry.self_base = base
         return True
+
+    def _prints_for(self, interp: EngineParts, built: BuiltSelf,
+                    keys: frozenset[str] | None) -> tuple[Print | None, Print | None]:
+        """The print of ``built`` for a unit that read the attributes ``keys`` of its instance
+        (``None``: all of them), and the base that goes with it."""
+        if keys is None:
+            return self._print_of(interp, built), None
+        split = self._split_of(interp, built)
+        if split is None or split.base is None:
+            return None, None
+        try:
+            return split.part(keys), split.base
+        except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the unit runs
+            return None, None
+
+    def _same_built(self, entry: UnitEntry, found: Print, base: Print | None) -> bool:
+        if entry.self_print is None:
+            return False
+        if entry.self_keys is None:
+            return self._same_prints(entry.self_print, found)
+        if entry.self_base is None or base is None or not self._same_prints(entry.self_base, base):
+            return False
+        return same_prints(entry.self_print, found, self._successor)
 
     def _same_prints(self, old: Print, new: Print) -> bool:
         """``same_prints``, once per pair of prints in a version (the methods of a class share them)."""
@@ -332,6 +365,28 @@ class UnitCache:
         known = self._prints.get(id(built))
         if known is not None and known[0] is built:
             return known[1]
+        try:
+            found = print_of(built, self._locator(), interp.run_state.graph.nodes)
+        except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the methods run
+            found = None
+        self._prints[id(built)] = (built, found)
+        return found
+
+    def _split_of(self, interp: EngineParts, built: BuiltSelf) -> SplitPrints | None:
+        """The prints by attributes read of a build of this version (its base made once per build)."""
+        known = self._splits.get(id(built))
+        if known is not None and known[0] is built:
+            return known[1]
+        split: SplitPrints | None
+        try:
+            split = SplitPrints(built, self._locator(), interp.run_state.graph.nodes)
+        except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the methods run
+            split = None
+        self._splits[id(built)] = (built, split)
+        return split
+
+    def _locator(self) -> Callable[[ast.AST], Place | None]:
+        """Where a node of this version is (:data:`~graphlife.analysis.self_print.Place`)."""
         places: dict[int, Place | None] = {}
 
         def locate(node: ast.AST) -> Place | None:
@@ -347,12 +402,7 @@ class UnitCache:
                                    getattr(node, "col_offset", -1), getattr(node, "end_col_offset", None) or -1)
             return places[key]
 
-        try:
-            found = print_of(built, locate, interp.run_state.graph.nodes)
-        except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the methods run
-            found = None
-        self._prints[id(built)] = (built, found)
-        return found
+        return locate
 
     def _regions_read(self, touched: dict[int, ast.AST]) -> list[Region] | None:
         """The regions of the code noted as read, by first line (``None``: some outside them)."""
@@ -391,6 +441,7 @@ class UnitCache:
         finally:
             state.touched, state.unit_inlined, interp.reporter.log, state.self_built = saved
         builds = [item for item in built if isinstance(item, BuiltSelf)]
+        self_reads = [item for item in built if isinstance(item, Reads)]
         if saved[0] is not None:  # a unit inside another's record (never so today): reads are that one's
             for build in builds:
                 saved[0].update(build.touched)
@@ -405,7 +456,9 @@ class UnitCache:
         self_inlined = self._located(self_touched, self_inlined_ids)
         if self_regions is None or self_inlined is None:
             return
-        self_print = self._print_of(interp, builds[0]) if len(builds) == 1 else None
+        self_keys = self_reads[0].keys() if len(builds) == 1 and len(self_reads) == 1 else None
+        self_print, self_base = (self._prints_for(interp, builds[0], self_keys) if len(builds) == 1
+                                 else (None, None))
         read: dict[int, Region] = {}
         own = None
         if isinstance(key, str):
@@ -441,6 +494,8 @@ class UnitCache:
             self_reads=[(region.start, region.end, region) for region in self_regions],
             self_inlined=self_inlined,
             self_print=self_print,
+            self_keys=self_keys,
+            self_base=self_base,
         )
 
     # -- replaying ------------------------------------------------------------------------

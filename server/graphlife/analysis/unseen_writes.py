@@ -514,7 +514,9 @@ def _attributes_to_visit(attrs: dict[str, Value], names: AttributeWrites | None)
     present = [name for name in wanted if name in attrs]
     if len(present) <= 1:
         return [(name, attrs[name]) for name in present]
-    return [(name, value) for name, value in attrs.items() if name in wanted]
+    # looked up one by one in the object's order: an attribute dict noting what a method reads
+    # of its `self` (analysis/self_reads.py) notes these names, not the whole dict
+    return [(name, attrs[name]) for name in dict.keys(attrs) if name in wanted]
 
 
 # -- what a function may write when it runs where the engine cannot follow it ---------------------------

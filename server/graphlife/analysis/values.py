@@ -13,6 +13,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from dataclasses import replace as _checked_replace
 from typing import Any, TypeVar
 
+from graphlife.analysis.self_reads import note_joined
+
 Tri = bool | None
 
 
@@ -460,7 +462,7 @@ class HeapObject:
     def copy(self) -> HeapObject:
         return HeapObject(
             kind=self.kind,
-            attrs=dict(self.attrs),
+            attrs=self.attrs.copy(),  # a dict that notes reads keeps noting (analysis/self_reads.py)
             cls=self.cls,
             class_ref=self.class_ref,
             param_storages=self.param_storages,
@@ -475,8 +477,14 @@ class HeapObject:
 
     def join(self, other: HeapObject) -> HeapObject:
         joined = self.copy()
-        for key in set(self.attrs) | set(other.attrs):
-            a, b = self.attrs.get(key), other.attrs.get(key)
+        attrs_a, attrs_b = self.attrs, other.attrs
+        # read through the base dict: an attribute dict noting what a method reads of its `self`
+        # (analysis/self_reads.py) is told only the names whose values differ
+        keys = set(dict.keys(attrs_a)) | set(dict.keys(attrs_b))
+        if type(attrs_a) is not dict or type(attrs_b) is not dict:
+            note_joined(attrs_a, attrs_b)
+        for key in keys:
+            a, b = dict.get(attrs_a, key), dict.get(attrs_b, key)
             if (
                 key == "__items__"
                 and isinstance(a, TupleVal)
