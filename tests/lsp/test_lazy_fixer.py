@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from graphlife.lsp.server import FixerLoader
 
 START = ("import sys\nfrom graphlife.lsp.server import create_server, import_everything\n"
-         "import_everything()\ncreate_server()\nprint('libcst' in sys.modules, 'graphlife.fixes.apply' in sys.modules)\n")
+         "import_everything()\ncreate_server()\n"
+         "print('libcst' in sys.modules, 'graphlife.fixes.apply' in sys.modules)\n")
 
 
 def test_a_started_server_has_not_loaded_the_fixer():

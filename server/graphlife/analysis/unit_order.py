@@ -37,10 +37,7 @@ def callers_first(functions: list[tuple[_Function, ast.ClassDef | None]],
     waiting = dict.fromkeys(position, 0)  # callers not yet placed, per function
     for caller, owner in functions:
         for on_self, name in calls_named_in(caller):
-            if on_self:
-                callee = methods.get((id(owner), name)) if owner is not None else None
-            else:
-                callee = top_level.get(name)
+            callee = methods.get((id(owner), name)) if on_self else top_level.get(name)
             if callee is None or callee is caller or id(callee) not in position:
                 continue
             edges = callees.setdefault(id(caller), set())

@@ -552,8 +552,7 @@ def import_fixer() -> None:
     inside a job, for the reason :func:`import_everything` gives."""
     import libcst  # noqa: PLC0415
 
-    from graphlife.fixes import apply, document, notebooks, verify  # noqa: F401, PLC0415
-    from graphlife.fixes import compute_fixes, fix_source  # noqa: F401, PLC0415
+    from graphlife.fixes import apply, compute_fixes, document, fix_source, notebooks, verify  # noqa: F401, PLC0415
 
     libcst.parse_module("pass\n")  # loads libcst's native parser, imported on first use
 
