@@ -442,7 +442,7 @@ def test_nodes_where_sorts_only_what_it_keeps():
     """A rule looking for one keyword among every call of the file (GL108, GL405) gets them in
     source order without the model sorting every call (at each keystroke in the editor)."""
     source = "".join(f"f{i}(x, k={i % 3})\n" if i % 2 else f"g{i}(x)\n" for i in range(50))
-    tree, semantics = model("if True:\n    late(k=1)\n" + source)
+    _tree, semantics = model("if True:\n    late(k=1)\n" + source)
     kept = semantics.nodes_where(ast.Call, lambda call: bool(call.keywords))
     assert ast.Call not in semantics._sorted  # nothing sorted the file's calls
     assert kept == [call for call in semantics.nodes(ast.Call) if call.keywords]
