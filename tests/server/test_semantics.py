@@ -448,3 +448,11 @@ def test_nodes_where_sorts_only_what_it_keeps():
     assert kept == [call for call in semantics.nodes(ast.Call) if call.keywords]
     assert [call.lineno for call in kept] == sorted(call.lineno for call in kept)
     assert semantics.nodes_where(ast.Call, lambda call: bool(call.keywords)) == kept  # from the sorted list now
+
+
+def test_a_file_without_a_custom_function_does_not_sort_its_calls():
+    """The autograd-Function model asks for the file's calls (sorted) only when the file defines
+    a custom Function: every rule pass builds this model, at each keystroke in the editor."""
+    _tree, semantics = model("import torch\n" + "".join(f"y{i} = torch.relu(x{i})\n" for i in range(30)))
+    assert semantics.functions.classes == []
+    assert ast.Call not in semantics._sorted

@@ -134,7 +134,7 @@ class Semantics:
     @cached_property
     def functions(self) -> FunctionModel:
         """The custom ``torch.autograd.Function`` classes and their ``apply`` calls."""
-        return FunctionModel(self.names, self.nodes(ast.ClassDef), self.nodes(ast.Assign), self.nodes(ast.Call))
+        return FunctionModel(self.names, self.nodes(ast.ClassDef), self.nodes(ast.Assign), lambda: self.nodes(ast.Call))
 
 
 def semantics_of(tree: ast.Module, index: TreeIndex | None = None) -> Semantics:
