@@ -411,9 +411,9 @@ def create_server() -> GraphlifeServer:
         fixes = {}
         if actions_mod.kind_wanted(params.context.only, types.CodeActionKind.QuickFix):
             for finding in actions_mod.findings_in(analysis, start_pos, end_pos):
-                if finding.fixes:
-                    await fixer.ready()
                 try:
+                    if finding.fixes:
+                        await fixer.ready()
                     fixes[(finding.code, finding.span)] = (
                         await linter.run_in_worker(actions_mod.fixes_for, analysis, finding,
                                                    *linter.fix_tools(analysis)) or []
