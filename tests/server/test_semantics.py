@@ -436,3 +436,23 @@ def test_the_model_leaves_no_reference_cycles() -> None:
     finally:
         if enabled:
             gc.enable()
+
+
+def test_nodes_where_sorts_only_what_it_keeps():
+    """A rule looking for one keyword among every call of the file (GL108, GL405) gets them in
+    source order without the model sorting every call (at each keystroke in the editor)."""
+    source = "".join(f"f{i}(x, k={i % 3})\n" if i % 2 else f"g{i}(x)\n" for i in range(50))
+    _tree, semantics = model("if True:\n    late(k=1)\n" + source)
+    kept = semantics.nodes_where(ast.Call, lambda call: bool(call.keywords))
+    assert ast.Call not in semantics._sorted  # nothing sorted the file's calls
+    assert kept == [call for call in semantics.nodes(ast.Call) if call.keywords]
+    assert [call.lineno for call in kept] == sorted(call.lineno for call in kept)
+    assert semantics.nodes_where(ast.Call, lambda call: bool(call.keywords)) == kept  # from the sorted list now
+
+
+def test_a_file_without_a_custom_function_does_not_sort_its_calls():
+    """The autograd-Function model asks for the file's calls (sorted) only when the file defines
+    a custom Function: every rule pass builds this model, at each keystroke in the editor."""
+    _tree, semantics = model("import torch\n" + "".join(f"y{i} = torch.relu(x{i})\n" for i in range(30)))
+    assert semantics.functions.classes == []
+    assert ast.Call not in semantics._sorted

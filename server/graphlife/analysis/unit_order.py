@@ -23,41 +23,27 @@ from collections.abc import Mapping
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-def callers_first(functions: list[tuple[_Function, ast.ClassDef | None]], calls: list[ast.AST],
+def callers_first(functions: list[tuple[_Function, ast.ClassDef | None]],
                   parents: Mapping[int, ast.AST]) -> list[tuple[_Function, ast.ClassDef | None]]:
     """``functions`` (in file order, with their classes) reordered so that each comes after the
-    functions that call it, where the calls (the file's ``ast.Call`` nodes, whose enclosing
-    nodes ``parents`` gives) allow; otherwise in the given order."""
+    functions that call it, where the calls (the names each function calls, :func:`calls_named_in`;
+    ``parents`` gives the nodes enclosing a function) allow; otherwise in the given order."""
     position = {id(func): index for index, (func, _) in enumerate(functions)}
     top_level = {func.name: func for func, owner in functions
                  if owner is None and isinstance(parents.get(id(func)), ast.Module)}
     methods: dict[tuple[int, str], _Function] = {(id(owner), func.name): func for func, owner in functions
                                                   if owner is not None and parents.get(id(func)) is owner}
-    method_names = {name for _, name in methods}
-    owners = {id(func): owner for func, owner in functions}
     callees: dict[int, set[int]] = {}
     waiting = dict.fromkeys(position, 0)  # callers not yet placed, per function
-    for call in calls:
-        if not isinstance(call, ast.Call):
-            continue
-        # Most calls are of torch or of objects: no walk up to their function (this loop sees
-        # every call of the file, at every check).
-        target = call.func
-        if isinstance(target, ast.Name):
-            if target.id not in top_level:
+    for caller, owner in functions:
+        for on_self, name in calls_named_in(caller):
+            callee = methods.get((id(owner), name)) if on_self else top_level.get(name)
+            if callee is None or callee is caller or id(callee) not in position:
                 continue
-        elif not (isinstance(target, ast.Attribute) and _on_self(target, method_names)):
-            continue
-        caller = _enclosing_function(call, parents)
-        if caller is None or id(caller) not in position:
-            continue
-        callee = _callee(call.func, owners.get(id(caller)), top_level, methods)
-        if callee is None or callee is caller or id(callee) not in position:
-            continue
-        edges = callees.setdefault(id(caller), set())
-        if id(callee) not in edges:
-            edges.add(id(callee))
-            waiting[id(callee)] += 1
+            edges = callees.setdefault(id(caller), set())
+            if id(callee) not in edges:
+                edges.add(id(callee))
+                waiting[id(callee)] += 1
     if not callees:
         return functions
     ready = [index for index, (func, _) in enumerate(functions) if waiting[id(func)] == 0]
@@ -83,24 +69,31 @@ def callers_first(functions: list[tuple[_Function, ast.ClassDef | None]], calls:
     return placed
 
 
-def _on_self(target: ast.Attribute, method_names: set[str]) -> bool:
-    """``self.name`` / ``cls.name`` with ``name`` the name of a method of the file."""
-    return target.attr in method_names and isinstance(target.value, ast.Name) and target.value.id in ("self", "cls")
+def calls_named_in(func: _Function) -> tuple[tuple[bool, str], ...]:
+    """The calls ``func`` makes that may name a function of the file: ``(False, name)`` for
+    ``name(...)``, ``(True, name)`` for ``self.name(...)`` / ``cls.name(...)``, each once.
 
-
-def _enclosing_function(node: ast.AST, parents: Mapping[int, ast.AST]) -> _Function | None:
-    current = parents.get(id(node))
-    while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        current = parents.get(id(current))
-    return current
-
-
-def _callee(func: ast.expr, owner: ast.ClassDef | None, top_level: Mapping[str, _Function],
-            methods: Mapping[tuple[int, str], _Function]) -> _Function | None:
-    """The function of the file a call's target names, when the code says which."""
-    if isinstance(func, ast.Name):
-        return top_level.get(func.id)
-    if (owner is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
-            and func.value.id in ("self", "cls")):
-        return methods.get((id(owner), func.attr))
-    return None
+    A call belongs to its nearest enclosing function: the calls of a function defined inside
+    ``func`` (its decorators and defaults too) are that function's, a lambda's are ``func``'s.
+    Kept on the function's node: the language server reuses the nodes of the functions an edit
+    did not touch, so a keystroke walks only the edited function, not every call of the file."""
+    found: tuple[tuple[bool, str], ...] | None = getattr(func, "_graphlife_calls_named", None)
+    if found is not None:
+        return found
+    names: dict[tuple[bool, str], None] = {}
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue  # its calls are its own
+        if isinstance(node, ast.Call):
+            target = node.func
+            if isinstance(target, ast.Name):
+                names[(False, target.id)] = None
+            elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                    and target.value.id in ("self", "cls")):
+                names[(True, target.attr)] = None
+        stack.extend(ast.iter_child_nodes(node))
+    found = tuple(names)
+    setattr(func, "_graphlife_calls_named", found)  # noqa: B010 - a cache hung on the node
+    return found

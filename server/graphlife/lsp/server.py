@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -146,6 +147,7 @@ def create_server() -> GraphlifeServer:
     settings = server.settings
     scope = WorkspaceScope(linter, lambda path: settings.option(path, "reportingScope") == "workspace")
     hover_stories = HoverStories(server, linter.runner)
+    fixer = FixerLoader(linter.executor)
 
     def _story_modules(analysis: Analysis) -> ModuleProvider | None:
         """The project's modules the story follows imports into (a notebook's cells import none of them)."""
@@ -410,6 +412,8 @@ def create_server() -> GraphlifeServer:
         if actions_mod.kind_wanted(params.context.only, types.CodeActionKind.QuickFix):
             for finding in actions_mod.findings_in(analysis, start_pos, end_pos):
                 try:
+                    if finding.fixes:
+                        await fixer.ready()
                     fixes[(finding.code, finding.span)] = (
                         await linter.run_in_worker(actions_mod.fixes_for, analysis, finding,
                                                    *linter.fix_tools(analysis)) or []
@@ -440,6 +444,7 @@ def create_server() -> GraphlifeServer:
         document_changes = _supports(server, "workspace", "workspace_edit", "document_changes")
         kind = data.get("action")
         if kind == "fixAll":
+            await fixer.ready()
             _, fix_source = actions_mod.fixes_api()
             if fix_source is None:
                 return action
@@ -463,6 +468,7 @@ def create_server() -> GraphlifeServer:
             edit = actions_mod.ignore_edit(analysis, finding)
             edits = [edit] if edit is not None else []
         else:
+            await fixer.ready()
             fixes = await linter.run_in_worker(actions_mod.fixes_for, analysis, finding,
                                                *linter.fix_tools(analysis)) or []
             chosen = next((fix for fix in fixes if fix.title == data.get("title")), None)
@@ -522,24 +528,48 @@ async def _locate(
 
 
 def import_everything() -> None:
-    """Import the engine, the rules, their table and the fixes before serving.
+    """Import the engine, the rules and their table before serving.
 
     Analyses run on worker threads that a newer version of the document cancels by raising
     an exception inside them (:mod:`graphlife.lsp.cancel`). An exception that lands while a
     thread is importing a module can leave Python's per-module import lock broken, and the
     next analysis then waits on it forever (seen in the e2e test: the first analysis of a
     file was cancelled during its first import, and no diagnostics ever came). With every
-    module the workers need imported here, at start, no import happens inside a job.
+    module the workers need imported here, at start, no import happens inside a job. The
+    fixer (libcst, about 9 MB resident) is not among them: only code actions need it, and
+    :func:`import_fixer` loads it before the first one, outside any job.
     """
-    import libcst  # noqa: PLC0415
-
     from graphlife.analysis import interpreter, optable, stories  # noqa: F401, PLC0415
-    from graphlife.fixes import compute_fixes, notebooks  # noqa: F401, PLC0415 (libcst; a notebook's fix-all)
     from graphlife.rules import all_rules  # noqa: PLC0415
 
     all_rules()
     optable.lookup("torch.add")  # loads the saved-tensor table
+
+
+def import_fixer() -> None:
+    """Import the fixer (libcst, the recipes' edits, a notebook's fix-all) and load libcst's
+    native parser. Called on a thread no cancellation reaches (:class:`FixerLoader`), never
+    inside a job, for the reason :func:`import_everything` gives."""
+    import libcst  # noqa: PLC0415
+
+    from graphlife.fixes import apply, compute_fixes, document, fix_source, notebooks, verify  # noqa: F401, PLC0415
+
     libcst.parse_module("pass\n")  # loads libcst's native parser, imported on first use
+
+
+class FixerLoader:
+    """Loads the fixer once, the first time a code action needs it, on an executor thread that
+    no :class:`~graphlife.lsp.cancel.Runner` job runs on at that moment (so no cancellation can
+    land inside the import); later callers wait for the same load."""
+
+    def __init__(self, executor: ThreadPoolExecutor) -> None:
+        self._executor = executor
+        self._loading: asyncio.Future[None] | None = None
+
+    async def ready(self) -> None:
+        if self._loading is None:
+            self._loading = asyncio.get_running_loop().run_in_executor(self._executor, import_fixer)
+        await asyncio.shield(self._loading)  # a cancelled request does not stop the import
 
 
 def start(tcp: str | None = None) -> None:

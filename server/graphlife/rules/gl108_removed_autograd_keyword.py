@@ -122,15 +122,17 @@ def _own_objects(ctx: ModuleContext) -> set[str]:
     }
 
 
+def _given_retain_variables(call: ast.Call) -> bool:
+    return any(k.arg == "retain_variables" for k in call.keywords) if call.keywords else False
+
+
 def check_module(ctx: ModuleContext) -> None:
     """Every backward call of the file given the removed keyword (in a file that uses torch)."""
     if not any(name == "torch" or name.startswith("torch.") for name in ctx.semantics.names.imported()):
         return  # `backward` means torch's only where torch is used
     own: set[str] | None = None
-    for call in ctx.semantics.nodes(ast.Call):
-        keyword = next((k for k in call.keywords if k.arg == "retain_variables"), None)
-        if keyword is None:
-            continue
+    for call in ctx.semantics.nodes_where(ast.Call, _given_retain_variables):
+        keyword = next(k for k in call.keywords if k.arg == "retain_variables")
         own = _own_objects(ctx) if own is None else own
         if not _is_backward_call(ctx, call, own):
             continue

@@ -317,7 +317,10 @@ def check_module(ctx: ModuleContext) -> None:
     ):
         return
     scopes: dict[int, _NoGrad] = {}
-    for node in semantics.nodes(ast.Call):
+    def names_a_checkpoint(call: ast.Call) -> bool:
+        return names.qualified_name_in(call.func, _CHECKPOINTS) is not None
+
+    for node in semantics.nodes_where(ast.Call, names_a_checkpoint):
         resolved = names.qualified_name_in(node.func, _CHECKPOINTS)
         sequential = resolved in CHECKPOINT_SEQUENTIAL
         if resolved not in CHECKPOINT_FUNCTIONS and not sequential:

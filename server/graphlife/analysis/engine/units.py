@@ -100,7 +100,7 @@ class Units(EngineCore):
         if self.unit_cache is not None:
             self.unit_cache.read_definitions(self)
         index = self.entry.index
-        functions = callers_first(list(self.iter_functions()), index.by_kind[ast.Call], index.parents)
+        functions = callers_first(list(self.iter_functions()), index.parents)
         share = function_foreign_budget(len(functions))
         for func, owner in functions:
             if id(func) in self.inlined:

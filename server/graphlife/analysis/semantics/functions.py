@@ -15,7 +15,7 @@ inputs. ``Fn.apply(...)`` (or a name bound to ``Fn.apply``) runs forward.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from graphlife.analysis.semantics.names import Names, scope_nodes
@@ -239,10 +239,13 @@ class FunctionModel:
     """Every custom Function class of a file and every call of their ``apply``."""
 
     def __init__(self, names: Names, classes: Sequence[ast.ClassDef], assignments: Sequence[ast.Assign],
-                 calls: Sequence[ast.Call]) -> None:
+                 calls: Callable[[], Sequence[ast.Call]]) -> None:
+        """``calls``: the file's calls in source order, asked for only when the file defines a
+        custom Function (most files do not, and the language server makes this model at each
+        keystroke: sorting every call of a large file for nothing)."""
         self.classes: list[FunctionClass] = _function_classes(names, classes)
         self.by_name: dict[str, FunctionClass] = {fn.name: fn for fn in self.classes}
-        self.calls: list[ApplyCall] = _apply_calls(self.by_name, assignments, calls) if self.classes else []
+        self.calls: list[ApplyCall] = _apply_calls(self.by_name, assignments, calls()) if self.classes else []
 
     def of_class(self, node: ast.ClassDef) -> FunctionClass | None:
         """The Function class defined by ``node`` (``None``: not a custom Function)."""

@@ -11,7 +11,7 @@ cycle, and the model goes with the index when the check that made it ends.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import TypeVar, cast
 
@@ -46,6 +46,17 @@ class Semantics:
             found = sorted(self._by_kind[kind], key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
             self._sorted[kind] = found
         return cast("list[NodeT]", found)
+
+    def nodes_where(self, kind: type[NodeT], keep: Callable[[NodeT], bool]) -> list[NodeT]:
+        """The nodes of ``kind`` that ``keep`` accepts, in source order (the order of
+        :meth:`nodes`), without sorting every node of the kind: a rule that looks for a rare
+        call among every call of the file (at each keystroke, in the language server) sorts
+        only what it found."""
+        found = self._sorted.get(kind)
+        if found is not None:
+            return [node for node in cast("list[NodeT]", found) if keep(node)]
+        kept = [node for node in cast("list[NodeT]", self._by_kind[kind]) if keep(node)]
+        return sorted(kept, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         """The node ``node`` is a child of (``None`` for the module)."""
@@ -123,7 +134,7 @@ class Semantics:
     @cached_property
     def functions(self) -> FunctionModel:
         """The custom ``torch.autograd.Function`` classes and their ``apply`` calls."""
-        return FunctionModel(self.names, self.nodes(ast.ClassDef), self.nodes(ast.Assign), self.nodes(ast.Call))
+        return FunctionModel(self.names, self.nodes(ast.ClassDef), self.nodes(ast.Assign), lambda: self.nodes(ast.Call))
 
 
 def semantics_of(tree: ast.Module, index: TreeIndex | None = None) -> Semantics:
