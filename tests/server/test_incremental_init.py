@@ -100,6 +100,25 @@ def test_an_edit_in_init_that_keeps_self_runs_only_init() -> None:
         assert checker.units.selves_matched >= 9, new  # each step, with the `self` built again
 
 
+def test_lines_added_in_a_helper_of_init_keep_the_methods_replayed() -> None:
+    """The functions a build of ``self`` ran stand in its print by name and first line: a line
+    added in ``_setup`` (which ``__init__`` calls) makes it longer than ``_tune``, and that
+    must not reorder them and make every method run again."""
+    source = _trainer(6).replace("        self._setup()\n", "        self._setup()\n        self._tune()\n").replace(
+        "    def _setup(self):\n",
+        "    def _tune(self):\n        self.beta = 0.5\n        self.gamma = 0.1\n\n    def _setup(self):\n")
+    checker = IncrementalChecker()
+    checker.check(source)
+    units = checker.statistics["ran"]
+    for number in range(3):
+        added = f"        unused_{number} = {number}\n"
+        source = source.replace("        self.scale = 2.0\n", added + "        self.scale = 2.0\n")
+        _assert_same(checker, source, f"line {number}")
+        # `self` is built again and found the same: every unit replays, `__init__`'s too
+        assert checker.statistics["ran"] == 0, number
+        assert checker.statistics["replayed"] == units, number
+
+
 @pytest.mark.parametrize("step", range(len(_OTHER_SELF)))
 def test_an_edit_in_init_that_changes_self_runs_the_methods_again(step: int) -> None:
     source = _trainer(9)

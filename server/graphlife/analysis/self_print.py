@@ -364,11 +364,21 @@ def _tail(walk: _Walk, built: BuiltSelf, locate: Callable[[ast.AST], Place | Non
     inlined = [node for key, node in built.touched.items() if key in built.inlined]
     if len(inlined) != len(built.inlined):
         return False
-    parts = sorted(((_sort_key([At(node, locate(node))]), At(node, locate(node), header=True)) for node in inlined),
+    parts = sorted(((_header_key(node, locate(node)), At(node, locate(node), header=True)) for node in inlined),
                    key=lambda part: part[0])
     walk.out.append(("inlined", len(parts)))
     walk.out.extend(part[1] for part in parts)
     return True
+
+
+def _header_key(node: ast.AST, place: Place | None) -> tuple[str, str, int, int]:
+    """Where an inlined function stands in a print's list of them: by what stands for it (its
+    name, its first line in its region, its column), never by its length, which an edit inside
+    it changes (a method is a region of its own: every method's first line there is 0, and
+    ordered by their end lines, a line added in one would swap it with a method one line
+    longer, and the two prints would no longer be compared function by function)."""
+    line, column = (place[1], place[3]) if place is not None else (-1, -1)
+    return type(node).__name__, str(getattr(node, "name", "")), line, column
 
 
 def _ranks(tokens: list[object]) -> dict[str, dict[int, int]]:
