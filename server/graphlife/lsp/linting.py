@@ -161,6 +161,8 @@ class Linter:
         self.server = server
         self.settings = settings
         self.debouncer = Debouncer()
+        #: A cold analysis asked for a whole collection at the next rest (:meth:`_release_memory`).
+        self._release_whole = False
         self.executor = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="graphlife-check")
         self._locks: dict[str, asyncio.Lock] = {}
         self.runner = Runner(self.executor)
@@ -305,13 +307,17 @@ class Linter:
                 # After publishing: not on the latency path. After an edit the incremental checker
                 # made little garbage, and trimming competes with the next analysis: wait for quiet.
                 # (A checker process trims its own heap.)
-                delay = 0.0 if mostly_new(analysis.units) else IDLE_TRIM_SECONDS
-                self.debouncer.schedule(("release memory",), delay, self._release_memory)
+                cold = mostly_new(analysis.units)
+                self._release_whole = self._release_whole or cold
+                self.debouncer.schedule(("release memory",), 0.0 if cold else IDLE_TRIM_SECONDS, self._release_memory)
         except Exception as exc:  # noqa: BLE001 - one bad file must not stop the server
             log_exception(self.server, f"analysis of {key}", exc)
 
     async def _release_memory(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(self.executor, release_memory)
+        """At rest: a whole collection when a cold analysis asked for one since the last, else
+        one of what was made since (:func:`~graphlife.lsp.memory.release_memory`)."""
+        whole, self._release_whole = self._release_whole, False
+        await asyncio.get_running_loop().run_in_executor(self.executor, release_memory, whole)
 
     async def analyze(self, key: str) -> Analysis | None:
         """Check a snapshot of ``key`` off the event loop; ``None`` when it is not open or was stopped.
