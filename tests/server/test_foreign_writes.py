@@ -113,6 +113,30 @@ def test_an_unsaved_buffer_of_another_file_counts(tmp_path: Path) -> None:
     assert _codes(root, "models.py", buffers=buffer) == []
 
 
+def test_an_open_buffer_is_scanned_again_only_when_its_text_changes(tmp_path: Path, monkeypatch) -> None:
+    """The language server gives every analysis the text of every open document: each buffer's
+    text is scanned once while it stays the same, and again when it changes (the write typed
+    into it counts at once)."""
+    root = _project(tmp_path, {"models.py": MODELS, "train.py": "import models\n"})
+    monkeypatch.setattr(foreign_writes, "BUFFER_SPELLINGS", foreign_writes.BufferSpellings())
+    scans: list[int] = []
+    scan = foreign_writes.WriteSpelling.of
+
+    def counted(data: bytes) -> foreign_writes.WriteSpelling:
+        scans.append(len(data))
+        return scan(data)
+
+    monkeypatch.setattr(foreign_writes.WriteSpelling, "of", staticmethod(counted))
+    train = str(root / "train.py")
+    unrelated = "import torch\nfrom models import Probe\np = Probe()\n"
+    for _ in range(3):
+        assert _codes(root, "models.py", buffers={train: unrelated}) == [(12, "GL104", "error")]
+    assert len(scans) == 1
+    writes = unrelated + "p.captured = p.lin(torch.randn(2, 4))\n"
+    assert _codes(root, "models.py", buffers={train: writes}) == []
+    assert len(scans) == 2
+
+
 def test_the_files_that_decide_are_dependencies(tmp_path: Path) -> None:
     root = _project(tmp_path, {"models.py": MODELS, "train.py": "from models import Probe\nProbe().captured = 1\n",
                                "unrelated.py": "x = 1\n"})
