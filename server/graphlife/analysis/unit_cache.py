@@ -51,7 +51,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from graphlife.analysis import isolation
 from graphlife.analysis.blocks import Block, ParsedFile
@@ -362,28 +362,13 @@ class UnitCache:
 
     def _print_of(self, interp: EngineParts, built: BuiltSelf) -> Print | None:
         """The print of a build of this version (made once per build)."""
-        known = self._prints.get(id(built))
-        if known is not None and known[0] is built:
-            return known[1]
-        try:
-            found = print_of(built, self._locator(), interp.run_state.graph.nodes)
-        except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the methods run
-            found = None
-        self._prints[id(built)] = (built, found)
-        return found
+        return _once_per_build(self._prints, built,
+                               lambda: print_of(built, self._locator(), interp.run_state.graph.nodes))
 
     def _split_of(self, interp: EngineParts, built: BuiltSelf) -> SplitPrints | None:
         """The prints by attributes read of a build of this version (its base made once per build)."""
-        known = self._splits.get(id(built))
-        if known is not None and known[0] is built:
-            return known[1]
-        split: SplitPrints | None
-        try:
-            split = SplitPrints(built, self._locator(), interp.run_state.graph.nodes)
-        except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the methods run
-            split = None
-        self._splits[id(built)] = (built, split)
-        return split
+        return _once_per_build(self._splits, built,
+                               lambda: SplitPrints(built, self._locator(), interp.run_state.graph.nodes))
 
     def _locator(self) -> Callable[[ast.AST], Place | None]:
         """Where a node of this version is (:data:`~graphlife.analysis.self_print.Place`)."""
@@ -867,3 +852,23 @@ def _rebound_key(parsed: ParsedFile) -> frozenset[str]:
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             names.update((alias.asname or alias.name).split(".")[0] for alias in stmt.names)
     return frozenset(name for name in names if counts.get(name, 0) > 1)
+
+
+_Made = TypeVar("_Made")
+
+
+def _once_per_build(kept: dict[int, tuple[BuiltSelf, _Made | None]], built: BuiltSelf,
+                    make: Callable[[], _Made | None]) -> _Made | None:
+    """What ``make`` gives for ``built``, made once per build and kept in ``kept`` (by the build's
+    identity, checked: an id is reused once its build is gone); ``None`` when a value the walk
+    cannot print made it fail (then the methods run)."""
+    known = kept.get(id(built))
+    if known is not None and known[0] is built:
+        return known[1]
+    found: _Made | None
+    try:
+        found = make()
+    except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the methods run
+        found = None
+    kept[id(built)] = (built, found)
+    return found
