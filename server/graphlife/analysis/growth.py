@@ -20,6 +20,7 @@ import ast
 
 from graphlife.analysis import library_models
 from graphlife.analysis.state import GraphStore
+from graphlife.analysis.tree_index import iter_nodes
 from graphlife.analysis.values import TensorVal, Value
 
 #: The arithmetic a running total, an average or a hand-written update is made of (the last part
@@ -83,6 +84,6 @@ def _nodes_of(statement: ast.stmt) -> frozenset[int]:
     iteration of every call that runs it, and the nodes of a statement never change."""
     found: frozenset[int] | None = getattr(statement, "_graphlife_node_ids", None)
     if found is None:
-        found = frozenset(id(node) for node in ast.walk(statement))
+        found = frozenset(map(id, iter_nodes(statement)))  # the nodes `ast.walk` gives, but `ctx`
         setattr(statement, "_graphlife_node_ids", found)  # noqa: B010 - a cache hung on the node
     return found
