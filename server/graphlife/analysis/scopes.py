@@ -117,16 +117,22 @@ def bindings(
                     _bindings(child.guard, bound)  # type: ignore[attr-defined]
             elif role is _ALIAS:
                 bound.append((child.asname or child.name).split(".")[0])  # type: ignore[attr-defined]
-            elif walrus_possible or _is_target(stmt, child):
+            elif walrus_possible:
+                _bindings(child, bound)
+            elif role is _ITEM:  # without `:=`, only what follows `as` binds
+                if child.optional_vars is not None:  # type: ignore[attr-defined]  # an ast.withitem
+                    _bindings(child.optional_vars, bound)  # type: ignore[attr-defined]
+            elif role is not _PART and _is_target(stmt, child):
                 _bindings(child, bound)
     return bound, frozenset(declared)
 
 
 #: What :func:`bindings` does with a node, per class: a declaration (``global``, ``nonlocal``),
-#: a definition, another statement, a handler, a match case, an imported name, a name, or
-#: anything else (walked for the names it stores).
-_DECLARATION, _DEFINITION, _STATEMENT, _HANDLER, _CASE, _ALIAS, _NAME, _OTHER = (
-    "declaration", "definition", "statement", "handler", "case", "alias", "name", "other")
+#: a definition, another statement, a handler, a match case, an imported name, a name, a ``with``
+#: item, an attribute or subscript (a target that binds no name of the scope but through ``:=``),
+#: or anything else (walked for the names it stores).
+_DECLARATION, _DEFINITION, _STATEMENT, _HANDLER, _CASE, _ALIAS, _NAME, _ITEM, _PART, _OTHER = (
+    "declaration", "definition", "statement", "handler", "case", "alias", "name", "item", "part", "other")
 _ROLES: dict[type, str] = {}
 
 
@@ -145,6 +151,10 @@ def _role(cls: type) -> str:
         role = _ALIAS
     elif cls is ast.Name:
         role = _NAME
+    elif cls is ast.withitem:
+        role = _ITEM
+    elif cls is ast.Attribute or cls is ast.Subscript:
+        role = _PART
     else:
         role = _OTHER
     _ROLES[cls] = role
