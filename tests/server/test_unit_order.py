@@ -97,8 +97,12 @@ def test_a_whole_files_index_gives_the_calls_the_walk_gives():
     tree = ast.parse(SOURCE)
     index = TreeIndex.of_module(tree)
     functions, _ = _functions(tree)
-    found = _calls_from_index(functions, index.parents)
+    every = {name for func, _ in functions for _, name in calls_named_in(func)}
+    found = _calls_from_index(functions, index.parents, every, every)
     assert found is not None
     for func, _owner in functions:
         assert set(found.get(id(func), {})) == set(calls_named_in(func)), func.name
-    assert _calls_from_index(functions, dict(index.parents)) is None  # not the index's own map: walked
+    assert _calls_from_index(functions, dict(index.parents), every, every) is None  # not the index's own map
+    only = _calls_from_index(functions, index.parents, {"helper"}, {"make"})
+    assert only is not None
+    assert {key for calls in only.values() for key in calls} == {(False, "helper"), (True, "make")}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import heapq
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from graphlife.analysis.tree_index import index_of
 
@@ -40,7 +40,7 @@ def callers_first(functions: list[tuple[_Function, ast.ClassDef | None]],
                                                   if owner is not None and parents.get(id(func)) is owner}
     callees: dict[int, set[int]] = {}
     waiting = dict.fromkeys(position, 0)  # callers not yet placed, per function
-    from_index = _calls_from_index(functions, parents)
+    from_index = _calls_from_index(functions, parents, top_level.keys(), {name for _, name in methods})
     for caller, owner in functions:
         calls = calls_named_in(caller) if from_index is None else from_index.get(id(caller), {})
         for on_self, name in calls:
@@ -106,15 +106,19 @@ def calls_named_in(func: _Function) -> tuple[tuple[bool, str], ...]:
     return found
 
 
-def _calls_from_index(functions: list[tuple[_Function, ast.ClassDef | None]],
-                      parents: Mapping[int, ast.AST]) -> dict[int, dict[tuple[bool, str], None]] | None:
+_Calls = dict[int, dict[tuple[bool, str], None]]
+
+
+def _calls_from_index(functions: list[tuple[_Function, ast.ClassDef | None]], parents: Mapping[int, ast.AST],
+                      plain: Collection[str], on_self: Collection[str]) -> _Calls | None:
     """What :func:`calls_named_in` answers, per function id, read from the calls the whole file's
     tree index filed (``None`` when ``parents`` is not such an index's: the language server's
-    merged index keeps the answers on the functions' nodes, which an edit elsewhere leaves alone).
+    merged index keeps the answers on the functions' nodes, which an edit elsewhere leaves alone),
+    but only the calls that name one of ``plain`` (``name(...)``) or ``on_self`` (``self.name(...)``):
+    the others name no function of the file.
 
-    Only calls of the two shapes that may name a function of the file go up the parent map, to
-    their nearest ``def``: a lambda or a class is not a ``def``, and a ``def``'s decorators,
-    defaults and annotations are its children, as in the walk."""
+    Only those calls go up the parent map, to their nearest ``def``: a lambda or a class is not
+    a ``def``, and a ``def``'s decorators, defaults and annotations are its children, as in the walk."""
     if not functions:
         return None
     node: ast.AST | None = functions[0][0]
@@ -123,15 +127,17 @@ def _calls_from_index(functions: list[tuple[_Function, ast.ClassDef | None]],
     index = index_of(node) if node is not None else None
     if index is None or not index.whole_file or index.parents is not parents:
         return None
-    found: dict[int, dict[tuple[bool, str], None]] = {}
+    found: _Calls = {}
     function_classes = (ast.FunctionDef, ast.AsyncFunctionDef)
     name_class, attribute_class = ast.Name, ast.Attribute
     for call in index.by_kind[ast.Call]:
         target = call.func  # type: ignore[attr-defined]  # filed under ast.Call
         klass = target.__class__
         if klass is name_class:
+            if target.id not in plain:
+                continue
             key = (False, target.id)
-        elif (klass is attribute_class and target.value.__class__ is name_class
+        elif (klass is attribute_class and target.attr in on_self and target.value.__class__ is name_class
                 and target.value.id in ("self", "cls")):
             key = (True, target.attr)
         else:
