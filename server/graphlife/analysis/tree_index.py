@@ -250,6 +250,7 @@ class TreeIndex:
         by_kind = index.by_kind
         facts = _CLASS_FACTS
         load, store = ast.Load, ast.Store
+        name_class, constant_class = ast.Name, ast.Constant
         stack: list[Any] = list(statements)  # nodes, and the None of some lists (`{**a}`'s key)
         pop, push = stack.pop, stack.append
         while stack:
@@ -267,7 +268,7 @@ class TreeIndex:
                 for node in child_nodes(parent):
                     parents[id(node)] = parent
                     push(node)
-            else:
+            elif locate:
                 for name in fields:
                     child = getattr(parent, name, None)
                     if child is None:
@@ -279,6 +280,30 @@ class TreeIndex:
                     else:
                         parents[id(child)] = parent
                         push(child)
+            else:  # names and constants (half the nodes) are done here, never pushed
+                for name in fields:
+                    child = getattr(parent, name, None)
+                    if child is None:
+                        continue
+                    if child.__class__ is list:
+                        for item in child:
+                            parents[id(item)] = parent
+                            leaf = item.__class__
+                            if leaf is name_class:
+                                if item.ctx.__class__ is store:
+                                    name_id = item.id
+                                    counts[name_id] = counts.get(name_id, 0) + 1
+                            elif leaf is not constant_class:
+                                push(item)
+                    else:
+                        parents[id(child)] = parent
+                        leaf = child.__class__
+                        if leaf is name_class:
+                            if child.ctx.__class__ is store:
+                                name_id = child.id
+                                counts[name_id] = counts.get(name_id, 0) + 1
+                        elif leaf is not constant_class:
+                            push(child)
             if role is _NO_ROLE:
                 continue
             if role is _NAME:
