@@ -19,8 +19,8 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis import library_models
+from graphlife.analysis.node_walk import iter_nodes
 from graphlife.analysis.state import GraphStore
-from graphlife.analysis.tree_index import iter_nodes
 from graphlife.analysis.values import TensorVal, Value
 
 #: The arithmetic a running total, an average or a hand-written update is made of (the last part

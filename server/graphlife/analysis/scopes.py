@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import re
 
-from graphlife.analysis.tree_index import child_nodes, node_fields
+from graphlife.analysis.node_walk import child_nodes, node_fields
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OTHER_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
