@@ -23,6 +23,7 @@ import ast
 import heapq
 from collections.abc import Collection, Mapping
 
+from graphlife.analysis.node_walk import child_nodes
 from graphlife.analysis.tree_index import index_of
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -88,7 +89,7 @@ def calls_named_in(func: _Function) -> tuple[tuple[bool, str], ...]:
     if found is not None:
         return found
     names: dict[tuple[bool, str], None] = {}
-    stack = list(ast.iter_child_nodes(func))
+    stack = child_nodes(func)
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -100,7 +101,7 @@ def calls_named_in(func: _Function) -> tuple[tuple[bool, str], ...]:
             elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                     and target.value.id in ("self", "cls")):
                 names[(True, target.attr)] = None
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     found = tuple(names)
     setattr(func, "_graphlife_calls_named", found)  # noqa: B010 - a cache hung on the node
     return found
