@@ -54,3 +54,17 @@ def test_walrus_binds_only_when_the_file_has_it() -> None:
     node = ast.parse("def f(xs):\n    if (n := len(xs)) > 1:\n        pass\n").body[0]
     assert isinstance(node, ast.FunctionDef)
     assert "n" in local_names(node, walrus_possible=True)
+
+
+def test_targets_that_bind_no_name_are_not_walked_but_what_follows_as_is() -> None:
+    # Without `:=` a with item's expression and an attribute or subscript target bind nothing.
+    node = ast.parse(
+        "def f(self, d):\n"
+        "    with ctx(lambda y: y, [k for k in d]) as (a, self.b), other() as [c, *rest]:\n"
+        "        self.x = d[0] = e = 1\n"
+        "        self.items[len(d)] += 1\n"
+    ).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    bound, declared = bindings(node, walrus_possible=False)
+    assert sorted(bound) == ["a", "c", "e", "rest"] and not declared
+    assert sorted(bindings(node, walrus_possible=True)[0]) == ["a", "c", "e", "rest"]

@@ -87,3 +87,22 @@ def test_an_edit_in_one_method_reads_the_calls_of_that_method_only():
               if isinstance(func, ast.FunctionDef) and id(func) not in before]
     assert walked == ["step_7"]  # every other method kept its node, and with it its calls
     assert all(hasattr(func, "_graphlife_calls_named") for func in tree.body[1].body)
+
+
+def test_a_whole_files_index_gives_the_calls_the_walk_gives():
+    # A full check reads the calls from the tree index's calls, each placed in its nearest def.
+    from graphlife.analysis.tree_index import TreeIndex
+    from graphlife.analysis.unit_order import _calls_from_index
+
+    tree = ast.parse(SOURCE)
+    index = TreeIndex.of_module(tree)
+    functions, _ = _functions(tree)
+    every = {name for func, _ in functions for _, name in calls_named_in(func)}
+    found = _calls_from_index(functions, index.parents, every, every)
+    assert found is not None
+    for func, _owner in functions:
+        assert set(found.get(id(func), {})) == set(calls_named_in(func)), func.name
+    assert _calls_from_index(functions, dict(index.parents), every, every) is None  # not the index's own map
+    only = _calls_from_index(functions, index.parents, {"helper"}, {"make"})
+    assert only is not None
+    assert {key for calls in only.values() for key in calls} == {(False, "helper"), (True, "make")}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 
 from graphlife.analysis import library_models
+from graphlife.analysis.node_walk import iter_nodes
 from graphlife.analysis.state import GraphStore
 from graphlife.analysis.values import TensorVal, Value
 
@@ -54,13 +55,18 @@ def grows(graph: GraphStore, old: Value | None, new: Value, current: tuple[int, 
     state, not a running total.)"""
     if not isinstance(old, TensorVal) or not isinstance(new, TensorVal) or not old.grad_fn or not new.grad_fn:
         return False
+    nodes = graph.nodes
+    frontier = [nid for nid in new.grad_fn if nid not in old.grad_fn]
+    if not frontier:
+        return False
+    written_here = _nodes_of(statement)
+    if not any(id(nodes[nid].site) in written_here and _arithmetic(nodes[nid].op) for nid in frontier):
+        return False  # the walk below would stop at once: asked first, it is the cheapest test
     if not library_models.stores_graph(graph, new):
         return False
-    targets = {nid for nid in old.grad_fn if earlier_iteration(graph.nodes[nid].iteration, current)}
+    targets = {nid for nid in old.grad_fn if earlier_iteration(nodes[nid].iteration, current)}
     if not targets:
         return False
-    frontier = [nid for nid in new.grad_fn if nid not in old.grad_fn]
-    written_here = _nodes_of(statement)
     seen: set[int] = set()
     for _ in range(_MAX_DEPTH):
         following: list[int] = []
@@ -68,8 +74,8 @@ def grows(graph: GraphStore, old: Value | None, new: Value, current: tuple[int, 
             if nid in seen:
                 continue
             seen.add(nid)
-            node = graph.nodes[nid]
-            if not _arithmetic(node.op) or id(node.site) not in written_here:
+            node = nodes[nid]
+            if id(node.site) not in written_here or not _arithmetic(node.op):
                 continue
             if node.parents & targets:
                 return True
@@ -83,6 +89,6 @@ def _nodes_of(statement: ast.stmt) -> frozenset[int]:
     iteration of every call that runs it, and the nodes of a statement never change."""
     found: frozenset[int] | None = getattr(statement, "_graphlife_node_ids", None)
     if found is None:
-        found = frozenset(id(node) for node in ast.walk(statement))
+        found = frozenset(map(id, iter_nodes(statement)))  # the nodes `ast.walk` gives, but `ctx`
         setattr(statement, "_graphlife_node_ids", found)  # noqa: B010 - a cache hung on the node
     return found

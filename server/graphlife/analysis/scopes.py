@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import re
 
-from graphlife.analysis.tree_index import child_nodes, node_fields
+from graphlife.analysis.node_walk import child_nodes, node_fields
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OTHER_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -60,25 +60,35 @@ def bindings(
     loop targets, ``with ... as``, ``del``, ``except ... as``, match captures, ``:=`` when the
     file has it), and the names it declares ``global`` or ``nonlocal``. Parameters are not
     in the body: callers add them. The one walk behind :func:`local_names` and the semantic
-    layer's count of bindings (:mod:`graphlife.analysis.semantics.names`)."""
+    layer's count of bindings (:mod:`graphlife.analysis.semantics.names`).
+
+    What to do with a node is looked up once per class (:func:`_role`), and a target that is
+    a plain name is read where it is found: an ``isinstance`` chain per statement and child
+    cost a third of this walk."""
     bound: list[str] = []
     declared: set[str] = set()
     statements: list[ast.stmt] = list(scope.body)
     known = _BINDING_FIELDS
+    roles = _ROLES
+    load = ast.Load
     while statements:
         stmt = statements.pop()
-        if isinstance(stmt, (ast.Global, ast.Nonlocal)):
-            declared.update(stmt.names)
+        klass = stmt.__class__
+        role = roles.get(klass)
+        if role is None:
+            role = _role(klass)
+        if role is _DECLARATION:
+            declared.update(stmt.names)  # type: ignore[attr-defined]  # ast.Global, ast.Nonlocal
             continue
-        if isinstance(stmt, _DEFINITIONS):
-            bound.append(stmt.name)
+        if role is _DEFINITION:
+            bound.append(stmt.name)  # type: ignore[attr-defined]  # a def or a class
             continue  # their bodies are other scopes
         if walrus_possible:
             children = child_nodes(stmt)
         else:
-            fields = known.get(stmt.__class__)
+            fields = known.get(klass)
             if fields is None:
-                fields = _binding_fields(stmt.__class__)
+                fields = _binding_fields(klass)
             children = []
             for name in fields:
                 child = getattr(stmt, name, None)
@@ -87,22 +97,68 @@ def bindings(
                 elif child is not None:
                     children.append(child)
         for child in children:
-            if isinstance(child, ast.stmt):
-                statements.append(child)
-            elif isinstance(child, ast.ExceptHandler):
-                if child.name:
-                    bound.append(child.name)
-                statements.extend(child.body)
-            elif isinstance(child, ast.match_case):
-                _bindings(child.pattern, bound)
-                statements.extend(child.body)
-                if walrus_possible and child.guard is not None:
-                    _bindings(child.guard, bound)
-            elif isinstance(child, ast.alias):
-                bound.append((child.asname or child.name).split(".")[0])
-            elif walrus_possible or _is_target(stmt, child):
+            child_class = child.__class__
+            role = roles.get(child_class)
+            if role is None:
+                role = _role(child_class)
+            if role is _NAME:
+                if child.ctx.__class__ is not load:  # type: ignore[attr-defined]  # an ast.Name
+                    bound.append(child.id)  # type: ignore[attr-defined]
+            elif role is _STATEMENT or role is _DECLARATION or role is _DEFINITION:
+                statements.append(child)  # type: ignore[arg-type]  # a statement
+            elif role is _HANDLER:
+                if child.name:  # type: ignore[attr-defined]  # an ast.ExceptHandler
+                    bound.append(child.name)  # type: ignore[attr-defined]
+                statements.extend(child.body)  # type: ignore[attr-defined]
+            elif role is _CASE:
+                _bindings(child.pattern, bound)  # type: ignore[attr-defined]  # an ast.match_case
+                statements.extend(child.body)  # type: ignore[attr-defined]
+                if walrus_possible and child.guard is not None:  # type: ignore[attr-defined]
+                    _bindings(child.guard, bound)  # type: ignore[attr-defined]
+            elif role is _ALIAS:
+                bound.append((child.asname or child.name).split(".")[0])  # type: ignore[attr-defined]
+            elif walrus_possible:
+                _bindings(child, bound)
+            elif role is _ITEM:  # without `:=`, only what follows `as` binds
+                if child.optional_vars is not None:  # type: ignore[attr-defined]  # an ast.withitem
+                    _bindings(child.optional_vars, bound)  # type: ignore[attr-defined]
+            elif role is not _PART and _is_target(stmt, child):
                 _bindings(child, bound)
     return bound, frozenset(declared)
+
+
+#: What :func:`bindings` does with a node, per class: a declaration (``global``, ``nonlocal``),
+#: a definition, another statement, a handler, a match case, an imported name, a name, a ``with``
+#: item, an attribute or subscript (a target that binds no name of the scope but through ``:=``),
+#: or anything else (walked for the names it stores).
+_DECLARATION, _DEFINITION, _STATEMENT, _HANDLER, _CASE, _ALIAS, _NAME, _ITEM, _PART, _OTHER = (
+    "declaration", "definition", "statement", "handler", "case", "alias", "name", "item", "part", "other")
+_ROLES: dict[type, str] = {}
+
+
+def _role(cls: type) -> str:
+    if issubclass(cls, (ast.Global, ast.Nonlocal)):
+        role = _DECLARATION
+    elif issubclass(cls, _DEFINITIONS):
+        role = _DEFINITION
+    elif issubclass(cls, ast.stmt):
+        role = _STATEMENT
+    elif issubclass(cls, ast.ExceptHandler):
+        role = _HANDLER
+    elif issubclass(cls, ast.match_case):
+        role = _CASE
+    elif issubclass(cls, ast.alias):
+        role = _ALIAS
+    elif cls is ast.Name:
+        role = _NAME
+    elif cls is ast.withitem:
+        role = _ITEM
+    elif cls is ast.Attribute or cls is ast.Subscript:
+        role = _PART
+    else:
+        role = _OTHER
+    _ROLES[cls] = role
+    return role
 
 
 def _is_target(stmt: ast.stmt, child: ast.AST) -> bool:

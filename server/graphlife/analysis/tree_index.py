@@ -17,11 +17,11 @@ without a walk of its own; a whole file's index is reachable from its tree
 from __future__ import annotations
 
 import ast
-import re
 import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from graphlife.analysis.node_walk import child_nodes, children_checked, descendants, iter_nodes, node_fields
 
 if TYPE_CHECKING:  # pragma: no cover
     from graphlife.analysis.semantics.model import Semantics
@@ -35,9 +35,8 @@ KINDS: tuple[type[ast.AST], ...] = (
 #: The attribute of a tree that holds a weak reference to its index (never a strong one: the index
 #: maps the top-level statements to the tree, and a strong reference would make a cycle).
 _INDEX_ATTRIBUTE = "_graphlife_index"
-
-
-_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+#: The walks of :mod:`graphlife.analysis.node_walk`, still read from here by the engine's modules.
+__all__ = ["KINDS", "Positioned", "TreeIndex", "child_nodes", "descendants", "index_of", "iter_nodes", "node_fields"]
 
 
 class Positioned(Protocol):
@@ -46,116 +45,6 @@ class Positioned(Protocol):
 
     lineno: int
     end_lineno: int | None
-
-#: Fields of ast nodes that hold identifiers, constants or the Load/Store context, never a child to visit
-#: (for a node class whose signature :func:`_signature_fields` cannot read).
-_LEAF_FIELDS = {"ctx", "id", "attr", "name", "arg", "asname", "module", "level", "kind", "type_comment",
-                "is_async", "conversion", "simple"}
-#: The types of the abstract grammar that are not nodes (``ast.Name(identifier id, expr_context ctx)``).
-_LEAF_TYPES = frozenset({"identifier", "string", "constant", "int", "object", "bytes", "expr_context"})
-#: One field of a node class's signature in its docstring: its type, ``*`` or ``?``, its name.
-_SIGNATURE_FIELD = re.compile(r"\s*([A-Za-z_]+)([*?]?)\s+([A-Za-z_]+)\s*")
-
-
-def _signature_fields(cls: type[ast.AST]) -> tuple[str, ...] | None:
-    """The fields of ``cls`` that hold nodes (or lists of nodes, or ``None``), read from the
-    signature of the abstract grammar that the ``ast`` module puts in each node class's
-    docstring (``Global(identifier* names)``: no field holds a node); ``None`` when the
-    docstring is not such a signature, or does not name the class's fields in order."""
-    doc = cls.__doc__ or ""
-    head, _, rest = doc.partition("(")
-    if head.strip() != cls.__name__ or not rest.rstrip().endswith(")"):
-        return () if doc.strip() == cls.__name__ and not cls._fields else None
-    parts = [part for part in rest.rstrip()[:-1].split(",") if part.strip()]
-    found: list[str] = []
-    names: list[str] = []
-    for part in parts:
-        match = _SIGNATURE_FIELD.fullmatch(part)
-        if match is None:
-            return None
-        kind, _, name = match.groups()
-        names.append(name)
-        if kind not in _LEAF_TYPES:
-            found.append(name)
-    return tuple(found) if tuple(names) == tuple(cls._fields) else None
-
-
-def node_fields(cls: type[ast.AST]) -> tuple[str, ...]:
-    """The fields of ``cls`` that may hold a node: none of the others holds one (a name, a
-    constant, ``ctx``), so the walks below never look at them. A list in one of these fields
-    holds nodes or ``None`` (the keys of ``{**a}``), never a string or a number."""
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        signature = _signature_fields(cls) if cls.__module__ == "ast" else None
-        if signature is None:  # a class the grammar does not describe: every field, checked per child
-            fields = tuple(name for name in cls._fields if name not in _LEAF_FIELDS)
-            _UNCHECKED.add(cls)
-        else:
-            fields = signature
-        _FIELDS[cls] = fields
-    return fields
-
-
-#: Node classes whose fields :func:`_signature_fields` could not read: their children are checked to be nodes.
-_UNCHECKED: set[type[ast.AST]] = set()
-
-
-def child_nodes(node: ast.AST) -> list[ast.AST]:
-    """``list(ast.iter_child_nodes(node))`` without the generator, skipping the fields that
-    never hold a node (names, ``ctx``): the walks below visit every node of the file."""
-    out: list[ast.AST] = []
-    cls = node.__class__
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        fields = node_fields(cls)
-    if cls in _UNCHECKED:
-        for name in fields:
-            child = getattr(node, name, None)
-            if child.__class__ is list:
-                out.extend(item for item in child if isinstance(item, ast.AST))
-            elif isinstance(child, ast.AST):
-                out.append(child)
-        return out
-    for name in fields:
-        child = getattr(node, name, None)
-        if child is None:
-            continue
-        if child.__class__ is list:
-            out.extend(child)
-        else:
-            out.append(child)
-    if None in out:
-        out = [item for item in out if item is not None]
-    return out
-
-
-def iter_nodes(root: ast.AST) -> Iterator[ast.AST]:
-    """``root`` and every node under it, depth first, the last child first (``ast.walk`` in another
-    order, without its queue and generator per node)."""
-    stack: list[Any] = [root]
-    pop, push, extend = stack.pop, stack.append, stack.extend
-    fields_of = _FIELDS
-    unchecked = _UNCHECKED
-    while stack:
-        node = pop()
-        if node is None:
-            continue  # a key of `{**a}`
-        yield node
-        cls = node.__class__
-        fields = fields_of.get(cls)
-        if fields is None:
-            fields = node_fields(cls)
-        if cls in unchecked:
-            extend(child_nodes(node))
-            continue
-        for name in fields:
-            child = getattr(node, name, None)
-            if child is None:
-                continue
-            if child.__class__ is list:
-                extend(child)
-            else:
-                push(child)
 
 
 #: What :meth:`TreeIndex.of_statements` does with a node besides filing its children: nothing,
@@ -189,13 +78,9 @@ def _class_facts(cls: type[ast.AST]) -> tuple[tuple[str, ...], bool, str, bool]:
     # that do are asked per node (a node made by code may lack it).
     locatable = "lineno" in getattr(cls, "_attributes", ()) or not hasattr(cls, "_attributes")
     fields = node_fields(cls)
-    found = _CLASS_FACTS[cls] = (fields, locatable, role, cls in _UNCHECKED)
+    found = _CLASS_FACTS[cls] = (fields, locatable, role, children_checked(cls))
     return found
 
-
-def descendants(root: ast.AST) -> list[ast.AST]:
-    """``root`` and every node under it (``list(ast.walk(root))`` in another order, faster)."""
-    return list(iter_nodes(root))
 
 
 @dataclass
@@ -250,6 +135,7 @@ class TreeIndex:
         by_kind = index.by_kind
         facts = _CLASS_FACTS
         load, store = ast.Load, ast.Store
+        name_class, constant_class = ast.Name, ast.Constant
         stack: list[Any] = list(statements)  # nodes, and the None of some lists (`{**a}`'s key)
         pop, push = stack.pop, stack.append
         while stack:
@@ -267,7 +153,7 @@ class TreeIndex:
                 for node in child_nodes(parent):
                     parents[id(node)] = parent
                     push(node)
-            else:
+            elif locate:
                 for name in fields:
                     child = getattr(parent, name, None)
                     if child is None:
@@ -279,6 +165,30 @@ class TreeIndex:
                     else:
                         parents[id(child)] = parent
                         push(child)
+            else:  # names and constants (half the nodes) are done here, never pushed
+                for name in fields:
+                    child = getattr(parent, name, None)
+                    if child is None:
+                        continue
+                    if child.__class__ is list:
+                        for item in child:
+                            parents[id(item)] = parent
+                            leaf = item.__class__
+                            if leaf is name_class:
+                                if item.ctx.__class__ is store:
+                                    name_id = item.id
+                                    counts[name_id] = counts.get(name_id, 0) + 1
+                            elif leaf is not constant_class:
+                                push(item)
+                    else:
+                        parents[id(child)] = parent
+                        leaf = child.__class__
+                        if leaf is name_class:
+                            if child.ctx.__class__ is store:
+                                name_id = child.id
+                                counts[name_id] = counts.get(name_id, 0) + 1
+                        elif leaf is not constant_class:
+                            push(child)
             if role is _NO_ROLE:
                 continue
             if role is _NAME:

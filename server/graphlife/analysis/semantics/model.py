@@ -11,6 +11,7 @@ cycle, and the model goes with the index when the check that made it ends.
 from __future__ import annotations
 
 import ast
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from typing import TypeVar, cast
@@ -43,8 +44,7 @@ class Semantics:
         source order."""
         found = self._sorted.get(kind)
         if found is None:
-            found = sorted(self._by_kind[kind], key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
-            self._sorted[kind] = found
+            found = self._sorted[kind] = _in_source_order(self._by_kind[kind])
         return cast("list[NodeT]", found)
 
     def nodes_where(self, kind: type[NodeT], keep: Callable[[NodeT], bool]) -> list[NodeT]:
@@ -55,8 +55,7 @@ class Semantics:
         found = self._sorted.get(kind)
         if found is not None:
             return [node for node in cast("list[NodeT]", found) if keep(node)]
-        kept = [node for node in cast("list[NodeT]", self._by_kind[kind]) if keep(node)]
-        return sorted(kept, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        return _in_source_order([node for node in cast("list[NodeT]", self._by_kind[kind]) if keep(node)])
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         """The node ``node`` is a child of (``None`` for the module)."""
@@ -135,6 +134,18 @@ class Semantics:
     def functions(self) -> FunctionModel:
         """The custom ``torch.autograd.Function`` classes and their ``apply`` calls."""
         return FunctionModel(self.names, self.nodes(ast.ClassDef), self.nodes(ast.Assign), lambda: self.nodes(ast.Call))
+
+
+#: A node's position, read in one call (a node made by code may lack it: :func:`_in_source_order`).
+_POSITION = operator.attrgetter("lineno", "col_offset")
+
+
+def _in_source_order(nodes: list[NodeT]) -> list[NodeT]:
+    """``nodes`` sorted by position (one made by code without a position counts as at 0, 0)."""
+    try:
+        return sorted(nodes, key=_POSITION)
+    except AttributeError:
+        return sorted(nodes, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
 
 
 def semantics_of(tree: ast.Module, index: TreeIndex | None = None) -> Semantics:

@@ -139,8 +139,10 @@ class Names:
         pending: dict[str, list[tuple[str, ast.Assign]]] = {}  # base name -> (target, assignment)
         for assign in assignments:
             target = assign.targets[0]
+            if len(assign.targets) != 1 or not isinstance(target, ast.Name):
+                continue
             parts = dotted_parts(assign.value)
-            if len(assign.targets) == 1 and isinstance(target, ast.Name) and parts is not None:
+            if parts is not None:
                 pending.setdefault(parts[0], []).append((target.id, assign))
         reachable = [base for base in pending if base in self._imported]
         while reachable:
@@ -376,13 +378,9 @@ class Names:
         return False
 
     def imported(self) -> set[str]:
-        """Every qualified name an import of the file binds, in any scope."""
-        return {
-            binding.qualified
-            for statements in self._imports_by_scope.values()
-            for stmt in statements
-            for binding in import_bindings(stmt)
-        }
+        """Every qualified name an import of the file binds, in any scope (what each name an
+        import binds may mean, gathered when the table was built)."""
+        return {qualified for meanings in self._imported.values() for qualified in meanings}
 
     def _note_read(self, scope: Scope, read: Reader) -> None:
         if not isinstance(scope, ast.Module):
