@@ -47,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import generate as generated  # noqa: E402
 import public_files  # noqa: E402
+import results_file  # noqa: E402
 import shapes  # noqa: E402
 
 RESULTS = HERE / "RESULTS.md"
@@ -311,38 +312,6 @@ def render(args, started: str, load_before: str, rows: list[dict], missing: list
     return "\n".join(out) + "\n"
 
 
-def write_section(section: str) -> None:
-    """Replace this benchmark's section of RESULTS.md, keeping the other sections and the
-    sub-sections of this one that it does not write (measurements written by hand, such as an
-    experiment that did not pay: they stay after the tables)."""
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    start = text.find(SECTION + "\n")
-    if start >= 0:
-        end = text.find("\n## ", start + 1)
-        old = text[start:end] if end >= 0 else text[start:]
-        kept = [part for heading, part in _subsections(old) if heading not in _headings(section)]
-        section = "\n\n".join([section.rstrip("\n"), *kept])
-        text = text[:start].rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + (text[end + 1:] if end >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS.write_text(text)
-
-
-def _headings(section: str) -> set[str]:
-    return {line for line in section.splitlines() if line.startswith("### ")}
-
-
-def _subsections(section: str) -> list[tuple[str, str]]:
-    """The ``### `` sub-sections of a section: each heading line and its text up to the next."""
-    parts: list[tuple[str, str]] = []
-    lines = section.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("### ")]
-    for n, i in enumerate(starts):
-        stop = starts[n + 1] if n + 1 < len(starts) else len(lines)
-        parts.append((lines[i], "\n".join(lines[i:stop]).rstrip("\n")))
-    return parts
-
-
 def sizes(text: str) -> list[int]:
     return [int(s) for s in text.split(",") if s]
 
@@ -386,7 +355,7 @@ def main() -> int:
                      start, torchfix)
     print(section)
     if not args.no_write:
-        write_section(section)
+        results_file.write_section(SECTION, section)
     return 0
 
 
