@@ -61,11 +61,16 @@ $(TORCHFIX_VENV)/bin/torchfix:
 	python3 -m venv $(TORCHFIX_VENV)
 	$(TORCHFIX_VENV)/bin/pip install -q torchfix
 
+PYFLAKES_VENV := .cache/pyflakes-venv
+$(PYFLAKES_VENV)/bin/python:
+	python3 -m venv $(PYFLAKES_VENV)
+	$(PYFLAKES_VENV)/bin/pip install -q pyflakes
+
 bench-public: venv
 	$(PY) benchmarks/public_files.py
 
-bench: venv $(TORCHFIX_VENV)/bin/torchfix
-	$(PY) benchmarks/bench_check.py --torchfix $(TORCHFIX_VENV)/bin/torchfix
+bench: venv $(TORCHFIX_VENV)/bin/torchfix $(PYFLAKES_VENV)/bin/python
+	$(PY) benchmarks/bench_check.py --torchfix $(TORCHFIX_VENV)/bin/torchfix --pyflakes $(PYFLAKES_VENV)/bin/python
 	@for b in benchmarks/lsp_latency.py benchmarks/probe_bench.py benchmarks/runtime_bench.py; do \
 	  if [ -f $$b ]; then $(PY) $$b || exit 1; fi; done
 

@@ -19,6 +19,9 @@ What is measured, and why so:
 - *Start-up*: CPU time of the whole process ``python -m graphlife check`` of a 10-line
   file against ``python -c pass`` (each child's own CPU time, from ``os.wait4``), run in
   turns, median. Bytecode is compiled first, as an installed package has it.
+- *Other passes over the same tree*: a visit of every node that does nothing, and pyflakes
+  (``--pyflakes PYTHON``: an interpreter with pyflakes installed; ``make bench`` makes one),
+  each against ``ast.parse`` in the same process: where a pure-Python analysis starts from.
 - *TorchFix*: the same process against ``torchfix`` on the generated files (TorchFix runs
   from its own virtualenv, ``make bench`` makes one, because it pins its own libcst).
 
@@ -32,6 +35,7 @@ import argparse
 import ast
 import compileall
 import gc
+import json
 import os
 import platform
 import shutil
@@ -47,6 +51,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import generate as generated  # noqa: E402
 import public_files  # noqa: E402
+import results_file  # noqa: E402
 import shapes  # noqa: E402
 
 RESULTS = HERE / "RESULTS.md"
@@ -141,7 +146,7 @@ def measure_file(engine: Engine, label: str, source: str, path: str, repeat: int
     seconds = cpu_median(lambda: engine.check(source, path), repeat)
     print(f"  {label}: parse {parse * 1e3:.1f} ms, engine {seconds * 1e3:.0f} ms", flush=True)
     return {"label": label, "lines": len(source.splitlines()), "parse": parse, "engine": seconds,
-            "findings": len(result.findings), "notes": result.notes}
+            "findings": len(result.findings), "notes": result.notes, "source": source}
 
 
 def engine_rows(engine: Engine, sizes: list[int], public: list[tuple[public_files.PublicFile, Path]],
@@ -175,6 +180,65 @@ def shape_generators() -> dict[str, Callable[[int], str]]:
     """The fan-out of ``generate.py`` when it has one, else this bench's own (``shapes.py``)."""
     fanout = getattr(generated, "generate_fanout", None) or shapes.generate_fanout
     return {"fan-out": fanout, "nested loops": shapes.generate_nested_loops}
+
+
+# -- what other passes over the same tree cost ---------------------------------------------
+
+#: Run by the pyflakes interpreter: for each file, the median CPU time of ``ast.parse`` (collector
+#: off) and of parse + pyflakes' checker, in that one process, printed as JSON.
+PYFLAKES_SCRIPT = """
+import ast, gc, json, statistics, sys, time
+from pyflakes.checker import Checker
+def median(fn, repeat, collector=True):
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        if not collector:
+            gc.disable()
+        start = time.process_time(); fn(); times.append(time.process_time() - start)
+        gc.enable()
+    return statistics.median(times)
+repeat, paths = int(sys.argv[1]), sys.argv[2:]
+rows = []
+for path in paths:
+    source = open(path, encoding="utf-8").read()
+    parse = median(lambda: ast.parse(source), repeat, collector=False)
+    flakes = median(lambda: Checker(ast.parse(source), filename=path), repeat)
+    rows.append({"parse": parse, "pyflakes": flakes})
+print(json.dumps(rows))
+"""
+
+
+class _EveryNode(ast.NodeVisitor):
+    """Visits every node and does nothing: the least any analysis written as a visitor pays."""
+
+
+def _visit_ratio(source: str, repeat: int) -> float:
+    parse = cpu_median(lambda: ast.parse(source), repeat, collector=False)
+    tree = ast.parse(source)
+    return cpu_median(lambda: _EveryNode().visit(tree), repeat) / parse
+
+
+def floor_rows(sources: list[tuple[str, str]], pyflakes: str | None, repeat: int) -> list[dict]:
+    """For each (label, text): ``ast.parse``, a visit of every node that does nothing, and parse +
+    pyflakes (a linter that only resolves names, one pass, in pure Python), each against
+    ``ast.parse`` of the same text measured in the same process."""
+    rows = [{"label": label, "visit": _visit_ratio(source, repeat), "pyflakes": None} for label, source in sources]
+    if pyflakes:
+        with tempfile.TemporaryDirectory() as folder:
+            paths = []
+            for index, (_, source) in enumerate(sources):
+                path = Path(folder) / f"file_{index}.py"
+                path.write_text(source, encoding="utf-8")
+                paths.append(str(path))
+            done = subprocess.run([pyflakes, "-c", PYFLAKES_SCRIPT, str(repeat), *paths],
+                                  capture_output=True, text=True, check=False)
+            if done.returncode == 0:
+                for row, measured in zip(rows, json.loads(done.stdout), strict=True):
+                    row["pyflakes"] = measured["pyflakes"] / measured["parse"]
+            else:
+                print(f"pyflakes not run: {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+    return rows
 
 
 # -- processes -----------------------------------------------------------------------------
@@ -244,8 +308,31 @@ def milliseconds(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms" if seconds < 0.1 else f"{seconds * 1e3:,.0f} ms"
 
 
-def render(args, started: str, load_before: str, rows: list[dict], missing: list[str], shape_table: list[dict],
-           start: tuple[float, float], torchfix: list[tuple[int, float, float | None]]) -> str:
+def floor_table(rows: list[dict], floors: list[dict], pyflakes: str | None) -> list[str]:
+    """The engine's ratio beside what simpler passes over the same tree cost against the same floor."""
+    out = [
+        "",
+        "### Other passes over the same tree, against the same floor",
+        "",
+        ("Each against `ast.parse` of the same text, measured in the same process. *visit every node*: an "
+         "`ast.NodeVisitor` that does nothing (the least an analysis written in Python as a walk of the tree "
+         "pays); *pyflakes*: parse + pyflakes' checker, a linter in pure Python that resolves names in one "
+         "pass, with no values, no calls followed and no loops run"
+         + ("" if pyflakes else " (not run: give `--pyflakes PYTHON`, an interpreter with pyflakes installed; "
+            "`make bench` makes one)") + "; *graphlife*: the ratio of the table above."),
+        "",
+        "| file | visit every node / parse | pyflakes / parse | graphlife / parse |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for row, floor in zip(rows, floors, strict=True):
+        flakes = f"{floor['pyflakes']:.2f}x" if floor["pyflakes"] is not None else "not run"
+        out.append(f"| {row['label']} | {floor['visit']:.2f}x | {flakes} | {row['engine'] / row['parse']:.1f}x |")
+    return out
+
+
+def render(args, started: str, load_before: str, rows: list[dict], floors: list[dict], missing: list[str],
+           shape_table: list[dict], start: tuple[float, float],
+           torchfix: list[tuple[int, float, float | None]]) -> str:
     out = [
         SECTION,
         "",
@@ -269,6 +356,7 @@ def render(args, started: str, load_before: str, rows: list[dict], missing: list
     if missing:
         out += ["", "Public files not found (`make bench-public` fetches them, or give `--public DIR`): "
                 + "; ".join(missing) + "."]
+    out += floor_table(rows, floors, args.pyflakes)
     out += [
         "",
         "### Shapes whose cost multiplies",
@@ -311,38 +399,6 @@ def render(args, started: str, load_before: str, rows: list[dict], missing: list
     return "\n".join(out) + "\n"
 
 
-def write_section(section: str) -> None:
-    """Replace this benchmark's section of RESULTS.md, keeping the other sections and the
-    sub-sections of this one that it does not write (measurements written by hand, such as an
-    experiment that did not pay: they stay after the tables)."""
-    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    start = text.find(SECTION + "\n")
-    if start >= 0:
-        end = text.find("\n## ", start + 1)
-        old = text[start:end] if end >= 0 else text[start:]
-        kept = [part for heading, part in _subsections(old) if heading not in _headings(section)]
-        section = "\n\n".join([section.rstrip("\n"), *kept])
-        text = text[:start].rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n\n" + (text[end + 1:] if end >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS.write_text(text)
-
-
-def _headings(section: str) -> set[str]:
-    return {line for line in section.splitlines() if line.startswith("### ")}
-
-
-def _subsections(section: str) -> list[tuple[str, str]]:
-    """The ``### `` sub-sections of a section: each heading line and its text up to the next."""
-    parts: list[tuple[str, str]] = []
-    lines = section.splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("### ")]
-    for n, i in enumerate(starts):
-        stop = starts[n + 1] if n + 1 < len(starts) else len(lines)
-        parts.append((lines[i], "\n".join(lines[i:stop]).rstrip("\n")))
-    return parts
-
-
 def sizes(text: str) -> list[int]:
     return [int(s) for s in text.split(",") if s]
 
@@ -355,6 +411,8 @@ def main() -> int:
     parser.add_argument("--sizes", type=sizes, default=[1000, 5000, 20000], help="generated files, lines")
     parser.add_argument("--fanout", type=sizes, default=[2, 4, 6, 8, 10], help="fan-out depths")
     parser.add_argument("--nesting", type=sizes, default=[2, 4, 6, 8, 12], help="loop nesting depths")
+    parser.add_argument("--pyflakes", metavar="PYTHON",
+                        help="an interpreter with pyflakes installed, to set the engine beside (make bench makes one)")
     parser.add_argument("--torchfix-sizes", type=sizes, default=[1000, 5000])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--startup-repeat", type=int, default=21)
@@ -377,16 +435,18 @@ def main() -> int:
     print("engine against ast.parse", flush=True)
     engine = Engine()
     rows = engine_rows(engine, args.sizes, present, args.repeat)
+    print("other passes against ast.parse", flush=True)
+    floors = floor_rows([(row["label"], row["source"]) for row in rows], args.pyflakes, args.repeat)
     print("shapes", flush=True)
     shape_table = shape_rows(engine, {"fan-out": args.fanout, "nested loops": args.nesting}, args.repeat)
     print("torchfix" if args.torchfix else "torchfix: not found, not run", flush=True)
     torchfix = torchfix_rows(args.torchfix, args.torchfix_sizes, args.torchfix_repeat)
 
-    section = render(args, started, load_before, rows, [f"{f.name} ({loc})" for f, loc in missing], shape_table,
-                     start, torchfix)
+    section = render(args, started, load_before, rows, floors, [f"{f.name} ({loc})" for f, loc in missing],
+                     shape_table, start, torchfix)
     print(section)
     if not args.no_write:
-        write_section(section)
+        results_file.write_section(SECTION, section)
     return 0
 
 

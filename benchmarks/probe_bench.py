@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import torch
+from results_file import write_section  # this folder is on the path of a script run from it
 from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,18 +112,6 @@ def report(r: dict, repeat: int) -> str:
     ])
 
 
-def write_section(text: str) -> None:
-    """Replace (or append) only the "Debug probe" section of RESULTS.md."""
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n\n"
-    start = old.find(SECTION)
-    if start == -1:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + (old[end + 1:] if end != -1 else "")
-    RESULTS.write_text(new if new.endswith("\n") else new + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
@@ -132,7 +121,7 @@ def main() -> None:
     text = report(result, args.repeat)
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(SECTION, text)
         print(f"(wrote the section to {RESULTS.relative_to(ROOT)})")
 
 

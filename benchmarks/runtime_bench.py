@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
+from results_file import write_section  # this folder is on the path of a script run from it
 from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,17 +160,6 @@ def render(results: dict[str, float], repeat: int, steps: int, count: float) -> 
     return "\n".join(lines) + "\n"
 
 
-def write_section(text: str) -> None:
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    start = old.find(SECTION)
-    if start == -1:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + (old[end + 1:] if end != -1 else "")
-    RESULTS.write_text(new if new.endswith("\n") else new + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -180,7 +170,7 @@ def main() -> None:
     text = render(results, args.repeat, args.steps, count_cost())
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(SECTION, text)
 
 
 if __name__ == "__main__":
