@@ -75,6 +75,9 @@ _MODULE = "module"  # the module body's entry (its tree is a new object in every
 UnitKey = str | tuple[Region, int, int]
 #: A region read, as recorded: its first and last line then, and the region.
 Read = tuple[int, int, Region]
+#: The regions a build of ``self`` read, and the functions it inlined located (``None``: not all
+#: in known regions).
+_BuildReads = tuple[list[Region] | None, list[tuple[Region, int, int]] | None]
 #: Where a region went in this version, and how its lines moved (``None``: they did not).
 Moved = Callable[[Region], tuple[Region, LineMap | None] | None]
 #: The statements running at each depth, the calls of the inlined calls around, their functions' keys.
@@ -106,9 +109,14 @@ class UnitEntry:
     self_print: Print | None
     #: The attributes of its ``self`` the unit read (:mod:`graphlife.analysis.self_reads`); ``None``:
     #: the whole ``self``, and ``self_print`` is its print. Otherwise ``self_print`` is the print of
-    #: those attributes and ``self_base`` that of the rest (:class:`~graphlife.analysis.self_print.SplitPrints`).
+    #: those the instance held and ``self_base`` that of the rest, and ``self_absent`` the names
+    #: read that it did not hold (:class:`~graphlife.analysis.self_print.SplitPrints`).
     self_keys: frozenset[str] | None = None
     self_base: Print | None = None
+    self_absent: tuple[str, ...] = ()
+    #: The classes whose attributes of its ``self`` the unit asked for (``self_reads.items_of_class``):
+    #: which attributes hold one is in ``self_print``.
+    self_kinds: frozenset[type] = frozenset()
 
 
 @dataclass
@@ -164,6 +172,8 @@ class UnitCache:
         self.selves_matched = 0
         self._prints: dict[int, tuple[BuiltSelf, Print | None]] = {}  # per build of this version
         self._splits: dict[int, tuple[BuiltSelf, SplitPrints | None]] = {}  # likewise
+        #: The regions a build of this version read, and the functions it inlined located (likewise).
+        self._built_reads: dict[int, tuple[BuiltSelf, _BuildReads | None]] = {}
         self._successors: dict[int, tuple[Region, LineMap] | None] = {}  # per old region, this version
         self._compared: dict[tuple[int, int], tuple[Print, Print, bool]] = {}  # prints compared, this version
 
@@ -181,6 +191,7 @@ class UnitCache:
         self.replayed = self.ran = self.calls_replayed = self.calls_ran = self.selves_matched = 0
         self._prints = {}
         self._splits = {}
+        self._built_reads = {}
         self._successors = {}
         self._compared = {}
         self.regions.update(parsed.blocks, parsed.index.parents, parsed.tree, self.version)
@@ -243,12 +254,17 @@ class UnitCache:
         self._record(interp, unit, key, run)
 
     def _replay(self, interp: EngineParts, entry: UnitEntry, reads: list[Read],
-                inlined_located: list[tuple[Region, int, int]], moved: Moved | None) -> bool:
+                inlined_located: list[tuple[Region, int, int]], moved: Moved | None,
+                log: list[ReportArgs | LogMark] | None = None) -> bool:
         """Report what ``entry`` recorded at this version's lines (``moved``: how regions that
-        changed moved); ``False`` (nothing done) when that cannot be."""
+        changed moved; ``log``: its reports already moved there); ``False`` (nothing done) when
+        that cannot be."""
         expanded: tuple[list[ReportArgs], set[int]] | None
         try:
-            expanded = self._expand(entry.reports, reads, interp, moved)
+            if log is None:
+                expanded = self._expand(entry.reports, reads, interp, moved)
+            else:
+                expanded = self._expand(log, reads, interp, moved, move=False)
             inlined = [self._current_function(located) for located in inlined_located]
         except Unmappable:
             expanded = None
@@ -283,8 +299,8 @@ class UnitCache:
             run.create_graph_seen = create_graph  # the unit's own start (the build's is in its print)
         if not isinstance(built, BuiltSelf):
             return False
-        found, base = self._prints_for(interp, built, entry.self_keys)
-        if found is None or not self._same_built(entry, found, base):
+        found, base, absent = self._prints_for(interp, built, entry.self_keys, entry.self_kinds)
+        if found is None or not self._same_built(entry, found, base, absent):
             return False
         reads = entry.reads + entry.self_reads
         try:
@@ -292,11 +308,12 @@ class UnitCache:
                    else self._moved_report(item, reads, self._moved) for item in entry.reports]
         except Unmappable:
             return False
-        self_reads = self._regions_read(built.touched)
-        self_inlined = self._located(built.touched, built.inlined)
-        if self_reads is None or self_inlined is None:
+        located = _once_per_build(self._built_reads, built,
+                                  lambda: (self._regions_read(built.touched), self._located(built.touched, built.inlined)))
+        if located is None or located[0] is None or located[1] is None:
             return False
-        if not self._replay(interp, entry, reads, entry.inlined, self._moved):
+        self_reads, self_inlined = located
+        if not self._replay(interp, entry, reads, entry.inlined, self._moved, log):
             return False
         self.selves_matched += 1
         entry.reports = log
@@ -305,30 +322,33 @@ class UnitCache:
         entry.self_inlined = self_inlined
         entry.self_print = found
         entry.self_base = base
+        entry.self_absent = absent
         return True
 
-    def _prints_for(self, interp: EngineParts, built: BuiltSelf,
-                    keys: frozenset[str] | None) -> tuple[Print | None, Print | None]:
+    def _prints_for(self, interp: EngineParts, built: BuiltSelf, keys: frozenset[str] | None,
+                    kinds: frozenset[type] = frozenset()) -> tuple[Print | None, Print | None, tuple[str, ...]]:
         """The print of ``built`` for a unit that read the attributes ``keys`` of its instance
-        (``None``: all of them), and the base that goes with it."""
+        (``None``: all of them) and asked which hold a value of each class of ``kinds``, the
+        base that goes with it, and the names read that the instance does not hold."""
         if keys is None:
-            return self._print_of(interp, built), None
+            return self._print_of(interp, built), None, ()
         split = self._split_of(interp, built)
         if split is None or split.base is None:
-            return None, None
+            return None, None, ()
         try:
-            return split.part(keys), split.base
+            part = split.part(keys, kinds)
         except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the unit runs
-            return None, None
+            return None, None, ()
+        return (None, None, ()) if part is None else (part[0], split.base, part[1])
 
-    def _same_built(self, entry: UnitEntry, found: Print, base: Print | None) -> bool:
+    def _same_built(self, entry: UnitEntry, found: Print, base: Print | None, absent: tuple[str, ...]) -> bool:
         if entry.self_print is None:
             return False
         if entry.self_keys is None:
             return self._same_prints(entry.self_print, found)
-        if entry.self_base is None or base is None or not self._same_prints(entry.self_base, base):
+        if entry.self_base is None or base is None or entry.self_absent != absent:
             return False
-        return same_prints(entry.self_print, found, self._successor)
+        return self._same_prints(entry.self_base, base) and self._same_prints(entry.self_print, found)
 
     def _same_prints(self, old: Print, new: Print) -> bool:
         """``same_prints``, once per pair of prints in a version (the methods of a class share them)."""
@@ -442,8 +462,9 @@ class UnitCache:
         if self_regions is None or self_inlined is None:
             return
         self_keys = self_reads[0].keys() if len(builds) == 1 and len(self_reads) == 1 else None
-        self_print, self_base = (self._prints_for(interp, builds[0], self_keys) if len(builds) == 1
-                                 else (None, None))
+        self_kinds = self_reads[0].classes() if self_keys is not None else frozenset()
+        self_print, self_base, self_absent = (self._prints_for(interp, builds[0], self_keys, self_kinds)
+                                              if len(builds) == 1 else (None, None, ()))
         read: dict[int, Region] = {}
         own = None
         if isinstance(key, str):
@@ -481,6 +502,8 @@ class UnitCache:
             self_print=self_print,
             self_keys=self_keys,
             self_base=self_base,
+            self_absent=self_absent,
+            self_kinds=self_kinds,
         )
 
     # -- replaying ------------------------------------------------------------------------
@@ -562,11 +585,12 @@ class UnitCache:
         return all(id(stmt) in parents for stmt in entry.record.writes_added.values())
 
     def _expand(self, log: list[ReportArgs | LogMark], reads: list[Read],
-                interp: EngineParts, moved: Moved | None = None) -> tuple[list[ReportArgs], set[int]] | None:
-        """The reports of a recorded log at their current lines, with those of the calls it ran
-        apart (replayed, or run again alone when their own code changed), and the functions
-        those calls inlined; ``None`` when a call run again hands back something else (the
-        enclosing unit or call must run). Raises :class:`Unmappable`."""
+                interp: EngineParts, moved: Moved | None = None,
+                move: bool = True) -> tuple[list[ReportArgs], set[int]] | None:
+        """The reports of a recorded log at their current lines (``move``: they are not yet),
+        with those of the calls it ran apart (replayed, or run again alone when their own code
+        changed), and the functions those calls inlined; ``None`` when a call run again hands
+        back something else (the enclosing unit or call must run). Raises :class:`Unmappable`."""
         reports: list[ReportArgs] = []
         inlined: set[int] = set()
         for item in log:
@@ -577,7 +601,7 @@ class UnitCache:
                 reports.extend(nested[0])
                 inlined.update(nested[1])
             elif isinstance(item, tuple):
-                reports.append(self._moved_report(item, reads, moved))
+                reports.append(self._moved_report(item, reads, moved) if move else item)
         return reports, inlined
 
     def _nested(self, marker: Nested, interp: EngineParts) -> tuple[list[ReportArgs], set[int]] | None:
