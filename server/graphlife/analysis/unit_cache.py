@@ -174,6 +174,9 @@ class UnitCache:
         self._splits: dict[int, tuple[BuiltSelf, SplitPrints | None]] = {}  # likewise
         #: The regions a build of this version read, and the functions it inlined located (likewise).
         self._built_reads: dict[int, tuple[BuiltSelf, _BuildReads | None]] = {}
+        #: This version's build for the methods whose records share an old build's print, by that
+        #: print's identity and the ``create_graph`` fact (see ``_current_build``).
+        self._builds: dict[tuple[int, bool], tuple[Print, BuiltSelf]] = {}
         self._successors: dict[int, tuple[Region, LineMap] | None] = {}  # per old region, this version
         self._compared: dict[tuple[int, int], tuple[Print, Print, bool]] = {}  # prints compared, this version
 
@@ -192,6 +195,7 @@ class UnitCache:
         self._prints = {}
         self._splits = {}
         self._built_reads = {}
+        self._builds = {}
         self._successors = {}
         self._compared = {}
         self.regions.update(parsed.blocks, parsed.index.parents, parsed.tree, self.version)
@@ -245,7 +249,8 @@ class UnitCache:
         key = self._key(unit)
         entry = self.entries.get(key) if key is not None else None
         if entry is not None and self._valid(entry, interp):
-            if self._reads_valid(entry.reads + entry.self_reads):
+            if all(region.seen == self.version for _, _, region in entry.self_reads) and \
+                    self._reads_valid(entry.reads + entry.self_reads):
                 if self._replay(interp, entry, entry.reads + entry.self_reads,
                                 [*entry.inlined, *entry.self_inlined], None):
                     return
@@ -291,13 +296,8 @@ class UnitCache:
                 return False  # code the build read is gone, or is not one method that moved
         if not self._reads_valid(entry.reads + entry.self_reads, self._moved):
             return False
-        run = interp.run_state
-        create_graph = run.create_graph_seen
-        try:
-            built = current_self()  # what building it does to the run is done, as a run does
-        finally:
-            run.create_graph_seen = create_graph  # the unit's own start (the build's is in its print)
-        if not isinstance(built, BuiltSelf):
+        built = self._current_build(interp, entry, current_self)
+        if built is None:
             return False
         found, base, absent = self._prints_for(interp, built, entry.self_keys, entry.self_kinds)
         if found is None or not self._same_built(entry, found, base, absent):
@@ -324,6 +324,36 @@ class UnitCache:
         entry.self_base = base
         entry.self_absent = absent
         return True
+
+    def _current_build(self, interp: EngineParts, entry: UnitEntry,
+                       current_self: Callable[[], object]) -> BuiltSelf | None:
+        """This version's ``self`` for ``entry`` (``current_self`` builds or finds it, and does
+        what building it does to the run, as a run does).
+
+        The methods whose records started from one build (one print object: :meth:`_print_of`,
+        :meth:`_split_of`) are of one class with one name for ``self``: with the same
+        ``create_graph`` fact they get one build now too, and asking for it again would only redo
+        what it did to the run (mark the functions it inlined, note its ``zero_grad``
+        statements, end the path when it never returns: the same each time, and the replayed
+        unit's record sets the rest). So it is asked once per such group and version: finding
+        it cost each of DeepSpeed-sized class's 450 methods a copy of the module's names and of
+        the built state."""
+        run = interp.run_state
+        create_graph = run.create_graph_seen
+        old = entry.self_base if entry.self_keys is not None else entry.self_print
+        key = (id(old), create_graph)
+        known = self._builds.get(key)
+        if known is not None and known[0] is old:
+            return known[1]
+        try:
+            built = current_self()
+        finally:
+            run.create_graph_seen = create_graph  # the unit's own start (the build's is in its print)
+        if not isinstance(built, BuiltSelf):
+            return None
+        if old is not None:
+            self._builds[key] = (old, built)
+        return built
 
     def _prints_for(self, interp: EngineParts, built: BuiltSelf, keys: frozenset[str] | None,
                     kinds: frozenset[type] = frozenset()) -> tuple[Print | None, Print | None, tuple[str, ...]]:
