@@ -308,11 +308,10 @@ class UnitCache:
                    else self._moved_report(item, reads, self._moved) for item in entry.reports]
         except Unmappable:
             return False
-        located = _once_per_build(self._built_reads, built,
-                                  lambda: (self._regions_read(built.touched), self._located(built.touched, built.inlined)))
-        if located is None or located[0] is None or located[1] is None:
+        located = _once_per_build(self._built_reads, built, lambda: self._build_reads(built))
+        self_reads, self_inlined = located if located is not None else (None, None)
+        if self_reads is None or self_inlined is None:
             return False
-        self_reads, self_inlined = located
         if not self._replay(interp, entry, reads, entry.inlined, self._moved, log):
             return False
         self.selves_matched += 1
@@ -324,6 +323,10 @@ class UnitCache:
         entry.self_base = base
         entry.self_absent = absent
         return True
+
+    def _build_reads(self, built: BuiltSelf) -> _BuildReads:
+        """The regions ``built`` read, and the functions it inlined located (once per build)."""
+        return self._regions_read(built.touched), self._located(built.touched, built.inlined)
 
     def _current_build(self, interp: EngineParts, entry: UnitEntry,
                        current_self: Callable[[], object]) -> BuiltSelf | None:
