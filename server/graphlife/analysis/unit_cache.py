@@ -18,9 +18,10 @@ alone with unknown arguments. A unit's findings depend only on
   (``__init__`` and what it calls) is kept apart from the unit's own: while it is
   unchanged, so is the build; when it changed, the ``self`` is built again (once per class)
   and the unit is replayed if it prints the same as the recorded one in what the unit read of
-  it: the attributes of the instance it looked up, with what they lead to, and the rest of
-  the build (:mod:`graphlife.analysis.self_reads`, :mod:`graphlife.analysis.self_print`),
-  its lines in an edited method moved through the lines the edit kept.
+  it: the attributes of the instance it looked up (and which of them hold a tensor, when it
+  asked), with what they lead to, and the rest of the build
+  (:mod:`graphlife.analysis.self_reads`, :mod:`graphlife.analysis.self_print`), its lines in an
+  edited method moved through the lines the edit kept.
 
 While all of those are unchanged, the cache replays the unit's reports (each
 ``Reporter.report`` call in order, so the de-duplication across units happens
