@@ -137,6 +137,38 @@ def test_an_open_buffer_is_scanned_again_only_when_its_text_changes(tmp_path: Pa
     assert len(scans) == 2
 
 
+def test_another_file_is_walked_for_writes_once_while_its_text_is_the_same(tmp_path: Path, monkeypatch) -> None:
+    """A ``self`` built again (every edit of ``__init__`` in the language server) asks which of its
+    attributes the other files write: a file whose parsed text is the one the source cache keeps
+    is walked once per set of the checked file's classes, and again when its text changes."""
+    root = _project(tmp_path, {"models.py": MODELS, "train.py": "import models\n"})
+    walks: list[frozenset[str]] = []
+    walk = foreign_writes.foreign_attribute_writes
+
+    def counted(tree: ast.AST, classes: frozenset[str]):
+        walks.append(classes)
+        return walk(tree, classes)
+
+    monkeypatch.setattr(foreign_writes, "foreign_attribute_writes", counted)
+    sources = SourceCache()
+    models, train = str(root / "models.py"), str(root / "train.py")
+
+    def codes(buffers: dict[str, str]) -> list[tuple[int, str, str]]:
+        modules = ProjectModules(models, buffers=buffers, sources=sources, cwd=str(root))
+        result = check_source(MODELS, models, modules=modules)
+        return [(f.line, f.code, f.severity.value) for f in result.findings]
+
+    # a class of its own writing its own `captured`: read for it (its spelling may write the name)
+    unrelated = "class Other:\n    def set(self):\n        self.captured = 1\n"
+    for _ in range(3):
+        assert codes({train: unrelated}) == [(12, "GL104", "error")]
+    assert walks == [frozenset({"Probe"})]
+    writes = unrelated + "import torch\nfrom models import Probe\np = Probe()\np.captured = p.lin(torch.randn(2, 4))\n"
+    assert codes({train: writes}) == []
+    assert codes({train: writes}) == []
+    assert len(walks) == 2
+
+
 def test_the_files_that_decide_are_dependencies(tmp_path: Path) -> None:
     root = _project(tmp_path, {"models.py": MODELS, "train.py": "from models import Probe\nProbe().captured = 1\n",
                                "unrelated.py": "x = 1\n"})

@@ -128,10 +128,10 @@ def test_an_edit_in_init_that_changes_self_runs_the_methods_again(step: int) -> 
     edited = source.replace(old, new, 1)
     result = checker.check(edited)
     assert _outcome(result) == _outcome(check_source(edited))
-    if step == 0:  # `self.name`, which no method reads: the steps replayed, but for the three
-        # whose GL101 finding's fix looked at every attribute for tensors (steps 0, 3 and 6)
-        assert checker.units.selves_matched >= 6
-        assert checker.statistics["ran"] == 1 + 3
+    if step == 0:  # `self.name`, which no method reads: the steps replayed, those whose GL101
+        # finding's fix looks for the tensors `self` holds too (steps 0, 3 and 6: not a tensor)
+        assert checker.units.selves_matched >= 9
+        assert checker.statistics["ran"] == 1
     else:  # every step reads the model, the leaf and the scale
         assert checker.statistics["ran"] >= 10  # __init__ and the nine methods
     if step in (2, 4):  # a leaf no longer requiring grad, a frozen model: other findings
@@ -223,10 +223,44 @@ _READ_APART_EDITS = [
 ]
 
 
+#: The steps whose GL101 finding has a fix: its proof looks for the tensors the trainer keeps
+#: on ``self`` (``fixes/proofs/shared_graph.py``), which reads which attributes hold a tensor.
+_STEPS_WITH_A_FIX = {"step_0", "step_3", "step_6"}
+
+
+@pytest.mark.parametrize(("added", "ran"), [
+    ("self.name = 'trainer'", set()),  # no tensor: every step replayed
+    ("self.table = {'lr': 0.1}", set()),
+    ("self.buffer = torch.zeros(4)", _STEPS_WITH_A_FIX),  # a tensor more: the fix's proof sees it
+    ("self.w2 = self.w * 2", _STEPS_WITH_A_FIX),  # one with a graph
+])
+def test_an_attribute_added_runs_the_steps_whose_fix_looks_for_tensors_only_when_it_is_one(
+        added: str, ran: set[str]) -> None:
+    """A step whose GL101 fix's proof scanned ``self`` for tensors read ``self`` whole, and ran
+    again after any attribute was added in ``__init__``. It reads which attributes hold a tensor
+    (``self_reads.items_of_class``): an attribute that holds none leaves it replayed; one that holds
+    a tensor runs it again, and the fix it offers is the full check's."""
+    source = _trainer(9)
+    checker = IncrementalChecker()
+    _assert_same(checker, source, "as written")
+    before = _method_entries(checker)
+    assert {name for name, entry in before.items() if entry.self_kinds} == _STEPS_WITH_A_FIX
+    assert all(entry.self_keys is not None for name, entry in before.items() if name.startswith("step_"))
+    edited = source.replace("        self._setup()\n", f"        self._setup()\n        {added}\n", 1)
+    _assert_same(checker, edited, added)
+    after = _method_entries(checker)
+    reran = {name for name, entry in after.items() if name.startswith("step_") and entry is not before.get(name)}
+    replayed_again = {name for name in after if name.startswith("step_")} - reran
+    # a replayed entry is written again in place (the same object); one that ran is a new one
+    assert reran == ran, (added, reran)
+    assert checker.statistics["ran"] == 1 + len(ran), (added, checker.statistics)
+    assert len(replayed_again) == 9 - len(ran)
+
+
 def test_methods_that_did_not_read_what_changed_are_replayed() -> None:
     """Attributes added, removed and changed: each method runs again only when it read the
-    attribute (``uses_w`` reads them all: its GL101 finding's fix looks for tensors in every
-    attribute, until an edit makes its leaf need no gradient; ``uses_name``'s ``getattr`` of a name the
+    attribute (``uses_w``'s GL101 finding's fix looks for the tensors ``self`` holds, until an
+    edit makes its leaf need no gradient: a tensor added runs it again; ``uses_name``'s ``getattr`` of a name the
     engine does not know gives a value it does not know, whatever ``self`` holds; ``reads_maybe``
     reads an attribute absent until an edit adds it)."""
     source = _READ_APART

@@ -415,6 +415,10 @@ class SplitPrints:
         self.nodes = nodes
         self.base: Print | None = None
         self.order: dict[str, int] | None = None  # the place of each attribute of the instance
+        #: The parts made, by what they print: the methods of a class mostly read the same
+        #: attributes, and one print object per part lets the unit cache compare it once.
+        self._parts: dict[tuple[frozenset[str], frozenset[type]], Print] = {}
+        self._holds: dict[type, tuple[str, ...]] = {}  # the attributes holding a value of a class
         instance = built.state.heap.get(built.value.oid) if isinstance(built.value, HeapRef) else None
         self.instance = instance
         if built.zeroed_added or instance is None:
@@ -443,17 +447,50 @@ class SplitPrints:
         self.base = tuple(("#", token.kind, self.ranks[token.kind][token.raw]) if isinstance(token, _Id) else token
                           for token in walk.out)
 
-    def part(self, keys: frozenset[str]) -> Print | None:
-        """The print of the attributes ``keys`` (``None``: no base to go with it)."""
+    def part(self, keys: frozenset[str], kinds: frozenset[type] = frozenset()) -> tuple[Print, tuple[str, ...]] | None:
+        """For a method that read the attributes ``keys`` and asked which attributes hold a value of
+        each class of ``kinds``: the print of the attributes of ``keys`` the instance holds, of
+        which hold each class with those attributes, and what they lead to; and the names of
+        ``keys`` it does not hold, sorted (``None``: no base to go with it).
+
+        The methods of a class read different names (``self.forward_3(x)`` looks ``forward_3`` up
+        in the instance first) but mostly the same attributes: the print of the same attributes
+        held is one object, which the unit cache compares once per version."""
         if self.base is None or self.instance is None:
             return None
+        attrs = self.instance.attrs
+        holding = tuple((kind, self._holding(kind))
+                        for kind in sorted(kinds, key=lambda kind: (kind.__module__, kind.__qualname__)))
+        present = frozenset(key for key in keys if dict.__contains__(attrs, key))
+        present = present.union(*(names for _, names in holding))
+        absent = tuple(sorted(key for key in keys if not dict.__contains__(attrs, key)))
+        key = (present, kinds)
+        found = self._parts.get(key)
+        if found is None:
+            found = self._parts[key] = self._part(present, holding)
+        return found, absent
+
+    def _holding(self, kind: type) -> tuple[str, ...]:
+        """The attributes of the instance whose value is a ``kind``, sorted."""
+        found = self._holds.get(kind)
+        if found is None:
+            assert self.instance is not None
+            found = self._holds[kind] = tuple(sorted(
+                key for key, value in dict.items(self.instance.attrs) if isinstance(value, kind)))
+        return found
+
+    def _part(self, present: frozenset[str], holding: tuple[tuple[type, tuple[str, ...]], ...]) -> Print:
+        assert self.instance is not None
         walk = _Walk(self.locate, self.nodes)
         walk.skip_site = id(self.instance)
-        walk.self_keys = keys
         walk.known = self.ranks
+        attrs = self.instance.attrs
         if self.order is None:
-            self.order = {key: place for place, key in enumerate(self.instance.attrs)}
-        walk.attrs_read(self.instance.attrs, keys, self.order)
+            self.order = {key: place for place, key in enumerate(attrs)}
+        for kind, names in holding:
+            walk.out.append(("holding", kind, names))
+        walk.self_keys = present
+        walk.attrs_read(attrs, present, self.order)
         walk.reached(self.built.state)
         own = _ranks(walk.out)
         out: list[object] = []

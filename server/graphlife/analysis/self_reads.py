@@ -18,6 +18,13 @@ must first get it out of the dict, so nothing it reads is missed. The objects an
 leads to are not tracked one by one: a read attribute counts with everything reachable from
 it (:func:`graphlife.analysis.self_print.print_of` with the names read).
 
+One wholesale read is narrower: which attributes hold a value of some class, and those
+attributes (:func:`items_of_class`: GL101's fix looks for the tensors a trainer keeps on
+``self``). It is noted as that class (``Reads.kinds``), and the print of the method's part of
+``self`` holds the names of the attributes of that class and their values: an attribute added,
+changed or removed that holds no such value leaves the method replayed, one that becomes such
+a value (or stops being one) runs it again.
+
 A copy of the object made for a write on one path (``State.heap_write`` ->
 ``HeapObject.copy`` -> ``attrs.copy()``) keeps noting into the same :class:`Reads`; any
 other way of copying the dict iterates it, which counts as reading it whole.
@@ -27,21 +34,29 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 
 class Reads:
-    """The attribute names read (``whole``: the dict was read as a whole: every name counts)."""
+    """The attribute names read (``whole``: the dict was read as a whole: every name counts;
+    ``kinds``: the classes whose attributes were asked for, :func:`items_of_class`)."""
 
-    __slots__ = ("names", "whole")
+    __slots__ = ("kinds", "names", "whole")
 
     def __init__(self) -> None:
         self.names: set[str] = set()
         self.whole = False
+        self.kinds: set[type] = set()
 
     def keys(self) -> frozenset[str] | None:
         """The names read, or ``None`` when the whole dict was."""
         return None if self.whole else frozenset(self.names)
+
+    def classes(self) -> frozenset[type]:
+        """The classes whose attributes were asked for (:func:`items_of_class`)."""
+        return frozenset(self.kinds)
 
 
 class ReadAttrs(dict[str, Any]):
@@ -189,6 +204,18 @@ def note_joined(first: dict[str, Any], second: dict[str, Any]) -> None:
         for side in (first, second):
             if isinstance(side, ReadAttrs):
                 side.reads.whole = True
+
+
+def items_of_class(attrs: dict[str, Any], kind: type[_T]) -> list[tuple[str, _T]]:
+    """The attributes whose value is a ``kind``, by name. In a dict that notes reads this reads
+    which attributes hold a ``kind`` (noted as ``kind``) and those attributes, not the whole
+    dict: what the caller finds depends on nothing else of it."""
+    found = sorted(((key, value) for key, value in dict.items(attrs) if isinstance(value, kind)),
+                   key=lambda item: item[0])
+    if isinstance(attrs, ReadAttrs):
+        attrs.reads.kinds.add(kind)
+        attrs.reads.names.update(key for key, _ in found)
+    return found
 
 
 def untracked_values(attrs: dict[str, Any]) -> Any:

@@ -18,9 +18,10 @@ alone with unknown arguments. A unit's findings depend only on
   (``__init__`` and what it calls) is kept apart from the unit's own: while it is
   unchanged, so is the build; when it changed, the ``self`` is built again (once per class)
   and the unit is replayed if it prints the same as the recorded one in what the unit read of
-  it: the attributes of the instance it looked up, with what they lead to, and the rest of
-  the build (:mod:`graphlife.analysis.self_reads`, :mod:`graphlife.analysis.self_print`),
-  its lines in an edited method moved through the lines the edit kept.
+  it: the attributes of the instance it looked up (and which of them hold a tensor, when it
+  asked), with what they lead to, and the rest of the build
+  (:mod:`graphlife.analysis.self_reads`, :mod:`graphlife.analysis.self_print`), its lines in an
+  edited method moved through the lines the edit kept.
 
 While all of those are unchanged, the cache replays the unit's reports (each
 ``Reporter.report`` call in order, so the de-duplication across units happens
@@ -75,6 +76,9 @@ _MODULE = "module"  # the module body's entry (its tree is a new object in every
 UnitKey = str | tuple[Region, int, int]
 #: A region read, as recorded: its first and last line then, and the region.
 Read = tuple[int, int, Region]
+#: The regions a build of ``self`` read, and the functions it inlined located (``None``: not all
+#: in known regions).
+_BuildReads = tuple[list[Region] | None, list[tuple[Region, int, int]] | None]
 #: Where a region went in this version, and how its lines moved (``None``: they did not).
 Moved = Callable[[Region], tuple[Region, LineMap | None] | None]
 #: The statements running at each depth, the calls of the inlined calls around, their functions' keys.
@@ -106,9 +110,14 @@ class UnitEntry:
     self_print: Print | None
     #: The attributes of its ``self`` the unit read (:mod:`graphlife.analysis.self_reads`); ``None``:
     #: the whole ``self``, and ``self_print`` is its print. Otherwise ``self_print`` is the print of
-    #: those attributes and ``self_base`` that of the rest (:class:`~graphlife.analysis.self_print.SplitPrints`).
+    #: those the instance held and ``self_base`` that of the rest, and ``self_absent`` the names
+    #: read that it did not hold (:class:`~graphlife.analysis.self_print.SplitPrints`).
     self_keys: frozenset[str] | None = None
     self_base: Print | None = None
+    self_absent: tuple[str, ...] = ()
+    #: The classes whose attributes of its ``self`` the unit asked for (``self_reads.items_of_class``):
+    #: which attributes hold one is in ``self_print``.
+    self_kinds: frozenset[type] = frozenset()
 
 
 @dataclass
@@ -164,6 +173,11 @@ class UnitCache:
         self.selves_matched = 0
         self._prints: dict[int, tuple[BuiltSelf, Print | None]] = {}  # per build of this version
         self._splits: dict[int, tuple[BuiltSelf, SplitPrints | None]] = {}  # likewise
+        #: The regions a build of this version read, and the functions it inlined located (likewise).
+        self._built_reads: dict[int, tuple[BuiltSelf, _BuildReads | None]] = {}
+        #: This version's build for the methods whose records share an old build's print, by that
+        #: print's identity and the ``create_graph`` fact (see ``_current_build``).
+        self._builds: dict[tuple[int, bool], tuple[Print, BuiltSelf]] = {}
         self._successors: dict[int, tuple[Region, LineMap] | None] = {}  # per old region, this version
         self._compared: dict[tuple[int, int], tuple[Print, Print, bool]] = {}  # prints compared, this version
 
@@ -181,6 +195,8 @@ class UnitCache:
         self.replayed = self.ran = self.calls_replayed = self.calls_ran = self.selves_matched = 0
         self._prints = {}
         self._splits = {}
+        self._built_reads = {}
+        self._builds = {}
         self._successors = {}
         self._compared = {}
         self.regions.update(parsed.blocks, parsed.index.parents, parsed.tree, self.version)
@@ -234,7 +250,8 @@ class UnitCache:
         key = self._key(unit)
         entry = self.entries.get(key) if key is not None else None
         if entry is not None and self._valid(entry, interp):
-            if self._reads_valid(entry.reads + entry.self_reads):
+            if all(region.seen == self.version for _, _, region in entry.self_reads) and \
+                    self._reads_valid(entry.reads + entry.self_reads):
                 if self._replay(interp, entry, entry.reads + entry.self_reads,
                                 [*entry.inlined, *entry.self_inlined], None):
                     return
@@ -243,12 +260,17 @@ class UnitCache:
         self._record(interp, unit, key, run)
 
     def _replay(self, interp: EngineParts, entry: UnitEntry, reads: list[Read],
-                inlined_located: list[tuple[Region, int, int]], moved: Moved | None) -> bool:
+                inlined_located: list[tuple[Region, int, int]], moved: Moved | None,
+                log: list[ReportArgs | LogMark] | None = None) -> bool:
         """Report what ``entry`` recorded at this version's lines (``moved``: how regions that
-        changed moved); ``False`` (nothing done) when that cannot be."""
+        changed moved; ``log``: its reports already moved there); ``False`` (nothing done) when
+        that cannot be."""
         expanded: tuple[list[ReportArgs], set[int]] | None
         try:
-            expanded = self._expand(entry.reports, reads, interp, moved)
+            if log is None:
+                expanded = self._expand(entry.reports, reads, interp, moved)
+            else:
+                expanded = self._expand(log, reads, interp, moved, move=False)
             inlined = [self._current_function(located) for located in inlined_located]
         except Unmappable:
             expanded = None
@@ -275,16 +297,11 @@ class UnitCache:
                 return False  # code the build read is gone, or is not one method that moved
         if not self._reads_valid(entry.reads + entry.self_reads, self._moved):
             return False
-        run = interp.run_state
-        create_graph = run.create_graph_seen
-        try:
-            built = current_self()  # what building it does to the run is done, as a run does
-        finally:
-            run.create_graph_seen = create_graph  # the unit's own start (the build's is in its print)
-        if not isinstance(built, BuiltSelf):
+        built = self._current_build(interp, entry, current_self)
+        if built is None:
             return False
-        found, base = self._prints_for(interp, built, entry.self_keys)
-        if found is None or not self._same_built(entry, found, base):
+        found, base, absent = self._prints_for(interp, built, entry.self_keys, entry.self_kinds)
+        if found is None or not self._same_built(entry, found, base, absent):
             return False
         reads = entry.reads + entry.self_reads
         try:
@@ -292,11 +309,11 @@ class UnitCache:
                    else self._moved_report(item, reads, self._moved) for item in entry.reports]
         except Unmappable:
             return False
-        self_reads = self._regions_read(built.touched)
-        self_inlined = self._located(built.touched, built.inlined)
+        located = _once_per_build(self._built_reads, built, lambda: self._build_reads(built))
+        self_reads, self_inlined = located if located is not None else (None, None)
         if self_reads is None or self_inlined is None:
             return False
-        if not self._replay(interp, entry, reads, entry.inlined, self._moved):
+        if not self._replay(interp, entry, reads, entry.inlined, self._moved, log):
             return False
         self.selves_matched += 1
         entry.reports = log
@@ -305,30 +322,67 @@ class UnitCache:
         entry.self_inlined = self_inlined
         entry.self_print = found
         entry.self_base = base
+        entry.self_absent = absent
         return True
 
-    def _prints_for(self, interp: EngineParts, built: BuiltSelf,
-                    keys: frozenset[str] | None) -> tuple[Print | None, Print | None]:
+    def _build_reads(self, built: BuiltSelf) -> _BuildReads:
+        """The regions ``built`` read, and the functions it inlined located (once per build)."""
+        return self._regions_read(built.touched), self._located(built.touched, built.inlined)
+
+    def _current_build(self, interp: EngineParts, entry: UnitEntry,
+                       current_self: Callable[[], object]) -> BuiltSelf | None:
+        """This version's ``self`` for ``entry`` (``current_self`` builds or finds it, and does
+        what building it does to the run, as a run does).
+
+        The methods whose records started from one build (one print object: :meth:`_print_of`,
+        :meth:`_split_of`) are of one class with one name for ``self``: with the same
+        ``create_graph`` fact they get one build now too, and asking for it again would only redo
+        what it did to the run (mark the functions it inlined, note its ``zero_grad``
+        statements, end the path when it never returns: the same each time, and the replayed
+        unit's record sets the rest). So it is asked once per such group and version: finding
+        it cost each of DeepSpeed-sized class's 450 methods a copy of the module's names and of
+        the built state."""
+        run = interp.run_state
+        create_graph = run.create_graph_seen
+        old = entry.self_base if entry.self_keys is not None else entry.self_print
+        key = (id(old), create_graph)
+        known = self._builds.get(key)
+        if known is not None and known[0] is old:
+            return known[1]
+        try:
+            built = current_self()
+        finally:
+            run.create_graph_seen = create_graph  # the unit's own start (the build's is in its print)
+        if not isinstance(built, BuiltSelf):
+            return None
+        if old is not None:
+            self._builds[key] = (old, built)
+        return built
+
+    def _prints_for(self, interp: EngineParts, built: BuiltSelf, keys: frozenset[str] | None,
+                    kinds: frozenset[type] = frozenset()) -> tuple[Print | None, Print | None, tuple[str, ...]]:
         """The print of ``built`` for a unit that read the attributes ``keys`` of its instance
-        (``None``: all of them), and the base that goes with it."""
+        (``None``: all of them) and asked which hold a value of each class of ``kinds``, the
+        base that goes with it, and the names read that the instance does not hold."""
         if keys is None:
-            return self._print_of(interp, built), None
+            return self._print_of(interp, built), None, ()
         split = self._split_of(interp, built)
         if split is None or split.base is None:
-            return None, None
+            return None, None, ()
         try:
-            return split.part(keys), split.base
+            part = split.part(keys, kinds)
         except Exception:  # noqa: BLE001 - a value the walk cannot print: no print, the unit runs
-            return None, None
+            return None, None, ()
+        return (None, None, ()) if part is None else (part[0], split.base, part[1])
 
-    def _same_built(self, entry: UnitEntry, found: Print, base: Print | None) -> bool:
+    def _same_built(self, entry: UnitEntry, found: Print, base: Print | None, absent: tuple[str, ...]) -> bool:
         if entry.self_print is None:
             return False
         if entry.self_keys is None:
             return self._same_prints(entry.self_print, found)
-        if entry.self_base is None or base is None or not self._same_prints(entry.self_base, base):
+        if entry.self_base is None or base is None or entry.self_absent != absent:
             return False
-        return same_prints(entry.self_print, found, self._successor)
+        return self._same_prints(entry.self_base, base) and self._same_prints(entry.self_print, found)
 
     def _same_prints(self, old: Print, new: Print) -> bool:
         """``same_prints``, once per pair of prints in a version (the methods of a class share them)."""
@@ -442,8 +496,9 @@ class UnitCache:
         if self_regions is None or self_inlined is None:
             return
         self_keys = self_reads[0].keys() if len(builds) == 1 and len(self_reads) == 1 else None
-        self_print, self_base = (self._prints_for(interp, builds[0], self_keys) if len(builds) == 1
-                                 else (None, None))
+        self_kinds = self_reads[0].classes() if self_keys is not None else frozenset()
+        self_print, self_base, self_absent = (self._prints_for(interp, builds[0], self_keys, self_kinds)
+                                              if len(builds) == 1 else (None, None, ()))
         read: dict[int, Region] = {}
         own = None
         if isinstance(key, str):
@@ -481,6 +536,8 @@ class UnitCache:
             self_print=self_print,
             self_keys=self_keys,
             self_base=self_base,
+            self_absent=self_absent,
+            self_kinds=self_kinds,
         )
 
     # -- replaying ------------------------------------------------------------------------
@@ -562,11 +619,12 @@ class UnitCache:
         return all(id(stmt) in parents for stmt in entry.record.writes_added.values())
 
     def _expand(self, log: list[ReportArgs | LogMark], reads: list[Read],
-                interp: EngineParts, moved: Moved | None = None) -> tuple[list[ReportArgs], set[int]] | None:
-        """The reports of a recorded log at their current lines, with those of the calls it ran
-        apart (replayed, or run again alone when their own code changed), and the functions
-        those calls inlined; ``None`` when a call run again hands back something else (the
-        enclosing unit or call must run). Raises :class:`Unmappable`."""
+                interp: EngineParts, moved: Moved | None = None,
+                move: bool = True) -> tuple[list[ReportArgs], set[int]] | None:
+        """The reports of a recorded log at their current lines (``move``: they are not yet),
+        with those of the calls it ran apart (replayed, or run again alone when their own code
+        changed), and the functions those calls inlined; ``None`` when a call run again hands
+        back something else (the enclosing unit or call must run). Raises :class:`Unmappable`."""
         reports: list[ReportArgs] = []
         inlined: set[int] = set()
         for item in log:
@@ -577,7 +635,7 @@ class UnitCache:
                 reports.extend(nested[0])
                 inlined.update(nested[1])
             elif isinstance(item, tuple):
-                reports.append(self._moved_report(item, reads, moved))
+                reports.append(self._moved_report(item, reads, moved) if move else item)
         return reports, inlined
 
     def _nested(self, marker: Nested, interp: EngineParts) -> tuple[list[ReportArgs], set[int]] | None:

@@ -19,6 +19,7 @@ from typing import cast
 
 from graphlife.analysis.events import BackwardEvent
 from graphlife.analysis.rule_api import RuleContext
+from graphlife.analysis.self_reads import items_of_class
 from graphlife.analysis.state import Node, State
 from graphlife.analysis.values import HeapRef, TensorVal
 from graphlife.findings import FixRecipe, MessageTemplate
@@ -77,8 +78,10 @@ def _tensors(state: State) -> list[tuple[str, TensorVal]]:
         if isinstance(value, TensorVal):
             found.append((name, value))
         elif isinstance(value, HeapRef) and value.oid in state.heap:
-            found.extend((f"{name}.{attr}", item) for attr, item in sorted(state.heap[value.oid].attrs.items())
-                         if isinstance(item, TensorVal))
+            # which attributes hold tensors, not the whole `self` (the language server replays a
+            # method after an edit of `__init__` that changed none of them: analysis/self_reads.py)
+            found.extend((f"{name}.{attr}", item)
+                         for attr, item in items_of_class(state.heap[value.oid].attrs, TensorVal))
     return found
 
 
