@@ -176,11 +176,16 @@ _FACT_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed", 
 
 
 def _maps(state: State) -> tuple[object, ...]:
-    return tuple(getattr(state, name) for name in _FACT_MAPS)
+    """The maps of ``_FACT_MAPS``, in that order (spelled out: asked twice per call the memo runs)."""
+    return (state.versions, state.bumps, state.grads, state.data_bumps, state.freed, state.may_freed,
+            state.escaped, state.grad_hooks)
 
 
 def _same_maps(before: tuple[object, ...], state: State) -> bool:
-    return all(after is old or after == old for after, old in zip(_maps(state), before))
+    for after, old in zip(_maps(state), before):
+        if after is not old and after != old:
+            return False
+    return True
 
 
 def _matches(entry: MemoEntry, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State) -> bool:

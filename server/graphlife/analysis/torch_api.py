@@ -177,9 +177,12 @@ def tensor_may_need_grad(value: Value) -> bool:
     return may_carry_graph(value)
 
 
+_GRAD_CHARS: dict[bool | None, str] = {True: "1", False: "0", None: "?"}
+
+
 def pattern_char(value: Value) -> str:
     if isinstance(value, TensorVal):
-        return {True: "1", False: "0", None: "?"}[value.requires_grad]
+        return _GRAD_CHARS[value.requires_grad]
     if isinstance(value, Number):
         return "s"
     return "?"
@@ -1243,6 +1246,12 @@ def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Valu
     return output
 
 
+#: The parameters of a module the table knows, as one more input of its op (by whether they require
+#: grad): facts without a storage or a site, the same for every call (values are immutable).
+_PARAMETERS_INPUT: dict[bool | None, TensorVal] = {
+    flag: TensorVal(requires_grad=flag, leaf=True, storage=None) for flag in (True, False, None)}
+
+
 def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value],
                          kwargs: dict[str, Value], call: ast.Call, *, via_container: bool = False) -> Value:
     obj = state.heap[ref.oid]
@@ -1317,7 +1326,7 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
     # The parameters are one more input that requires grad (unless frozen).
     pattern = "".join(pattern_char(v) for v in inputs)
     cases = use_info.saved_for_all(pattern)
-    param_tensor = TensorVal(requires_grad=param_grad, leaf=True, storage=None)
+    param_tensor = _PARAMETERS_INPUT[param_grad]
     result = apply_op(interp, state, key, inputs + ([param_tensor] if param_grad is not False else []),
                       [*exprs, None], call, info=use_info if param_grad is False else None)
     if param_grad is not False and isinstance(result, TensorVal) and result.grad_fn:
@@ -1340,7 +1349,7 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
             node.leaves = node.leaves | storages
         else:
             node.saves_certain = False
-        if param_grad is True:
+        if param_grad is True and (result.requires_grad is not True or result.leaf is not False):
             result = replace(result, requires_grad=True, leaf=False)
     if isinstance(result, TensorVal) and result.requires_grad is False and frozen and state.grad_enabled is not False:
         why = reasons.FROZEN_MODULE(module=interp.text(call.func))
