@@ -160,11 +160,12 @@ class State:
 
     def writable(self, name: str) -> dict:
         """The map ``name`` (one of ``SHARED_MAPS``), ready to be changed on this path only."""
-        current = getattr(self, name)
-        if name in self.shared:
-            current = dict(current)
-            setattr(self, name, current)
-            self.shared.discard(name)
+        attributes = self.__dict__
+        current = attributes[name]
+        shared = attributes["shared"]
+        if name in shared:
+            current = attributes[name] = dict(current)
+            shared.discard(name)
         return current
 
     def dead_copy(self) -> State:

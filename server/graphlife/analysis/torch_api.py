@@ -224,11 +224,24 @@ def apply_op(
     info = info if info is not None else optable.lookup(key)
     tensors: list[TensorVal] = []
     any_unknown = False
-    for value in inputs:  # one pass: this runs for nearly every op of the file
-        if isinstance(value, TensorVal):
+    # One pass over the inputs (this runs for nearly every op of the file): the tensors, whether
+    # one requires grad or all certainly do not, and the pattern of the op table's saved cases.
+    some_grad = False
+    all_without = True
+    chars: list[str] = []
+    for value in inputs:
+        if type(value) is TensorVal:
             tensors.append(value)
-        elif not any_unknown and may_carry_graph(value):
-            any_unknown = True
+            requires = value.requires_grad
+            if requires:
+                some_grad = True
+            elif requires is not False:
+                all_without = False
+            chars.append(_GRAD_CHARS[requires])
+        else:
+            chars.append("s" if type(value) is Number else "?")
+            if not any_unknown and may_carry_graph(value):
+                any_unknown = True
     if info is not None and not info.returns_tensor:
         return Number(None)
     if not tensors and not any_unknown:
@@ -236,9 +249,9 @@ def apply_op(
             return UNKNOWN
         return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=site)
     needs_grad: bool | None
-    if any(t.requires_grad for t in tensors):
+    if some_grad:
         needs_grad = True
-    elif all(t.requires_grad is False for t in tensors) and not any_unknown:
+    elif all_without and not any_unknown:
         needs_grad = False
     else:
         needs_grad = None
@@ -263,7 +276,7 @@ def apply_op(
     parents_certain = all(t.certain for t in tensors)
     saves: list[SavedRef] = []
     saves_certain = False
-    pattern = "".join([pattern_char(v) for v in inputs])
+    pattern = "".join(chars)
     if info is not None and len(info.inputs) == len(inputs) and needs_grad:
         cases = info.saved_for_all(pattern)
         if cases:
@@ -1324,7 +1337,7 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
                              construction=obj.inplace_site, info=use_info, inplace_cases=True,
                              report_at_construction=via_container)
     # The parameters are one more input that requires grad (unless frozen).
-    pattern = "".join(pattern_char(v) for v in inputs)
+    pattern = "".join([pattern_char(v) for v in inputs])
     cases = use_info.saved_for_all(pattern)
     param_tensor = _PARAMETERS_INPUT[param_grad]
     result = apply_op(interp, state, key, inputs + ([param_tensor] if param_grad is not False else []),
