@@ -130,20 +130,28 @@ class State:
     #: Which of the maps in ``SHARED_MAPS`` this state shares with another one (copy on write).
     shared: set[str] = field(default_factory=set, repr=False, compare=False)
 
-    def copy(self) -> State:
+    def copy(self, *, names: bool = True) -> State:
         """A state for another path. Names and heap are copied whole while small (plain dicts),
         and forked once large (:class:`CowMap`: the fork costs nothing, the first write after it
         copies the entries written since the maps were last shared). The maps that grow with
         the whole analysis (versions, gradients, freed nodes) are shared until one side writes
         (:meth:`writable`). Copying every entry on every branch and call made long files
-        quadratic."""
+        quadratic.
+
+        ``names=False``: the copy's names are left empty, for a caller that gives it names of its
+        own (an inlined callee's: they were copied from the caller's, then thrown away)."""
         own = self.__dict__
         self.shared = set(SHARED_MAPS)
         twin = _new_state(State)
         attributes = twin.__dict__
         attributes.update(own)
         env, heap = own["env"], own["heap"]
-        attributes["env"] = env.copy() if type(env) is dict and len(env) < SHARE_FROM else _forked(own, "env")
+        if not names:
+            attributes["env"] = {}
+        elif type(env) is dict and len(env) < SHARE_FROM:
+            attributes["env"] = env.copy()
+        else:
+            attributes["env"] = _forked(own, "env")
         # heap objects are copied on write (see heap_write)
         attributes["heap"] = heap.copy() if type(heap) is dict and len(heap) < SHARE_FROM else _forked(own, "heap")
         attributes["shared"] = set(SHARED_MAPS)

@@ -272,7 +272,7 @@ class Calls(EngineCore):
         is_generator = self.is_generator(node)
         decorators = [self.text(d) for d in node.decorator_list]
         bound = func.bound_self is not None and "staticmethod" not in decorators
-        callee_state = state.copy()
+        callee_state = state.copy(names=False)
         callee_state.env = self._callee_names(func, bound, args, kwargs, state)
         # Decorators run outermost first: the innermost one's mode is the function's.
         # `@torch.inference_mode(False)` turns inference mode off (Megatron's quantization helpers).
