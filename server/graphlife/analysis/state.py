@@ -91,6 +91,9 @@ _FIRST_VERSION = frozenset({0})
 
 #: The maps of a state that are shared between copies until written (see ``State.writable``).
 SHARED_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed")
+#: Every one of them shared (a state's ``shared`` after a copy or a join: one set for all, as
+#: ``shared`` is replaced, never changed, when a map becomes a state's own).
+_ALL_SHARED = frozenset(SHARED_MAPS)
 
 
 @dataclass
@@ -128,7 +131,7 @@ class State:
     #: (tensor hooks, full backward hooks: :mod:`graphlife.analysis.grad_hooks`).
     grad_hooks: frozenset[GradHook] = frozenset()
     #: Which of the maps in ``SHARED_MAPS`` this state shares with another one (copy on write).
-    shared: set[str] = field(default_factory=set, repr=False, compare=False)
+    shared: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def copy(self, *, names: bool = True) -> State:
         """A state for another path. Names and heap are copied whole while small (plain dicts),
@@ -141,7 +144,7 @@ class State:
         ``names=False``: the copy's names are left empty, for a caller that gives it names of its
         own (an inlined callee's: they were copied from the caller's, then thrown away)."""
         own = self.__dict__
-        self.shared = set(SHARED_MAPS)
+        self.shared = _ALL_SHARED
         twin = _new_state(State)
         attributes = twin.__dict__
         attributes.update(own)
@@ -154,7 +157,7 @@ class State:
             attributes["env"] = _forked(own, "env")
         # heap objects are copied on write (see heap_write)
         attributes["heap"] = heap.copy() if type(heap) is dict and len(heap) < SHARE_FROM else _forked(own, "heap")
-        attributes["shared"] = set(SHARED_MAPS)
+        attributes["shared"] = _ALL_SHARED
         return twin
 
     def forkable(self, name: str) -> CowMap:
@@ -173,7 +176,7 @@ class State:
         shared = attributes["shared"]
         if name in shared:
             current = attributes[name] = dict(current)
-            shared.discard(name)
+            attributes["shared"] = shared.difference((name,))
         return current
 
     def dead_copy(self) -> State:
@@ -185,8 +188,8 @@ class State:
     def adopt(self, other: State) -> None:
         """Take over everything ``other`` knows (its maps become shared by both)."""
         self.__dict__.update(other.__dict__)
-        self.shared = set(SHARED_MAPS)
-        other.shared = set(SHARED_MAPS)
+        self.shared = _ALL_SHARED
+        other.shared = _ALL_SHARED
 
     # -- heap -------------------------------------------------------------------------
     def heap_write(self, oid: int) -> HeapObject:
@@ -227,7 +230,7 @@ class State:
         if len(live) == 1:
             return live[0] if owned else live[0].copy()
         result = live[0]
-        result.shared = set(SHARED_MAPS)  # the join may hand back its versions, grads, freed nodes
+        result.shared = _ALL_SHARED  # the join may hand back its versions, grads, freed nodes
         for other in live[1:]:
             result = result._join(other)
         return result
@@ -281,7 +284,7 @@ class State:
             grad_assumed=self.grad_assumed or other.grad_assumed,
             escaped=self.escaped | other.escaped if self.escaped is not other.escaped else self.escaped,
             grad_hooks=join_hooks(self.grad_hooks, other.grad_hooks),
-            shared=set(SHARED_MAPS),  # the maps above may be self's
+            shared=_ALL_SHARED,  # the maps above may be self's
         )
         return out
 

@@ -104,7 +104,10 @@ class Calls(EngineCore):
                 args.extend(items)
             else:
                 args.append(value)
-        kwargs = {kw.arg: self.eval(kw.value, state) for kw in call.keywords if kw.arg is not None}
+        kwargs = {}
+        for kw in call.keywords:  # a loop, not a comprehension: most calls have no keywords
+            if kw.arg is not None:
+                kwargs[kw.arg] = self.eval(kw.value, state)
         for kw in call.keywords:
             if kw.arg is None:
                 self.eval(kw.value, state)
