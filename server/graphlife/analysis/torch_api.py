@@ -271,7 +271,10 @@ def apply_op(
         why, why_site = _why_no_graph(interp, state, key, info, tensors, site)
         return TensorVal(requires_grad=False, leaf=True, storage=storage, inference=inference, origin=site,
                          desc=desc, why=why, why_site=why_site)
-    parents = frozenset().union(*(t.grad_fn for t in tensors)) if tensors else frozenset()
+    if len(tensors) == 1:
+        parents = tensors[0].grad_fn
+    else:
+        parents = frozenset().union(*[t.grad_fn for t in tensors]) if tensors else frozenset()
     # Unknown inputs may add edges, but never remove the known ones: the known parents stay certain.
     parents_certain = all(t.certain for t in tensors)
     saves: list[SavedRef] = []
@@ -328,12 +331,17 @@ def param_storages(tensor: TensorVal, state: State) -> frozenset[int]:
     return frozenset()
 
 
+_NO_STORAGES: frozenset[int] = frozenset()
+
+
 def leaf_storages(tensors: list[TensorVal], state: State) -> frozenset[int]:
-    out: set[int] = set()
+    out: set[int] | None = None  # most ops take no leaf that requires grad: no set made then
     for tensor in tensors:
         if tensor.leaf is True and tensor.requires_grad:
+            if out is None:
+                out = set()
             out |= param_storages(tensor, state)
-    return frozenset(out)
+    return frozenset(out) if out else _NO_STORAGES
 
 
 def saved_inputs(interp: TorchEngine, state: State, cases: tuple[optable.SavedCase, ...], inputs: list[Value],
