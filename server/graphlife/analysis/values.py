@@ -489,6 +489,8 @@ class HeapObject:
             note_joined(attrs_a, attrs_b)
         for key in keys:
             a, b = dict.get(attrs_a, key), dict.get(attrs_b, key)
+            if a is b:
+                continue  # the copy holds it already (a value is its own join)
             if (
                 key == "__items__"
                 and isinstance(a, TupleVal)
