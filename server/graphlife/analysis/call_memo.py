@@ -200,10 +200,7 @@ def _maps(state: State) -> tuple[object, ...]:
 
 
 def _same_maps(before: tuple[object, ...], state: State) -> bool:
-    for after, old in zip(_maps(state), before):
-        if after is not old and after != old:
-            return False
-    return True
+    return all(after is old or after == old for after, old in zip(_maps(state), before))
 
 
 def _matches(entry: MemoEntry, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State) -> bool:
