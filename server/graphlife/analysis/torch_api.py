@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from graphlife.analysis import (
@@ -123,7 +124,10 @@ def canonical(name: str) -> str:
     return name.replace("torch.nn.modules.module.", "torch.nn.")
 
 
+@functools.cache
 def table_key(name: str) -> str:
+    """The op table's key of a qualified name (asked at every library call: kept per name, as the
+    op table's own lookups are; the names are those the checked code spells)."""
     return optable.normalize_key(canonical(name))
 
 
