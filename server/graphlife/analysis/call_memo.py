@@ -82,6 +82,13 @@ class CallMemo:
         self.entries: dict[tuple[object, ...], list[MemoEntry]] = {}
         self.size = 0
         self.hits = 0
+        #: Keys (callee and context) called once so far, run without a record: most calls of a
+        #: file are made once in their context (DeepSpeed's engine: 453 of 531 keys), and
+        #: checking that a run changed nothing, and recording what it read, cost more than the
+        #: replays of the others saved. A key's second call is recorded, its later ones replayed.
+        self.seen: set[tuple[object, ...]] = set()
+        #: The names each function may load, by its node's id (the nodes outlive the memo).
+        self.reads: dict[int, frozenset[str]] = {}
 
     def call(self, interp: EngineParts, func: FunctionRef, args: list[Value], kwargs: dict[str, Value], state: State,
              site: ast.AST) -> Value:
@@ -91,12 +98,20 @@ class CallMemo:
             # Inside a checkpointed function a call tags what it reads and may send events: run it.
             return interp.inline_call(func, args, kwargs, state, site)
         key = _key(interp, func, state)
-        local = interp.local_names(func.node)
-        for entry in self.entries.get(key, ()):
-            if _matches(entry, func, args, kwargs, state):
-                self.hits += 1
-                return _replay(interp, entry, state)
-        return self._run(interp, key, func, args, kwargs, state, site, local)
+        bucket = self.entries.get(key)
+        if bucket is None:
+            seen = self.seen
+            if key not in seen:
+                if len(seen) >= _MAX_ENTRIES:
+                    seen.clear()
+                seen.add(key)
+                return interp.inline_call(func, args, kwargs, state, site)
+        else:
+            for entry in bucket:
+                if _matches(entry, func, args, kwargs, state):
+                    self.hits += 1
+                    return _replay(interp, entry, state)
+        return self._run(interp, key, func, args, kwargs, state, site, interp.local_names(func.node))
 
     def _run(self, interp: EngineParts, key: tuple[object, ...], func: FunctionRef, args: list[Value],
              kwargs: dict[str, Value], state: State, site: ast.AST, local: frozenset[str]) -> Value:
@@ -123,7 +138,7 @@ class CallMemo:
             return result
         ran = interp.inline_log[first_inlined:]
         inlined = {id(node) for node in ran}
-        names = _names_read(func.node, ran, interp)
+        names = _names_read(func.node, ran, interp, self.reads)
         visible = {name: env_before.get(name, _ABSENT) for name in names if name not in local}
         inputs: list[Value] = [*args, *kwargs.values(), *(v for v in visible.values() if isinstance(v, Value))]
         if func.bound_self is not None:
@@ -160,10 +175,13 @@ def _facts(interp: EngineParts) -> tuple[object, ...]:
     """What a pure call leaves as it was: the graph, the ids handed out, the events sent, the
     interpreter's facts between statements."""
     run = interp.run_state
+    module_calls = 0
+    for calls in run.module_calls:
+        module_calls += len(calls)
     return (
         run.graph, len(run.graph.nodes), run.next_id, interp.emitted, interp.backward_count,
         run.create_graph_seen, run.path_ends, len(run.zeroed_after), len(run.no_grad_writes),
-        sum(len(calls) for calls in run.module_calls), len(interp.reporter.findings),
+        module_calls, len(interp.reporter.findings),
     )
 
 
@@ -176,7 +194,9 @@ _FACT_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed", 
 
 
 def _maps(state: State) -> tuple[object, ...]:
-    return tuple(getattr(state, name) for name in _FACT_MAPS)
+    """The maps of ``_FACT_MAPS``, in that order (spelled out: asked twice per call the memo runs)."""
+    return (state.versions, state.bumps, state.grads, state.data_bumps, state.freed, state.may_freed,
+            state.escaped, state.grad_hooks)
 
 
 def _same_maps(before: tuple[object, ...], state: State) -> bool:
@@ -268,13 +288,22 @@ def _reachable(values: list[Value], heap: Mapping[int, HeapObject]) -> tuple[tup
     return tuple(seen.items())
 
 
-def _names_read(node: ast.AST, ran: list[ast.AST], interp: EngineParts) -> frozenset[str]:
+def _names_read(node: ast.AST, ran: list[ast.AST], interp: EngineParts,
+                known: dict[int, frozenset[str]]) -> frozenset[str]:
     """The names the callee, and every function it inlined, may load (defaults included: they
-    are evaluated with the caller's names)."""
-    names = set(scopes.names_read(node, interp.function_text(node)))
+    are evaluated with the caller's names). ``known``: each function's, once asked (its text,
+    which ``scopes.names_read`` reads the first time, was cut from the file at every ask)."""
+    names = set(_function_reads(node, interp, known))
     for other in {id(other): other for other in ran}.values():
-        names |= scopes.names_read(other, interp.function_text(other))
+        names |= _function_reads(other, interp, known)
     return frozenset(names)
+
+
+def _function_reads(node: ast.AST, interp: EngineParts, known: dict[int, frozenset[str]]) -> frozenset[str]:
+    found = known.get(id(node))
+    if found is None:
+        found = known[id(node)] = scopes.names_read(node, interp.function_text(node))
+    return found
 
 
 def _simple_defaults(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

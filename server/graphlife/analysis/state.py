@@ -91,6 +91,9 @@ _FIRST_VERSION = frozenset({0})
 
 #: The maps of a state that are shared between copies until written (see ``State.writable``).
 SHARED_MAPS = ("versions", "bumps", "grads", "data_bumps", "freed", "may_freed")
+#: Every one of them shared (a state's ``shared`` after a copy or a join: one set for all, as
+#: ``shared`` is replaced, never changed, when a map becomes a state's own).
+_ALL_SHARED = frozenset(SHARED_MAPS)
 
 
 @dataclass
@@ -128,25 +131,33 @@ class State:
     #: (tensor hooks, full backward hooks: :mod:`graphlife.analysis.grad_hooks`).
     grad_hooks: frozenset[GradHook] = frozenset()
     #: Which of the maps in ``SHARED_MAPS`` this state shares with another one (copy on write).
-    shared: set[str] = field(default_factory=set, repr=False, compare=False)
+    shared: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
-    def copy(self) -> State:
+    def copy(self, *, names: bool = True) -> State:
         """A state for another path. Names and heap are copied whole while small (plain dicts),
         and forked once large (:class:`CowMap`: the fork costs nothing, the first write after it
         copies the entries written since the maps were last shared). The maps that grow with
         the whole analysis (versions, gradients, freed nodes) are shared until one side writes
         (:meth:`writable`). Copying every entry on every branch and call made long files
-        quadratic."""
+        quadratic.
+
+        ``names=False``: the copy's names are left empty, for a caller that gives it names of its
+        own (an inlined callee's: they were copied from the caller's, then thrown away)."""
         own = self.__dict__
-        self.shared = set(SHARED_MAPS)
+        self.shared = _ALL_SHARED
         twin = _new_state(State)
         attributes = twin.__dict__
         attributes.update(own)
         env, heap = own["env"], own["heap"]
-        attributes["env"] = env.copy() if type(env) is dict and len(env) < SHARE_FROM else _forked(own, "env")
+        if not names:
+            attributes["env"] = {}
+        elif type(env) is dict and len(env) < SHARE_FROM:
+            attributes["env"] = env.copy()
+        else:
+            attributes["env"] = _forked(own, "env")
         # heap objects are copied on write (see heap_write)
         attributes["heap"] = heap.copy() if type(heap) is dict and len(heap) < SHARE_FROM else _forked(own, "heap")
-        attributes["shared"] = set(SHARED_MAPS)
+        attributes["shared"] = _ALL_SHARED
         return twin
 
     def forkable(self, name: str) -> CowMap:
@@ -160,11 +171,12 @@ class State:
 
     def writable(self, name: str) -> dict:
         """The map ``name`` (one of ``SHARED_MAPS``), ready to be changed on this path only."""
-        current = getattr(self, name)
-        if name in self.shared:
-            current = dict(current)
-            setattr(self, name, current)
-            self.shared.discard(name)
+        attributes = self.__dict__
+        current = attributes[name]
+        shared = attributes["shared"]
+        if name in shared:
+            current = attributes[name] = dict(current)
+            attributes["shared"] = shared.difference((name,))
         return current
 
     def dead_copy(self) -> State:
@@ -176,8 +188,8 @@ class State:
     def adopt(self, other: State) -> None:
         """Take over everything ``other`` knows (its maps become shared by both)."""
         self.__dict__.update(other.__dict__)
-        self.shared = set(SHARED_MAPS)
-        other.shared = set(SHARED_MAPS)
+        self.shared = _ALL_SHARED
+        other.shared = _ALL_SHARED
 
     # -- heap -------------------------------------------------------------------------
     def heap_write(self, oid: int) -> HeapObject:
@@ -218,7 +230,7 @@ class State:
         if len(live) == 1:
             return live[0] if owned else live[0].copy()
         result = live[0]
-        result.shared = set(SHARED_MAPS)  # the join may hand back its versions, grads, freed nodes
+        result.shared = _ALL_SHARED  # the join may hand back its versions, grads, freed nodes
         for other in live[1:]:
             result = result._join(other)
         return result
@@ -272,7 +284,7 @@ class State:
             grad_assumed=self.grad_assumed or other.grad_assumed,
             escaped=self.escaped | other.escaped if self.escaped is not other.escaped else self.escaped,
             grad_hooks=join_hooks(self.grad_hooks, other.grad_hooks),
-            shared=set(SHARED_MAPS),  # the maps above may be self's
+            shared=_ALL_SHARED,  # the maps above may be self's
         )
         return out
 

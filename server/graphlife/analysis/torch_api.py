@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from graphlife.analysis import (
@@ -123,7 +124,10 @@ def canonical(name: str) -> str:
     return name.replace("torch.nn.modules.module.", "torch.nn.")
 
 
+@functools.cache
 def table_key(name: str) -> str:
+    """The op table's key of a qualified name (asked at every library call: kept per name, as the
+    op table's own lookups are; the names are those the checked code spells)."""
     return optable.normalize_key(canonical(name))
 
 
@@ -177,9 +181,12 @@ def tensor_may_need_grad(value: Value) -> bool:
     return may_carry_graph(value)
 
 
+_GRAD_CHARS: dict[bool | None, str] = {True: "1", False: "0", None: "?"}
+
+
 def pattern_char(value: Value) -> str:
     if isinstance(value, TensorVal):
-        return {True: "1", False: "0", None: "?"}[value.requires_grad]
+        return _GRAD_CHARS[value.requires_grad]
     if isinstance(value, Number):
         return "s"
     return "?"
@@ -221,11 +228,24 @@ def apply_op(
     info = info if info is not None else optable.lookup(key)
     tensors: list[TensorVal] = []
     any_unknown = False
-    for value in inputs:  # one pass: this runs for nearly every op of the file
-        if isinstance(value, TensorVal):
+    # One pass over the inputs (this runs for nearly every op of the file): the tensors, whether
+    # one requires grad or all certainly do not, and the pattern of the op table's saved cases.
+    some_grad = False
+    all_without = True
+    chars: list[str] = []
+    for value in inputs:
+        if type(value) is TensorVal:
             tensors.append(value)
-        elif not any_unknown and may_carry_graph(value):
-            any_unknown = True
+            requires = value.requires_grad
+            if requires:
+                some_grad = True
+            elif requires is not False:
+                all_without = False
+            chars.append(_GRAD_CHARS[requires])
+        else:
+            chars.append("s" if type(value) is Number else "?")
+            if not any_unknown and may_carry_graph(value):
+                any_unknown = True
     if info is not None and not info.returns_tensor:
         return Number(None)
     if not tensors and not any_unknown:
@@ -233,9 +253,9 @@ def apply_op(
             return UNKNOWN
         return TensorVal(requires_grad=False, leaf=True, storage=interp.fresh(), origin=site)
     needs_grad: bool | None
-    if any(t.requires_grad for t in tensors):
+    if some_grad:
         needs_grad = True
-    elif all(t.requires_grad is False for t in tensors) and not any_unknown:
+    elif all_without and not any_unknown:
         needs_grad = False
     else:
         needs_grad = None
@@ -255,12 +275,15 @@ def apply_op(
         why, why_site = _why_no_graph(interp, state, key, info, tensors, site)
         return TensorVal(requires_grad=False, leaf=True, storage=storage, inference=inference, origin=site,
                          desc=desc, why=why, why_site=why_site)
-    parents = frozenset().union(*(t.grad_fn for t in tensors)) if tensors else frozenset()
+    if len(tensors) == 1:
+        parents = tensors[0].grad_fn
+    else:
+        parents = frozenset().union(*[t.grad_fn for t in tensors]) if tensors else frozenset()
     # Unknown inputs may add edges, but never remove the known ones: the known parents stay certain.
     parents_certain = all(t.certain for t in tensors)
     saves: list[SavedRef] = []
     saves_certain = False
-    pattern = "".join([pattern_char(v) for v in inputs])
+    pattern = "".join(chars)
     if info is not None and len(info.inputs) == len(inputs) and needs_grad:
         cases = info.saved_for_all(pattern)
         if cases:
@@ -312,12 +335,17 @@ def param_storages(tensor: TensorVal, state: State) -> frozenset[int]:
     return frozenset()
 
 
+_NO_STORAGES: frozenset[int] = frozenset()
+
+
 def leaf_storages(tensors: list[TensorVal], state: State) -> frozenset[int]:
-    out: set[int] = set()
+    out: set[int] | None = None  # most ops take no leaf that requires grad: no set made then
     for tensor in tensors:
         if tensor.leaf is True and tensor.requires_grad:
+            if out is None:
+                out = set()
             out |= param_storages(tensor, state)
-    return frozenset(out)
+    return frozenset(out) if out else _NO_STORAGES
 
 
 def saved_inputs(interp: TorchEngine, state: State, cases: tuple[optable.SavedCase, ...], inputs: list[Value],
@@ -1243,6 +1271,12 @@ def call_module(interp: TorchEngine, state: State, ref: HeapRef, args: list[Valu
     return output
 
 
+#: The parameters of a module the table knows, as one more input of its op (by whether they require
+#: grad): facts without a storage or a site, the same for every call (values are immutable).
+_PARAMETERS_INPUT: dict[bool | None, TensorVal] = {
+    flag: TensorVal(requires_grad=flag, leaf=True, storage=None) for flag in (True, False, None)}
+
+
 def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: list[Value],
                          kwargs: dict[str, Value], call: ast.Call, *, via_container: bool = False) -> Value:
     obj = state.heap[ref.oid]
@@ -1315,9 +1349,9 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
                              construction=obj.inplace_site, info=use_info, inplace_cases=True,
                              report_at_construction=via_container)
     # The parameters are one more input that requires grad (unless frozen).
-    pattern = "".join(pattern_char(v) for v in inputs)
+    pattern = "".join([pattern_char(v) for v in inputs])
     cases = use_info.saved_for_all(pattern)
-    param_tensor = TensorVal(requires_grad=param_grad, leaf=True, storage=None)
+    param_tensor = _PARAMETERS_INPUT[param_grad]
     result = apply_op(interp, state, key, inputs + ([param_tensor] if param_grad is not False else []),
                       [*exprs, None], call, info=use_info if param_grad is False else None)
     if param_grad is not False and isinstance(result, TensorVal) and result.grad_fn:
@@ -1340,7 +1374,7 @@ def _call_module_forward(interp: TorchEngine, state: State, ref: HeapRef, args: 
             node.leaves = node.leaves | storages
         else:
             node.saves_certain = False
-        if param_grad is True:
+        if param_grad is True and (result.requires_grad is not True or result.leaf is not False):
             result = replace(result, requires_grad=True, leaf=False)
     if isinstance(result, TensorVal) and result.requires_grad is False and frozen and state.grad_enabled is not False:
         why = reasons.FROZEN_MODULE(module=interp.text(call.func))

@@ -400,7 +400,11 @@ class Callbacks(Value):
 
 
 def join_values(a: Value | None, b: Value | None) -> Value:
-    """Join two possibly-missing values (a name bound on one path only)."""
+    """Join two possibly-missing values (a name bound on one path only). The very same value on
+    both paths is its own join (every kind's ``join`` gives ``self`` for an equal value): no
+    comparison of a tensor's fields for what two paths share."""
+    if a is b and a is not None:
+        return a
     if a is None:
         if b is None:
             return UNKNOWN
@@ -485,6 +489,8 @@ class HeapObject:
             note_joined(attrs_a, attrs_b)
         for key in keys:
             a, b = dict.get(attrs_a, key), dict.get(attrs_b, key)
+            if a is b:
+                continue  # the copy holds it already (a value is its own join)
             if (
                 key == "__items__"
                 and isinstance(a, TupleVal)

@@ -49,9 +49,12 @@ from graphlife.analysis.values import (
     FunctionRef,
     HeapRef,
     NoneValue,
+    Number,
     PartialCall,
+    QualName,
     TensorVal,
     TupleVal,
+    Unknown,
     Value,
     replace,
 )
@@ -352,9 +355,15 @@ def free_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> fro
     return found
 
 
+#: Kinds of value that hold no function (asked of every argument of every library call).
+_HOLD_NO_FUNCTION = frozenset({TensorVal, Number, HeapRef, NoneValue, Unknown, QualName})
+
+
 def _callables(values: list[Value], depth: int = 0) -> list[FunctionRef]:
     found: list[FunctionRef] = []
     for value in values:
+        if value.__class__ in _HOLD_NO_FUNCTION:
+            continue
         if isinstance(value, FunctionRef):
             found.append(value)
         elif isinstance(value, PartialCall) and depth < 3:

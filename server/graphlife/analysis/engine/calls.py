@@ -104,7 +104,10 @@ class Calls(EngineCore):
                 args.extend(items)
             else:
                 args.append(value)
-        kwargs = {kw.arg: self.eval(kw.value, state) for kw in call.keywords if kw.arg is not None}
+        kwargs = {}
+        for kw in call.keywords:  # a loop, not a comprehension: most calls have no keywords
+            if kw.arg is not None:
+                kwargs[kw.arg] = self.eval(kw.value, state)
         for kw in call.keywords:
             if kw.arg is None:
                 self.eval(kw.value, state)
@@ -118,17 +121,43 @@ class Calls(EngineCore):
 
     def call_value(self, func: Value, args: list[Value], kwargs: dict[str, Value], state: State,
                    call: ast.Call) -> Value:
-        """Call the value ``func`` with evaluated arguments, as Python would for what it is."""
-        if isinstance(func, PartialCall):
-            return self.call_value(func.func, [*func.args, *args], {**dict(func.kwargs), **kwargs}, state, call)
-        if isinstance(func, QualName) and torch_api.canonical(func.name) == "functools.partial" and args:
-            return PartialCall(args[0], tuple(args[1:]), tuple(kwargs.items()))
-        if (isinstance(func, QualName) and torch_api.canonical(func.name) == "builtins.getattr"
-                and len(args) >= 2 and isinstance(args[1], Number) and isinstance(args[1].const, str)
-                and call.args and not isinstance(call.args[0], ast.Starred)):
-            return self.attribute_value(args[0], _named_attribute(call, args[1].const), state)
+        """Call the value ``func`` with evaluated arguments, as Python would for what it is.
+
+        The kinds are disjoint, so their order is free: the common ones first (this runs for
+        every call the engine evaluates), and a library call's name normalized once for its
+        two special cases (``functools.partial``, ``getattr``) where it was normalized twice
+        ahead of every call."""
+        if isinstance(func, QualName):
+            canonical = torch_api.canonical(func.name)
+            if canonical == "functools.partial" and args:
+                return PartialCall(args[0], tuple(args[1:]), tuple(kwargs.items()))
+            if (canonical == "builtins.getattr"
+                    and len(args) >= 2 and isinstance(args[1], Number) and isinstance(args[1].const, str)
+                    and call.args and not isinstance(call.args[0], ast.Starred)):
+                return self.attribute_value(args[0], _named_attribute(call, args[1].const), state)
+            self._before_library_call(func.name, [*args, *kwargs.values()], state)
+            if self.run_state.checkpoints:
+                return self._library_call_in_checkpoint(func.name, args, kwargs, state, call)
+            return torch_api.call_qualname(self, state, func.name, args, kwargs, call)
+        if isinstance(func, BoundMethod):
+            receiver = func.receiver
+            if isinstance(receiver, ClassRef):
+                if receiver.is_autograd_function and func.name == "apply":
+                    return self.apply_autograd_function(receiver, args, kwargs, state, call)
+                self.unseen_call([*args, *kwargs.values()], state)  # a class method from a base the engine cannot see
+                return self.no_grad_opaque(UNKNOWN, state, call)
+            if (self.run_state.checkpoints and isinstance(receiver, TensorVal)
+                    and func.name in checkpoint_regions.SHAPE_METHODS):
+                for value, expr in zip(args, call.args):
+                    checkpoint_regions.decide(self, value, expr, "shape", state)
+            result = torch_api.call_method(self, state, receiver, func.name, args, kwargs, call)
+            return self.no_grad_opaque(result, state, call)
         if isinstance(func, FunctionRef):
             return self.call_function(func, args, kwargs, state, call)
+        if isinstance(func, HeapRef):
+            return torch_api.call_object(self, state, func, args, kwargs, call)
+        if isinstance(func, PartialCall):
+            return self.call_value(func.func, [*func.args, *args], {**dict(func.kwargs), **kwargs}, state, call)
         if isinstance(func, NamedTupleClass):
             return func.instance(args, kwargs)
         if isinstance(func, ClassRef):
@@ -136,25 +165,6 @@ class Calls(EngineCore):
                 self.unseen_call([*args, *kwargs.values()], state)
                 return UNKNOWN
             return self.instantiate(func, args, kwargs, state, call)
-        if isinstance(func, HeapRef):
-            return torch_api.call_object(self, state, func, args, kwargs, call)
-        if isinstance(func, QualName):
-            self._before_library_call(func.name, [*args, *kwargs.values()], state)
-            if self.run_state.checkpoints:
-                return self._library_call_in_checkpoint(func.name, args, kwargs, state, call)
-            return torch_api.call_qualname(self, state, func.name, args, kwargs, call)
-        if isinstance(func, BoundMethod) and isinstance(func.receiver, ClassRef):
-            if func.receiver.is_autograd_function and func.name == "apply":
-                return self.apply_autograd_function(func.receiver, args, kwargs, state, call)
-            self.unseen_call([*args, *kwargs.values()], state)  # a class method from a base the engine cannot see
-            return self.no_grad_opaque(UNKNOWN, state, call)
-        if isinstance(func, BoundMethod):
-            if (self.run_state.checkpoints and isinstance(func.receiver, TensorVal)
-                    and func.name in checkpoint_regions.SHAPE_METHODS):
-                for value, expr in zip(args, call.args):
-                    checkpoint_regions.decide(self, value, expr, "shape", state)
-            result = torch_api.call_method(self, state, func.receiver, func.name, args, kwargs, call)
-            return self.no_grad_opaque(result, state, call)
         self.note_opaque_call(call, [*args, *kwargs.values()], state)
         self.unseen_call([*args, *kwargs.values()], state)
         return self.no_grad_opaque(UNKNOWN, state, call)
@@ -265,7 +275,7 @@ class Calls(EngineCore):
         is_generator = self.is_generator(node)
         decorators = [self.text(d) for d in node.decorator_list]
         bound = func.bound_self is not None and "staticmethod" not in decorators
-        callee_state = state.copy()
+        callee_state = state.copy(names=False)
         callee_state.env = self._callee_names(func, bound, args, kwargs, state)
         # Decorators run outermost first: the innermost one's mode is the function's.
         # `@torch.inference_mode(False)` turns inference mode off (Megatron's quantization helpers).

@@ -294,7 +294,8 @@ class EngineCore(EngineParts):
         return loops[-1][0] if loops else None
 
     def iteration(self) -> tuple[int, ...]:
-        return tuple([i for _, i in self.run_state.loop_stack])
+        loops = self.run_state.loop_stack
+        return tuple([i for _, i in loops]) if loops else ()
 
     @contextmanager
     def swapped_run_state(self, run: RunState) -> Iterator[RunState]:

@@ -50,6 +50,7 @@ class Statements(EngineCore):
         flow = Flow(normal=state)
         stack = self.run_state.stmt_stack  # a run state swapped inside a statement is back after it
         foreign = self.module is not self.entry
+        reporter = self.reporter
         for stmt in body:
             if not flow.normal.reachable:
                 break
@@ -57,7 +58,7 @@ class Statements(EngineCore):
             if foreign:
                 self.run_state.foreign_steps += 1
             stack.append(stmt)
-            self.reporter.raised = False
+            reporter.raised = False
             try:
                 inner = self.exec_stmt(stmt, flow.normal)
             except RecursionError:
@@ -66,17 +67,20 @@ class Statements(EngineCore):
             finally:
                 stack.pop()
             run = self.run_state
-            if self.reporter.raised or run.path_ends:
+            if reporter.raised or run.path_ends:
                 run.path_ends = False
                 # torch raises at this statement on every path: nothing after it runs.
                 inner.normal = inner.normal.dead_copy()
                 inner.returns, inner.breaks, inner.continues = [], [], []
-                self.reporter.raised = False
+                reporter.raised = False
             flow.normal = inner.normal
             self.collect_between_statements(flow.normal)
-            flow.breaks.extend(inner.breaks)
-            flow.continues.extend(inner.continues)
-            flow.returns.extend(inner.returns)
+            if inner.breaks:  # most statements leave by their end only
+                flow.breaks.extend(inner.breaks)
+            if inner.continues:
+                flow.continues.extend(inner.continues)
+            if inner.returns:
+                flow.returns.extend(inner.returns)
         return flow
 
     def havoc_targets(self, stmt: ast.stmt, state: State) -> None:
