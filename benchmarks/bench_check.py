@@ -54,7 +54,6 @@ import public_files  # noqa: E402
 import results_file  # noqa: E402
 import shapes  # noqa: E402
 
-RESULTS = HERE / "RESULTS.md"
 SECTION = "## Checker"
 
 #: A 10-line training file: what start-up is measured with.

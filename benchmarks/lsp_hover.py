@@ -39,7 +39,8 @@ from pytest_lsp import client_capabilities
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import generate, generate_one_main  # the checker benchmark's generated files
-from lsp_latency import RESULTS, _client, _wait
+from lsp_latency import _client, _wait
+from results_file import RESULTS
 
 SECTION = "## Language server: hover"
 #: How many names each file is hovered on.

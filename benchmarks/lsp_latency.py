@@ -56,7 +56,6 @@ from generate import generate, generate_one_main  # the checker benchmark's gene
 from results_file import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Language server"
 DEBOUNCE_MS = 300
 #: Most lines of a size class -> its target (ms beyond the debounce).

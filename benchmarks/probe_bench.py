@@ -22,12 +22,11 @@ import time
 from pathlib import Path
 
 import torch
-from results_file import write_section  # this folder is on the path of a script run from it
+from results_file import RESULTS, write_section  # this folder is on the path of a script run from it
 from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE_PATH = ROOT / "server" / "graphlife" / "debug" / "probe.py"
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Debug probe"
 
 

@@ -37,7 +37,6 @@ sys.path.insert(0, str(ROOT / "server"))
 from graphlife.runtime.sites import SiteRecorder  # noqa: E402 - after the path is set
 from graphlife.runtime.watch import GraphWatch  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Run-time tools (graphlife run)"
 
 

@@ -56,6 +56,7 @@ from typing import Any
 from graphlife.analysis.grad_hooks import GradHook
 from graphlife.analysis.regions import Region
 from graphlife.analysis.self_cache import BuiltSelf
+from graphlife.analysis.self_reads import untracked_of_class
 from graphlife.analysis.state import Node, SavedRef, State
 from graphlife.analysis.values import ClassRef, FunctionRef, HeapObject, HeapRef, TensorVal
 
@@ -475,8 +476,7 @@ class SplitPrints:
         found = self._holds.get(kind)
         if found is None:
             assert self.instance is not None
-            found = self._holds[kind] = tuple(sorted(
-                key for key, value in dict.items(self.instance.attrs) if isinstance(value, kind)))
+            found = self._holds[kind] = tuple(key for key, _ in untracked_of_class(self.instance.attrs, kind))
         return found
 
     def _part(self, present: frozenset[str], holding: tuple[tuple[type, tuple[str, ...]], ...]) -> Print:

@@ -129,18 +129,19 @@ class ReadAttrs(dict[str, Any]):
         self._all()
         return dict.popitem(self)
 
-    def __eq__(self, other: object) -> bool:
+    def _compared(self, other: object) -> None:
+        """Compared with ``other``: a dict reads the names whose values differ, anything else all."""
         if isinstance(other, dict):
             _note_differing(self, other)
         else:
             self._all()
+
+    def __eq__(self, other: object) -> bool:
+        self._compared(other)
         return dict.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
-        if isinstance(other, dict):
-            _note_differing(self, other)
-        else:
-            self._all()
+        self._compared(other)
         return dict.__ne__(self, other)
 
     __hash__ = None
@@ -210,12 +211,17 @@ def items_of_class(attrs: dict[str, Any], kind: type[_T]) -> list[tuple[str, _T]
     """The attributes whose value is a ``kind``, by name. In a dict that notes reads this reads
     which attributes hold a ``kind`` (noted as ``kind``) and those attributes, not the whole
     dict: what the caller finds depends on nothing else of it."""
-    found = sorted(((key, value) for key, value in dict.items(attrs) if isinstance(value, kind)),
-                   key=lambda item: item[0])
+    found = untracked_of_class(attrs, kind)
     if isinstance(attrs, ReadAttrs):
         attrs.reads.kinds.add(kind)
         attrs.reads.names.update(key for key, _ in found)
     return found
+
+
+def untracked_of_class(attrs: dict[str, Any], kind: type[_T]) -> list[tuple[str, _T]]:
+    """:func:`items_of_class` without noting a read (the print of what a method read asks it)."""
+    return sorted(((key, value) for key, value in dict.items(attrs) if isinstance(value, kind)),
+                  key=lambda item: item[0])
 
 
 def untracked_values(attrs: dict[str, Any]) -> Any:
